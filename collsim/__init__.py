@@ -1,0 +1,7 @@
+"""collsim: chunk-level schedules, cost models and simulation of AllReduce, validated against NCCL."""
+from collsim.errors import CollsimError
+from collsim.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, ScheduleError, Transfer, concat, split_even
+
+__all__ = ["COPY", "REDUCE", "CollsimError", "Schedule", "ScheduleBuilder", "ScheduleError",
+           "Transfer", "concat", "split_even"]
+__version__ = "0.1.0"
