@@ -1,0 +1,7 @@
+"""Pictures of schedules and simulations (matplotlib, imported inside the modules).
+
+- ``collsim.viz.grid``: ranks x chunks grid per step, transfers as arrows.
+- ``collsim.viz.timeline``: per-link and per-rank Gantt charts of a simulation.
+- ``collsim.viz.animate``: the grid (and timeline cursor) as GIF or HTML animations.
+- ``collsim.viz.curves``: time and busbw vs size, crossover sizes.
+"""

@@ -1,0 +1,142 @@
+"""Time and bus bandwidth against message size, with the sizes where algorithms cross.
+
+Sizes are bytes per rank buffer, times seconds, bandwidths GB/s (1e9 B/s).
+``crossovers`` and ``fastest`` are pure numpy; ``CurvesView`` draws (and, for
+widgets and animations, redraws by updating its artists rather than rebuilding
+the figure).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Mapping
+
+import numpy as np
+
+from collsim.errors import CollsimError
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """Size (bytes) where ``faster_below`` stops and ``faster_above`` starts being the faster one."""
+
+    size: float
+    faster_below: str
+    faster_above: str
+    time_s: float
+
+
+def _check_series(sizes, series: Mapping[str, np.ndarray]) -> np.ndarray:
+    sizes = np.asarray(sizes, dtype=float)
+    if sizes.ndim != 1 or len(sizes) < 2 or np.any(sizes <= 0) or np.any(np.diff(sizes) <= 0):
+        raise CollsimError("sizes must be at least two positive, increasing byte counts")
+    for name, t in series.items():
+        t = np.asarray(t, dtype=float)
+        if t.shape != sizes.shape or np.any(~np.isfinite(t)) or np.any(t <= 0):
+            raise CollsimError(f"times of {name!r} must be {len(sizes)} positive finite seconds")
+    return sizes
+
+
+def crossovers(sizes, series: Mapping[str, np.ndarray]) -> list[Crossover]:
+    """Every size where two curves cross, interpolated linearly in log(size) and log(time).
+
+    ``series`` maps a name to times (seconds) at ``sizes`` (bytes, increasing).
+    A crossing is reported between two sampled sizes where the sign of
+    log(t_a / t_b) changes; the list is sorted by size.
+    """
+    sizes = _check_series(sizes, series)
+    ls = np.log(sizes)
+    logs = {k: np.log(np.asarray(v, dtype=float)) for k, v in series.items()}
+    out = []
+    for a, b in combinations(series, 2):
+        d = logs[a] - logs[b]
+        sign = np.sign(d)
+        idx = np.nonzero(sign[:-1] * sign[1:] < 0)[0]
+        for i in idx:
+            f = d[i] / (d[i] - d[i + 1])
+            x = ls[i] + f * (ls[i + 1] - ls[i])
+            t = logs[a][i] + f * (logs[a][i + 1] - logs[a][i])
+            below, above = (b, a) if d[i] > 0 else (a, b)
+            out.append(Crossover(float(np.exp(x)), below, above, float(np.exp(t))))
+    return sorted(out, key=lambda c: c.size)
+
+
+def fastest(sizes, series: Mapping[str, np.ndarray]) -> list[str]:
+    """Name of the fastest curve at every size (ties go to the first name)."""
+    _check_series(sizes, series)
+    names = list(series)
+    stack = np.vstack([np.asarray(series[k], dtype=float) for k in names])
+    return [names[i] for i in np.argmin(stack, axis=0)]
+
+
+def busbw(sizes, times, factor: float) -> np.ndarray:
+    """nccl-tests bus bandwidth in GB/s: size / time / 1e9 x ``factor`` (2(P-1)/P for AllReduce)."""
+    return np.asarray(sizes, dtype=float) / np.asarray(times, dtype=float) / 1e9 * factor
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.3g} B"
+
+
+class CurvesView:
+    """Log-log time (or busbw) vs size for several named curves, crossovers marked.
+
+    ``update`` changes the data of existing lines and markers (no new figure),
+    so a widget or animation can call it on every change without flicker.
+    Curve names are fixed at construction; each keeps its colour.
+    """
+
+    def __init__(self, names, kind: str = "time", ax=None, max_marks: int = 12):
+        if kind not in ("time", "busbw"):
+            raise CollsimError(f"kind must be 'time' or 'busbw', got {kind!r}")
+        from matplotlib.figure import Figure
+
+        if ax is None:
+            ax = Figure(figsize=(7, 4.2), dpi=80, layout="constrained").add_subplot()
+        self.ax, self.fig, self.kind = ax, ax.figure, kind
+        self.names = list(names)
+        self.lines = {n: ax.plot([], [], lw=2, label=n)[0] for n in self.names}
+        self.marks = ax.plot([], [], "o", ms=8, mfc="none", mec="k", mew=1.5,
+                             label="crossover")[0]
+        self.labels = [ax.text(0, 0, "", fontsize=8, ha="left", va="bottom", visible=False)
+                       for _ in range(max_marks)]
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message size per rank (bytes)")
+        ax.set_ylabel("time (s)" if kind == "time" else "bus bandwidth (GB/s)")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(loc="upper left", fontsize=8)
+        self.crossings: list[Crossover] = []
+
+    def update(self, sizes, series: Mapping[str, np.ndarray], factor: float = 1.0,
+               title: str = "") -> list[Crossover]:
+        """Show ``series`` (seconds at ``sizes`` bytes); busbw views use ``factor``. Returns the crossovers."""
+        sizes = _check_series(sizes, series)
+        ys = {}
+        for n in self.names:
+            if n not in series:
+                raise CollsimError(f"no times for curve {n!r}")
+            t = np.asarray(series[n], dtype=float)
+            ys[n] = t if self.kind == "time" else busbw(sizes, t, factor)
+            self.lines[n].set_data(sizes, ys[n])
+        self.crossings = crossovers(sizes, {n: series[n] for n in self.names})
+        xs = [c.size for c in self.crossings]
+        ymarks = [c.time_s if self.kind == "time" else busbw(c.size, c.time_s, factor)
+                  for c in self.crossings]
+        self.marks.set_data(xs, ymarks)
+        for i, lab in enumerate(self.labels):
+            if i < len(self.crossings):
+                c = self.crossings[i]
+                lab.set_position((xs[i], ymarks[i]))
+                lab.set_text(f" {_fmt_bytes(c.size)}\n {c.faster_below}→{c.faster_above}")
+                lab.set_visible(True)
+            else:
+                lab.set_visible(False)
+        allv = np.concatenate(list(ys.values()))
+        self.ax.set_xlim(sizes[0], sizes[-1])
+        self.ax.set_ylim(allv.min() / 1.5, allv.max() * 1.5)
+        self.ax.set_title(title, fontsize=10)
+        return self.crossings
