@@ -1,0 +1,266 @@
+"""collsim's NCCL-shaped AllReduce time model, per (algorithm, protocol).
+
+The structure follows what NCCL 2.28 does for one AllReduce (file references into NVIDIA/nccl):
+
+1. Channels and threads: ``nccl_tuning.nccl_channels`` (fewer channels and threads for small
+   messages, enqueue.cc topoGetAlgoInfo), then the per-channel split in cells of 16 KiB of traffic
+   (enqueue.cc scheduleCollTasksToPlan): ``channel_bytes`` is what the busiest channel carries.
+2. Pipeline per channel (enqueue.cc calcCollChunking, device/all_reduce.h, prims_simple.h):
+   buffers of NCCL_STEPS = 8 slots (Simple: NCCL_BUFFSIZE, default 4 MiB; LL 512 KiB holding half
+   payload; LL128 4,915,200 B holding 15/16). Ring Simple chunk = 4 slots sent as 2 slices (a
+   slice is at least 1/32 of 2 slots); LL, LL128 and Tree move one slot per step. A ring loop is
+   2(n-1) chunk steps over ``n x chunk`` bytes of the channel; the last loop's chunk shrinks.
+   Tree LL128 shrinks its chunk for small channel sizes like calcCollChunking does.
+3. Time on the GPU (microseconds)::
+
+       T = base + hops_intra * hop_intra + hops_net * hop_net          (latency floor)
+         + W_total / R(channels, threads)                               (bandwidth, on wire bytes)
+         + fill * depth * slice_wire / (R / channels)                  (pipeline fill)
+         + steps * step_us                                              (per-step overhead)
+
+   W_total = channels x wire bytes per channel and direction; wire = payload / efficiency
+   (LL 1/2, LL128 15/16, Simple 1); payload per channel and direction is 2(n-1)/n x channel
+   bytes for the ring, channel bytes for the tree. R = min(channels x chan_GBps x threads /
+   max_threads, link_GBps): a channel (one thread block) moves at most chan_GBps of wire bytes;
+   all channels share the link. depth = 1 for the ring, 2 x tree depth for the tree.
+   hops follow NCCL's count (ring 2(n-1) steps, 2(nNodes-1) of them over the network; tree
+   2 x ((ppn-1) + log2 nNodes)). Multi-node paths take base, step_us and fill from the "net" link
+   class and the bandwidth of the slowest class.
+4. Eager timing: calls issued back to back from the host cannot go faster than one launch
+   interval, ``T_eager = max(T, host_us)``.
+
+``explain`` splits T into latency, bandwidth (payload at full channel count), protocol overhead,
+channel count (fewer channels/threads than the maximum), pipeline fill, step overhead and
+launch, names the dominant term and gives each link class's utilisation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from collsim.errors import CollsimError
+from collsim.nccl_tuning import MAX_THREADS, PROTOS, canonical, nccl_channels
+
+ALGOS = ("Ring", "Tree")
+LINK_CLASSES = ("nvlink", "pci", "net")
+TIMINGS = ("graph", "eager")
+NCCL_STEPS = 8
+DEFAULT_BUFFSIZE = {"LL": 524288, "LL128": 4915200, "Simple": 4194304}  # init.cc:697-699
+EFFICIENCY = {"LL": 0.5, "LL128": 120 / 128, "Simple": 1.0}
+GRAIN = {"LL": 16, "LL128": 1920, "Simple": 512}  # device.h ncclProtoGrainSize, bytes
+PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill")
+TERMS = ("latency", "bandwidth", "protocol", "channels", "fill", "steps", "launch")
+
+
+@dataclass(frozen=True)
+class Config:
+    """One measured configuration: ranks, nodes, the intra-node link class, NCCL_BUFFSIZE
+    (Simple buffer bytes; None = 4 MiB), a pinned channel count (None = params.channels) and the
+    timing mode ("graph": CUDA graph or nccl-tests -G, "eager": back-to-back launches)."""
+    ranks: int
+    nodes: int = 1
+    intra: str = "nvlink"
+    buffsize: int | None = None
+    channels: int | None = None
+    timing: str = "graph"
+
+    def __post_init__(self):
+        if self.ranks < 2 or self.nodes < 1 or self.ranks % self.nodes:
+            raise CollsimError(f"need ranks >= 2 divisible by nodes, got {self.ranks} ranks on {self.nodes} nodes")
+        if self.intra not in ("nvlink", "pci"):
+            raise CollsimError(f"intra link class must be nvlink or pci, got {self.intra!r}")
+        if self.timing not in TIMINGS:
+            raise CollsimError(f"timing must be graph or eager, got {self.timing!r}")
+        if self.buffsize is not None and self.buffsize < 8 * 4096:
+            raise CollsimError(f"NCCL_BUFFSIZE {self.buffsize} is too small")
+
+
+@dataclass
+class ModelParams:
+    """Fitted or prior parameters. ``paths[(link, algo, proto)]`` holds a dict of PARAM_NAMES:
+    base_us (fixed cost per call, us), hop_us (latency per hop, us), step_us (overhead per
+    pipeline step and channel, us), chan_GBps (wire GB/s one full channel moves), fill (pipeline
+    fill in slice times per depth level). ``link_GBps[link]``: per-direction capacity shared by
+    all channels. ``channels``: NCCL's collective channel count. ``host_us``: eager launch
+    interval. ``meta``: provenance (what it was fitted on, hold-out errors)."""
+    paths: dict
+    link_GBps: dict
+    channels: int = 24
+    host_us: float = 0.0
+    meta: dict = field(default_factory=dict)
+
+    def path(self, link: str, algo: str, proto: str) -> dict:
+        try:
+            return self.paths[(link, algo, proto)]
+        except KeyError:
+            raise CollsimError(f"the parameters have no entry for {link}/{algo}/{proto}") from None
+
+
+def default_params() -> ModelParams:
+    """Priors before fitting (not measurements): NCCL 2.28's base and hop latencies, a
+    channel rate of 15 GB/s, NVLink4 at 18 x 26.6 GB/s, a socket link at 3 GB/s."""
+    from collsim.nccl_tuning import BASE_LAT, HW_LAT
+    paths = {}
+    for link in LINK_CLASSES:
+        for algo in ALGOS:
+            for i, proto in enumerate(PROTOS):
+                paths[(link, algo, proto)] = {
+                    "base_us": BASE_LAT[algo][i], "hop_us": HW_LAT[link][algo][i],
+                    "step_us": 0.5, "chan_GBps": 15.0 if link != "net" else 3.0, "fill": 1.0}
+    return ModelParams(paths, {"nvlink": 478.8, "pci": 24.0, "net": 3.0}, meta={"source": "priors"})
+
+
+def canonical_pair(algo: str, proto: str) -> tuple[str, str]:
+    return canonical(algo, ALGOS), canonical(proto, PROTOS)
+
+
+def channel_bytes(algo: str, proto: str, nbytes: int, channels: int, ranks: int) -> tuple[int, int, int]:
+    """(channels used, threads, bytes on the busiest channel) for one AllReduce of nbytes."""
+    nc, nt = nccl_channels(algo, proto, nbytes, channels, ranks)
+    tpb = 2 * (4 if proto == "LL" else 1)
+    cell = -(-(-(-16384 // tpb)) // 16) * 16
+    cells = max(1, -(-nbytes // cell))
+    per_channel_traffic = max(16384, nbytes * tpb // nc)
+    cpc = min(cells, -(-per_channel_traffic // (cell * tpb)))
+    return -(-cells // cpc), nt, min(nbytes, cpc * cell)
+
+
+def _pipeline(algo: str, proto: str, bc: int, ranks: int, nodes: int, buffsize: int) -> tuple[float, int, float]:
+    """(payload bytes per direction, pipeline steps, largest step payload) for one channel."""
+    slot = (buffsize if proto == "Simple" else DEFAULT_BUFFSIZE[proto]) // NCCL_STEPS
+    payload_slot = {"LL": slot // 2, "LL128": slot // 16 * 15, "Simple": slot}[proto]
+    if algo == "Ring":
+        chunk = (payload_slot * (4 if proto == "Simple" else 1)) // GRAIN[proto] * GRAIN[proto]
+        full_loops, rem = divmod(bc, ranks * chunk)
+        last = (-(-rem // ranks) + 15) // 16 * 16  # device/all_reduce.h: chunk of the last loop
+        if proto == "Simple":  # prims_simple.h: 2 slices per chunk, a slice >= 2 slots / 32
+            def split(c):
+                size = max(-(-c // 32) * 16, slot * 2 // 32)
+                return min(2, -(-c // size)) if c else 0, min(size, c)
+            (n_full, s_full), (n_last, s_last) = split(chunk), split(last)
+            slices, largest = n_full * full_loops + n_last, s_full if full_loops else s_last
+        else:
+            slices, largest = full_loops + (1 if last else 0), chunk if full_loops else last
+        return 2 * (ranks - 1) / ranks * bc, 2 * (ranks - 1) * slices, float(min(largest, bc))
+    chunk = payload_slot
+    if proto == "LL128":
+        ppn = ranks / nodes
+        n_ll128 = 1 + int(np.log2(nodes)) + 0.1 * ppn
+        while bc // chunk < n_ll128 * 64 / ppn and chunk > 131072:
+            chunk //= 2
+        while bc // chunk < n_ll128 * 16 / ppn and chunk > 32768:
+            chunk //= 2
+    chunk = max(chunk // GRAIN[proto] * GRAIN[proto], GRAIN[proto])
+    return float(bc), -(-bc // chunk), float(min(chunk, bc))
+
+
+@dataclass
+class Layout:
+    """What the model needs per size that does not depend on fitted parameters."""
+    algo: str
+    proto: str
+    config: Config
+    sizes: np.ndarray
+    nc: np.ndarray        # channels used
+    tf: np.ndarray        # threads / max threads
+    payload: np.ndarray   # payload bytes per channel and direction
+    steps: np.ndarray     # pipeline steps per channel and direction
+    slice: np.ndarray     # largest step payload (bytes)
+    hops_intra: int
+    hops_net: int
+    depth: int
+
+
+def layout(algo: str, proto: str, sizes, config: Config, channels: int = 24) -> Layout:
+    algo, proto = canonical_pair(algo, proto)
+    sizes = np.atleast_1d(np.asarray(sizes, dtype=np.int64))
+    if sizes.size == 0 or (sizes < 1).any():
+        raise CollsimError("sizes must be positive byte counts")
+    n, nodes = config.ranks, config.nodes
+    nch = config.channels or channels
+    buff = config.buffsize or DEFAULT_BUFFSIZE["Simple"]
+    rows = []
+    for nb in sizes.tolist():
+        nc, nt, bc = channel_bytes(algo, proto, nb, nch, n)
+        tf = 1.0 if algo == "Tree" else nt / MAX_THREADS[(algo, proto)]
+        rows.append((nc, tf, *_pipeline(algo, proto, bc, n, nodes, buff)))
+    nc, tf, payload, steps, sl = (np.array(c, dtype=float) for c in zip(*rows))
+    ppn = n // nodes
+    log_nodes = int(np.log2(nodes))
+    if algo == "Ring":
+        hops_net = 0 if nodes == 1 else 2 * (nodes - 1)
+        hops_intra, depth = 2 * (n - 1) - hops_net, 1
+    else:
+        hops_intra, hops_net, depth = 2 * (ppn - 1), 2 * log_nodes, 2 * max(1, ppn - 1 + log_nodes)
+    return Layout(algo, proto, config, sizes, nc, tf, payload, steps, sl, hops_intra, hops_net, depth)
+
+
+def _terms(params: ModelParams, lay: Layout) -> dict:
+    """Each additive time term in us per size, plus per-class utilisation inputs."""
+    cfg, a, p = lay.config, lay.algo, lay.proto
+    classes = [cfg.intra] if cfg.nodes == 1 else ([cfg.intra, "net"] if cfg.ranks > cfg.nodes else ["net"])
+    main = params.path(classes[-1], a, p)
+    eff = EFFICIENCY[p]
+    total_payload = (2 * (cfg.ranks - 1) / cfg.ranks if a == "Ring" else 1.0) * lay.sizes
+    wire = lay.nc * lay.payload / eff
+    nch = cfg.channels or params.channels
+    times, rates, full = [], [], []
+    for link in classes:
+        chan = params.path(link, a, p)["chan_GBps"] * 1e3  # bytes per us
+        cap = params.link_GBps[link] * 1e3
+        rates.append(np.minimum(lay.nc * chan * lay.tf, cap))
+        times.append(wire / rates[-1])
+        full.append(min(nch * chan, cap))
+    pick = np.argmax(np.vstack(times), axis=0), np.arange(lay.sizes.size)
+    bw_time, rate, full_rate = np.vstack(times)[pick], np.vstack(rates)[pick], min(full)
+    hop_net = params.path("net", a, p)["hop_us"] if lay.hops_net else 0.0
+    latency = np.full(lay.sizes.shape, main["base_us"] + lay.hops_net * hop_net
+                      + lay.hops_intra * params.path(cfg.intra, a, p)["hop_us"], dtype=float)
+    bandwidth = total_payload / full_rate
+    protocol = lay.nc * lay.payload * (1 / eff - 1) / rate
+    terms = {
+        "latency": latency, "bandwidth": bandwidth, "protocol": protocol,
+        "channels": bw_time - protocol - bandwidth,
+        "fill": main["fill"] * lay.depth * (lay.slice / eff) * lay.nc / rate,
+        "steps": main["step_us"] * lay.steps,
+    }
+    gpu = sum(terms.values())
+    host = params.host_us if cfg.timing == "eager" else 0.0
+    terms["launch"] = np.maximum(host - gpu, 0.0)
+    return terms, {link: wire for link in classes}
+
+
+def predict(params: ModelParams, algo: str, proto: str, sizes, config: Config) -> np.ndarray:
+    """Time per AllReduce in microseconds for each size (bytes)."""
+    return predict_layout(params, layout(algo, proto, sizes, config, params.channels))
+
+
+def predict_layout(params: ModelParams, lay: Layout) -> np.ndarray:
+    return sum(_terms(params, lay)[0].values())
+
+
+def explain(params: ModelParams, algo: str, proto: str, sizes, config: Config) -> list[dict]:
+    """Per size: time (us), busbw (GB/s), each term's share of the time, the dominant term,
+    channels used, and utilisation of each link class (wire bytes / (time x link GB/s))."""
+    lay = layout(algo, proto, sizes, config, params.channels)
+    terms, wire = _terms(params, lay)
+    total = sum(terms.values())
+    factor = 2 * (config.ranks - 1) / config.ranks
+    out = []
+    for i, nb in enumerate(lay.sizes.tolist()):
+        shares = {k: float(v[i] / total[i]) for k, v in terms.items()}
+        out.append({
+            "size": nb, "time_us": float(total[i]), "busbw_GBps": nb / total[i] / 1e3 * factor,
+            "channels": int(lay.nc[i]), "steps": int(lay.steps[i]), "shares": shares,
+            "dominant": max(shares, key=shares.get),
+            "link_utilisation": {k: float(w[i] / (total[i] * params.link_GBps[k] * 1e3)) for k, w in wire.items()},
+        })
+    return out
+
+
+def with_path(params: ModelParams, key: tuple, **values) -> ModelParams:
+    """A copy of params with some values of one path entry replaced."""
+    paths = dict(params.paths)
+    paths[key] = {**params.path(*key), **values}
+    return replace(params, paths=paths)

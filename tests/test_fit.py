@@ -1,0 +1,121 @@
+"""Fitting recovers known parameters; bounds hold; hold-out never leaks; params files."""
+import json
+
+import numpy as np
+import pytest
+
+from collsim.errors import CollsimError
+from collsim.fit import (BOUNDS, FITTED, Point, fit, load_params, load_points, save_params, split)
+from collsim.nccl_model import Config, default_params, predict, with_path
+
+SIZES = 2 ** np.arange(3, 33)
+TRUE = {("nvlink", "Ring", "Simple"): dict(base_us=12.0, step_us=1.5, chan_GBps=14.8, fill=1.5),
+        ("nvlink", "Tree", "LL"): dict(base_us=9.0, step_us=0.3, chan_GBps=6.0, fill=0.5)}
+
+
+def truth():
+    p = default_params()
+    for key, vals in TRUE.items():
+        p = with_path(p, key, **vals)
+    p.host_us = 40.0
+    return p
+
+
+def synthetic(noise=0.02, seed=1, timings=("graph", "eager")):
+    rng, p, pts = np.random.default_rng(seed), truth(), []
+    for _, algo, proto in TRUE:
+        for timing in timings:
+            cfg = Config(2, timing=timing)
+            t = predict(p, algo, proto, SIZES, cfg) * np.exp(rng.normal(0, noise, SIZES.size))
+            pts += [Point(int(s), float(x), algo, proto, cfg, 0, {}) for s, x in zip(SIZES, t)]
+    return pts
+
+
+def test_recovers_parameters_and_host():
+    params, report = fit(synthetic(), "odd")
+    for key, vals in TRUE.items():
+        got = params.path(*key)
+        assert got["base_us"] == pytest.approx(vals["base_us"], rel=0.1)
+        assert got["chan_GBps"] == pytest.approx(vals["chan_GBps"], rel=0.05)
+    assert params.host_us == pytest.approx(40.0, rel=0.05)
+    assert all(r["median_abs_rel_error"] < 0.03 for r in report.values())
+    assert params.meta["n_test"] == sum(r["n"] for r in report.values())
+
+
+def test_bounds_respected():
+    # Times no model point can reach inside the bounds: parameters end on the bounds, not beyond.
+    pts = [Point(int(s), 1e7, "Ring", "LL", Config(2), 0, {}) for s in SIZES]
+    params, _ = fit(pts, "odd")
+    got = params.path("nvlink", "Ring", "LL")
+    for name in FITTED:
+        lo, hi = BOUNDS[name]
+        assert lo * (1 - 1e-9) <= got[name] <= hi * (1 + 1e-9)
+    assert got["base_us"] == pytest.approx(BOUNDS["base_us"][1])
+
+
+def test_holdout_never_leaks():
+    pts = synthetic(noise=0.0, timings=("graph",))
+    train, test = split(pts, "odd")
+    assert not (train & test).any() and (train | test).all()
+    assert all(round(np.log2(p.size)) % 2 == 0 for p, k in zip(pts, train) if k)
+    # Corrupting every test point's time must not change the fitted parameters.
+    corrupted = [Point(p.size, p.time_us * (100.0 if k else 1.0), p.algo, p.proto, p.config, p.run, {})
+                 for p, k in zip(pts, test)]
+    a, rep_a = fit(pts, "odd")
+    b, rep_b = fit(corrupted, "odd")
+    assert a.paths == b.paths
+    assert all(r["median_abs_rel_error"] > 0.9 for r in rep_b.values())  # predicts 1/100 of them
+    even, odd = split(pts, "even")
+    assert (even == test).all()
+
+
+def test_timing_and_run_splits():
+    pts = synthetic(noise=0.01)
+    train, test = split(pts, "timing")
+    assert all(p.config.timing == "eager" for p, k in zip(pts, train) if k)
+    params, report = fit(pts, "timing")
+    assert set(k.rsplit("/", 1)[1] for k in report) == {"graph"}
+    with pytest.raises(CollsimError, match="two measurement files"):
+        split(pts, "run")
+    with pytest.raises(CollsimError, match="unknown hold-out"):
+        split(pts, "random")
+
+
+def test_params_roundtrip_and_errors(tmp_path):
+    params, _ = fit(synthetic(timings=("graph",)), "odd")
+    path = tmp_path / "p.json"
+    save_params(params, path)
+    back = load_params(path)
+    assert back.paths == params.paths and back.host_us == params.host_us
+    d = json.loads(path.read_text())
+    assert d["format"] == "collsim.nccl_model.params" and d["meta"]["holdout"] == "odd"
+    for mutate, msg in [(lambda d: d.update(format="x"), "not a collsim parameters"),
+                        (lambda d: d["paths"].pop(), "missing entries"),
+                        (lambda d: d["paths"][0].update(chan_GBps=-1), "negative"),
+                        (lambda d: d["paths"][0].pop("fill"), "malformed")]:
+        bad = json.loads(path.read_text())
+        mutate(bad)
+        (tmp_path / "bad.json").write_text(json.dumps(bad))
+        with pytest.raises(CollsimError, match=msg):
+            load_params(tmp_path / "bad.json")
+    (tmp_path / "junk.json").write_text("{")
+    with pytest.raises(CollsimError, match="not valid JSON"):
+        load_params(tmp_path / "junk.json")
+
+
+def test_load_points_from_runner_jsonl(tmp_path):
+    meta = {"type": "meta", "world_size": 2, "nodes": 1, "timing": "graph",
+            "env": {"NCCL_BUFFSIZE": "1048576", "NCCL_MAX_NCHANNELS": "8"}}
+    recs = [{"type": "result", "size": 1024, "count": 256, "dtype": "float32", "time_us": 10.0,
+             "algbw_GBps": 0.1, "busbw_GBps": 0.1, "wrong": 0, "algo": "ring", "proto": "ll",
+             "timing": "graph", "ranks": 2},
+            {"type": "result", "size": 2048, "count": 512, "dtype": "float32", "time_us": 11.0,
+             "algbw_GBps": 0.1, "busbw_GBps": 0.1, "wrong": 0, "algo": None, "proto": None,
+             "timing": "graph", "ranks": 2}]
+    f = tmp_path / "m.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in [meta] + recs) + "\n")
+    pts = load_points([f])
+    assert [(p.algo, p.proto) for p in pts] == [("Ring", "LL"), (None, None)]
+    assert pts[0].config == Config(2, 1, "nvlink", 1048576, 8, "graph")
+    with pytest.raises(CollsimError, match="no labelled"):
+        fit(pts[1:] * 4, "odd")
