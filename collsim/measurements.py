@@ -1,0 +1,223 @@
+"""AllReduce measurements as JSON Lines records, in nccl-tests vocabulary.
+
+A measurement file (what ``runners/allreduce_bench.py`` writes) is JSON Lines:
+
+* line 1, ``{"type": "meta", ...}``: how it was measured. Keys the runner
+  writes: ``harness`` ("collsim" or "nccl-tests"), ``collective``, ``backend``,
+  ``timing`` ("eager" or "graph"), ``dtype``, ``inplace``, ``world_size``,
+  ``nodes``, ``ranks_per_node``, ``hosts``, ``gpu``, ``gpu_count``, ``driver``,
+  ``cuda``, ``torch``, ``nccl_version`` (NCCL's runtime log line),
+  ``env`` (every ``NCCL_*``/``TORCH_NCCL_*`` variable), ``command``,
+  ``git_commit``, ``time_combine``, and with a probe ``nccl_probe`` (see
+  ``collsim.nccl_log.NcclLog.to_dict``).
+* then one ``{"type": "result", ...}`` per message size, written as measured:
+
+  ============  ======  ===================================================
+  field         type    meaning
+  ============  ======  ===================================================
+  size          int     message size in bytes (per rank buffer)
+  count         int     elements per rank buffer
+  dtype         str     element type ("float32", ...; nccl-tests "float")
+  time_us       float   microseconds per call: max over ranks of each
+                        rank's average (nccl-tests convention)
+  algbw_GBps    float   size / time, GB/s (1e9 B/s)
+  busbw_GBps    float   algbw x 2(n-1)/n (AllReduce, n ranks)
+  wrong         int     elements that differ from the exact expected sum,
+                        summed over ranks; null when not checked
+  inplace       bool    in-place (true) or out-of-place call
+  algo, proto   str     NCCL_ALGO / NCCL_PROTO asked for (null: NCCL's choice)
+  timing        str     "eager" or "graph"
+  ranks         int     ranks taking part
+  ============  ======  ===================================================
+
+``load`` returns a ``Measurements`` with one numpy array per field;
+````collsim.nccl_tests.import_nccl_tests`` turns nccl-tests output into
+the same records.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from collsim.errors import CollsimError
+
+FIELDS = {  # name -> (numpy dtype, required)
+    "size": (np.int64, True), "count": (np.int64, True), "dtype": (object, True),
+    "time_us": (np.float64, True), "algbw_GBps": (np.float64, True),
+    "busbw_GBps": (np.float64, True), "wrong": (np.int64, True),
+    "inplace": (object, False), "algo": (object, False), "proto": (object, False),
+    "timing": (object, False), "ranks": (np.int64, False),
+}
+_SUFFIX = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``"8"``, ``"64K"``, ``"1M"``, ``"4G"`` (binary multiples, as nccl-tests) -> bytes."""
+    t = str(text).strip().upper().removesuffix("IB").removesuffix("B") if str(text).strip() else ""
+    num, suffix = (t[:-1], t[-1]) if t and t[-1] in _SUFFIX else (t, "")
+    try:
+        value = float(num) * _SUFFIX[suffix]
+    except ValueError:
+        raise CollsimError(f"bad size {text!r} (want bytes, e.g. 8, 64K, 1M, 4G)") from None
+    if value < 0 or value != int(value):
+        raise CollsimError(f"bad size {text!r}: must be a whole, non-negative number of bytes")
+    return int(value)
+
+
+def format_size(nbytes: int) -> str:
+    """Bytes as nccl-tests-ish text: ``4096 -> "4K"``, ``3000 -> "3000"``."""
+    for suffix in ("G", "M", "K"):
+        if nbytes >= _SUFFIX[suffix] and nbytes % _SUFFIX[suffix] == 0:
+            return f"{nbytes // _SUFFIX[suffix]}{suffix}"
+    return str(nbytes)
+
+
+def bandwidths(size: int, time_us: float, ranks: int) -> tuple[float, float]:
+    """nccl-tests AllReduce (algbw, busbw) in GB/s for ``size`` bytes in ``time_us``."""
+    if time_us <= 0:
+        return math.nan, math.nan
+    algbw = size / 1e3 / time_us  # bytes / 1e9 / seconds
+    return algbw, algbw * (2 * (ranks - 1) / ranks if ranks > 0 else math.nan)
+
+
+def result_record(size, count, dtype, time_us, ranks, wrong, **extra) -> dict:
+    """One result record (fields above) with bandwidths computed from ``time_us``."""
+    algbw, busbw = bandwidths(size, time_us, ranks)
+    return {"type": "result", "size": int(size), "count": int(count), "dtype": dtype,
+            "time_us": float(time_us), "algbw_GBps": algbw, "busbw_GBps": busbw,
+            "wrong": None if wrong is None else int(wrong), "ranks": int(ranks), **extra}
+
+
+TABLE_HEADER = (f"{'size(B)':>12} {'count':>12} {'type':>9} {'algo/proto':>12} {'place':>5} "
+                f"{'time(us)':>10} {'algbw':>8} {'busbw':>8} {'#wrong':>7}")
+
+
+def format_row(rec: dict) -> str:
+    """One record as a table row under ``TABLE_HEADER`` (nccl-tests style, GB/s)."""
+    label = "/".join(x for x in (rec.get("algo"), rec.get("proto")) if x) or "default"
+    place = {True: "in", False: "out"}.get(rec.get("inplace"), "?")
+    wrong = "N/A" if rec.get("wrong") is None else rec["wrong"]
+    num = [math.nan if rec.get(k) is None else rec[k] for k in ("time_us", "algbw_GBps", "busbw_GBps")]
+    return (f"{rec['size']:>12} {rec['count']:>12} {rec['dtype']:>9} {label:>12} {place:>5} "
+            f"{num[0]:>10.2f} {num[1]:>8.2f} {num[2]:>8.2f} {wrong:>7}")
+
+
+def _check_result(rec: dict, where: str) -> None:
+    for name, (kind, required) in FIELDS.items():
+        if name not in rec:
+            if required:
+                raise CollsimError(f"{where}: result record lacks field {name!r}")
+            continue
+        v = rec[name]
+        if v is None and name in ("wrong", "time_us", "algbw_GBps", "busbw_GBps") or v is None and not required:
+            continue
+        if kind is object:
+            ok = isinstance(v, bool) if name == "inplace" else isinstance(v, str)
+        elif kind is np.int64:
+            ok = isinstance(v, int) and not isinstance(v, bool) and v >= 0
+        else:
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if not ok:
+            raise CollsimError(f"{where}: field {name!r} has bad value {v!r}")
+
+
+@dataclass
+class Measurements:
+    """Records of one or more runs: ``meta`` (the first meta record), ``metas``
+    (all of them), ``records`` (result dicts) and ``m["field"]`` / ``m.field``
+    numpy arrays (NaN / None where a record lacks the field). ``error`` is the
+    message of the line where a non-strict load stopped, else None."""
+
+    meta: dict = field(default_factory=dict)
+    records: list = field(default_factory=list)
+    metas: list = field(default_factory=list)
+    error: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in FIELDS and not any(name in r for r in self.records):
+            raise KeyError(name)
+        kind = FIELDS.get(name, (object, False))[0]
+        values = [r.get(name) for r in self.records]
+        if kind is object:
+            return np.array(values, dtype=object)
+        return np.array([math.nan if v is None else v for v in values],
+                        dtype=np.float64 if any(v is None for v in values) else kind)
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        if name.startswith("_") or name not in FIELDS:
+            raise AttributeError(name)
+        return self[name]
+
+    def columns(self) -> list[str]:
+        """Field names present in the records, schema fields first."""
+        seen = [f for f in FIELDS if any(f in r for r in self.records)]
+        extra = sorted({k for r in self.records for k in r} - set(FIELDS) - {"type"})
+        return seen + extra
+
+    def to_pandas(self):
+        """A pandas DataFrame of the records (needs pandas)."""
+        import pandas as pd
+        return pd.DataFrame([{k: r.get(k) for k in self.columns()} for r in self.records])
+
+    def save(self, path) -> None:
+        """Write as JSON Lines (meta first)."""
+        with open(path, "w", encoding="utf-8") as f:
+            for rec in [{"type": "meta", **self.meta}] + self.records:
+                f.write(json.dumps({"type": rec.get("type", "result"), **rec}) + "\n")
+
+
+def to_csv(m: Measurements, path) -> None:
+    """Write the result records of ``m`` as CSV (one row per record)."""
+    cols = m.columns()
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for r in m.records:
+            w.writerow(["" if r.get(c) is None else r.get(c) for c in cols])
+
+
+def parse_jsonl(lines, source: str, strict: bool = True) -> Measurements:
+    """Parse measurement JSON Lines; see ``load``."""
+    m = Measurements()
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{source}:{lineno}"
+        try:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise CollsimError(f"{where}: not valid JSON ({e.msg})") from None
+            if not isinstance(rec, dict) or rec.get("type") not in ("meta", "result"):
+                raise CollsimError(f"{where}: expected an object with type 'meta' or 'result'")
+            if rec["type"] == "meta":
+                m.metas.append({k: v for k, v in rec.items() if k != "type"})
+                m.meta = m.meta or m.metas[0]
+                continue
+            if not m.metas:
+                raise CollsimError(f"{where}: result record before any meta record")
+            _check_result(rec, where)
+            m.records.append({k: v for k, v in rec.items() if k != "type"})
+        except CollsimError as e:
+            if strict:
+                raise
+            m.error = str(e)
+            break
+    if strict and not m.metas:
+        raise CollsimError(f"{source}: no meta record (empty measurement file)")
+    return m
+
+
+def load(path, strict: bool = True) -> Measurements:
+    """Load a measurement file. A malformed line raises ``CollsimError`` naming
+    ``path:line``; with ``strict=False`` loading stops there, keeps every valid
+    record before it and sets ``.error``."""
+    with open(path, encoding="utf-8") as f:
+        return parse_jsonl(f, str(path), strict)

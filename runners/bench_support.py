@@ -1,0 +1,225 @@
+"""Support for ``allreduce_bench.py``: arguments, environment, metadata, NCCL probe.
+
+Everything here runs on every rank; torch is imported inside functions only, so
+argument errors are reported before torch loads (one line, exit code 2).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from collsim.errors import CollsimError  # noqa: E402
+from collsim.measurements import parse_size  # noqa: E402
+from collsim.nccl_log import canonical_algo, canonical_proto, parse_file  # noqa: E402
+
+# Forced in every environment this runner builds (multicast/NVLS stays off).
+FORCED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+              "NVSHMEM_DISABLE_NVLS": "1"}
+PROBE_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,GRAPH,TUNING"}
+# dtype -> (itemsize in bytes, largest integer the dtype holds exactly)
+DTYPES = {"float32": (4, 2**24), "float16": (2, 2048), "bfloat16": (2, 256), "float64": (8, 2**53),
+          "int32": (4, 2**31 - 1), "int64": (8, 2**63 - 1), "int8": (1, 127), "uint8": (1, 255)}
+FILL_MAX = 3  # inputs are (index + rank) % 4: small integers, sums exact in every dtype above
+
+
+class BenchError(Exception):
+    """A failure during the run, reported as one line (exit code 1)."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Bad arguments: one line on stderr (rank 0 only under torchrun), exit code 2."""
+
+    def error(self, message):  # noqa: D401 - argparse API
+        if os.environ.get("RANK", "0") == "0":
+            sys.stderr.write(f"allreduce_bench: error: {message}\n")
+        sys.exit(2)
+
+
+def _sizes_arg(text):
+    return [parse_size(t) for t in text.split(",") if t.strip()]
+
+
+def _name_list(text, canon):
+    names = [t.strip().lstrip("^") for t in text.split(",")]
+    [canon(n) for n in names]  # raises CollsimError on an unknown name
+    return text
+
+
+def build_parser() -> OneLineParser:
+    p = OneLineParser(prog="allreduce_bench", description="AllReduce benchmark (see module docstring)")
+    p.add_argument("-b", "--minbytes", default="8", help="smallest size, bytes (K/M/G suffixes)")
+    p.add_argument("-e", "--maxbytes", default="32M", help="largest size, bytes")
+    p.add_argument("-f", "--stepfactor", type=int, default=2, help="size multiplication factor")
+    p.add_argument("--sizes", help="comma-separated sizes instead of -b/-e/-f, e.g. 8,1K,4M")
+    p.add_argument("--dtype", default="float32", choices=sorted(DTYPES))
+    p.add_argument("-w", "--warmup", type=int, default=5, help="untimed calls per size")
+    p.add_argument("-n", "--iters", type=int, default=20, help="timed calls per size")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--inplace", dest="inplace", action="store_true", default=True)
+    g.add_argument("--out-of-place", dest="inplace", action="store_false")
+    p.add_argument("--timing", choices=("eager", "graph"), default="eager")
+    p.add_argument("--graph-calls", type=int, default=20, help="all_reduce calls per CUDA graph (graph timing)")
+    p.add_argument("--algo", help="NCCL_ALGO, e.g. Ring, Tree, ^NVLS")
+    p.add_argument("--proto", help="NCCL_PROTO, e.g. LL, LL128, Simple")
+    p.add_argument("--backend", choices=("nccl", "gloo"), default="nccl")
+    p.add_argument("--out", help="JSON Lines output file (rank 0 writes it)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds before a hung collective is an error")
+    p.add_argument("--emulate-nodes", type=int, default=None, metavar="N",
+                   help="give each group of world/N consecutive ranks its own NCCL_HOSTID")
+    p.add_argument("--nccl-probe", action="store_true",
+                   help="first run a short probe with NCCL INFO logging and record what NCCL chose")
+    return p
+
+
+def sweep(args) -> list[int]:
+    """Sizes in bytes: nccl-tests' -b/-e/-f sweep, or --sizes; floored to whole elements."""
+    itemsize = DTYPES[args.dtype][0]
+    if args.sizes:
+        raw = _sizes_arg(args.sizes)
+    else:
+        lo, hi = parse_size(args.minbytes), parse_size(args.maxbytes)
+        if lo > hi:
+            raise CollsimError(f"-b {args.minbytes} is larger than -e {args.maxbytes}")
+        if args.stepfactor < 2:
+            raise CollsimError(f"-f must be at least 2, got {args.stepfactor}")
+        raw, s = [], max(lo, 1)
+        while s <= hi:
+            raw.append(s)
+            s *= args.stepfactor
+    sizes = sorted({s - s % itemsize for s in raw if s >= itemsize})
+    if not sizes:
+        raise CollsimError(f"no size holds a whole {args.dtype} element ({itemsize} B)")
+    return sizes
+
+
+def parse_args(argv):
+    """Parse and validate; every problem is one line and exit code 2."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    try:
+        args.size_list = sweep(args)
+        for name in ("algo", "proto"):
+            if getattr(args, name):
+                _name_list(getattr(args, name), canonical_algo if name == "algo" else canonical_proto)
+    except CollsimError as e:
+        parser.error(str(e))
+    if args.warmup < 0 or args.iters < 1 or args.graph_calls < 1:
+        parser.error("need -w >= 0, -n >= 1 and --graph-calls >= 1")
+    if args.timeout <= 0:
+        parser.error("--timeout must be positive")
+    if args.backend == "gloo" and (args.timing == "graph" or args.algo or args.proto or args.nccl_probe
+                                   or args.emulate_nodes):
+        parser.error("--timing graph, --algo, --proto, --nccl-probe and --emulate-nodes need --backend nccl")
+    if args.emulate_nodes is not None and (args.emulate_nodes < 1 or world % args.emulate_nodes):
+        parser.error(f"--emulate-nodes {args.emulate_nodes} does not divide the world size {world}")
+    if FILL_MAX * world > DTYPES[args.dtype][1]:
+        parser.error(f"{args.dtype} cannot hold the exact check sum for {world} ranks")
+    if args.backend == "gloo":
+        args.timing = "host"
+    return args
+
+
+def rank_env(args, rank: int, world: int, environ: dict) -> dict:
+    """Environment variables this rank sets before any communicator exists."""
+    env = dict(FORCED_ENV)
+    if args.algo:
+        env["NCCL_ALGO"] = args.algo
+    if args.proto:
+        env["NCCL_PROTO"] = args.proto
+    if args.emulate_nodes:
+        env["NCCL_HOSTID"] = f"collsim-node{rank // (world // args.emulate_nodes)}"
+        if "NCCL_SOCKET_IFNAME" not in environ:
+            env["NCCL_SOCKET_IFNAME"] = "lo"
+    return env
+
+
+def nccl_env(environ=os.environ) -> dict:
+    """Every NCCL_* and TORCH_NCCL_* variable (what NCCL and torch read)."""
+    return {k: v for k, v in sorted(environ.items()) if k.startswith(("NCCL_", "TORCH_NCCL_"))}
+
+
+def _run(cmd) -> str | None:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def launcher_command() -> str | None:
+    """The parent process's command line (torchrun's) when /proc shows it."""
+    try:
+        raw = Path(f"/proc/{os.getppid()}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return shlex.join(a.decode(errors="replace") for a in raw.split(b"\0") if a) or None
+
+
+def rank_info(device) -> dict:
+    """What each rank contributes to the metadata."""
+    import torch
+    info = {"host": socket.gethostname(), "pid": os.getpid(),
+            "local_rank": int(os.environ.get("LOCAL_RANK", "0"))}
+    if device is not None and device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info.update(device=device.index, gpu=props.name,
+                    gpu_memory_bytes=props.total_memory, gpu_uuid=str(getattr(props, "uuid", "")))
+    return info
+
+
+def build_meta(args, argv, world: int, infos: list, nccl_version: str | None) -> dict:
+    import torch
+    hosts = [i["host"] for i in infos]
+    nodes = args.emulate_nodes or len(set(hosts))
+    gpus = sorted({(i["host"], i.get("gpu_uuid") or i.get("device")) for i in infos if "gpu" in i})
+    commit = _run(["git", "-C", str(REPO), "rev-parse", "HEAD"])
+    dirty = _run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"])
+    return {
+        "harness": "collsim", "collective": "allreduce", "backend": args.backend,
+        "timing": args.timing, "graph_calls": args.graph_calls if args.timing == "graph" else None,
+        "dtype": args.dtype, "inplace": args.inplace, "warmup": args.warmup, "iters": args.iters,
+        "algo": args.algo, "proto": args.proto, "world_size": world, "nodes": nodes,
+        "ranks_per_node": world // nodes, "emulated_nodes": args.emulate_nodes,
+        "hosts": sorted(set(hosts)), "ranks": infos,
+        "gpu": infos[0].get("gpu"), "gpu_count": len(gpus),
+        "driver": _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]),
+        "cuda": torch.version.cuda, "torch": torch.__version__, "python": sys.version.split()[0],
+        "nccl_version": nccl_version,
+        "nccl_compile_version": ".".join(map(str, torch.cuda.nccl.version()))
+        if args.backend == "nccl" else None,
+        "env": nccl_env(), "command": shlex.join([sys.executable] + argv),
+        "launcher_command": launcher_command(),
+        "git_commit": commit, "git_dirty": bool(dirty) if commit else None,
+        "time_combine": "max over ranks of each rank's mean time per call",
+        "out_of_place_method": None if args.inplace else "device copy into the output, then in-place all_reduce",
+    }
+
+
+def debug_file_version(path) -> str | None:
+    """NCCL's runtime version from a debug file (its "NCCL version x.y.z" line)."""
+    try:
+        return parse_file(path).version
+    except (OSError, CollsimError):
+        return None
+
+
+def launch_probe(args, rank: int, world: int, addr: str, port: int, log_dir: str):
+    """Start this rank's probe child: the same script with NCCL INFO logging on."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHELASTIC_")}
+    env.update(PROBE_ENV, NCCL_DEBUG_FILE=os.path.join(log_dir, f"probe.{rank}.log"),
+               COLLSIM_PROBE=f"{addr}:{port}", RANK=str(rank), WORLD_SIZE=str(world))
+    cmd = [sys.executable, str(Path(__file__).with_name("allreduce_bench.py"))] + sys.argv[1:]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def probe_log_dir() -> str:
+    return tempfile.mkdtemp(prefix="collsim-nccl-")
