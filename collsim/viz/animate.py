@@ -16,15 +16,17 @@ from collsim.schedule import Schedule
 MAX_FRAMES = 400
 
 
-def animate_schedule(schedule: Schedule, result=None, by: str = "link",
-                     gpus_per_node: int | None = None, interval_ms: int = 700):
-    """A ``matplotlib.animation.FuncAnimation`` with one frame per step plus the final state."""
+def animate_schedule(schedule: Schedule, result=None, by: str = "link", interval_ms: int = 700):
+    """A ``matplotlib.animation.FuncAnimation`` with one frame per step plus the final state.
+
+    ``result``: a ``collsim.simulate.SimResult`` of ``schedule`` (adds the timeline).
+    """
     from matplotlib.animation import FuncAnimation
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     from collsim.viz.grid import GridView
-    from collsim.viz.timeline import TimelineView
+    from collsim.viz.timeline import timeline_view
 
     frames = schedule.n_steps + 1
     if frames > MAX_FRAMES:
@@ -40,7 +42,9 @@ def animate_schedule(schedule: Schedule, result=None, by: str = "link",
     grid = GridView(schedule, ax=axes[0])
     timeline = None
     if result is not None:
-        timeline = TimelineView(schedule, result.start, result.end, by, gpus_per_node, ax=axes[1])
+        if result.schedule is not schedule:
+            raise CollsimError("the simulation result belongs to another schedule")
+        timeline = timeline_view(result, by, ax=axes[1])
 
     fig.canvas.draw()
     fig.set_layout_engine("none")      # lay out once: frames must not shift (or cost a re-layout)

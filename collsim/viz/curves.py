@@ -113,16 +113,25 @@ class CurvesView:
 
     def update(self, sizes, series: Mapping[str, np.ndarray], factor: float = 1.0,
                title: str = "") -> list[Crossover]:
-        """Show ``series`` (seconds at ``sizes`` bytes); busbw views use ``factor``. Returns the crossovers."""
+        """Show ``series`` (seconds at ``sizes`` bytes; a name left out hides its line).
+
+        busbw views multiply by ``factor``. Returns the crossovers.
+        """
+        unknown = set(series) - set(self.names)
+        if unknown:
+            raise CollsimError(f"no curve named {sorted(unknown)[0]!r} (have {', '.join(self.names)})")
         sizes = _check_series(sizes, series)
         ys = {}
         for n in self.names:
-            if n not in series:
-                raise CollsimError(f"no times for curve {n!r}")
-            t = np.asarray(series[n], dtype=float)
-            ys[n] = t if self.kind == "time" else busbw(sizes, t, factor)
-            self.lines[n].set_data(sizes, ys[n])
-        self.crossings = crossovers(sizes, {n: series[n] for n in self.names})
+            if n in series:
+                t = np.asarray(series[n], dtype=float)
+                ys[n] = t if self.kind == "time" else busbw(sizes, t, factor)
+                self.lines[n].set_data(sizes, ys[n])
+            else:
+                self.lines[n].set_data([], [])
+        if not ys:
+            raise CollsimError("no curves to show")
+        self.crossings = crossovers(sizes, series)
         xs = [c.size for c in self.crossings]
         ymarks = [c.time_s if self.kind == "time" else busbw(c.size, c.time_s, factor)
                   for c in self.crossings]

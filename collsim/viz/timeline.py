@@ -123,7 +123,13 @@ class TimelineView:
             self.span.set_visible(False)
 
 
-def draw_timeline(schedule: Schedule, result, by: str = "link", gpus_per_node: int | None = None,
-                  ax=None, max_rows: int = 32):
-    """Gantt chart of ``result`` (a ``SimResult`` with per-transfer ``start``/``end``); returns the Figure."""
-    return TimelineView(schedule, result.start, result.end, by, gpus_per_node, ax, max_rows).fig
+def timeline_view(result, by: str = "link", ax=None, max_rows: int = 32) -> TimelineView:
+    """``TimelineView`` of a ``collsim.simulate.SimResult`` (inter-node links marked from its topology)."""
+    return TimelineView(result.schedule, result.start, result.end, by,
+                        result.topology.gpus_per_node if result.topology.nodes > 1 else None,
+                        ax, max_rows)
+
+
+def draw_timeline(result, by: str = "link", ax=None, max_rows: int = 32):
+    """Gantt chart of a ``SimResult`` per link (``by="link"``) or sending rank; returns the Figure."""
+    return timeline_view(result, by, ax, max_rows).fig

@@ -1,0 +1,206 @@
+"""Tests of collsim.viz: grid state, arrows, timeline rows, animations, curves and crossovers."""
+import io
+
+import numpy as np
+import pytest
+
+from collsim.errors import CollsimError
+from collsim.schedule import COPY, REDUCE, ScheduleBuilder, split_even
+from collsim.viz import curves, grid, timeline
+
+
+def ring(P, count):
+    """Textbook ring (reduce-scatter then all-gather), built here so viz tests stand alone."""
+    off, ln = split_even(count, P)
+    b = ScheduleBuilder(P, count, name="ring")
+    r = np.arange(P)
+    for k in range(P - 1):
+        c = (r - k - 1) % P
+        b.add_step(r, (r + 1) % P, off[c], ln[c], REDUCE)
+    for k in range(P - 1):
+        c = (r - k) % P
+        b.add_step(r, (r + 1) % P, off[c], ln[c], COPY)
+    return b.build()
+
+
+def whole_buffer_ring(P, count):
+    """The lecture's ring: whole buffers every step (counts contributions twice)."""
+    b = ScheduleBuilder(P, count, name="whole-buffer")
+    r = np.arange(P)
+    for _ in range(P - 1):
+        b.add_step((r + 1) % P, r, 0, count, REDUCE)
+    return b.build()
+
+
+# ------------------------------------------------------------------ grid state
+def test_grid_states_ring_ends_with_exact_sum_and_grows_by_one():
+    s = ring(5, 23)                      # 23 elements: uneven chunks 5,5,5,4,4
+    st = grid.grid_states(s)
+    assert list(st.bounds) == [0, 5, 10, 15, 19, 23]
+    assert st.distinct.shape == (s.n_steps + 1, 5, 5)
+    assert np.all(st.distinct[0] == 1) and not st.over.any()
+    assert np.all(st.distinct[-1] == 5)
+    # in reduce-scatter step k the receiving cell gains exactly one contribution per transfer
+    for k in range(4):
+        assert st.distinct[k + 1].sum() - st.distinct[k].sum() == 5 * (k + 1)
+    assert grid.GridView(s).correct()
+
+
+def test_grid_states_flags_double_counting_of_lecture_ring():
+    st = grid.grid_states(whole_buffer_ring(4, 8))
+    assert st.bounds.tolist() == [0, 8]
+    # after two steps rank r holds x_r + 2 x_{r+1} + x_{r+2}
+    assert st.mult[2, 0, 0].tolist() == [1, 2, 1, 0]
+    assert st.over[2].all() and not st.over[1].any()
+    assert grid.cell_label(st.mult[2, 0, 0]) == "x0+2x1+x2"
+    assert not grid.GridView(whole_buffer_ring(4, 8)).correct()
+
+
+def test_chunk_schedule_preserves_moves():
+    s = ring(3, 10)
+    bounds = grid.chunk_bounds(s)
+    small, first, n = grid.chunk_schedule(s, bounds)
+    assert small.count == len(bounds) - 1 and np.all(n == 1)
+    assert np.all(bounds[first] == s.offset)
+
+
+def test_cell_colors_and_labels():
+    distinct = np.array([[1, 3], [3, 2]])
+    over = np.array([[False, False], [True, False]])
+    rgba = grid.cell_colors(distinct, over, 3)
+    assert rgba.shape == (2, 2, 4)
+    assert tuple(rgba[0, 1]) == (0.17, 0.63, 0.17, 1.0)      # exact sum is green
+    assert tuple(rgba[1, 0]) == (0.84, 0.15, 0.16, 1.0)      # over-counted is red
+    assert rgba[0, 0, 2] > rgba[1, 1, 2] or rgba[0, 0, 0] > rgba[1, 1, 0]   # more data = darker
+    assert grid.cell_label(np.array([1.0, 1.0])) == "Σ"
+    assert grid.cell_label(np.array([0.0, 1.0, 3.0])) == "x1+3x2"
+
+
+def test_arrow_polygons_point_from_sender_to_receiver():
+    down, up = grid.arrow_polygons([0, 3], [1, 1], [0.0, 2.0])
+    assert down[:, 1].min() >= 0 and down[3, 1] == pytest.approx(0.7)   # tip near row 1
+    assert up[3, 1] == pytest.approx(1.3) and up[:, 1].max() <= 3
+
+
+def test_gridview_show_updates_artists_in_place():
+    s = ring(4, 8)
+    v = grid.GridView(s)
+    image, arrows = v.image, v.arrows
+    before = v.image.get_array().copy()
+    v.show(3)
+    assert v.image is image and v.arrows is arrows
+    assert not np.array_equal(before, v.image.get_array())
+    assert len(v.arrows.get_paths()) == 4
+    assert "step 4/6" in v.ax.get_title()
+    v.show(s.n_steps)
+    assert len(v.arrows.get_paths()) == 0 and "every rank holds the sum" in v.ax.get_title()
+    assert v.labels[0][0].get_text() == "Σ"
+    with pytest.raises(ValueError):
+        v.show(s.n_steps + 1)
+    v.set_schedule(ring(6, 6))                 # other P on the same axes
+    assert v.image is image and v.image.get_array().shape[:2] == (6, 6)
+
+
+def test_frame_png_blits_only_changed_artists():
+    from PIL import Image
+
+    from collsim.viz.render import FramePNG
+
+    v = grid.GridView(ring(8, 64))
+    r = FramePNG(v.fig, v.artists())
+    frames = []
+    for k in (0, 1, 0):
+        v.show(k)
+        frames.append(r.frame())
+    assert frames[0] != frames[1] and frames[0] == frames[2]
+    assert Image.open(io.BytesIO(frames[0])).format == "PNG"
+
+
+# ------------------------------------------------------------------ timeline
+def test_timeline_rows_by_link_and_rank_with_cap():
+    s = ring(4, 8)
+    start = s.step_index * 1.0
+    end = start + 0.5
+    rows = timeline.timeline_rows(s, start, end, "link", gpus_per_node=2)
+    assert rows.labels == ["0→1", "1→2 (inter)", "2→3", "3→0 (inter)"]
+    assert np.allclose(rows.busy_s, 6 * 0.5) and rows.dropped == 0
+    by_rank = timeline.timeline_rows(s, start, end, "rank", max_rows=2)
+    assert len(by_rank.labels) == 2 and by_rank.dropped == 2
+    assert (by_rank.row == -1).sum() == 12
+    with pytest.raises(CollsimError):
+        timeline.timeline_rows(s, start, end, "node")
+    with pytest.raises(CollsimError):
+        timeline.timeline_rows(s, start[:-1], end, "link")
+
+
+def test_timeline_highlight_shades_one_step():
+    s = ring(4, 8)
+    start = s.step_index * 1e-6
+    v = timeline.TimelineView(s, start, start + 0.5e-6)
+    v.highlight(2)
+    alpha = v.bars.get_facecolors()[:, 3]
+    assert np.all(alpha[v.bar_step == 2] == 1.0) and np.all(alpha[v.bar_step != 2] < 1.0)
+    assert v.span.get_visible() and v.span.get_x() == pytest.approx(2.0)
+    v.highlight(None)
+    assert not v.span.get_visible()
+
+
+# ------------------------------------------------------------------ animation
+def test_animation_gif_and_html(tmp_path):
+    from PIL import Image
+
+    from collsim.viz.animate import animate_schedule, save_gif, to_html
+
+    s = ring(3, 6)
+    anim = animate_schedule(s)
+    path = tmp_path / "ring.gif"
+    save_gif(anim, path, fps=4)
+    im = Image.open(path)
+    assert im.n_frames == s.n_steps + 1
+    html = to_html(anim)
+    assert "<script" in html and html.count("data:image/png;base64") >= s.n_steps + 1
+
+
+# ------------------------------------------------------------------ curves
+def test_crossovers_of_two_lines_in_log_space():
+    sizes = 2.0 ** np.arange(0, 21)
+    lat = 1e-5 + sizes * 1e-9            # latency-bound early, slow later
+    bw = 1e-4 + sizes * 1e-10            # bandwidth-efficient
+    cs = curves.crossovers(sizes, {"lat": lat, "bw": bw})
+    assert len(cs) == 1
+    c = cs[0]
+    assert (c.faster_below, c.faster_above) == ("lat", "bw")
+    exact = 9e-5 / 9e-10                 # 1e5 bytes, where the lines meet
+    assert c.size == pytest.approx(exact, rel=0.1)
+    assert curves.fastest(sizes, {"lat": lat, "bw": bw})[0] == "lat"
+    assert curves.fastest(sizes, {"lat": lat, "bw": bw})[-1] == "bw"
+
+
+def test_crossovers_none_when_one_dominates_and_bad_input():
+    sizes = np.array([1.0, 2.0, 4.0])
+    assert curves.crossovers(sizes, {"a": [1, 2, 3], "b": [2, 3, 4]}) == []
+    with pytest.raises(CollsimError):
+        curves.crossovers([4, 2, 1], {"a": [1, 2, 3]})
+    with pytest.raises(CollsimError):
+        curves.crossovers(sizes, {"a": [1, 0, 3]})
+
+
+def test_busbw_matches_nccl_tests_definition():
+    # 1 GB in 10 ms on 8 ranks: algbw 100 GB/s, busbw 175 GB/s
+    assert curves.busbw(1e9, 0.01, 2 * 7 / 8) == pytest.approx(175.0)
+
+
+def test_curves_view_updates_lines_and_marks():
+    sizes = 2.0 ** np.arange(0, 21)
+    v = curves.CurvesView(["lat", "bw", "off"])
+    line = v.lines["lat"]
+    cs = v.update(sizes, {"lat": 1e-5 + sizes * 1e-9, "bw": 1e-4 + sizes * 1e-10})
+    assert v.lines["lat"] is line and len(line.get_xdata()) == len(sizes)
+    assert len(v.lines["off"].get_xdata()) == 0
+    assert len(cs) == 1 and len(v.marks.get_xdata()) == 1 and v.labels[0].get_visible()
+    assert "lat→bw" in v.labels[0].get_text()
+    with pytest.raises(CollsimError):
+        v.update(sizes, {"nope": sizes})
+    bus = curves.CurvesView(["bw"], kind="busbw")
+    bus.update(sizes, {"bw": 1e-4 + sizes * 1e-10}, factor=1.0)
+    assert bus.lines["bw"].get_ydata()[-1] == pytest.approx(sizes[-1] / (1e-4 + sizes[-1] * 1e-10) / 1e9)
