@@ -1,0 +1,205 @@
+"""Tests of collsim.simulate: hand-made schedules with hand-computed times, and a
+brute-force reference simulator (the shared semantics written as a plain loop)."""
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from collsim import simplan
+from collsim.errors import CollsimError
+from collsim.schedule import COPY, REDUCE, Schedule, ScheduleBuilder
+from collsim.simulate import simulate, simulate_times
+from collsim.topology import Link, Topology
+
+A, B = 1e-6, 1e-9          # alpha 1 us, beta 1 ns/byte (1 GB/s)
+
+
+def uni(P, a=A, b=B):
+    return Topology.uniform(P, a, b)
+
+
+def sched(P, count, steps, itemsize=1):
+    return Schedule.from_steps(P, count, steps, itemsize=itemsize)
+
+
+def reference(s: Schedule, topo: Topology, gamma=0.0):
+    """The timing semantics of the team brief, transfer by transfer, O(n^2)."""
+    step = s.step_index
+    start, end = np.zeros(s.n_transfers), np.zeros(s.n_transfers)
+    free = {}
+    for i in range(s.n_transfers):
+        src, dst, lo, ln, op = (int(s.src[i]), int(s.dst[i]), int(s.offset[i]), int(s.length[i]), int(s.op[i]))
+        ready = 0.0
+        for j in range(i):
+            if step[j] < step[i] and lo < s.offset[j] + s.length[j] and s.offset[j] < lo + ln and \
+                    (s.dst[j] == src or (op == REDUCE and s.dst[j] == dst)):
+                ready = max(ready, end[j])
+        res = [("send", src), ("recv", dst)]
+        cross = topo.node_of(src) != topo.node_of(dst)
+        if cross:
+            res += [("out", topo.nic_of(src)), ("in", topo.nic_of(dst))]
+        link = topo.inter if cross else topo.intra
+        nb = ln * s.itemsize
+        dur = link.alpha + nb * link.beta
+        if gamma and op == REDUCE:
+            dur += nb * gamma
+        start[i] = max([ready] + [free.get(r, 0.0) for r in res])
+        end[i] = start[i] + dur
+        for r in res:
+            free[r] = end[i]
+    return start, end
+
+
+def test_single_transfer_time_and_stats():
+    r = simulate(sched(2, 100, [[(0, 1, 0, 100, "copy")]], itemsize=4), uni(2))
+    assert r.time_s == pytest.approx(A + 400 * B, rel=1e-15)
+    assert r.resource_bytes["gpu0.send"] == 400 and r.resource_bytes["gpu1.recv"] == 400
+    assert r.resource_bytes["gpu1.send"] == 0
+    assert r.resource_busy_s["gpu0.send"] == pytest.approx(A + 400 * B)
+    assert r.link_bytes == {(0, 1): 400}
+    d = r.to_dict(transfers=True)
+    assert d["time_s"] == r.time_s and d["links"] == [[0, 1, 400]] and len(d["start_s"]) == 1
+    assert "gpu1.send" not in d["resources"]
+
+
+def test_data_flow_lets_pipelined_steps_overlap():
+    # 0 -> 1 -> 2 forwarding two halves: the second hop of half 0 needs only half 0.
+    s = sched(3, 100, [[(0, 1, 0, 50, "copy")], [(0, 1, 50, 50, "copy"), (1, 2, 0, 50, "copy")],
+                       [(1, 2, 50, 50, "copy")]])
+    r = simulate(s, uni(3))
+    t = A + 50 * B
+    np.testing.assert_allclose(r.start, [0, t, t, 2 * t])
+    assert r.time_s == pytest.approx(3 * t)
+    # an independent later step on other ranks starts at once (no step barrier)
+    s2 = sched(4, 10, [[(0, 1, 0, 10, "copy")], [(0, 1, 0, 10, "copy")], [(2, 3, 0, 10, "copy")]])
+    assert simulate(s2, uni(4)).start[2] == 0.0
+
+
+def test_fifo_port_contention_in_schedule_order():
+    # rank 0 sends three messages in one step: its send port serves them in order
+    s = sched(4, 30, [[(0, 1, 0, 10, "copy"), (0, 2, 10, 10, "copy"), (0, 3, 20, 10, "copy")]])
+    r = simulate(s, uni(4))
+    t = A + 10 * B
+    np.testing.assert_allclose(r.start, [0, t, 2 * t])
+    assert r.resource_busy_s["gpu0.send"] == pytest.approx(3 * t)
+    # two senders into one receiver: the receive port serializes them, full duplex otherwise
+    s = sched(3, 10, [[(0, 2, 0, 10, "reduce"), (1, 2, 0, 10, "reduce"), (2, 0, 0, 10, "reduce")]])
+    np.testing.assert_allclose(simulate(s, uni(3)).start, [0, t, 0])
+
+
+def test_shared_nic_contention_depends_on_nics_per_node():
+    # 2 nodes x 4 GPUs: every GPU of node 0 sends to its peer on node 1 at once
+    steps = [[(g, 4 + g, 0, 1000, "copy") for g in range(4)]]
+    s = sched(8, 1000, steps)
+    intra, inter = Link(1e-7, 1e-10), Link(5e-6, 1e-9)
+    t = 5e-6 + 1000 * 1e-9
+    one = simulate(s, Topology(2, 4, intra, inter, nics_per_node=1))
+    assert one.time_s == pytest.approx(4 * t)
+    np.testing.assert_allclose(one.start, [0, t, 2 * t, 3 * t])
+    assert one.resource_bytes["node0.nic0.out"] == 4000 and one.resource_bytes["node1.nic0.in"] == 4000
+    two = simulate(s, Topology(2, 4, intra, inter, nics_per_node=2))
+    np.testing.assert_allclose(two.start, [0, 0, t, t])       # GPU g uses NIC g % 2
+    four = simulate(s, Topology(2, 4, intra, inter, nics_per_node=4))
+    assert four.time_s == pytest.approx(t)
+    # intra-node transfers take no NIC and use the intra link
+    r = simulate(sched(8, 10, [[(0, 1, 0, 10, "copy"), (2, 3, 0, 10, "copy")]]), Topology(2, 4, intra, inter))
+    assert r.time_s == pytest.approx(1e-7 + 10 * 1e-10)
+
+
+def test_gamma_costs_reduces_only():
+    s = sched(2, 100, [[(0, 1, 0, 100, "reduce")], [(1, 0, 0, 100, "copy")]], itemsize=4)
+    g = 3e-10
+    r = simulate(s, uni(2), gamma=g)
+    np.testing.assert_allclose(r.duration, [A + 400 * (B + g), A + 400 * B])
+    with pytest.raises(CollsimError, match="gamma"):
+        simulate(s, uni(2), gamma=-1.0)
+
+
+def test_zero_count_and_empty_schedules():
+    b = ScheduleBuilder(4, 0)
+    b.add_step([0, 1], [1, 2], 0, 0, REDUCE)
+    r = simulate(b.build(), uni(4))
+    assert r.time_s == 0.0 and len(r.start) == 0
+    assert simulate_times([b.build()], uni(4)).tolist() == [0.0]
+    # an explicit zero-length transfer costs alpha and reads nothing
+    s = Schedule(2, 4, 1, [0, 0], [1, 1], [0, 0], [4, 0], [COPY, COPY], [0, 1, 2])
+    np.testing.assert_allclose(simulate(s, uni(2)).start, [0, A + 4 * B])
+
+
+def test_ring_on_uniform_topology_matches_formula():
+    from collsim.algorithms import build_schedule
+    for P, count in ((2, 64), (5, 1000), (16, 4096), (64, 1 << 16)):
+        s = build_schedule("ring", P, count, itemsize=4)
+        n = count * 4
+        r = simulate(s, uni(P, 5e-6, 1e-11))
+        assert r.time_s == pytest.approx(2 * (P - 1) * (5e-6 + n / P * 1e-11), rel=1e-12)
+        busy = r.resource_busy_s
+        assert busy["gpu0.send"] == pytest.approx(r.time_s, rel=1e-12)   # ports always busy
+
+
+def test_deterministic():
+    from collsim.algorithms import build_schedule
+    s = build_schedule("ring", 12, 1001, itemsize=4, slices=2)
+    topo = Topology(3, 4, Link(1e-6, 1e-11), Link(5e-6, 1e-10), 1)
+    a, b = simulate(s, topo, gamma=1e-12), simulate(s, topo, gamma=1e-12)
+    assert np.array_equal(a.start, b.start) and np.array_equal(a.end, b.end)
+
+
+def test_too_few_gpus_and_bad_ranges():
+    s = sched(4, 10, [[(0, 3, 0, 10, "copy")]])
+    with pytest.raises(CollsimError, match="4 ranks"):
+        simulate(s, uni(2))
+    bad = Schedule(2, 4, 1, [0], [1], [2], [4], [COPY], [0, 1])
+    with pytest.raises(CollsimError, match="outside its buffer"):
+        simulate(bad, uni(2))
+
+
+def test_long_in_step_chain_uses_exact_loop():
+    # one sender, many receivers in one step: a FIFO chain longer than the fixed-point cap
+    m = simplan.MAX_FIXPOINT_ITERATIONS * 2
+    s = sched(m + 1, m, [[(0, k + 1, k, 1, "copy") for k in range(m)]])
+    r = simulate(s, uni(m + 1))
+    np.testing.assert_allclose(r.start, np.arange(m) * (A + B))
+
+
+@st.composite
+def random_case(draw):
+    nodes, gpn = draw(st.integers(1, 3)), draw(st.integers(1, 4))
+    nics = draw(st.integers(1, gpn))
+    P = nodes * gpn
+    count = draw(st.integers(1, 12))
+    steps = []
+    for _ in range(draw(st.integers(1, 6))):
+        step = []
+        for _ in range(draw(st.integers(0, 5))):
+            src, dst = draw(st.integers(0, P - 1)), draw(st.integers(0, P - 1))
+            off = draw(st.integers(0, count - 1))
+            ln = draw(st.integers(1, count - off))
+            step.append((src, dst, off, ln, draw(st.sampled_from(["reduce", "copy"]))))
+        steps.append(step)
+    topo = Topology(nodes, gpn, Link(draw(st.sampled_from([0.0, 1e-6])), 1e-9), Link(3e-6, 4e-9), nics)
+    return Schedule.from_steps(P, count, steps, itemsize=draw(st.sampled_from([1, 4]))), topo
+
+
+@settings(max_examples=150, deadline=None)
+@given(random_case(), st.sampled_from([0.0, 2e-10]))
+def test_matches_reference_on_random_schedules(case, gamma):
+    s, topo = case
+    r = simulate(s, topo, gamma)
+    start, end = reference(s, topo, gamma)
+    np.testing.assert_allclose(r.start, start, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(r.end, end, rtol=1e-12, atol=0)
+    with mock.patch.object(simplan, "MAX_FIXPOINT_ITERATIONS", 1):   # force the per-transfer loop
+        np.testing.assert_allclose(simulate(s, topo, gamma).start, start, rtol=1e-12, atol=0)
+
+
+def test_simulate_times_batches_equal_single_runs():
+    from collsim.algorithms import build_schedule
+    topo = Topology(2, 4, Link(1e-6, 1e-11), Link(5e-6, 1e-10), 1)
+    counts = [0, 3, 8, 1000, 4096, 4097, 1 << 16]
+    for name in ("ring", "tree"):
+        scheds = [build_schedule(name, 8, c) for c in counts]
+        got = simulate_times(iter(scheds), topo, gamma=1e-12)
+        want = [simulate(s, topo, gamma=1e-12).time_s for s in scheds]
+        np.testing.assert_allclose(got, want, rtol=1e-15)
