@@ -1,0 +1,61 @@
+"""collsim fit / compare / explain through the CLI entry point."""
+import json
+
+import pytest
+
+import collsim.cli as cli
+from model_data import write_run
+
+
+@pytest.fixture
+def run(monkeypatch, capsys):
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ["collsim.cli.model"])
+
+    def call(*argv):
+        code = cli.main([str(a) for a in argv])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    return call
+
+
+def test_fit_compare_explain(tmp_path, run):
+    a, b = write_run(tmp_path / "a.jsonl", 1), write_run(tmp_path / "b.jsonl", 2)
+    params = tmp_path / "p.json"
+    code, out, _ = run("fit", a, "-o", params, "--holdout", "odd")
+    assert code == 0 and "held out (odd)" in out and "nvlink/Ring/Simple/2r1n/graph" in out
+    code, out, _ = run("compare", "--params", params, "--measured", b, "--json", "--algo", "Ring", "--proto", "Simple")
+    res = json.loads(out)
+    for model in ("collsim", "nccl_model"):
+        assert set(res[model]) >= {"median_abs_rel_error", "p90_abs_rel_error"}
+    assert res["collsim"]["median_abs_rel_error"] < 0.03 < res["nccl_model"]["median_abs_rel_error"]
+    code, out, _ = run("compare", "--params", params, "--measured", b, "--plot", tmp_path / "c.png")
+    assert code == 0 and "NCCL model" in out and (tmp_path / "c.png").exists()
+    code, out, _ = run("explain", "--params", params, "--algo", "ring", "--proto", "simple", "--ranks", 2,
+                       "--sizes", "8", "4G")
+    lines = out.splitlines()
+    assert code == 0 and "latency" in lines[1] and "bandwidth" in lines[2] and "nvlink util" in lines[0]
+
+
+def test_fit_run_holdout_and_nccl_tests_label(tmp_path, run):
+    a, b = write_run(tmp_path / "a.jsonl", 1, timings=("graph",)), write_run(tmp_path / "b.jsonl", 2, timings=("graph",))
+    code, out, _ = run("fit", a, b, "-o", tmp_path / "p.json", "--holdout", "run")
+    assert code == 0 and "(run)" in out
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["fit", "missing.jsonl", "-o", "p.json"], "no such file"),
+    (["fit", "BAD", "-o", "p.json"], "not valid nccl-tests JSON"),
+    (["compare", "--params", "BAD", "--measured", "BAD"], "not valid JSON"),
+    (["explain", "--params", "P", "--algo", "Star", "--proto", "LL", "--ranks", "2"], "unknown name"),
+    (["explain", "--params", "P", "--algo", "Ring", "--proto", "LL", "--ranks", "3", "--nodes", "2"], "divisible"),
+    (["explain", "--params", "P", "--algo", "Ring", "--proto", "LL", "--ranks", "2", "--sizes", "lots"], "bad size"),
+    (["fit", "A", "-o", "p.json", "--holdout", "timing"], "eager and graph"),
+])
+def test_bad_input_one_line_exit_2(tmp_path, run, argv, msg):
+    (tmp_path / "BAD").write_text("{not json\n")
+    write_run(tmp_path / "A", 1, timings=("graph",))
+    (tmp_path / "A.jsonl").write_text((tmp_path / "A").read_text())
+    run("fit", tmp_path / "A.jsonl", "-o", tmp_path / "P")
+    argv = [str(tmp_path / x) if x in ("BAD", "P") else (str(tmp_path / "A.jsonl") if x == "A" else x) for x in argv]
+    code, out, err = run(*argv)
+    assert code == 2 and msg in err and len(err.strip().splitlines()) == 1
