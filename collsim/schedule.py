@@ -296,6 +296,18 @@ class ScheduleBuilder:
             store.append(c)
         self._ptr.append(self._ptr[-1] + len(cols[0]))
 
+    def add_steps(self, src, dst, offset, length, op) -> None:
+        """Append many steps at once: 2-D arrays (steps x transfers per step), broadcastable
+        to one shape; zero-length transfers are dropped and steps left empty skipped."""
+        cols = np.broadcast_arrays(*(np.asarray(x, dtype=np.int64) for x in (src, dst, offset, length, op)))
+        if cols[0].ndim != 2:
+            raise ScheduleError("add_steps needs 2-D arrays (steps x transfers)")
+        keep = cols[3] > 0
+        sizes = keep.sum(axis=1)
+        for store, c in zip(self._cols, cols):
+            store.append(c[keep])
+        self._ptr.extend((self._ptr[-1] + np.cumsum(sizes[sizes > 0])).tolist())
+
     def build(self) -> Schedule:
         cols = [np.concatenate(c) if c else np.zeros(0, np.int64) for c in self._cols]
         return Schedule(self.ranks, self.count, self.itemsize, *cols, np.array(self._ptr),

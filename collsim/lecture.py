@@ -1,0 +1,44 @@
+"""The lecture's ring and tree pseudo-code, exactly as it behaves, as schedules.
+
+See /work/shared/reference/lecture.md ("Its pseudo-code, exactly as it
+behaves"). Both move the whole buffer in every transfer. ``collsim check``
+(``collsim.checker.check``) shows where they go wrong:
+
+* ``lecture_ring``: phase 1 (P-1 steps) every rank sends its current buffer to
+  rank-1, which adds it; phase 2 (P-1 steps) every rank sends its buffer to
+  rank+1, which overwrites its own. After two steps rank r holds
+  x_r + 2x_{r+1} + x_{r+2}: step 1 counts contributions twice (P >= 3). Each
+  rank sends 2(P-1) x S bytes instead of 2(P-1)/P x S.
+* ``lecture_tree``: ranks r < P//2 are parents of r + P//2. In one step every
+  parent copies its data to its child and every child adds its data into its
+  parent (the child ends with the parent's original data, not the sum); then
+  rank 0 copies its buffer to every other rank, one step each (O(P) latency).
+  Rank 0 ends with x_0 + x_{P//2}: the sum only for P = 2. For odd P the last
+  rank has no parent and only takes part in the broadcast.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from collsim.schedule import COPY, REDUCE, Schedule, ScheduleBuilder
+
+
+def lecture_ring(ranks: int, count: int, itemsize: int = 4) -> Schedule:
+    b = ScheduleBuilder(ranks, count, itemsize, name="lecture-ring")
+    r = np.arange(ranks)
+    for _ in range(ranks - 1):
+        b.add_step(r, (r - 1) % ranks, 0, count, REDUCE)
+    for _ in range(ranks - 1):
+        b.add_step(r, (r + 1) % ranks, 0, count, COPY)
+    return b.build()
+
+
+def lecture_tree(ranks: int, count: int, itemsize: int = 4) -> Schedule:
+    b = ScheduleBuilder(ranks, count, itemsize, name="lecture-tree")
+    half = ranks // 2
+    parent, child = np.arange(half), np.arange(half) + half
+    b.add_step(np.r_[parent, child], np.r_[child, parent], 0, count,
+               np.r_[np.full(half, COPY), np.full(half, REDUCE)])
+    for dst in range(1, ranks):
+        b.add_step([0], [dst], 0, count, COPY)
+    return b.build()
