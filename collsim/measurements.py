@@ -128,7 +128,7 @@ def _check_result(rec: dict, where: str) -> None:
 @dataclass
 class Measurements:
     """Records of one or more runs: ``meta`` (the first meta record), ``metas``
-    (all of them), ``records`` (result dicts) and ``m["field"]`` / ``m.field``
+    (all of them), ``records`` (result dicts, as on their lines) and ``m["field"]`` / ``m.field``
     numpy arrays (NaN / None where a record lacks the field). ``error`` is the
     message of the line where a non-strict load stopped, else None."""
 
@@ -170,7 +170,7 @@ class Measurements:
         """Write as JSON Lines (meta first)."""
         with open(path, "w", encoding="utf-8") as f:
             for rec in [{"type": "meta", **self.meta}] + self.records:
-                f.write(json.dumps({"type": rec.get("type", "result"), **rec}) + "\n")
+                f.write(json.dumps({"type": "result", **rec}) + "\n")
 
 
 def to_csv(m: Measurements, path) -> None:
@@ -204,7 +204,7 @@ def parse_jsonl(lines, source: str, strict: bool = True) -> Measurements:
             if not m.metas:
                 raise CollsimError(f"{where}: result record before any meta record")
             _check_result(rec, where)
-            m.records.append({k: v for k, v in rec.items() if k != "type"})
+            m.records.append(rec)
         except CollsimError as e:
             if strict:
                 raise

@@ -47,7 +47,7 @@ log under ``nccl_probe`` in the meta; timed calls never run with that logging.
 ``NCCL_NVLS_ENABLE=0``, ``TORCH_SYMM_MEM_DISABLE_MULTICAST=1`` and
 ``NVSHMEM_DISABLE_NVLS=1`` are always set. Exit codes: 0 done, 1 run failed
 (one line ``allreduce_bench: error: rank R: ...``), 2 bad arguments.
-Test hook: ``COLLSIM_TEST_FAULT=die@rank1:size=4096`` (or ``hang@...``).
+Test hook: ``COLLSIM_TEST_FAULT=die@rank1:size=4096`` (or ``hang@...``, ``corrupt@...``).
 """
 from __future__ import annotations
 
@@ -91,10 +91,11 @@ def count_wrong(buf, world: int) -> int:
 
 
 def parse_fault(spec: str | None):
-    """``die@rank1:size=4096`` / ``hang@rank0:size=8`` -> (kind, rank, size) or None."""
+    """``die@rank1:size=4096`` / ``hang@...`` / ``corrupt@...`` (one wrong element
+    before the check) -> (kind, rank, size) or None."""
     if not spec:
         return None
-    m = re.fullmatch(r"(die|hang)@rank(\d+):size=(\d+)", spec)
+    m = re.fullmatch(r"(die|hang|corrupt)@rank(\d+):size=(\d+)", spec)
     if not m:
         raise BenchError(f"bad COLLSIM_TEST_FAULT {spec!r} (want die@rankR:size=BYTES)")
     return m.group(1), int(m.group(2)), int(m.group(3))
@@ -263,7 +264,8 @@ def run(args, argv, rank, world, log_dir, fault) -> int:
     if rank == 0:
         say(TABLE_HEADER)
     for size in sizes:
-        if fault and fault[1] == rank and fault[2] == size:
+        hit = fault is not None and fault[1:] == (rank, size)
+        if hit and fault[0] != "corrupt":
             sys.stderr.write(f"allreduce_bench: test fault: rank {rank} {fault[0]}s at size {size}\n")
             sys.stderr.flush()
             os._exit(3) if fault[0] == "die" else time.sleep(10**6)
@@ -281,6 +283,8 @@ def run(args, argv, rank, world, log_dir, fault) -> int:
         time_us = timer(call, size)
         fill(t if s is None else s, rank)  # timing changed the data: check a fresh call
         call()
+        if hit:  # corrupt (die/hang never get here)
+            t[:1] += 1
         wrong = count_wrong(t, world)
         stats = [torch.zeros(2, dtype=torch.float64) for _ in range(world)]
         dist.all_gather(stats, torch.tensor([time_us, wrong], dtype=torch.float64), group=cpu_group)

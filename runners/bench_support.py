@@ -196,7 +196,7 @@ def build_meta(args, argv, world: int, infos: list, nccl_version: str | None) ->
         "nccl_version": nccl_version,
         "nccl_compile_version": ".".join(map(str, torch.cuda.nccl.version()))
         if args.backend == "nccl" else None,
-        "env": nccl_env(), "command": shlex.join([sys.executable] + argv),
+        "env": nccl_env(), "command": shlex.join([sys.executable, sys.argv[0]] + list(argv)),
         "launcher_command": launcher_command(),
         "git_commit": commit, "git_dirty": bool(dirty) if commit else None,
         "time_combine": "max over ranks of each rank's mean time per call",

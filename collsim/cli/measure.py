@@ -1,0 +1,51 @@
+"""``collsim import-nccl-tests`` and ``collsim show``: measurement files.
+
+    collsim import-nccl-tests LOG --label Ring/LL -o OUT.jsonl
+    collsim show FILE.jsonl [--csv OUT.csv]
+
+``import-nccl-tests`` reads nccl-tests text output (NCCL log lines may be
+interleaved) or its ``-J`` JSON and writes collsim records (sizes in bytes,
+times in microseconds, bandwidths in GB/s = 1e9 B/s). ``show`` prints a file's
+records as an nccl-tests-style table and can export them as CSV.
+"""
+from __future__ import annotations
+
+
+def _import(args) -> int:
+    from collsim.nccl_tests import import_nccl_tests
+    m = import_nccl_tests(args.log, args.label)
+    m.save(args.output)
+    print(f"{len(m)} records ({len(m) // 2} sizes x out-of-place/in-place) -> {args.output}")
+    return 0
+
+
+def _show(args) -> int:
+    from collsim.measurements import TABLE_HEADER, format_row, load, to_csv
+    m = load(args.file, strict=not args.lenient)
+    meta = m.meta
+    print(f"# {meta.get('harness', '?')} {meta.get('collective', '')}: ranks {meta.get('world_size')}"
+          f" nodes {meta.get('nodes')} gpu {meta.get('gpu')} nccl {meta.get('nccl_version')}"
+          f" timing {meta.get('timing')}")
+    print("# " + TABLE_HEADER[2:])
+    for rec in m.records:
+        print(format_row(rec))
+    if m.error:
+        print(f"# stopped at a malformed line: {m.error}")
+    if args.csv:
+        to_csv(m, args.csv)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("import-nccl-tests", help="convert nccl-tests output to collsim JSON Lines")
+    p.add_argument("log", help="nccl-tests stdout (text) or its -J JSON file")
+    p.add_argument("--label", required=True,
+                   help="what ran, as ALGO/PROTO (e.g. Ring/LL, Tree, default): logs do not say")
+    p.add_argument("-o", "--output", required=True, help="output .jsonl")
+    p.set_defaults(func=_import)
+    p = sub.add_parser("show", help="print a measurement file as a table")
+    p.add_argument("file", help="collsim .jsonl measurement file")
+    p.add_argument("--csv", help="also write the records as CSV here")
+    p.add_argument("--lenient", action="store_true",
+                   help="stop at a malformed line instead of failing, keeping what precedes it")
+    p.set_defaults(func=_show)

@@ -1,0 +1,103 @@
+"""runners/allreduce_bench.py under torchrun with the gloo backend on CPU (2 and 4 processes).
+
+Each torchrun start costs seconds, so each launch checks several things at once.
+"""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from collsim.measurements import load
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "runners" / "allreduce_bench.py"
+sys.path.insert(0, str(REPO / "runners"))
+import bench_support  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+def torchrun(nproc, *args, fault=None, timeout=90):
+    env = {k: v for k, v in os.environ.items() if k != "COLLSIM_TEST_FAULT"}
+    env["OMP_NUM_THREADS"] = "1"
+    if fault:
+        env["COLLSIM_TEST_FAULT"] = fault
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+           str(BENCH), "--backend", "gloo", *args]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    return p, time.monotonic() - t0
+
+
+def test_two_ranks_in_place(tmp_path):
+    out = tmp_path / "g2.jsonl"
+    p, _ = torchrun(2, "-b", "8", "-e", "256K", "-f", "4", "-w", "1", "-n", "3", "--out", str(out))
+    assert p.returncode == 0, p.stderr[-2000:]
+    m = load(out)
+    assert m.size.tolist() == [8 * 4**i for i in range(8)] and m.count.tolist() == [2 * 4**i for i in range(8)]
+    assert m.wrong.tolist() == [0] * 8 and (m.time_us > 0).all()
+    assert m.busbw_GBps.tolist() == pytest.approx(m.algbw_GBps.tolist())  # 2(n-1)/n = 1 for n = 2
+    assert (m["time_us_min"] <= m.time_us).all()
+    meta = m.meta
+    assert meta["world_size"] == 2 and meta["nodes"] == 1 and meta["backend"] == "gloo"
+    assert meta["timing"] == "host" and meta["inplace"] is True and len(meta["ranks"]) == 2
+    assert meta["env"]["NCCL_NVLS_ENABLE"] == "0" and "allreduce_bench.py" in meta["command"]
+    assert meta["time_combine"].startswith("max over ranks")
+
+
+def test_four_ranks_out_of_place_bf16_and_the_check_catches_corruption(tmp_path):
+    out = tmp_path / "g4.jsonl"
+    p, _ = torchrun(4, "--sizes", "8,4K,64K,1M", "--dtype", "bfloat16", "--out-of-place", "-w", "1",
+                    "-n", "2", "--out", str(out), fault="corrupt@rank2:size=4096")
+    assert p.returncode == 0, p.stderr[-2000:]
+    m = load(out)
+    assert m.size.tolist() == [8, 4096, 65536, 1 << 20] and set(m.dtype) == {"bfloat16"}
+    assert m.wrong.tolist() == [0, 1, 0, 0]  # the injected error is seen, nothing else
+    assert m.busbw_GBps.tolist() == pytest.approx([a * 1.5 for a in m.algbw_GBps])
+    assert m.meta["world_size"] == 4 and m.meta["inplace"] is False and set(m.inplace) == {False}
+
+
+@pytest.mark.parametrize("kind", ["hang", "die"])
+def test_dead_or_hung_rank_ends_the_run_and_keeps_records(tmp_path, kind):
+    out = tmp_path / f"{kind}.jsonl"
+    p, elapsed = torchrun(2, "-b", "8", "-e", "4K", "-f", "2", "-w", "1", "-n", "2", "--timeout", "4",
+                          "--out", str(out), fault=f"{kind}@rank1:size=1024")
+    assert p.returncode != 0 and elapsed < 60
+    if kind == "hang":
+        assert "allreduce_bench: error: rank 0:" in p.stderr
+    else:
+        assert "test fault: rank 1 dies at size 1024" in p.stderr
+    m = load(out)  # strict: every line that was written is whole, valid JSON
+    assert m.size.tolist() == [8, 16, 32, 64, 128, 256, 512] and m.wrong.tolist() == [0] * 7
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-b", "1M", "-e", "8"], "-b 1M is larger than -e 8"),
+    (["-e", "12Q"], "bad size '12Q'"),
+    (["--dtype", "float7"], "invalid choice: 'float7'"),
+    (["--algo", "Spiral"], "unknown NCCL algorithm 'Spiral'"),
+    (["--backend", "gloo", "--timing", "graph"], "need --backend nccl"),
+    (["-n", "0"], "need -w >= 0, -n >= 1"),
+    (["--sizes", "1,3", "--dtype", "float32"], "no size holds a whole float32 element"),
+])
+def test_bad_arguments_one_line_exit_2(args, message):
+    p = subprocess.run([sys.executable, str(BENCH), *args], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "RANK": "0", "WORLD_SIZE": "2"})
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith("allreduce_bench: error: ")
+    assert message in p.stderr
+
+
+def test_emulated_nodes_env_and_sweep():
+    args = bench_support.build_parser().parse_args(["--emulate-nodes", "2", "--algo", "Ring", "--proto", "LL"])
+    envs = [bench_support.rank_env(args, r, 4, {}) for r in range(4)]
+    assert [e["NCCL_HOSTID"] for e in envs] == ["collsim-node0"] * 2 + ["collsim-node1"] * 2
+    assert all(e["NCCL_SOCKET_IFNAME"] == "lo" and e["NCCL_ALGO"] == "Ring" and e["NCCL_PROTO"] == "LL"
+               and e["NCCL_NVLS_ENABLE"] == "0" and e["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
+               and e["NVSHMEM_DISABLE_NVLS"] == "1" for e in envs)
+    assert "NCCL_SOCKET_IFNAME" not in bench_support.rank_env(args, 0, 4, {"NCCL_SOCKET_IFNAME": "eth0"})
+    args = bench_support.build_parser().parse_args(["-b", "6", "-e", "100", "-f", "3", "--dtype", "float64"])
+    assert bench_support.sweep(args) == [16, 48]  # 6, 18, 54 floored to whole 8-byte elements; 6 holds none
