@@ -132,11 +132,11 @@ class Plan:
 
         Variants are simulated as disjoint copies of the structure in flat 1-D
         tables (copy k's rows are offset by k x table size), which keeps every
-        numpy call a fast 1-D gather, scatter or ``maximum.at``.
+        numpy call a fast gather, scatter or ``maximum.at`` on a 1-D table.
         """
         K = dur.shape[0]
         copies = np.arange(K)[:, None]
-        lift = (lambda idx, size: idx) if K == 1 else (lambda idx, size: (idx + copies * size).ravel())
+        lift = (lambda idx, size: idx[None, :]) if K == 1 else (lambda idx, size: idx + copies * size)
         tab, P, nics = self.table_size, self.ranks, self.n_nics + 1
         W = np.zeros(K * tab)                            # latest write end per (rank, segment)
         send_free, recv_free = np.zeros(K * P), np.zeros(K * P)
@@ -145,7 +145,6 @@ class Plan:
         for lo, hi, single, inter, shared in self.flags:
             if lo == hi:
                 continue
-            d = dur[:, lo:hi].ravel()
             if single:
                 ready = W.take(lift(self.rs[lo:hi], tab))
                 writes, wend = lift(self.rd[lo:hi], tab), None
@@ -154,20 +153,10 @@ class Plan:
             res = [(send_free, lift(self.src[lo:hi], P), None), (recv_free, lift(self.dst[lo:hi], P), None)]
             if inter:
                 for free, key in ((nic_out_free, self.nic_out[lo:hi]), (nic_in_free, self.nic_in[lo:hi])):
-                    res.append((free, lift(key, nics), np.tile(key < self.n_nics, K)))
-            if shared:
-                st, en = _contended(ready, d, res)
-            else:
-                st = ready
-                for free, key, _ in res:
-                    np.maximum(st, free.take(key), out=st)
-                en = st + d
-                for free, key, _ in res:
-                    free[key] = en
-                if inter:
-                    nic_out_free[self.n_nics::nics] = nic_in_free[self.n_nics::nics] = 0.0
-            start[:, lo:hi], end[:, lo:hi] = st.reshape(K, -1), en.reshape(K, -1)
-            np.maximum.at(W, writes, en if wend is None else en.take(wend))
+                    res.append((free, lift(key, nics), np.broadcast_to(key < self.n_nics, (K, hi - lo))))
+            st, en = (_contended if shared else _fifo)(ready, dur[:, lo:hi], res)
+            start[:, lo:hi], end[:, lo:hi] = st, en
+            np.maximum.at(W, writes, en if wend is None else en[:, wend])
         return start, end
 
     def _ready_multi(self, W, lo, hi, lift):
@@ -182,8 +171,27 @@ class Plan:
         ready = np.zeros((K, m))
         has = np.flatnonzero(span > 0)                  # zero-length transfers read nothing
         if len(has):
-            ready[:, has] = np.maximum.reduceat(vals.reshape(K, -1), first[has], axis=1)
-        return ready.ravel(), writes, lift(owner, m)
+            ready[:, has] = np.maximum.reduceat(vals, first[has], axis=1)
+        return ready, writes, owner
+
+
+def _fifo(ready: np.ndarray, d: np.ndarray, res: list) -> tuple[np.ndarray, np.ndarray]:
+    """Timing of transfers that share no resource: one vectorized update.
+
+    ``res`` holds (free times, key, valid) per resource kind, keys and valid
+    (None: all) of shape (variants, transfers); ``valid`` marks transfers that
+    use the resource (intra-node transfers use no NIC: their key is a spare row).
+    """
+    st = ready
+    for free, key, _ in res:
+        np.maximum(st, free.take(key), out=st)
+    en = st + d
+    for free, key, valid in res:
+        if valid is None:
+            free[key] = en
+        else:
+            free[key[valid]] = en[valid]
+    return st, en
 
 
 def _contended(ready: np.ndarray, d: np.ndarray, res: list) -> tuple[np.ndarray, np.ndarray]:
@@ -191,53 +199,72 @@ def _contended(ready: np.ndarray, d: np.ndarray, res: list) -> tuple[np.ndarray,
 
     Every transfer waits for the previous transfer of the step on each of its
     resources (its in-step predecessor) and for the resource's free time before
-    the step. The least fixed point of start = max(ready, free, end of
-    predecessors) is reached by iteration in (longest chain + 1) rounds; longer
-    chains use the per-transfer loop. ``res`` holds (free times, key, valid)
-    per resource kind; ``valid`` (None: all) marks transfers that use it.
+    the step. Three exact methods, by shape: (1) cut the step into maximal runs
+    without a shared resource, each a vectorized ``_fifo`` (when runs are long,
+    e.g. "send to rank + k" rounds); (2) iterate start = max(ready, free, end of
+    predecessors) to its least fixed point, reached in (longest chain + 1)
+    rounds (short chains, e.g. GPUs sharing a NIC); (3) a per-transfer loop.
     """
-    base = ready.copy()
-    preds = []
+    K, m = ready.shape
+    preds, last = [], np.full(m, -1)
     for free, key, valid in res:
-        np.maximum(base, free.take(key), out=base)     # spare rows are 0; a predecessor ends later anyway
-        order = np.argsort(key, kind="stable")
-        sk = key.take(order)
+        order = np.argsort(key[0], kind="stable")
+        sk = key[0].take(order)
         same = sk[1:] == sk[:-1]
         if valid is not None:
-            same &= valid.take(order[1:])
-        preds.append((order[1:][same], order[:-1][same]))
+            same &= valid[0].take(order[1:])
+        who, pred = order[1:][same], order[:-1][same]
+        preds.append((who, pred))
+        last[who] = np.maximum(last[who], pred)
+    bounds = _run_bounds(last.tolist())
+    if len(bounds) - 1 <= m // 16:
+        st, en = np.empty_like(ready), np.empty_like(ready)
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            part = [(f, k[:, a:b], v if v is None else v[:, a:b]) for f, k, v in res]
+            st[:, a:b], en[:, a:b] = _fifo(ready[:, a:b], d[:, a:b], part)
+        return st, en
+    base = ready
+    for free, key, _ in res:
+        np.maximum(base, free.take(key), out=base)     # spare rows are 0; a predecessor ends later anyway
     st = base
     for _ in range(MAX_FIXPOINT_ITERATIONS):
         en = st + d
         new = base.copy()
         for who, pred in preds:
-            new[who] = np.maximum(new[who], en.take(pred))
+            new[:, who] = np.maximum(new[:, who], en[:, pred])
         if np.array_equal(new, st):
             break
         st = new
     else:
-        st = _sequential(base, d, preds)
+        st = np.stack([_sequential(base[k], d[k], preds) for k in range(K)])
     en = st + d
     for free, key, valid in res:
-        if valid is None:
-            np.maximum.at(free, key, en)                # FIFO ends never decrease: max = last user's end
-        else:
-            np.maximum.at(free, key[valid], en[valid])
+        sel = (slice(None),) if valid is None else valid
+        np.maximum.at(free, key[sel].ravel(), en[sel].ravel())   # FIFO ends never decrease: max = last end
     return st, en
+
+
+def _run_bounds(last: list) -> list:
+    """Boundaries of maximal runs of positions whose in-step predecessors lie before the run."""
+    bounds, run_start = [0], 0
+    for i, p in enumerate(last):
+        if p >= run_start:
+            bounds.append(i)
+            run_start = i
+    bounds.append(len(last))
+    return bounds
 
 
 def _sequential(base: np.ndarray, d: np.ndarray, preds: list) -> np.ndarray:
     """Per-transfer loop in schedule order: start = max(base, ends of in-step predecessors)."""
     m = len(base)
-    pred_of = [[] for _ in range(m)]
+    pred_lists = []
     for who, pred in preds:
-        for w, p in zip(who.tolist(), pred.tolist()):
-            pred_of[w].append(p)
-    b, dd, st, en = base.tolist(), d.tolist(), [0.0] * m, [0.0] * m
+        p = np.full(m, m, dtype=np.int64)               # m: no predecessor (reads the 0.0 sentinel)
+        p[who] = pred
+        pred_lists.append(p.tolist())
+    b, dd, st, en = base.tolist(), d.tolist(), [0.0] * m, [0.0] * (m + 1)
     for i in range(m):
-        t = b[i]
-        for p in pred_of[i]:
-            if en[p] > t:
-                t = en[p]
+        t = max([b[i]] + [en[p[i]] for p in pred_lists])
         st[i], en[i] = t, t + dd[i]
     return np.array(st)
