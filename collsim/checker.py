@@ -145,11 +145,8 @@ def _run(s: Schedule, seed: int):
     """Execute; return None or (step, index within step, reason)."""
     static = _static_error(s)
     limit = static[0] if static else s.n_transfers
-    ok_t = slice(0, limit)
-    bounds = np.unique(np.r_[0, s.count, s.offset[ok_t], s.offset[ok_t] + s.length[ok_t]])
+    bounds, a_lo, a_hi = atoms_of(s, limit)
     atoms = len(bounds) - 1
-    a_lo = np.searchsorted(bounds, s.offset[ok_t])
-    a_hi = np.searchsorted(bounds, s.offset[ok_t] + s.length[ok_t])
     st = _State(s, atoms, seed)
     steps = s.step_index
 
@@ -203,6 +200,45 @@ def _run(s: Schedule, seed: int):
     return (*locate(w), reason + " (last written here)")
 
 
+def atoms_of(s: Schedule, limit: int | None = None):
+    """Atom boundaries in elements, and each transfer's first and end atom (first ``limit`` transfers)."""
+    ok_t = slice(0, s.n_transfers if limit is None else limit)
+    bounds = np.unique(np.r_[0, s.count, s.offset[ok_t], s.offset[ok_t] + s.length[ok_t]])
+    return bounds, np.searchsorted(bounds, s.offset[ok_t]), np.searchsorted(bounds, s.offset[ok_t] + s.length[ok_t])
+
+
+def _expand(lo: int, hi: int, a_lo, a_hi) -> tuple[np.ndarray, np.ndarray]:
+    """(transfer index, atom) of every atom that transfers lo..hi move."""
+    n_atoms = a_hi[lo:hi] - a_lo[lo:hi]
+    t = np.repeat(np.arange(lo, hi), n_atoms)
+    return t, a_lo[t] + np.arange(len(t)) - np.repeat(np.cumsum(n_atoms) - n_atoms, n_atoms)
+
+
+def run_steps(schedule: Schedule, data):
+    """Execute the step semantics on ``data`` without checking anything; yield the buffers at the
+    start of every step and after the last (``n_steps + 1`` arrays).
+
+    ``data`` has shape (ranks, atoms, ...) with atoms as in ``atoms_of`` (trailing axes move
+    along, e.g. one-hot contribution vectors for pictures). Reduces add, copies overwrite; a
+    schedule with a bad rank or range raises ``CollsimError``.
+    """
+    from collsim.errors import CollsimError
+
+    static = _static_error(schedule)
+    if static:
+        raise CollsimError(f"transfer {static[0]}: {static[1]}")
+    s, (_, a_lo, a_hi) = schedule, atoms_of(schedule)
+    value = np.array(data, copy=True)
+    yield value.copy()
+    for k in range(s.n_steps):
+        t, atom = _expand(int(s.step_ptr[k]), int(s.step_ptr[k + 1]), a_lo, a_hi)
+        dst, cp = s.dst[t], s.op[t] == COPY
+        moved = value[s.src[t], atom]                 # every send reads the start-of-step buffer
+        np.add.at(value, (dst[~cp], atom[~cp]), moved[~cp])
+        value[dst[cp], atom[cp]] = moved[cp]
+        yield value.copy()
+
+
 def _record(st: _State, t: np.ndarray, atom: np.ndarray, which: np.ndarray, bits: np.ndarray) -> None:
     """Remember, for each transfer with a mistake, its first atom and the bits concerned."""
     for j in np.flatnonzero(which):
@@ -213,11 +249,9 @@ def _record(st: _State, t: np.ndarray, atom: np.ndarray, which: np.ndarray, bits
 
 def _apply_step(s: Schedule, lo: int, hi: int, a_lo, a_hi, st: _State):
     """Apply transfers lo..hi (one step). Returns None or (transfer, atom) of a write conflict."""
-    n_atoms = a_hi[lo:hi] - a_lo[lo:hi]
-    t = np.repeat(np.arange(lo, hi), n_atoms)
+    t, atom = _expand(lo, hi, a_lo, a_hi)
     if not len(t):
         return None
-    atom = a_lo[t] + np.arange(len(t)) - np.repeat(np.cumsum(n_atoms) - n_atoms, n_atoms)
     src, dst, op = s.src[t], s.dst[t], s.op[t]
     # every send reads the buffer as at the start of the step
     in_bits, in_val = st.bits[src, atom], st.value[src, atom]
