@@ -56,12 +56,15 @@ def test_grid_states_flags_double_counting_of_lecture_ring():
     assert not grid.GridView(whole_buffer_ring(4, 8)).correct()
 
 
-def test_chunk_schedule_preserves_moves():
+def test_run_steps_executes_real_values():
+    from collsim.checker import atoms_of, run_steps
+
     s = ring(3, 10)
-    bounds = grid.chunk_bounds(s)
-    small, first, n = grid.chunk_schedule(s, bounds)
-    assert small.count == len(bounds) - 1 and np.all(n == 1)
-    assert np.all(bounds[first] == s.offset)
+    bounds, _, _ = atoms_of(s)
+    data = np.arange(3 * (len(bounds) - 1), dtype=float).reshape(3, -1)
+    states = list(run_steps(s, data))
+    assert len(states) == s.n_steps + 1 and np.array_equal(states[0], data)
+    assert np.allclose(states[-1], data.sum(axis=0)[None, :])
 
 
 def test_cell_colors_and_labels():

@@ -7,11 +7,12 @@ more than once. The transfers of the step are drawn as arrows from the
 sender's row to the receiver's row over the chunks they carry (orange =
 reduce, blue = copy).
 
-Chunks are the segments between all transfer boundaries (elements that always
-move together), so the state is exact for any schedule. The state is obtained
-by executing the schedule with the checker's executor on one-hot data: rank r
-starts with the unit vector e_r for every chunk, so after any step a chunk
-holds the multiplicity of each rank's contribution.
+Chunks are the checker's atoms: the segments between all transfer boundaries
+(elements that always move together), so the state is exact for any schedule.
+It is obtained by executing the schedule with the checker's executor
+(``collsim.checker.run_steps``) on one-hot data: rank r starts with the unit
+vector e_r in every chunk, so after any step a chunk holds the multiplicity of
+each rank's contribution (2 = counted twice).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collsim.checker import run_steps
+from collsim.checker import atoms_of, run_steps
 from collsim.schedule import REDUCE, Schedule
 
 LABEL_LIMIT = 48          # write the contributions into cells when ranks x chunks is at most this
@@ -52,40 +53,23 @@ class GridStates:
         return len(self.bounds) - 1
 
 
-def chunk_bounds(schedule: Schedule) -> np.ndarray:
-    """Element boundaries of the segments no transfer splits (always includes 0 and count)."""
-    return np.unique(np.concatenate([[0, schedule.count], schedule.offset,
-                                     schedule.offset + schedule.length]))
-
-
-def chunk_schedule(schedule: Schedule, bounds: np.ndarray) -> tuple[Schedule, np.ndarray, np.ndarray]:
-    """The same schedule with one element per chunk (exact: a chunk always moves whole)."""
-    first = np.searchsorted(bounds, schedule.offset)
-    last = np.searchsorted(bounds, schedule.offset + schedule.length)
-    n = last - first
-    s = Schedule(schedule.ranks, len(bounds) - 1, schedule.itemsize, schedule.src, schedule.dst,
-                 first, n, schedule.op, schedule.step_ptr, name=schedule.name)
-    return s, first, n
-
-
 def grid_states(schedule: Schedule) -> GridStates:
     """Execute ``schedule`` on one-hot contributions and record each step's grid state."""
     P = schedule.ranks
-    bounds = chunk_bounds(schedule)
-    small, seg, n_seg = chunk_schedule(schedule, bounds)
-    C = small.count
+    bounds, first, end = atoms_of(schedule)
+    C = len(bounds) - 1
     data = np.zeros((P, C, P))
     data[np.arange(P), :, np.arange(P)] = 1.0
     keep = (schedule.n_steps + 1) * P * C * P <= _FULL_STATE_LIMIT
     distinct = np.empty((schedule.n_steps + 1, P, C), np.int32)
     over = np.empty((schedule.n_steps + 1, P, C), bool)
     mult = np.empty((schedule.n_steps + 1, P, C, P)) if keep else None
-    for s, buf in enumerate(run_steps(small, data)):
+    for s, buf in enumerate(run_steps(schedule, data)):
         distinct[s] = np.count_nonzero(buf, axis=2)
         over[s] = (buf > 1).any(axis=2)
         if keep:
             mult[s] = buf
-    return GridStates(bounds, distinct, over, mult, seg, n_seg)
+    return GridStates(bounds, distinct, over, mult, first, end - first)
 
 
 def cell_colors(distinct: np.ndarray, over: np.ndarray, ranks: int) -> np.ndarray:
