@@ -1,32 +1,24 @@
 """Shared plumbing for the strategy runners (ddp_bench.py, graph_step_bench.py).
 
-Environment forcing, process-group start-up, a clock that times CUDA work with
-events and CPU work with perf_counter, the metadata record and the JSON Lines
-writer. Times are seconds; sizes bytes. torch is imported inside functions so
-that importing this module stays cheap.
+Process-group start-up with the forced environment, a clock that times CUDA work
+with events and CPU work with perf_counter, the metadata record and the JSON
+Lines writer. The environment, rank facts and launcher line come from
+allreduce_bench's ``bench_support``, AllReduce records from
+``collsim.measurements.result_record``, so every runner writes the same
+vocabulary. Times are seconds; sizes bytes. torch is imported inside functions.
 """
 from __future__ import annotations
 
 import datetime
 import json
 import os
-import platform
-import socket
+import shlex
 import statistics
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script, collsim may not be installed
-    sys.path.insert(0, str(ROOT))
-
-# NVLink SHARP / multicast stay off on the shared H200 machine.
-FORCED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-
-
-def force_env() -> None:
-    os.environ.update(FORCED_ENV)
+from bench_support import FORCED_ENV, launcher_command, nccl_env, rank_info  # also puts the repo on sys.path
 
 
 def init(backend: str, timeout_s: float = 120.0):
@@ -34,7 +26,7 @@ def init(backend: str, timeout_s: float = 120.0):
     import torch
     import torch.distributed as dist
 
-    force_env()
+    os.environ.update(FORCED_ENV)  # NVLink SHARP / multicast stay off
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if backend == "auto":
         backend = "nccl" if torch.cuda.is_available() else "gloo"
@@ -77,10 +69,17 @@ class Clock:
 
 
 def time_each(fn, clock: Clock, iters: int, warmup: int) -> list[float]:
-    """Seconds of each of ``iters`` calls of fn() after ``warmup`` untimed calls."""
+    """Seconds of each of ``iters`` calls of fn() after ``warmup`` untimed calls.
+
+    With a process group up, all ranks meet at a barrier before the timed calls.
+    """
+    import torch.distributed as dist
+
     for _ in range(warmup):
         fn()
     clock.sync()
+    if dist.is_initialized():
+        dist.barrier()
     marks = [clock.mark()]
     for _ in range(iters):
         fn()
@@ -93,27 +92,43 @@ def median(xs) -> float:
     return float(statistics.median(xs))
 
 
+def summary(times: list[float]) -> tuple[float, float]:
+    """(median, min) of per-call seconds, each the max over ranks (every rank must call it).
+
+    The median is the usual figure; the min resists interference from other work on a
+    shared machine (such noise only adds time).
+    """
+    return max_over_ranks(median(times)), max_over_ranks(min(times))
+
+
+def max_over_ranks(seconds: float) -> float:
+    """The largest value any rank has (every rank must call it): nccl-tests' convention."""
+    import torch
+    import torch.distributed as dist
+
+    t = torch.tensor([seconds], dtype=torch.float64)
+    if dist.get_backend() == "nccl":
+        t = t.cuda()
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t.item())
+
+
 def meta_record(runner: str, backend: str, world: int, device, args) -> dict:
     """The first record of every output file: what ran where, with which versions and variables."""
     import torch
 
     from collsim.nccl_vars import check_env
 
-    nccl = None
-    if torch.cuda.is_available() and hasattr(torch.cuda, "nccl"):
-        try:
-            nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
-        except Exception:  # noqa: BLE001 - an optional fact, recorded as null
-            nccl = None
-    env = {k: v for k, v in sorted(os.environ.items())
-           if k.startswith(("NCCL_", "TORCH_NCCL", "TORCH_SYMM", "NVSHMEM_", "OMP_NUM_THREADS"))}
+    env = nccl_env()
     return {
-        "kind": "meta", "runner": runner, "argv": sys.argv, "args": vars(args),
+        "type": "meta", "harness": "collsim", "runner": runner, "args": vars(args),
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "host": socket.gethostname(), "python": platform.python_version(), "torch": torch.__version__,
-        "cuda": torch.version.cuda, "nccl_header": nccl, "backend": backend, "world_size": world,
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+        "command": shlex.join([sys.executable] + sys.argv), "launcher_command": launcher_command(),
+        "backend": backend, "world_size": world, "rank0": rank_info(device),
+        "torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0],
+        "nccl_compile_version": ".".join(map(str, torch.cuda.nccl.version())) if backend == "nccl" else None,
         "torch_threads": torch.get_num_threads(), "env": env, "env_problems": check_env(env),
+        "forced_env": {k: os.environ.get(k) for k in FORCED_ENV},
     }
 
 
