@@ -14,7 +14,8 @@ the training points of every configuration sharing those parameters, by a bounde
 Levenberg-Marquardt in log-parameter space (numpy only), from a few starting points.
 Fitted: base_us, step_us, chan_GBps, fill (``BOUNDS``); hop_us stays at its prior (NCCL's
 per-hop constant), since with a fixed rank count only base + hops x hop_us is observable. Then
-host_us (eager launch interval) is fitted on the eager training points, path parameters fixed.
+host_us (eager launch interval) is fitted on the eager training points, the others fixed (with
+eager points only, all five together).
 
 Hold-out (``split``): "odd" fits even powers of two and tests odd ones (by round(log2 size)),
 "even" the reverse, "timing" fits eager timing and tests graph timing, "run" fits the first
@@ -32,7 +33,8 @@ from collsim.nccl_model import (ALGOS, LINK_CLASSES, PARAM_NAMES, Config, ModelP
                                 default_params, layout, predict_layout)
 from collsim.nccl_tuning import PROTOS
 
-BOUNDS = {"base_us": (0.5, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0), "fill": (1e-3, 16.0)}
+BOUNDS = {"base_us": (1e-2, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0), "fill": (1e-3, 16.0),
+          "host_us": (1e-2, 5000.0)}
 FITTED = ("base_us", "step_us", "chan_GBps", "fill")
 SPLITS = ("odd", "even", "timing", "run")
 FORMAT = "collsim.nccl_model.params"
@@ -66,16 +68,34 @@ def _config(rec: dict, meta: dict) -> Config:
                   buff, chans[0] if chans else None, rec.get("timing") or meta.get("timing") or "graph")
 
 
-def load_points(paths, label: str | None = None) -> list[Point]:
+def label_from_name(path) -> str:
+    """nccl-tests log label from its file name: ``graph_Ring_LL.log`` -> "Ring/LL",
+    ``eager_default.log`` -> "default"."""
+    from pathlib import Path
+    tokens = Path(path).stem.split("_")
+    if tokens[-1].lower() == "default":
+        return "default"
+    try:
+        return "/".join(canonical_pair(*tokens[-2:]))
+    except (CollsimError, TypeError):
+        raise CollsimError(f"{path}: cannot tell algorithm/protocol from the name; pass --label ALGO/PROTO") from None
+
+
+def load_points(paths, label: str | None = None, inplace: bool = True) -> list[Point]:
     """Points from measurement files (``.jsonl``: runner records; other files: nccl-tests
-    output, labelled with ``label`` such as "Ring/LL")."""
+    output, labelled ``label`` such as "Ring/LL", else from the file name). Keeps in-place
+    records (what torch's all_reduce does) or, with ``inplace=False``, out-of-place ones;
+    records that do not say are kept either way."""
     from collsim.measurements import load
     from collsim.nccl_tests import import_nccl_tests
     points = []
     for run, path in enumerate(paths):
-        m = load(path) if str(path).endswith(".jsonl") else import_nccl_tests(path, label=label)
+        jsonl = str(path).endswith(".jsonl")
+        m = load(path) if jsonl else import_nccl_tests(path, label=label or label_from_name(path))
         for rec in m.records:
             if rec.get("time_us") is None or not rec["time_us"] > 0 or rec["size"] < 1:
+                continue
+            if rec.get("inplace") is not None and bool(rec["inplace"]) != inplace:
                 continue
             algo, proto = rec.get("algo"), rec.get("proto")
             if algo and proto:
@@ -149,31 +169,23 @@ def _lm(residual, u0, lo, hi, iters=80):
     return u, cost
 
 
-def _fit_path(params: ModelParams, key, data: dict, with_host: bool) -> tuple[dict, float]:
-    """Best path parameters (and host_us if ``with_host``) for one (link, algo, proto)."""
+def _fit_path(params: ModelParams, key, data: dict, names) -> dict:
+    """Best values of ``names`` for one (link, algo, proto), the other parameters fixed."""
     layouts = [(layout(key[1], key[2], s, cfg, params.channels), np.log(t)) for cfg, (s, t) in data.items()]
-    names = FITTED + (("host_us",) if with_host else ())
-    bounds = [BOUNDS.get(n, (0.5, 5000.0)) for n in names]
-    lo, hi = np.log([b[0] for b in bounds]), np.log([b[1] for b in bounds])
+    lo, hi = (np.log([BOUNDS[n][i] for n in names]) for i in (0, 1))
     base = params.path(*key)
 
-    def unpack(u):
-        vals = dict(zip(names, map(float, np.exp(u))))
-        host = vals.pop("host_us", params.host_us)
-        trial = ModelParams({**params.paths, key: {**base, **vals}}, params.link_GBps, params.channels, host)
-        return trial, vals
-
     def residual(u):
-        trial, _ = unpack(u)
+        trial = ModelParams({**params.paths, key: {**base, **dict(zip(names, np.exp(u)))}}, params.link_GBps,
+                            params.channels)
         return np.concatenate([np.log(predict_layout(trial, lay)) - lt for lay, lt in layouts])
 
     floor = min(np.exp(lt).min() for _, lt in layouts)
-    starts = [[base[n] if n in base else params.host_us or floor for n in names],
-              [floor * 0.8, 0.05, 20.0, 1.0] + [floor] * with_host,
-              [floor * 0.5, 2.0, 5.0, 0.2] + [floor] * with_host]
-    best = min((_lm(residual, np.log(np.maximum(s, 1e-9)), lo, hi) for s in starts), key=lambda x: x[1])
-    _, vals = unpack(best[0])
-    return vals, float(np.exp(best[0][-1])) if with_host else params.host_us
+    guesses = [{n: base[n] for n in names}, {"base_us": floor * 0.8, "step_us": 0.05, "chan_GBps": 20.0, "fill": 1.0},
+               {"base_us": floor * 0.5, "step_us": 2.0, "chan_GBps": 5.0, "fill": 0.2}]
+    starts = [np.log([max(g.get(n, floor), 1e-3) for n in names]) for g in guesses]
+    best = min((_lm(residual, u, lo, hi) for u in starts), key=lambda x: x[1])
+    return dict(zip(names, map(float, np.exp(best[0]))))
 
 
 def abs_rel_errors(pred, meas) -> np.ndarray:
@@ -202,28 +214,17 @@ def fit(points: list[Point], holdout: str = "odd", start: ModelParams | None = N
     paths = dict(params.paths)
     for key, data in groups.items():
         graph = {c: v for c, v in data.items() if c.timing == "graph"}
-        vals, host = _fit_path(params, key, graph or data, with_host=not graph)
-        paths[key] = {**params.path(*key), **vals}
-    params = ModelParams(paths, dict(params.link_GBps), params.channels, params.host_us, dict(params.meta))
-    eager = {k: {c: v for c, v in d.items() if c.timing == "eager"} for k, d in groups.items()}
-    if any(eager.values()):
-        params.host_us = _fit_host(params, {k: d for k, d in eager.items() if d})
+        eager = {c: v for c, v in data.items() if c.timing == "eager"}
+        names = FITTED if graph else FITTED + ("host_us",)
+        paths[key] = {**params.path(*key), **_fit_path(params, key, graph or eager, names)}
+        if graph and eager:
+            trial = ModelParams(paths, params.link_GBps, params.channels)
+            paths[key].update(_fit_path(trial, key, eager, ("host_us",)))
+    params = ModelParams(paths, dict(params.link_GBps), params.channels, dict(params.meta))
     report = holdout_report(params, [p for p, k in zip(points, test) if k])
     params.meta = {"source": "fit", "holdout": holdout, "n_train": int(train.sum()),
                    "n_test": int(test.sum()), "holdout_errors": report}
     return params, report
-
-
-def _fit_host(params: ModelParams, eager: dict) -> float:
-    lays = [(layout(k[1], k[2], s, c, params.channels), np.log(t)) for k, d in eager.items() for c, (s, t) in d.items()]
-
-    def cost(u):
-        params.host_us = float(np.exp(u[0]))
-        r = np.concatenate([np.log(predict_layout(params, lay)) - lt for lay, lt in lays])
-        return r
-    lo, hi = np.log([1e-3]), np.log([1e5])
-    u, _ = _lm(cost, np.log([max(min(np.exp(lt).min() for _, lt in lays), 1e-3)]), lo, hi)
-    return float(np.exp(u[0]))
 
 
 def holdout_report(params: ModelParams, points: list[Point]) -> dict:
@@ -242,7 +243,7 @@ def holdout_report(params: ModelParams, points: list[Point]) -> dict:
 def params_to_dict(params: ModelParams) -> dict:
     return {"format": FORMAT, "version": 1,
             "units": "us for *_us, GB/s (1e9 B/s) for *_GBps, fill in slice times per pipeline depth level",
-            "channels": params.channels, "host_us": params.host_us, "link_GBps": params.link_GBps,
+            "channels": params.channels, "link_GBps": params.link_GBps,
             "paths": [{"link": k[0], "algo": k[1], "proto": k[2], **v} for k, v in sorted(params.paths.items())],
             "meta": params.meta}
 
@@ -265,7 +266,7 @@ def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
             if key[0] not in LINK_CLASSES:
                 raise CollsimError(f"{where}: unknown link class {key[0]!r}")
             paths[key] = {n: float(e[n]) for n in PARAM_NAMES}
-        params = ModelParams(paths, links, int(d["channels"]), float(d.get("host_us", 0.0)), d.get("meta") or {})
+        params = ModelParams(paths, links, int(d["channels"]), d.get("meta") or {})
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise CollsimError(f"{where}: malformed parameters ({type(e).__name__}: {e})") from None
     bad = [f"{k}.{n}" for k, v in paths.items() for n, x in v.items() if not np.isfinite(x) or x < 0]

@@ -20,14 +20,15 @@ The structure follows what NCCL 2.28 does for one AllReduce (file references int
 
    W_total = channels x wire bytes per channel and direction; wire = payload / efficiency
    (LL 1/2, LL128 15/16, Simple 1); payload per channel and direction is 2(n-1)/n x channel
-   bytes for the ring, channel bytes for the tree. R = min(channels x chan_GBps x threads /
-   max_threads, link_GBps): a channel (one thread block) moves at most chan_GBps of wire bytes;
-   all channels share the link. depth = 1 for the ring, 2 x tree depth for the tree.
+   bytes for the ring, channel bytes for the tree. R = min(channels x chan_GBps, link_GBps): a
+   channel (one thread block) moves at most chan_GBps of wire bytes, whatever its thread count
+   (on 2 x H200 a channel of 64 to 512 threads moved small messages at the same rate); all
+   channels share the link. depth = 1 for the ring, 2 x tree depth for the tree.
    hops follow NCCL's count (ring 2(n-1) steps, 2(nNodes-1) of them over the network; tree
    2 x ((ppn-1) + log2 nNodes)). Multi-node paths take base, step_us and fill from the "net" link
    class and the bandwidth of the slowest class.
 4. Eager timing: calls issued back to back from the host cannot go faster than one launch
-   interval, ``T_eager = max(T, host_us)``.
+   interval, ``T_eager = max(T, host_us)`` (host_us per path: the kernels differ).
 
 ``explain`` splits T into latency, bandwidth (payload at full channel count), protocol overhead,
 channel count (fewer channels/threads than the maximum), pipeline fill, step overhead and
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from collsim.errors import CollsimError
-from collsim.nccl_tuning import MAX_THREADS, PROTOS, canonical, nccl_channels
+from collsim.nccl_tuning import PROTOS, canonical, nccl_channels
 
 ALGOS = ("Ring", "Tree")
 LINK_CLASSES = ("nvlink", "pci", "net")
@@ -49,7 +50,7 @@ NCCL_STEPS = 8
 DEFAULT_BUFFSIZE = {"LL": 524288, "LL128": 4915200, "Simple": 4194304}  # init.cc:697-699
 EFFICIENCY = {"LL": 0.5, "LL128": 120 / 128, "Simple": 1.0}
 GRAIN = {"LL": 16, "LL128": 1920, "Simple": 512}  # device.h ncclProtoGrainSize, bytes
-PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill")
+PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill", "host_us")
 TERMS = ("latency", "bandwidth", "protocol", "channels", "fill", "steps", "launch")
 
 
@@ -81,13 +82,12 @@ class ModelParams:
     """Fitted or prior parameters. ``paths[(link, algo, proto)]`` holds a dict of PARAM_NAMES:
     base_us (fixed cost per call, us), hop_us (latency per hop, us), step_us (overhead per
     pipeline step and channel, us), chan_GBps (wire GB/s one full channel moves), fill (pipeline
-    fill in slice times per depth level). ``link_GBps[link]``: per-direction capacity shared by
-    all channels. ``channels``: NCCL's collective channel count. ``host_us``: eager launch
-    interval. ``meta``: provenance (what it was fitted on, hold-out errors)."""
+    fill in slice times per depth level), host_us (eager launch interval, us).
+    ``link_GBps[link]``: per-direction capacity shared by all channels. ``channels``: NCCL's
+    collective channel count. ``meta``: provenance (what it was fitted on, hold-out errors)."""
     paths: dict
     link_GBps: dict
     channels: int = 24
-    host_us: float = 0.0
     meta: dict = field(default_factory=dict)
 
     def path(self, link: str, algo: str, proto: str) -> dict:
@@ -107,7 +107,8 @@ def default_params() -> ModelParams:
             for i, proto in enumerate(PROTOS):
                 paths[(link, algo, proto)] = {
                     "base_us": BASE_LAT[algo][i], "hop_us": HW_LAT[link][algo][i],
-                    "step_us": 0.5, "chan_GBps": 15.0 if link != "net" else 3.0, "fill": 1.0}
+                    "step_us": 0.5, "chan_GBps": 15.0 if link != "net" else 3.0, "fill": 1.0,
+                    "host_us": 0.0}
     return ModelParams(paths, {"nvlink": 478.8, "pci": 24.0, "net": 3.0}, meta={"source": "priors"})
 
 
@@ -163,7 +164,8 @@ class Layout:
     config: Config
     sizes: np.ndarray
     nc: np.ndarray        # channels used
-    tf: np.ndarray        # threads / max threads
+    threads: np.ndarray   # threads per channel NCCL runs (informative: on 2 x H200 the measured
+                          # per-channel rate did not follow it, so the rate does not use it)
     payload: np.ndarray   # payload bytes per channel and direction
     steps: np.ndarray     # pipeline steps per channel and direction
     slice: np.ndarray     # largest step payload (bytes)
@@ -183,9 +185,8 @@ def layout(algo: str, proto: str, sizes, config: Config, channels: int = 24) -> 
     rows = []
     for nb in sizes.tolist():
         nc, nt, bc = channel_bytes(algo, proto, nb, nch, n)
-        tf = 1.0 if algo == "Tree" else nt / MAX_THREADS[(algo, proto)]
-        rows.append((nc, tf, *_pipeline(algo, proto, bc, n, nodes, buff)))
-    nc, tf, payload, steps, sl = (np.array(c, dtype=float) for c in zip(*rows))
+        rows.append((nc, nt, *_pipeline(algo, proto, bc, n, nodes, buff)))
+    nc, nt, payload, steps, sl = (np.array(c, dtype=float) for c in zip(*rows))
     ppn = n // nodes
     log_nodes = int(np.log2(nodes))
     if algo == "Ring":
@@ -193,7 +194,7 @@ def layout(algo: str, proto: str, sizes, config: Config, channels: int = 24) -> 
         hops_intra, depth = 2 * (n - 1) - hops_net, 1
     else:
         hops_intra, hops_net, depth = 2 * (ppn - 1), 2 * log_nodes, 2 * max(1, ppn - 1 + log_nodes)
-    return Layout(algo, proto, config, sizes, nc, tf, payload, steps, sl, hops_intra, hops_net, depth)
+    return Layout(algo, proto, config, sizes, nc, nt, payload, steps, sl, hops_intra, hops_net, depth)
 
 
 def _terms(params: ModelParams, lay: Layout) -> dict:
@@ -209,7 +210,7 @@ def _terms(params: ModelParams, lay: Layout) -> dict:
     for link in classes:
         chan = params.path(link, a, p)["chan_GBps"] * 1e3  # bytes per us
         cap = params.link_GBps[link] * 1e3
-        rates.append(np.minimum(lay.nc * chan * lay.tf, cap))
+        rates.append(np.minimum(lay.nc * chan, cap))
         times.append(wire / rates[-1])
         full.append(min(nch * chan, cap))
     pick = np.argmax(np.vstack(times), axis=0), np.arange(lay.sizes.size)
@@ -226,7 +227,7 @@ def _terms(params: ModelParams, lay: Layout) -> dict:
         "steps": main["step_us"] * lay.steps,
     }
     gpu = sum(terms.values())
-    host = params.host_us if cfg.timing == "eager" else 0.0
+    host = main["host_us"] if cfg.timing == "eager" else 0.0
     terms["launch"] = np.maximum(host - gpu, 0.0)
     return terms, {link: wire for link in classes}
 
@@ -252,7 +253,7 @@ def explain(params: ModelParams, algo: str, proto: str, sizes, config: Config) -
         shares = {k: float(v[i] / total[i]) for k, v in terms.items()}
         out.append({
             "size": nb, "time_us": float(total[i]), "busbw_GBps": nb / total[i] / 1e3 * factor,
-            "channels": int(lay.nc[i]), "steps": int(lay.steps[i]), "shares": shares,
+            "channels": int(lay.nc[i]), "threads": int(lay.threads[i]), "steps": int(lay.steps[i]), "shares": shares,
             "dominant": max(shares, key=shares.get),
             "link_utilisation": {k: float(w[i] / (total[i] * params.link_GBps[k] * 1e3)) for k, w in wire.items()},
         })

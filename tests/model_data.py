@@ -12,9 +12,10 @@ PAIRS = (("Ring", "Simple"), ("Ring", "LL"), ("Tree", "LL128"))
 
 
 def true_params():
-    p = with_path(default_params(), ("nvlink", "Ring", "Simple"), base_us=12.0, step_us=1.5, chan_GBps=14.8, fill=1.5)
-    p.host_us = 40.0
-    return p
+    p = default_params()
+    for algo, proto in PAIRS:
+        p = with_path(p, ("nvlink", algo, proto), host_us=40.0)
+    return with_path(p, ("nvlink", "Ring", "Simple"), base_us=12.0, step_us=1.5, chan_GBps=14.8, fill=1.5)
 
 
 def write_run(path, seed, timings=("graph", "eager"), probe=True, default_records=False):

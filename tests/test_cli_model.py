@@ -44,7 +44,8 @@ def test_fit_run_holdout_and_nccl_tests_label(tmp_path, run):
 
 @pytest.mark.parametrize("argv,msg", [
     (["fit", "missing.jsonl", "-o", "p.json"], "no such file"),
-    (["fit", "BAD", "-o", "p.json"], "not valid nccl-tests JSON"),
+    (["fit", "BAD", "-o", "p.json"], "cannot tell algorithm/protocol"),
+    (["fit", "BAD", "-o", "p.json", "--label", "Ring/LL"], "not valid nccl-tests JSON"),
     (["compare", "--params", "BAD", "--measured", "BAD"], "not valid JSON"),
     (["explain", "--params", "P", "--algo", "Star", "--proto", "LL", "--ranks", "2"], "unknown name"),
     (["explain", "--params", "P", "--algo", "Ring", "--proto", "LL", "--ranks", "3", "--nodes", "2"], "divisible"),

@@ -90,8 +90,7 @@ def test_explain_shares_and_dominant_term():
 
 
 def test_eager_launch_floor():
-    p = default_params()
-    p.host_us = 45.0
+    p = with_path(default_params(), ("nvlink", "Ring", "LL"), host_us=45.0)
     eager = predict(p, "Ring", "LL", [8, 2 ** 30], Config(2, timing="eager"))
     graph = predict(p, "Ring", "LL", [8, 2 ** 30], TWO)
     assert eager[0] == pytest.approx(45.0) and eager[1] == pytest.approx(graph[1])

@@ -1,11 +1,16 @@
 """``collsim fit``, ``collsim compare`` and ``collsim explain``: the NCCL-shaped model.
 
     collsim fit FILES... -o PARAMS.json [--holdout odd|even|timing|run] [--label ALGO/PROTO]
-    collsim compare --params PARAMS.json --measured FILE [--algo A --proto P --ranks N]
-                    [--holdout auto|all|odd|even|timing] [--plot PNG] [--json]
+                [--out-of-place]
+    collsim compare --params PARAMS.json --measured FILE... [--algo A --proto P --ranks N]
+                    [--holdout auto|all|odd|even|timing] [--nccl-log LOG] [--out-of-place]
+                    [--plot PNG] [--json]
     collsim explain --params PARAMS.json --algo A --proto P --ranks N [--nodes M]
                     [--sizes 8 1M 4G] [--buffsize BYTES] [--timing graph|eager]
 
+nccl-tests logs are labelled from their names (``graph_Ring_LL.log`` -> Ring/LL) unless --label
+is given. In-place results are used unless --out-of-place. ``--nccl-log`` gives NCCL's printed
+TUNING table and per-size choices (an NCCL_DEBUG=INFO log) to files that do not carry them.
 Times are microseconds, sizes bytes (8, 64K, 1M, 4G), bandwidths GB/s (1e9 B/s), errors are
 |predicted / measured - 1| as fractions (``--json``) or percent (text).
 """
@@ -20,7 +25,7 @@ def _pct(x) -> str:
 
 def _fit(args) -> int:
     from collsim.fit import fit, load_points, save_params
-    params, report = fit(load_points(args.files, args.label), args.holdout)
+    params, report = fit(load_points(args.files, args.label, not args.out_of_place), args.holdout)
     params.meta["files"] = [str(f) for f in args.files]
     save_params(params, args.output)
     print(f"fitted on {params.meta['n_train']} points, tested on {params.meta['n_test']} held out"
@@ -35,7 +40,12 @@ def _compare(args) -> int:
     from collsim.compare import compare, plot, select
     from collsim.fit import load_params, load_points
     params = load_params(args.params)
-    points = load_points([args.measured], args.label)
+    points = load_points(args.measured, args.label, not args.out_of_place)
+    if args.nccl_log:
+        from collsim.nccl_log import parse_file
+        probe = parse_file(args.nccl_log).to_dict()
+        for p in points:
+            p.meta = p.meta if p.meta.get("nccl_probe") else {**p.meta, "nccl_probe": probe}
     result = compare(params, points, args.holdout, args.algo, args.proto, args.ranks)
     if args.plot:
         plot(result, params, select(points, params, args.holdout, args.algo, args.proto, args.ranks)[0], args.plot)
@@ -79,13 +89,16 @@ def register(sub) -> None:
     p.add_argument("--holdout", default="odd", choices=["odd", "even", "timing", "run"],
                    help="fit even powers of two/test odd (odd), the reverse (even), eager->graph "
                         "(timing), first file->others (run)")
-    p.add_argument("--label", help="ALGO/PROTO for nccl-tests logs (they do not record it)")
+    p.add_argument("--label", help="ALGO/PROTO for nccl-tests logs (default: from the file name)")
+    p.add_argument("--out-of-place", action="store_true", help="use out-of-place results, not in-place")
     p.set_defaults(func=_fit)
 
     p = sub.add_parser("compare", help="errors of collsim and of NCCL's own model against measurements")
     p.add_argument("--params", required=True, help="parameters JSON from collsim fit")
-    p.add_argument("--measured", required=True, help="runner .jsonl or nccl-tests output")
-    p.add_argument("--label", help="ALGO/PROTO for an nccl-tests log")
+    p.add_argument("--measured", required=True, nargs="+", help="runner .jsonl files or nccl-tests output")
+    p.add_argument("--label", help="ALGO/PROTO for nccl-tests logs (default: from the file name)")
+    p.add_argument("--nccl-log", help="NCCL debug log with the TUNING table, for files without a probe")
+    p.add_argument("--out-of-place", action="store_true", help="use out-of-place results, not in-place")
     p.add_argument("--algo")
     p.add_argument("--proto")
     p.add_argument("--ranks", type=int)
