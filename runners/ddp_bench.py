@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 
 from _bench_io import Clock, init, meta_record, summary, time_each, write_jsonl
 from collsim.measurements import result_record
@@ -117,6 +118,10 @@ def run_ddp(model, x, cap_mb, hook, device, clock, iters, warmup, bucket_view):
 
     times = time_each(step, clock, iters, max(warmup, 2))  # buckets are rebuilt after iteration 1
     sizes = ddp._get_ddp_logging_data().get("rebuilt_bucket_sizes", "")
+    del ddp, opt
+    gc.collect()  # free this copy of the model before the next configuration builds one
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
     return times, [int(s) for s in str(sizes).split(",") if s.strip()]
 
 
@@ -161,6 +166,14 @@ def main(argv=None):
     p.add_argument("--no-bucket-view", action="store_true", help="gradient_as_bucket_view=False")
     p.add_argument("--out", required=True, help="JSON Lines output (written by rank 0)")
     args = p.parse_args(argv)
+    if min(args.layers, args.width, args.batch, args.iters, args.ar_iters) < 1 or args.warmup < 0:
+        p.error("--layers, --width, --batch, --iters and --ar-iters must be >= 1, --warmup >= 0")
+    try:
+        caps = parse_caps(args.caps)
+    except ValueError:
+        p.error(f"--caps {args.caps!r}: expected numbers (MB) or 'default', comma separated")
+    if any(c is not None and c <= 0 for c in caps):
+        p.error("--caps values must be > 0")
 
     import torch
     import torch.distributed as dist
@@ -201,7 +214,7 @@ def main(argv=None):
                             "compress_min_s": down[1], "decompress_s": up[0], "decompress_min_s": up[1]})
 
     sizes = {grad_bytes}
-    for cap in parse_caps(args.caps):
+    for cap in caps:
         for name, (hook, _) in hooks.items():
             times, buckets = run_ddp(model, x, cap, hook, device, clock, args.iters, args.warmup,
                                      not args.no_bucket_view)
