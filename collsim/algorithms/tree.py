@@ -149,6 +149,24 @@ def plan_trees(parents: list[np.ndarray]) -> TreePlan:
     return TreePlan(c["tree"], c["child"], c["parent"], colour, c["up0"], c["down0"], k)
 
 
+def step_keys(plan: TreePlan, chunks: int):
+    """Every (edge, chunk) transfer of the plan, up and down, sorted by step.
+
+    Returns (key, up, edge, chunk): equal keys form one step, in key order;
+    ``up`` is true for the reduce (child -> parent) transfers.
+    """
+    n_e = len(plan.child)
+    e = np.repeat(np.arange(n_e), chunks)
+    cc = np.tile(np.arange(chunks), n_e)
+    two_k = 2 * plan.k
+    key = np.concatenate([(plan.up0[e] + cc) * two_k + plan.colour[e],
+                          (plan.down0[e] + cc) * two_k + plan.k + plan.colour[e]])
+    up = np.arange(2 * len(e)) < len(e)
+    e2, c2 = np.concatenate([e, e]), np.concatenate([cc, cc])
+    order = np.argsort(key, kind="stable")
+    return key[order], up[order], e2[order], c2[order]
+
+
 def tree_phase(b: ScheduleBuilder, plan: TreePlan, groups: np.ndarray, seg_off, seg_len,
                chunks: int) -> None:
     """Append the pipelined reduce-up / broadcast-down steps of ``plan`` to ``b``.
@@ -157,20 +175,10 @@ def tree_phase(b: ScheduleBuilder, plan: TreePlan, groups: np.ndarray, seg_off, 
     seg_off, seg_len: (G, T) the element range tree t handles in group g.
     """
     groups = np.atleast_2d(np.asarray(groups, np.int64))
-    n_e = len(plan.child)
-    if n_e == 0:
+    if len(plan.child) == 0:
         return
     c_off, c_len = split_ranges(seg_off, seg_len, chunks)            # (G, T, C)
-    c = np.arange(chunks)
-    e = np.repeat(np.arange(n_e), chunks)
-    cc = np.tile(c, n_e)
-    two_k = 2 * plan.k
-    key = np.concatenate([(plan.up0[e] + cc) * two_k + plan.colour[e],
-                          (plan.down0[e] + cc) * two_k + plan.k + plan.colour[e]])
-    up = np.arange(2 * len(e)) < len(e)
-    e2, c2 = np.concatenate([e, e]), np.concatenate([cc, cc])
-    order = np.argsort(key, kind="stable")
-    key, up, e2, c2 = key[order], up[order], e2[order], c2[order]
+    key, up, e2, c2 = step_keys(plan, chunks)
     src_pos = np.where(up, plan.child[e2], plan.parent[e2])
     dst_pos = np.where(up, plan.parent[e2], plan.child[e2])
     tr = plan.tree[e2]

@@ -1,0 +1,205 @@
+"""Closed-form alpha-beta-gamma AllReduce times (Thakur, Rabenseifner and Gropp style).
+
+Symbols: P ranks, N bytes per rank (``nbytes``), alpha (s) and beta (s/byte)
+of a link, gamma (s/byte) of the receiver's reduction, S ring slices, C tree
+chunks, p' = 2^floor(log2 P), L = log2 p', f = 1 if P != p' else 0 (the fold
+of non-power-of-two P), G GPUs per node, n = P / G nodes, alpha_i / beta_i the
+inter-node link. A transfer of b bytes costs alpha + b beta (+ b gamma when it
+reduces). N = 0 costs 0: every schedule is empty (NCCL returns at once too).
+
+Exactness (shared timing semantics of ``collsim.simulate``): ring,
+recursive-doubling, halving-doubling, direct and hierarchical with
+inter="ring" equal the event simulation on ``Topology.uniform`` (hierarchical:
+on nodes x G with nics_per_node = G) exactly when N is a multiple of
+``granularity`` elements' bytes: every step then moves equal pieces, each
+rank uses each port at most once per step and a dependency chain runs
+through every step, so time = sum over steps. For other N the formula at N
+rounded up to the granularity uses the largest piece of every step and is an
+upper bound of the simulation (any dependency chain has at most one transfer
+per step). direct and recursive-doubling move whole buffers: exact for all N.
+
+Pipelined trees (tree, binary-tree, hierarchical-nccl, hierarchical with
+inter="tree") are given as their step sum: T = sum over the schedule's
+non-empty steps of that step's transfer time, i.e. n_up up-steps of
+alpha + m (beta + gamma) and n_down down-steps of alpha + m beta, m = N/(T C)
+bytes per chunk (T trees), with the step counts from the tree plan
+(``collsim.algorithms.tree``; a step containing intra- and inter-node edges
+costs the slower one). This is an upper bound of the simulation: the
+simulation also overlaps steps that do not depend on each other (a reduce-up
+of chunk c+1 with a broadcast-down of chunk c on other ports), so in fill
+and drain it finishes earlier; in steady state every rank's ports are busy
+in every step of the double tree and the bound is tight per chunk.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from collsim.algorithms import ALGORITHMS, default_chunks, validate
+from collsim.algorithms.tree import (btree_parents, chain_tree_parents, dtree_parents, plan_trees,
+                                     step_keys)
+from collsim.errors import CollsimError
+
+FORMULAS = {
+    "ring": "2(P-1) S alpha + 2 (P-1)/P N beta + (P-1)/P N gamma",
+    "recursive-doubling": "L (alpha + N beta + N gamma) + f (2 alpha + 2 N beta + N gamma)",
+    "halving-doubling": "2 L alpha + 2 (p'-1)/p' N beta + (p'-1)/p' N gamma"
+                        " + f (2 alpha + 2 N beta + N gamma)",
+    "direct": "(P-1) (alpha + N beta + N gamma)",
+    "hierarchical": "ring inside nodes on N over G + inter AllReduce on N/G over n nodes with "
+                    "alpha_i, beta_i: [ring] 2(G-1) S alpha + 2 (G-1)/G N beta + (G-1)/G N gamma"
+                    " + 2(n-1) S alpha_i + 2 (n-1)/n (N/G) beta_i + (n-1)/n (N/G) gamma;"
+                    " [tree] the inter ring term replaced by the tree step sum on N/G",
+    "tree": "n_up (alpha + m beta + m gamma) + n_down (alpha + m beta), m = N/(2C) (step sum)",
+    "binary-tree": "n_up (alpha + m beta + m gamma) + n_down (alpha + m beta), m = N/C (step sum)",
+    "hierarchical-nccl": "sum over steps of max over the link classes in the step of "
+                         "alpha_L + m beta_L (+ m gamma up), m = N/(2C) (step sum)",
+}
+
+
+def _ring(p, nbytes, alpha, beta, gamma, slices):
+    if p == 1:
+        return np.zeros_like(nbytes)
+    piece = nbytes / p
+    return 2 * (p - 1) * (slices * alpha + piece * beta) + (p - 1) * piece * gamma
+
+
+def _fold_terms(p):
+    p2 = 1 << (p.bit_length() - 1)
+    return p2, p2.bit_length() - 1, int(p != p2)
+
+
+def _recursive_doubling(p, nbytes, alpha, beta, gamma):
+    p2, lg, f = _fold_terms(p)
+    return lg * (alpha + nbytes * (beta + gamma)) + f * (2 * alpha + 2 * nbytes * beta + nbytes * gamma)
+
+
+def _halving_doubling(p, nbytes, alpha, beta, gamma):
+    p2, lg, f = _fold_terms(p)
+    part = (p2 - 1) / p2 * nbytes
+    return (2 * lg * alpha + 2 * part * beta + part * gamma
+            + f * (2 * alpha + 2 * nbytes * beta + nbytes * gamma))
+
+
+@lru_cache(maxsize=64)
+def _tree_plan(name: str, p: int, g: int):
+    """(plan, inter-edge mask) of the tree algorithms' trees over positions."""
+    if name == "binary-tree":
+        parents = [btree_parents(p)]
+    elif name == "tree":
+        parents = list(dtree_parents(p))
+    elif name == "hierarchical-nccl":
+        parents = [chain_tree_parents(q, g) for q in dtree_parents(p // g)]
+    else:                       # hierarchical inter="tree": double tree over the n = p // g nodes
+        parents = list(dtree_parents(p // g))
+    plan = plan_trees(parents)
+    inter = plan.child // g != plan.parent // g if name == "hierarchical-nccl" else \
+        np.full(len(plan.child), name == "hierarchical")
+    return plan, inter
+
+
+@lru_cache(maxsize=4096)
+def tree_step_counts(name: str, p: int, g: int, chunks: int) -> dict:
+    """Number of non-empty steps per (direction, link classes) of a tree schedule:
+    keys ("up"|"down", "intra"|"inter"|"both")."""
+    plan, inter = _tree_plan(name, p, g)
+    counts = {}
+    if len(plan.child) == 0:
+        return counts
+    key, up, e2, _ = step_keys(plan, chunks)
+    heads = np.r_[0, np.flatnonzero(np.diff(key)) + 1]
+    n_inter = np.add.reduceat(inter[e2].astype(np.int64), heads)
+    n_all = np.diff(np.r_[heads, len(key)])
+    cls = np.where(n_inter == 0, 0, np.where(n_inter == n_all, 1, 2))
+    for d, direction in ((True, "up"), (False, "down")):
+        for c, name_c in enumerate(("intra", "inter", "both")):
+            n = int(((up[heads] == d) & (cls == c)).sum())
+            if n:
+                counts[(direction, name_c)] = n
+    return counts
+
+
+def _tree_sum(counts, m, gamma, links):
+    """Step sum: links = {"intra": (alpha, beta), "inter": (alpha, beta)}."""
+    total = np.zeros_like(m)
+    for (direction, cls), n in counts.items():
+        g = gamma if direction == "up" else 0.0
+        t = {c: a + m * (b + g) for c, (a, b) in links.items()}
+        total = total + n * (np.maximum(t["intra"], t["inter"]) if cls == "both" else t[cls])
+    return total
+
+
+def granularity(name: str, ranks: int, **params) -> int:
+    """Element count multiple for which ``closed_form`` is exact (trees: equal chunks)."""
+    q = validate(name, ranks, **params)
+    g, s = q.get("gpus_per_node", 1), q.get("slices", 1)
+    c = q.get("chunks", 1)
+    if name == "ring":
+        return ranks * s
+    if name == "halving-doubling":
+        return _fold_terms(ranks)[0]
+    if name in ("tree", "hierarchical-nccl"):
+        return 2 * c
+    if name == "binary-tree":
+        return c
+    if name == "hierarchical":
+        return ranks * s if q["inter"] == "ring" else int(np.lcm(g * s, 2 * g * c))
+    return 1
+
+
+def closed_form(name: str, ranks: int, nbytes, alpha: float, beta: float, gamma: float = 0.0,
+                **params):
+    """AllReduce time in seconds of algorithm ``name`` on ``ranks`` ranks for ``nbytes`` bytes
+    per rank (scalar or array), link ``alpha`` (s) and ``beta`` (s/byte), reduction
+    ``gamma`` (s/byte). params: slices, chunks (default ``default_chunks``), gpus_per_node,
+    inter, and for hierarchical ones alpha_inter, beta_inter (default alpha, beta).
+    Formulas: ``FORMULAS`` and the module docstring."""
+    alpha_i = params.pop("alpha_inter", None)
+    beta_i = params.pop("beta_inter", None)
+    q = validate(name, ranks, **params)
+    scalar = np.ndim(nbytes) == 0
+    nb = np.atleast_1d(np.asarray(nbytes, dtype=np.float64))
+    for what, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
+        if not np.isfinite(v) or v < 0:
+            raise CollsimError(f"{what} must be a finite number >= 0, got {v!r}")
+    if (nb < 0).any() or not np.isfinite(nb).all():
+        raise CollsimError("nbytes must be finite and >= 0")
+    if (alpha_i is not None or beta_i is not None) and "gpus_per_node" not in q:
+        raise CollsimError(f"algorithm {name!r} takes no alpha_inter/beta_inter")
+    alpha_i = alpha if alpha_i is None else float(alpha_i)
+    beta_i = beta if beta_i is None else float(beta_i)
+    p, g = int(ranks), q.get("gpus_per_node", 1)
+    s = q.get("slices", 1)
+    out = np.zeros_like(nb)
+    if name in ("tree", "binary-tree", "hierarchical-nccl") or q.get("inter") == "tree":
+        out = _trees(name, p, g, nb, q.get("chunks"), alpha, beta, gamma, alpha_i, beta_i, s)
+    elif name == "ring":
+        out = _ring(p, nb, alpha, beta, gamma, s)
+    elif name == "recursive-doubling":
+        out = _recursive_doubling(p, nb, alpha, beta, gamma)
+    elif name == "halving-doubling":
+        out = _halving_doubling(p, nb, alpha, beta, gamma)
+    elif name == "direct":
+        out = (p - 1) * (alpha + nb * (beta + gamma))
+    elif name == "hierarchical":
+        out = _ring(g, nb, alpha, beta, gamma, s) + _ring(p // g, nb / g, alpha_i, beta_i, gamma, s)
+    out = np.where(nb > 0, out, 0.0)
+    return float(out[0]) if scalar else out
+
+
+def _trees(name, p, g, nb, chunks, alpha, beta, gamma, alpha_i, beta_i, slices):
+    links = {"intra": (alpha, beta), "inter": (alpha_i, beta_i)}
+    if name == "hierarchical":
+        base, per = _ring(g, nb, alpha, beta, gamma, slices), nb / g
+    else:
+        base, per = np.zeros_like(nb), nb
+    trees = ALGORITHMS[name].trees
+    cs = (np.full(len(nb), chunks) if chunks is not None else
+          np.array([default_chunks(name, int(b)) for b in nb.astype(np.int64)]))
+    out = base.copy()
+    for c in np.unique(cs):
+        sel = cs == c
+        counts = tree_step_counts(name, p, g, int(c))
+        out[sel] += _tree_sum(counts, per[sel] / (trees * c), gamma, links)
+    return out
