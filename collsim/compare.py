@@ -29,10 +29,12 @@ def nccl_table(meta: dict, cfg: Config) -> tuple[TuningTable, str]:
     if rows:
         return table_from_printed(rows, cfg.ranks, cfg.nodes, channels or 24), "printed"
     graphs = probe.get("graphs") or []
-    if graphs:
-        g = graphs[0]
+    if graphs:  # pattern 4 is NCCL_TOPO_PATTERN_RING, 1 to 3 the tree patterns
+        g = next((x for x in graphs if x["pattern"] == 4), graphs[0])
+        t = next((x for x in graphs if x["pattern"] in (1, 2, 3)), g)
         hw = Hardware(cfg.ranks, cfg.nodes, g["n_channels"], g["bw_intra_GBps"], g["bw_inter_GBps"],
-                      intra="pci" if cfg.intra == "pci" else "nvlink", coll_channels=channels)
+                      intra=cfg.intra, tree_pattern_tree=t["pattern"] == 3, coll_channels=channels,
+                      tree_channels=t["n_channels"], tree_bw_intra=t["bw_intra_GBps"])
     else:
         hw = Hardware(cfg.ranks, cfg.nodes, intra=cfg.intra)
     return tuning_table(hw), "hardware"

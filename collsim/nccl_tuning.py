@@ -74,6 +74,8 @@ class Hardware:
     intra: "nvlink" or "pci". cpu_vendor picks the multi-node LL cap ("intel" or "amd").
     latency_inter: ``graph->latencyInter`` (us). tree_pattern_tree: the tree graph used
     NCCL_TOPO_PATTERN_TREE (x0.85). ll128: whether NCCL enables LL128 on this path.
+    tree_channels / tree_bw_intra: the tree graph's own result when it differs from the ring's
+    (2 x H200: tree 12 channels x 60 GB/s, ring 12 x 30).
     """
     n_ranks: int
     n_nodes: int = 1
@@ -88,6 +90,8 @@ class Hardware:
     net_overhead_us: float | None = None
     coll_channels: int | None = None
     ll128: bool = True
+    tree_channels: int | None = None
+    tree_bw_intra: float | None = None
 
     def __post_init__(self):
         if self.n_ranks < 2 or self.n_nodes < 1 or self.n_ranks % self.n_nodes:
@@ -134,19 +138,23 @@ def tuning_table(hw: Hardware) -> TuningTable:
     lat, bw = {}, {}
     for a in ("Tree", "Ring"):
         for pi, p in enumerate(PROTOS):
-            per_ch = hw.bw_intra if nodes <= 2 or hw.bw_inter is None else hw.bw_inter
-            bus = hw.channels * per_ch
+            tree = a == "Tree" and hw.tree_bw_intra is not None
+            per_ch = hw.tree_bw_intra if tree else hw.bw_intra
+            if nodes > 2 and hw.bw_inter is not None:
+                per_ch = hw.bw_inter
+            nch = hw.tree_channels if a == "Tree" and hw.tree_channels else hw.channels
+            bus = nch * per_ch
             if a == "Ring" and p == "LL":
                 bus = min(ll_max, bus * .5)
             if a == "Ring" and p == "LL128":
-                bus = min(bus * .92, hw.channels * PER_CH_RING_LL128[ci][i2])
+                bus = min(bus * .92, nch * PER_CH_RING_LL128[ci][i2])
             if a == "Tree":
-                bus = min(bus * .92, hw.channels * PER_CH_TREE[ci][i2])
+                bus = min(bus * .92, nch * PER_CH_TREE[ci][i2])
             if a == "Tree" and p == "LL":
                 bus = min(bus / 3.8, ll_max)
             if a == "Tree" and p == "LL128":
                 bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0),
-                          hw.channels * PER_CH_TREE_LL128[ci][i2])
+                          nch * PER_CH_TREE_LL128[ci][i2])
             if a == "Tree" and hw.tree_pattern_tree:
                 bus *= .85
             bus *= n / nsteps if a == "Ring" else .5

@@ -115,3 +115,16 @@ def test_bad_config():
         predict(default_params(), "Ring", "Simple", [0], TWO)
     with pytest.raises(CollsimError):
         predict(default_params(), "Star", "Simple", [8], TWO)
+
+
+def test_channel_counts_match_nccl_log():
+    # NCCL 2.28.9 on 2 x H200 logged "channel{Lo..Hi}" for each size of an 8 B..4 GiB sweep.
+    from pathlib import Path
+
+    from collsim.nccl_log import parse_file
+    log = parse_file(Path(__file__).parent.parent / "data/h200x2/nccl-tests/probe_default.log")
+    logged = {c["bytes"]: c for c in log.choices if c["func"] == "AllReduce"}
+    assert len(logged) == 30
+    for nbytes, c in logged.items():
+        nc = channel_bytes(c["algo"], c["proto"], nbytes, log.coll_channels, 2)[0]
+        assert nc == c["channel_hi"] - c["channel_lo"] + 1, nbytes

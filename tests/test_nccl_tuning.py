@@ -94,3 +94,18 @@ def test_bad_hardware():
         Hardware(n_ranks=3, n_nodes=2)
     with pytest.raises(CollsimError):
         Hardware(n_ranks=2, intra="infiniband")
+
+
+def test_hardware_inputs_reproduce_printed_2xh200_table():
+    # NCCL 2.28.9 on 2 x H200 printed this AllReduce row (graph search: ring 12 x 30 GB/s,
+    # tree 12 x 60 GB/s, pattern 1 = balanced tree).
+    from pathlib import Path
+
+    from collsim.nccl_log import parse_file
+    log = parse_file(Path(__file__).parent.parent / "data/h200x2/nccl-tests/probe_default.log")
+    printed = log.tuning["AllReduce"]
+    ours = tuning_table(Hardware(2, channels=12, bw_intra=30.0, tree_channels=12, tree_bw_intra=60.0)).rows()
+    for algo in ("Ring", "Tree"):
+        for proto in ("LL", "LL128", "Simple"):
+            lat, bw = printed[algo][proto]
+            assert ours[algo][proto] == pytest.approx((lat, bw), abs=0.051), (algo, proto)
