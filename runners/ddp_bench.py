@@ -118,10 +118,6 @@ def run_ddp(model, x, cap_mb, hook, device, clock, iters, warmup, bucket_view):
 
     times = time_each(step, clock, iters, max(warmup, 2))  # buckets are rebuilt after iteration 1
     sizes = ddp._get_ddp_logging_data().get("rebuilt_bucket_sizes", "")
-    del ddp, opt
-    gc.collect()  # free this copy of the model before the next configuration builds one
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
     return times, [int(s) for s in str(sizes).split(",") if s.strip()]
 
 
@@ -218,6 +214,9 @@ def main(argv=None):
         for name, (hook, _) in hooks.items():
             times, buckets = run_ddp(model, x, cap, hook, device, clock, args.iters, args.warmup,
                                      not args.no_bucket_view)
+            gc.collect()  # free this configuration's copy of the model before the next one
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
             sizes.update(buckets)
             med, low = summary(times)
             records.append({"type": "ddp", "bucket_cap_mb": cap, "hook": name,
