@@ -131,12 +131,14 @@ class Plan:
         """Start and end (seconds) of every transfer; ``dur`` and both results have shape (variants, transfers).
 
         Variants are simulated as disjoint copies of the structure in flat 1-D
-        tables (copy k's rows are offset by k x table size), which keeps every
-        numpy call a fast gather, scatter or ``maximum.at`` on a 1-D table.
+        tables, interleaved (row r of copy k is entry r * K + k, so a gather
+        reads K neighbours), which keeps every numpy call a fast gather, scatter
+        or ``maximum.at`` on a 1-D table. Inside, arrays are (transfers, K).
         """
         K = dur.shape[0]
-        copies = np.arange(K)[:, None]
-        lift = (lambda idx, size: idx[None, :]) if K == 1 else (lambda idx, size: idx + copies * size)
+        dur = dur.T if K == 1 else np.ascontiguousarray(dur.T)
+        copies = np.arange(K)[None, :]
+        lift = (lambda idx, size: idx[:, None]) if K == 1 else (lambda idx, size: idx[:, None] * K + copies)
         tab, P, nics = self.table_size, self.ranks, self.n_nics + 1
         W = np.zeros(K * tab)                            # latest write end per (rank, segment)
         send_free, recv_free = np.zeros(K * P), np.zeros(K * P)
@@ -153,11 +155,11 @@ class Plan:
             res = [(send_free, lift(self.src[lo:hi], P), None), (recv_free, lift(self.dst[lo:hi], P), None)]
             if inter:
                 for free, key in ((nic_out_free, self.nic_out[lo:hi]), (nic_in_free, self.nic_in[lo:hi])):
-                    res.append((free, lift(key, nics), np.broadcast_to(key < self.n_nics, (K, hi - lo))))
-            st, en = (_contended if shared else _fifo)(ready, dur[:, lo:hi], res)
-            start[:, lo:hi], end[:, lo:hi] = st, en
-            np.maximum.at(W, writes, en if wend is None else en[:, wend])
-        return start, end
+                    res.append((free, lift(key, nics), np.broadcast_to((key < self.n_nics)[:, None], (hi - lo, K))))
+            st, en = (_contended if shared else _fifo)(ready, dur[lo:hi], res)
+            start[lo:hi], end[lo:hi] = st, en
+            np.maximum.at(W, writes, en if wend is None else en[wend])
+        return start.T, end.T
 
     def _ready_multi(self, W, lo, hi, lift):
         """Readiness of a step with multi-segment ranges; also its write rows and their owners."""
@@ -168,10 +170,10 @@ class Plan:
         tab, m, K = self.table_size, hi - lo, len(W) // self.table_size
         vals = W.take(lift(self.src[lo:hi][owner] * self.nseg + seg, tab))
         writes = lift(self.dst[lo:hi][owner] * self.nseg + seg, tab)
-        ready = np.zeros((K, m))
+        ready = np.zeros((m, K))
         has = np.flatnonzero(span > 0)                  # zero-length transfers read nothing
         if len(has):
-            ready[:, has] = np.maximum.reduceat(vals, first[has], axis=1)
+            ready[has] = np.maximum.reduceat(vals, first[has], axis=0)
         return ready, writes, owner
 
 
@@ -179,7 +181,7 @@ def _fifo(ready: np.ndarray, d: np.ndarray, res: list) -> tuple[np.ndarray, np.n
     """Timing of transfers that share no resource: one vectorized update.
 
     ``res`` holds (free times, key, valid) per resource kind, keys and valid
-    (None: all) of shape (variants, transfers); ``valid`` marks transfers that
+    (None: all) of shape (transfers, variants); ``valid`` marks transfers that
     use the resource (intra-node transfers use no NIC: their key is a spare row).
     """
     st = ready
@@ -205,14 +207,14 @@ def _contended(ready: np.ndarray, d: np.ndarray, res: list) -> tuple[np.ndarray,
     predecessors) to its least fixed point, reached in (longest chain + 1)
     rounds (short chains, e.g. GPUs sharing a NIC); (3) a per-transfer loop.
     """
-    K, m = ready.shape
+    m, K = ready.shape
     preds, last = [], np.full(m, -1)
     for free, key, valid in res:
-        order = np.argsort(key[0], kind="stable")
-        sk = key[0].take(order)
+        order = np.argsort(key[:, 0], kind="stable")
+        sk = key[:, 0].take(order)
         same = sk[1:] == sk[:-1]
         if valid is not None:
-            same &= valid[0].take(order[1:])
+            same &= valid[:, 0].take(order[1:])
         who, pred = order[1:][same], order[:-1][same]
         preds.append((who, pred))
         last[who] = np.maximum(last[who], pred)
@@ -220,8 +222,8 @@ def _contended(ready: np.ndarray, d: np.ndarray, res: list) -> tuple[np.ndarray,
     if len(bounds) - 1 <= m // 16:
         st, en = np.empty_like(ready), np.empty_like(ready)
         for a, b in zip(bounds[:-1], bounds[1:]):
-            part = [(f, k[:, a:b], v if v is None else v[:, a:b]) for f, k, v in res]
-            st[:, a:b], en[:, a:b] = _fifo(ready[:, a:b], d[:, a:b], part)
+            part = [(f, k[a:b], v if v is None else v[a:b]) for f, k, v in res]
+            st[a:b], en[a:b] = _fifo(ready[a:b], d[a:b], part)
         return st, en
     base = ready
     for free, key, _ in res:
@@ -231,12 +233,12 @@ def _contended(ready: np.ndarray, d: np.ndarray, res: list) -> tuple[np.ndarray,
         en = st + d
         new = base.copy()
         for who, pred in preds:
-            new[:, who] = np.maximum(new[:, who], en[:, pred])
+            new[who] = np.maximum(new[who], en[pred])
         if np.array_equal(new, st):
             break
         st = new
     else:
-        st = np.stack([_sequential(base[k], d[k], preds) for k in range(K)])
+        st = np.stack([_sequential(base[:, k], d[:, k], preds) for k in range(K)], axis=1)
     en = st + d
     for free, key, valid in res:
         sel = (slice(None),) if valid is None else valid
