@@ -29,7 +29,8 @@ warm-up (at least one call), then ``--graph-calls`` k calls captured in one
 ``torch.cuda.CUDAGraph``, one untimed replay, then ceil(n/k) replays between
 CUDA events; time per call = elapsed / (replays x k). ``gloo``: host clock.
 Each rank averages its own calls; ``time_us`` is the maximum over ranks of
-those averages (nccl-tests' convention); ``time_us_min`` the minimum.
+those averages; ``time_us_min`` the minimum and ``time_us_mean`` the mean
+(nccl-tests 2.19 reports the mean over ranks by default, ``-a 1``; ``-a 3`` max).
 ``--out-of-place``: torch has no out-of-place AllReduce, so each call is a
 device copy into the output then an in-place all_reduce (the copy is timed).
 
@@ -212,10 +213,15 @@ def run_probe(args, rank, world, infos, cpu_group) -> dict | None:
         return None
     probe = log.to_dict()
     probe["per_rank"] = everyone
-    if args.emulate_nodes and probe["n_nodes"] != args.emulate_nodes:
-        raise BenchError(f"--emulate-nodes {args.emulate_nodes}: NCCL reports nNodes "
-                         f"{probe['n_nodes']} (see {log_dir})")
+    if args.emulate_nodes:
+        check_node_count(args.emulate_nodes, probe["n_nodes"], log_dir)
     return probe
+
+
+def check_node_count(asked: int, reported: int | None, log_dir: str) -> None:
+    """--emulate-nodes must show up as NCCL's own nNodes."""
+    if reported != asked:
+        raise BenchError(f"--emulate-nodes {asked}: NCCL reports nNodes {reported} (logs in {log_dir})")
 
 
 def run(args, argv, rank, world, log_dir, fault) -> int:
@@ -292,7 +298,7 @@ def run(args, argv, rank, world, log_dir, fault) -> int:
         rec = result_record(size, count, args.dtype, max(times), world, sum(int(x[1]) for x in stats),
                             inplace=args.inplace, algo=args.algo, proto=args.proto,
                             timing=args.timing,
-                            time_us_min=min(times))
+                            time_us_min=min(times), time_us_mean=sum(times) / world)
         if rank == 0:
             say(format_row(rec))
             if out:

@@ -176,6 +176,11 @@ def rank_info(device) -> dict:
     return info
 
 
+def _nccl_header_version(torch) -> str:
+    v = torch.cuda.nccl.version()  # the headers torch was built with, not the library that runs
+    return ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+
+
 def build_meta(args, argv, world: int, infos: list, nccl_version: str | None) -> dict:
     import torch
     hosts = [i["host"] for i in infos]
@@ -194,12 +199,12 @@ def build_meta(args, argv, world: int, infos: list, nccl_version: str | None) ->
         "driver": _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]),
         "cuda": torch.version.cuda, "torch": torch.__version__, "python": sys.version.split()[0],
         "nccl_version": nccl_version,
-        "nccl_compile_version": ".".join(map(str, torch.cuda.nccl.version()))
-        if args.backend == "nccl" else None,
+        "nccl_compile_version": _nccl_header_version(torch) if args.backend == "nccl" else None,
         "env": nccl_env(), "command": shlex.join([sys.executable, sys.argv[0]] + list(argv)),
         "launcher_command": launcher_command(),
         "git_commit": commit, "git_dirty": bool(dirty) if commit else None,
-        "time_combine": "max over ranks of each rank's mean time per call",
+        "time_combine": "time_us: max over ranks of each rank's mean time per call "
+                        "(time_us_mean: mean over ranks, as nccl-tests -a 1)",
         "out_of_place_method": None if args.inplace else "device copy into the output, then in-place all_reduce",
     }
 

@@ -45,7 +45,8 @@ def test_two_ranks_in_place(tmp_path):
     assert meta["world_size"] == 2 and meta["nodes"] == 1 and meta["backend"] == "gloo"
     assert meta["timing"] == "host" and meta["inplace"] is True and len(meta["ranks"]) == 2
     assert meta["env"]["NCCL_NVLS_ENABLE"] == "0" and "allreduce_bench.py" in meta["command"]
-    assert meta["time_combine"].startswith("max over ranks")
+    assert meta["time_combine"].startswith("time_us: max over ranks")
+    assert (m["time_us_min"] <= m["time_us_mean"]).all() and (m["time_us_mean"] <= m.time_us).all()
 
 
 def test_four_ranks_out_of_place_bf16_and_the_check_catches_corruption(tmp_path):
@@ -101,3 +102,12 @@ def test_emulated_nodes_env_and_sweep():
     assert "NCCL_SOCKET_IFNAME" not in bench_support.rank_env(args, 0, 4, {"NCCL_SOCKET_IFNAME": "eth0"})
     args = bench_support.build_parser().parse_args(["-b", "6", "-e", "100", "-f", "3", "--dtype", "float64"])
     assert bench_support.sweep(args) == [16, 48]  # 6, 18, 54 floored to whole 8-byte elements; 6 holds none
+
+
+def test_node_count_check():
+    sys.modules.setdefault("bench_support", bench_support)
+    import allreduce_bench
+    allreduce_bench.check_node_count(2, 2, "/tmp/x")
+    for reported in (1, None):
+        with pytest.raises(bench_support.BenchError, match=f"--emulate-nodes 2: NCCL reports nNodes {reported}"):
+            allreduce_bench.check_node_count(2, reported, "/tmp/x")
