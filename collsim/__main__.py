@@ -1,0 +1,5 @@
+import sys
+
+from collsim.cli import main
+
+sys.exit(main())
