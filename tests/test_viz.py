@@ -130,6 +130,10 @@ def test_timeline_rows_by_link_and_rank_with_cap():
     by_rank = timeline.timeline_rows(s, start, end, "rank", max_rows=2)
     assert len(by_rank.labels) == 2 and by_rank.dropped == 2
     assert (by_rank.row == -1).sum() == 12
+    # capped at 2 rows with 2 nodes: one inter-node link keeps its place beside the busier intra ones
+    end2 = end + (s.src == 0) * 5.0
+    mixed = timeline.timeline_rows(s, start, end2, "link", gpus_per_node=2, max_rows=2)
+    assert mixed.labels == ["0→1", "1→2 (inter)"]
     with pytest.raises(CollsimError):
         timeline.timeline_rows(s, start, end, "node")
     with pytest.raises(CollsimError):

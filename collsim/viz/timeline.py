@@ -30,7 +30,11 @@ class Rows:
 
 def timeline_rows(schedule: Schedule, start, end, by: str = "link", gpus_per_node: int | None = None,
                   max_rows: int = 32) -> Rows:
-    """Group transfers into rows (links or sending ranks), keep the ``max_rows`` busiest."""
+    """Group transfers into rows (links or sending ranks), keep the ``max_rows`` busiest.
+
+    Links between nodes (with ``gpus_per_node``) get up to half the rows, so a
+    capped chart still shows both link classes.
+    """
     start, end = np.asarray(start, float), np.asarray(end, float)
     if start.shape != (schedule.n_transfers,) or end.shape != start.shape:
         raise CollsimError("start and end need one time per transfer of the schedule")
@@ -42,7 +46,14 @@ def timeline_rows(schedule: Schedule, start, end, by: str = "link", gpus_per_nod
         raise CollsimError(f"timeline 'by' must be 'link' or 'rank', got {by!r}")
     uniq, inv = np.unique(key, return_inverse=True)
     busy = np.bincount(inv, weights=end - start, minlength=len(uniq))
-    order = np.argsort(-busy, kind="stable")[:max_rows]
+    order = np.argsort(-busy, kind="stable")
+    if by == "link" and gpus_per_node and len(uniq) > max_rows:
+        # keep both link classes in view: up to half the rows for the busiest inter-node links
+        s, d = np.divmod(uniq[order], schedule.ranks)
+        inter = s // gpus_per_node != d // gpus_per_node
+        first = np.r_[order[inter][:max_rows // 2], order[~inter]]
+        order = np.r_[first, order[~np.isin(order, first)]]
+    order = order[:max_rows]
     order = order[np.argsort(uniq[order])]           # shown rows in natural order
     pos = np.full(len(uniq), -1)
     pos[order] = np.arange(len(order))

@@ -33,16 +33,15 @@ def cost_series(sizes, ranks: int, alpha_s: float, beta_s_per_byte: float,
     if two_level and ranks % gpus_per_node:
         raise CollsimError(f"{ranks} ranks do not fill nodes of {gpus_per_node} GPUs")
     flat_alpha, flat_beta = (a_in, b_in) if two_level else (alpha_s, beta_s_per_byte)
+    sizes = np.asarray(sizes, dtype=np.int64)
     out = {}
     for name in names:
         if name == "hierarchical":
             if two_level:
-                out[name] = np.array([closed_form(name, ranks, int(s), alpha_s, beta_s_per_byte,
-                                                  gpus_per_node=gpus_per_node, alpha_inter=a_in,
-                                                  beta_inter=b_in) for s in sizes])
+                out[name] = closed_form(name, ranks, sizes, alpha_s, beta_s_per_byte,
+                                        gpus_per_node=gpus_per_node, alpha_inter=a_in, beta_inter=b_in)
         else:
-            out[name] = np.array([closed_form(name, ranks, int(s), flat_alpha, flat_beta)
-                                  for s in sizes])
+            out[name] = closed_form(name, ranks, sizes, flat_alpha, flat_beta)
     return out
 
 

@@ -1,0 +1,156 @@
+"""Tests of collsim.widgets: pure logic, and widgets driven by setting .value (no browser)."""
+import json
+
+import numpy as np
+import pytest
+
+from collsim.errors import CollsimError
+from collsim.measurements import result_record
+from collsim.widgets import cost_explorer as ce
+from collsim.widgets import measured as mv
+from collsim.widgets import schedule_explorer as se
+from collsim.widgets.exercise import check_answer
+
+
+# ------------------------------------------------------------------ pure logic
+def test_topology_for_fills_nodes_or_says_why_not():
+    t = se.topology_for("ib-400g", 16)
+    assert (t.nodes, t.gpus_per_node) == (2, 8)
+    one = se.topology_for("h200-nvlink", 4)
+    assert (one.nodes, one.gpus_per_node) == (1, 4)
+    with pytest.raises(CollsimError, match="multiple of 8"):
+        se.topology_for("ib-400g", 12)
+    with pytest.raises(CollsimError, match="unknown topology"):
+        se.topology_for("nope", 4)
+
+
+def test_explore_builds_checks_and_simulates():
+    ex = se.explore("hierarchical", 16, 1 << 20, "ib-400g")
+    assert ex.report.ok and ex.schedule.ranks == 16
+    assert ex.result.time_s > 0 and "every rank ends with the sum" in ex.summary
+    with pytest.raises(CollsimError):
+        se.explore("ring", 65, 1024, "h200-nvlink")
+
+
+def test_cost_series_matches_closed_form_and_two_levels():
+    from collsim.cost import closed_form
+
+    sizes = ce.size_grid(10, 20)
+    assert sizes[0] == 1024 and sizes[-1] == 1 << 20 and np.all(np.diff(sizes) > 0)
+    one = ce.cost_series(sizes, 8, 5e-6, 1e-11)
+    assert "hierarchical" not in one
+    assert one["ring"][3] == pytest.approx(closed_form("ring", 8, int(sizes[3]), 5e-6, 1e-11))
+    two = ce.cost_series(sizes, 16, 2e-6, 1e-12, 8, 8e-6, 2e-11)
+    assert two["ring"][0] == pytest.approx(closed_form("ring", 16, int(sizes[0]), 8e-6, 2e-11))
+    assert two["hierarchical"][0] == pytest.approx(closed_form(
+        "hierarchical", 16, int(sizes[0]), 2e-6, 1e-12, gpus_per_node=8, alpha_inter=8e-6,
+        beta_inter=2e-11))
+    with pytest.raises(CollsimError):
+        ce.cost_series(sizes, 12, 5e-6, 1e-11, 8)
+    with pytest.raises(CollsimError):
+        ce.size_grid(20, 10)
+
+
+def test_check_answer_lines():
+    assert "not answered" in check_answer("q", None, 3.0)
+    assert check_answer("q", 3.01, 3.0).endswith("correct")
+    assert "not quite" in check_answer("q", 4.0, 3.0)
+    assert "not quite" in check_answer("q", "3", 3.0)
+    assert check_answer("q", "larger", "larger").endswith("correct")
+
+
+# ------------------------------------------------------------------ ScheduleExplorer
+def test_schedule_explorer_follows_its_controls():
+    ex = se.ScheduleExplorer("ring", 4, 1 << 20, "h200-nvlink")
+    assert ex.step.max == ex.state.schedule.n_steps == 6
+    first = ex.grid_img.value
+    ex.step.value = 2
+    assert ex._grid.step == 2 and ex.grid_img.value != first
+    assert "step 3/6" in ex._grid.ax.get_title()
+    timeline_before = ex.time_img.value
+    ex.step.value = 3
+    assert ex.time_img.value != timeline_before
+    ex.ranks.value = 8
+    assert ex.state.schedule.ranks == 8 and ex.step.value == 0 and ex.step.max == 14
+    ex.algo.value = "tree"
+    assert ex.state.schedule.name.startswith("tree") or "tree" in ex.status.value
+    assert ex.state.report.ok
+
+
+def test_schedule_explorer_reports_bad_configuration_and_keeps_last_picture():
+    ex = se.ScheduleExplorer("ring", 8, 1 << 20, "ib-400g")
+    picture = ex.grid_img.value
+    ex.ranks.value = 12                       # not a multiple of 8 GPUs per node
+    assert "multiple of 8" in ex.error and "multiple of 8" in ex.status.value
+    assert ex.state.schedule.ranks == 8 and ex.grid_img.value == picture
+    ex.ranks.value = 16
+    assert ex.error == "" and ex.state.schedule.ranks == 16
+
+
+# ------------------------------------------------------------------ CostExplorer
+def test_cost_explorer_updates_curves_and_crossovers():
+    ex = ce.CostExplorer(ranks=64)
+    view = ex.views["time"]
+    line, hier = view.lines["ring"], view.lines["hierarchical"]
+    before = (list(ex.crossings), ex.image.value, line.get_ydata().copy(), hier.get_ydata().copy())
+    ex.latency.value = 30.0                   # intra-node latency: only hierarchical uses it
+    assert view.lines["ring"] is line
+    assert np.allclose(line.get_ydata(), before[2]) and not np.allclose(hier.get_ydata(), before[3])
+    assert ex.image.value != before[1]
+    ex.inter_latency.value = 100.0            # flat algorithms pay the inter-node link
+    assert not np.allclose(line.get_ydata(), before[2])
+    assert [c.size for c in ex.crossings] != [c.size for c in before[0]]
+    ex.kind.value = "busbw"
+    assert ex.views["busbw"].lines["ring"].get_ydata().max() <= 360.0
+    ex.ranks.value = 12                       # 12 ranks do not fill nodes of 8
+    assert "do not fill" in ex.error
+    ex.gpus_per_node.value = 4
+    assert ex.error == "" and "hierarchical" in ex.series
+
+
+# ------------------------------------------------------------------ MeasuredVsPredicted
+def _synthetic_run(path, algo, proto, scale):
+    """A runner-style JSONL file whose times are ``scale`` x the model's own prediction."""
+    from collsim.nccl_model import Config, default_params, predict
+
+    sizes = [2**k for k in range(3, 25, 3)]
+    pred = predict(default_params(), algo, proto, sizes, Config(2))
+    with open(path, "w") as f:
+        f.write(json.dumps({"type": "meta", "world_size": 2, "nodes": 1, "timing": "graph"}) + "\n")
+        for s, t in zip(sizes, pred):
+            rec = result_record(s, s // 4, "float32", float(t) * scale, 2, 0, algo=algo, proto=proto,
+                                timing="graph")
+            f.write(json.dumps(rec) + "\n")
+    return sizes
+
+
+def test_measured_vs_predicted_on_synthetic_files(tmp_path):
+    from collsim.fit import save_params
+    from collsim.nccl_model import default_params
+
+    a, b = tmp_path / "ring_ll.jsonl", tmp_path / "tree_simple.jsonl"
+    sizes = _synthetic_run(a, "Ring", "LL", 1.10)       # model 10% fast on this one
+    _synthetic_run(b, "Tree", "Simple", 1.0)             # exact on this one
+    params = tmp_path / "params.json"
+    save_params(default_params(), params)
+    w = mv.MeasuredVsPredicted([a, b], params)
+    labels = list(w.config.options)
+    assert len(labels) == 2 and any(l.startswith("Ring/LL") for l in labels)
+    w.config.value = next(l for l in labels if l.startswith("Ring/LL"))
+    assert list(w.comparison.sizes) == sizes
+    assert np.allclose(w.comparison.abs_rel_error, 1 - 1 / 1.10)
+    assert "median |error| 9.1%" in w.status.value
+    picture = w.image.value
+    w.config.value = next(l for l in labels if l.startswith("Tree/Simple"))
+    assert np.allclose(w.comparison.abs_rel_error, 0.0) and w.image.value != picture
+
+
+def test_configurations_need_labelled_points(tmp_path):
+    from collsim.fit import load_points
+
+    p = tmp_path / "x.jsonl"
+    with open(p, "w") as f:
+        f.write(json.dumps({"type": "meta", "world_size": 2}) + "\n")
+        f.write(json.dumps(result_record(1024, 256, "float32", 10.0, 2, 0)) + "\n")
+    with pytest.raises(CollsimError, match="nothing to predict"):
+        mv.configurations(load_points([p]))
