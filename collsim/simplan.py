@@ -158,7 +158,7 @@ class Plan:
                     res.append((free, lift(key, nics), np.broadcast_to((key < self.n_nics)[:, None], (hi - lo, K))))
             st, en = (_contended if shared else _fifo)(ready, dur[lo:hi], res)
             start[lo:hi], end[lo:hi] = st, en
-            np.maximum.at(W, writes, en if wend is None else en[wend])
+            np.maximum.at(W, writes.ravel(), (en if wend is None else en[wend]).ravel())   # 1-D: fast path
         return start.T, end.T
 
     def _ready_multi(self, W, lo, hi, lift):
@@ -218,8 +218,9 @@ def _contended(ready: np.ndarray, d: np.ndarray, res: list) -> tuple[np.ndarray,
         who, pred = order[1:][same], order[:-1][same]
         preds.append((who, pred))
         last[who] = np.maximum(last[who], pred)
-    bounds = _run_bounds(last.tolist())
-    if len(bounds) - 1 <= m // 16:
+    adjacent = np.count_nonzero(last[1:] == np.arange(m - 1))   # each starts a run: a cheap lower bound
+    bounds = _run_bounds(last.tolist()) if adjacent < m // 16 else []
+    if 0 < len(bounds) - 1 <= m // 16:
         st, en = np.empty_like(ready), np.empty_like(ready)
         for a, b in zip(bounds[:-1], bounds[1:]):
             part = [(f, k[a:b], v if v is None else v[a:b]) for f, k, v in res]

@@ -1,0 +1,123 @@
+"""Speed figures of the core: schedule building, event simulation, the CLI, closed-form sweeps.
+
+Run:  .venv/bin/python benchmarks/bench_core.py          (about a minute; --quick: fewer repeats)
+
+Prints a Markdown report (machine, then tables). Every figure is measured in
+this run: "first" is the first call in the process (cold caches and page
+faults, what a one-shot CLI call pays), "best" the best of the repeats. Ratios
+compare figures measured side by side in the same run. Targets (issue 2): ring
+AllReduce on 1024 ranks simulated in < 0.5 s, >= 5 M transfers/s, the whole
+``collsim simulate --algo ring --ranks 1024`` process < 2 s, a 40-size
+closed-form sweep < 5 ms.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from collsim.algorithms import ALGORITHMS, build_schedule
+from collsim.simulate import simulate
+from collsim.sweep import sizes, sweep
+from collsim.topology import Topology, get_preset
+
+ROOT = Path(__file__).resolve().parents[1]
+ALPHA, BETA = 5e-6, 1e-11
+
+
+def timed(fn, repeats: int):
+    """(first, best) wall seconds of ``fn()`` over ``repeats`` calls, and its last result."""
+    times, out = [], None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return times[0], min(times), out
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() \
+        else platform.processor()
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+    return (f"{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, numpy {np.__version__}; "
+            f"load average at start {load}")
+
+
+def ring_1024(repeats: int) -> list[str]:
+    rows = ["| case | transfers | build first / best (s) | simulate first / best (s) | M transfers/s (best) |",
+            "|---|---:|---:|---:|---:|"]
+    topo = Topology.uniform(1024, ALPHA, BETA)
+    for label, nbytes in (("1 GiB (chunks even)", 2**30), ("1e9 B (chunks uneven)", 10**9)):
+        b_first, b_best, s = timed(lambda: build_schedule("ring", 1024, nbytes // 4), repeats)
+        s_first, s_best, _ = timed(lambda: simulate(s, topo), repeats)
+        rows.append(f"| ring, 1024 ranks, {label} | {s.n_transfers:,} | {b_first:.3f} / {b_best:.3f} | "
+                    f"{s_first:.3f} / {s_best:.3f} | {s.n_transfers / s_best / 1e6:.1f} |")
+    return rows
+
+
+def all_algorithms(repeats: int) -> list[str]:
+    rows = ["| algorithm | ranks | topology | transfers | steps | simulate best (s) | M transfers/s |",
+            "|---|---:|---|---:|---:|---:|---:|"]
+    for name in ALGORITHMS:
+        P = 256 if name == "direct" else 1024          # direct has P(P-1) transfers
+        kw = {"gpus_per_node": 8} if "gpus_per_node" in ALGORITHMS[name].params else {}
+        s = build_schedule(name, P, 2**28 // 4, **kw)
+        for topo in (Topology.uniform(P, ALPHA, BETA), get_preset("eth-100g", nodes=P // 8)):
+            _, best, _ = timed(lambda: simulate(s, topo), repeats)
+            rows.append(f"| {name} | {P} | {topo.name} ({topo.nodes}x{topo.gpus_per_node}, "
+                        f"{topo.nics_per_node} NIC/node) | {s.n_transfers:,} | {s.n_steps} | {best:.3f} | "
+                        f"{s.n_transfers / best / 1e6:.1f} |")
+    return rows
+
+
+def cli(repeats: int) -> list[str]:
+    cmd = [sys.executable, "-m", "collsim", "simulate", "--algo", "ring", "--ranks", "1024", "--bytes", "1G",
+           "--alpha", str(ALPHA), "--beta", str(BETA), "--json"]
+
+    def run():
+        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    first, best, _ = timed(run, repeats)
+    return ["| command | first (s) | best (s) |", "|---|---:|---:|",
+            f"| `collsim {' '.join(cmd[3:])}` | {first:.2f} | {best:.2f} |"]
+
+
+def sweeps(repeats: int) -> list[str]:
+    sz = sizes(1, 2**39)[:40]                       # 40 sizes, 1 B .. 512 GiB
+    algos = list(ALGORITHMS)
+    sweep(algos, 64, sz, alpha=ALPHA, beta=BETA, gpus_per_node=8)          # import and warm up
+    _, best, _ = timed(lambda: sweep(algos, 64, sz, alpha=ALPHA, beta=BETA, gpus_per_node=8), max(repeats, 20))
+    rows = ["| sweep | sizes | best (s) |", "|---|---:|---:|",
+            f"| closed form, all {len(algos)} algorithms, 64 ranks | {len(sz)} | {best * 1e3:.2f} ms |",
+            f"| closed form, per algorithm | {len(sz)} | {best / len(algos) * 1e3:.2f} ms |"]
+    sim_sz = sizes(8, 2**30)
+    topo = Topology.uniform(256, ALPHA, BETA)
+    _, batched, tab = timed(lambda: sweep(["ring"], 256, sim_sz, alpha=ALPHA, beta=BETA, method="simulate"),
+                            repeats)
+    _, single, ref = timed(lambda: [simulate(build_schedule("ring", 256, int(b) // 4), topo).time_s
+                                    for b in sim_sz], repeats)
+    assert np.allclose(tab["time_s"], ref, rtol=1e-15)
+    rows += [f"| simulated ring, 256 ranks, batched by structure | {len(sim_sz)} | {batched:.3f} |",
+             f"| same, one `simulate` per size | {len(sim_sz)} | {single:.3f} (batched is x{single / batched:.2f}) |"]
+    return rows
+
+
+def main() -> None:
+    repeats = 2 if "--quick" in sys.argv else 3
+    print("# collsim core benchmark\n")
+    print(f"Machine: {machine()}\n")
+    print("Command: `.venv/bin/python benchmarks/bench_core.py`\n")
+    for title, part in (("Ring AllReduce on 1024 ranks (uniform topology)", ring_1024),
+                        ("Every algorithm, 256 MiB per rank", all_algorithms),
+                        ("The whole CLI process", cli), ("Sweeps", sweeps)):
+        print(f"## {title}\n")
+        print("\n".join(part(repeats)) + "\n", flush=True)
+
+
+if __name__ == "__main__":
+    main()
