@@ -7,8 +7,9 @@ Tree shapes follow NCCL's src/graph/trees.cc (re-derived here, not copied):
   (r ^ b) | 2b, or r ^ b if that is >= n. Odd ranks are leaves.
 * ``dtree_parents(n)``: tree 0 is that btree; tree 1 is its mirror
   (r -> n-1-r) for even n, or it shifted by one rank (r -> r+1 mod n) for odd
-  n. Every rank is a leaf in at least one tree and has at most two children
-  in both trees together.
+  n. Every rank is a leaf in at least one tree (except rank 0 for odd n: the
+  root of tree 0 with one child, and inner in tree 1, as in NCCL) and has at
+  most two children in both trees together.
 
 Each tree reduces and broadcasts its own segment of the buffer (the double
 tree gives each tree half), cut into ``chunks`` pipeline chunks.

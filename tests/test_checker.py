@@ -1,0 +1,162 @@
+"""collsim.checker: proves correct schedules, catches injected faults at the right step."""
+import copy
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from collsim.algorithms import ALGORITHMS, build_schedule
+from collsim.checker import check
+from collsim.schedule import Schedule
+
+
+def faulty(s: Schedule, step: int, pos: int, how: str, other: int = 0) -> Schedule:
+    d = s.to_dict()
+    t = d["steps"][step][pos]
+    if how == "drop":
+        del d["steps"][step][pos]
+    elif how == "duplicate":
+        d["steps"][step].append(copy.deepcopy(t))
+    elif how == "retarget":
+        t["dst"] = other
+    elif how == "swap":
+        t["op"] = "copy" if t["op"] == "reduce" else "reduce"
+    return Schedule.from_dict(d)
+
+
+def oracle_ok(s: Schedule) -> bool:
+    """Brute force: execute on random per-element data, compare with the sum."""
+    x = np.random.default_rng(7).integers(-10**6, 10**6, size=(s.ranks, s.count))
+    buf = x.copy()
+    for step in s.steps:
+        reads = [buf[t.src, t.offset:t.offset + t.count].copy() for t in step]
+        written = np.zeros((s.ranks, s.count), int)
+        for t, data in zip(step, reads):
+            if t.op == "copy":
+                buf[t.dst, t.offset:t.offset + t.count] = data
+            else:
+                buf[t.dst, t.offset:t.offset + t.count] += data
+            written[t.dst, t.offset:t.offset + t.count] += 1 + 100 * (t.op == "copy")
+        if (written > 101).any():
+            return False                   # a copy and another write to one element: undefined
+    return bool((buf == x.sum(axis=0)).all())
+
+
+@st.composite
+def fault(draw):
+    name = draw(st.sampled_from(list(ALGORITHMS)))
+    p = draw(st.integers(2, 24))
+    kw = {}
+    if name.startswith("hierarchical"):
+        kw["gpus_per_node"] = draw(st.sampled_from([g for g in range(1, p + 1) if p % g == 0]))
+    s = build_schedule(name, p, draw(st.integers(p, 3 * p + 7)), **kw)
+    i = draw(st.integers(0, s.n_transfers - 1))
+    step = int(s.step_index[i])
+    pos = i - int(s.step_ptr[step])
+    how = draw(st.sampled_from(["drop", "duplicate", "retarget", "swap"]))
+    t = s.transfer(i)
+    other = draw(st.sampled_from([r for r in range(p) if r not in (t.src, t.dst)] or [t.dst]))
+    return s, step, pos, how, other
+
+
+@settings(max_examples=150, deadline=None)
+@given(fault())
+def test_injected_faults_are_caught_at_their_step(case):
+    s, step, pos, how, other = case
+    if how == "retarget" and other == s.transfer(int(s.step_ptr[step]) + pos).dst:
+        return                              # P = 2: nowhere else to send
+    bad = faulty(s, step, pos, how, other)
+    r = check(bad)
+    if how in ("drop", "retarget"):         # sometimes still an AllReduce (e.g. reduce straight to the owner)
+        assert r.ok == oracle_ok(bad), r.error
+        if r.ok:
+            return
+    assert not r.ok and r.error and "\n" not in r.error
+    if how in ("duplicate", "swap"):        # the fault itself is the first wrong transfer
+        assert r.step == step, r.error
+        assert r.error.startswith(f"step {step} transfer ")
+        if how == "swap":
+            assert r.transfer == pos
+    if how == "drop" and r.step is not None:
+        assert r.error.startswith(f"step {r.step} transfer {r.transfer}:")
+
+
+@st.composite
+def random_schedule(draw):
+    p, count = draw(st.integers(1, 4)), draw(st.integers(1, 5))
+    steps = []
+    for _ in range(draw(st.integers(0, 6))):
+        step = []
+        for _ in range(draw(st.integers(1, 4))):
+            off = draw(st.integers(0, count - 1))
+            step.append((draw(st.integers(0, p - 1)), draw(st.integers(0, p - 1)), off,
+                         draw(st.integers(1, count - off)), draw(st.sampled_from(["reduce", "copy"]))))
+        steps.append(step)
+    return Schedule.from_steps(p, count, steps)
+
+
+@settings(max_examples=300, deadline=None)
+@given(random_schedule())
+def test_verdict_agrees_with_brute_force_on_random_schedules(s):
+    assert check(s).ok == oracle_ok(s)
+
+
+def test_reasons_are_precise():
+    s = build_schedule("ring", 4, 8)
+    assert check(faulty(s, 1, 2, "swap")).error == (
+        "step 1 transfer 2: rank 2 -> 3 elements [2, 4): copy of a partial sum lacking rank(s) 0, 3 "
+        "(sent before it was reduced)")
+    e = check(faulty(s, 0, 0, "duplicate")).error
+    assert e == "step 0 transfer 4: rank 0 -> 1 elements [0, 2): reduce counts the contribution of rank(s) 0 twice"
+    e = check(faulty(s, 5, 1, "duplicate")).error
+    assert e.startswith("step 5 transfer 1:") and "a copy and another transfer write the same elements" in e
+    bad = Schedule.from_steps(2, 4, [[(0, 1, 0, 2, "reduce")], [(1, 0, 3, 2, "copy")]])
+    r = check(bad)
+    assert (r.step, r.transfer) == (1, 0) and "element range [3, 5) outside the buffer [0, 4)" in r.error
+    r = check(Schedule.from_steps(2, 4, [[(0, 5, 0, 2, "reduce")]]))
+    assert r.error == "step 0 transfer 0: bad rank: 0 -> 5 with ranks 0..1"
+
+
+def test_missing_contribution_named_with_rank_and_range():
+    s = Schedule.from_steps(3, 6, [[(0, 1, 0, 6, "reduce")], [(1, 2, 0, 6, "reduce")],
+                                   [(2, 0, 0, 6, "copy"), (2, 1, 0, 3, "copy")]])
+    r = check(s)
+    assert not r.ok
+    assert r.error == ("step 0 transfer 0: rank 1 elements [3, 6) end without the contribution of rank(s) 2 "
+                       "(last written here)")
+
+
+def test_mistakes_that_are_overwritten_do_no_harm():
+    # rank 1 first gets a partial copy, later the full sum: correct in the end
+    s = Schedule.from_steps(2, 2, [[(0, 1, 0, 2, "copy"), (1, 0, 0, 2, "reduce")], [(0, 1, 0, 2, "copy")]])
+    assert check(s).ok
+    # a double count on rank 1 that is overwritten by the true sum
+    s = Schedule.from_steps(2, 2, [[(0, 1, 0, 2, "reduce")], [(0, 1, 0, 2, "reduce"), (1, 0, 0, 2, "reduce")],
+                                   [(0, 1, 0, 2, "copy")]])
+    r = check(s)
+    assert not r.ok and r.step == 1       # rank 0 added rank 1's partial holding rank 0: twice, and it stays
+
+
+def test_report_traffic_and_summary():
+    s = build_schedule("ring", 4, 400, itemsize=4)
+    r = check(s)
+    assert r.ok and r.error is None and r.step is None and r.n_steps == 6 and r.n_transfers == 24
+    assert np.array_equal(r.bytes_sent, np.full(4, 6 * 400)) and np.array_equal(r.bytes_recv, r.bytes_sent)
+    assert r.link_bytes == {(i, (i + 1) % 4): 2400 for i in range(4)}
+    assert r.summary().splitlines()[0].startswith("OK")
+    assert check(faulty(s, 0, 0, "drop")).summary().startswith("WRONG: step")
+
+
+def test_single_rank_and_empty():
+    assert check(build_schedule("ring", 1, 10)).ok
+    r = check(Schedule.from_steps(3, 0, []))
+    assert r.ok and r.bytes_sent.sum() == 0
+    r = check(Schedule.from_steps(2, 3, []))
+    assert not r.ok and "never written" in r.error and r.step is None
+
+
+@pytest.mark.slow
+def test_large_schedules_check_quickly():
+    assert check(build_schedule("ring", 64, 10**6)).ok
+    assert check(build_schedule("ring", 300, 1000, slices=2)).ok
+    assert check(build_schedule("direct", 200, 1000)).ok

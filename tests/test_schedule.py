@@ -1,0 +1,95 @@
+"""collsim.schedule: JSON round trip and errors, builder, split_even, concat."""
+import json
+
+import numpy as np
+import pytest
+
+from collsim.errors import CollsimError
+from collsim.schedule import (COPY, REDUCE, Schedule, ScheduleBuilder, ScheduleError, Transfer, concat,
+                              split_even)
+
+
+def small():
+    return Schedule.from_steps(3, 6, [[(0, 1, 0, 2, "reduce"), (1, 2, 2, 2, "reduce")],
+                                      [Transfer(2, 0, 4, 2, "copy")],
+                                      [{"src": 1, "dst": 0, "offset": 0, "count": 1, "op": "copy"}]],
+                               itemsize=8, name="x", meta={"k": 1})
+
+
+def test_json_round_trip_keeps_everything():
+    s = small()
+    d = json.loads(s.to_json())
+    assert d["ranks"] == 3 and d["count"] == 6 and d["itemsize"] == 8 and d["name"] == "x"
+    assert d["steps"][1] == [{"src": 2, "dst": 0, "offset": 4, "count": 2, "op": "copy"}]
+    t = Schedule.from_json(s.to_json(indent=1))
+    for col in ("src", "dst", "offset", "length", "op", "step_ptr"):
+        assert np.array_equal(getattr(s, col), getattr(t, col))
+    assert (t.ranks, t.count, t.itemsize, t.name, t.meta) == (3, 6, 8, "x", {"k": 1})
+    assert t.steps == s.steps and t.n_steps == 3 and t.n_transfers == 4
+    assert list(t.step_index) == [0, 0, 1, 2]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("{", "invalid JSON"),
+    ("[1, 2]", "JSON object"),
+    ('{"ranks": 2, "count": 4}', "'steps'"),
+    ('{"ranks": 2.5, "count": 4, "steps": []}', "'ranks' must be an integer"),
+    ('{"ranks": 2, "count": 4, "steps": [1]}', "list of lists"),
+    ('{"ranks": 2, "count": 4, "steps": [[3]]}', "step 0 transfer 0 is not an object"),
+    ('{"ranks": 2, "count": 4, "steps": [[{"src": 0, "dst": 1, "offset": 0}]]}', "'count'"),
+    ('{"ranks": 2, "count": 4, "steps": [[{"src": 0, "dst": 1, "offset": 0, "count": 1, "op": "add"}]]}',
+     "unknown op"),
+    ('{"ranks": 0, "count": 4, "steps": []}', "ranks must be >= 1"),
+    ('{"ranks": 2, "count": -1, "steps": []}', "count must be >= 0"),
+    ('{"ranks": 2, "count": 4, "steps": [[{"src": 0, "dst": 1, "offset": 0, "count": true, "op": "copy"}]]}',
+     "must be an integer"),
+])
+def test_malformed_json_gives_one_line_errors(text, words):
+    with pytest.raises(CollsimError) as e:
+        Schedule.from_json(text)
+    assert words in str(e.value) and "\n" not in str(e.value)
+    assert isinstance(e.value, ScheduleError)
+
+
+def test_builder_drops_zero_length_and_empty_steps():
+    b = ScheduleBuilder(2, 4)
+    b.add_step([0, 1], [1, 0], [0, 2], [2, 0], REDUCE)
+    b.add_step([0], [1], 0, 0, COPY)                       # empty: skipped
+    b.add_step([0], [1], 0, 0, COPY, keep_empty=True)      # kept on request
+    b.add_steps(np.array([[0, 1], [1, 0]]), np.array([[1, 0], [0, 1]]), 1, np.array([[1, 0], [0, 0]]), COPY)
+    s = b.build()
+    assert s.n_steps == 3 and list(s.step_ptr) == [0, 1, 1, 2]
+    assert s.transfer(1) == Transfer(0, 1, 1, 1, "copy")
+
+
+def test_builder_add_steps_matches_add_step():
+    rng = np.random.default_rng(1)
+    cols = [rng.integers(0, 3, size=(4, 5)) for _ in range(4)]
+    a, b = ScheduleBuilder(3, 9), ScheduleBuilder(3, 9)
+    a.add_steps(*cols, REDUCE)
+    for k in range(4):
+        b.add_step(*(c[k] for c in cols), REDUCE)
+    sa, sb = a.build(), b.build()
+    assert sa.steps == sb.steps
+    with pytest.raises(ScheduleError):
+        a.add_steps([1, 2], [0, 1], 0, 1, REDUCE)
+
+
+def test_split_even_any_count():
+    for count, parts in [(10, 3), (2, 5), (0, 4), (12, 4)]:
+        off, ln = split_even(count, parts)
+        assert ln.sum() == count and ln.max() - ln.min() <= 1 and len(off) == parts
+        assert np.array_equal(off, np.r_[0, np.cumsum(ln)[:-1]])
+
+
+def test_concat_and_shape_errors():
+    s = small()
+    c = concat([s, s])
+    assert c.n_steps == 6 and c.steps[3:] == s.steps
+    assert s.then(s).steps == c.steps
+    with pytest.raises(ScheduleError, match="differ"):
+        concat([s, Schedule.from_steps(2, 6, [])])
+    with pytest.raises(ScheduleError, match="step_ptr"):
+        Schedule(2, 4, 4, [0], [1], [0], [1], [0], [0, 2])
+    with pytest.raises(ScheduleError, match="op codes"):
+        Schedule(2, 4, 4, [0], [1], [0], [1], [5], [0, 1])
