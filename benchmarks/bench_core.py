@@ -70,8 +70,9 @@ def all_algorithms(repeats: int) -> list[str]:
         s = build_schedule(name, P, 2**28 // 4, **kw)
         for topo in (Topology.uniform(P, ALPHA, BETA), get_preset("eth-100g", nodes=P // 8)):
             _, best, _ = timed(lambda: simulate(s, topo), repeats)
-            rows.append(f"| {name} | {P} | {topo.name} ({topo.nodes}x{topo.gpus_per_node}, "
-                        f"{topo.nics_per_node} NIC/node) | {s.n_transfers:,} | {s.n_steps} | {best:.3f} | "
+            shape = f"{topo.nodes}x{topo.gpus_per_node}, {topo.nics_per_node} NIC/node" if topo.nodes > 1 \
+                else "one node, ports only"
+            rows.append(f"| {name} | {P} | {topo.name} ({shape}) | {s.n_transfers:,} | {s.n_steps} | {best:.3f} | "
                         f"{s.n_transfers / best / 1e6:.1f} |")
     return rows
 
