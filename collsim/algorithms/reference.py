@@ -54,15 +54,12 @@ def halving_doubling(ranks: int, count: int, itemsize: int = 4) -> Schedule:
         off, ln = split_even(count, p2)
         edge = np.r_[off, count]
         i = np.arange(p2)
-        d = p2 // 2
-        steps = []
-        while d >= 1:
+        dists = [p2 >> k for k in range(1, p2.bit_length())]     # p'/2, ..., 1
+        for d in dists:
             base = i & ~(2 * d - 1)
             send_lo = np.where(i & d, base, base + d)
-            steps.append((d, send_lo))
             b.add_step(active, active[i ^ d], edge[send_lo], edge[send_lo + d] - edge[send_lo], REDUCE)
-            d //= 2
-        for d, _ in reversed(steps):
+        for d in reversed(dists):
             lo = i & ~(d - 1)
             b.add_step(active, active[i ^ d], edge[lo], edge[lo + d] - edge[lo], COPY)
     return _with_fold("halving-doubling", ranks, count, itemsize, body)
