@@ -138,3 +138,15 @@ def test_bad_input(args, kw, words):
     with pytest.raises(CollsimError) as e:
         closed_form(*args, **kw)
     assert words in str(e.value)
+
+
+@pytest.mark.parametrize("name", EXACT)
+@settings(max_examples=15, deadline=None)
+@given(p=st.integers(1, 300), mult=st.integers(1, 3), seed=st.integers(0, 99))
+def test_equality_for_random_rank_counts_up_to_300(name, p, mult, seed):
+    if name == "direct":
+        p = 1 + p % 64
+    kw = params(name, p, np.random.default_rng(seed))
+    count = granularity(name, p, **kw) * mult
+    t, form = sim_and_form(name, p, count, G, kw)
+    assert t == pytest.approx(form, rel=1e-12, abs=1e-18)
