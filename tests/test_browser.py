@@ -9,6 +9,7 @@ chromium is a failure; elsewhere the test is skipped.
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -108,8 +109,9 @@ def test_slider_changes_rendered_figure(lab):
             time.sleep(0.5)
         else:
             pytest.fail("kernel never became idle")
-        page.locator(".jp-MenuBar").get_by_text("Run", exact=True).click()
-        page.locator(".lm-Menu-item:not(.lm-mod-disabled)").get_by_text("Run All Cells", exact=True).click()
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-item:not(.lm-mod-disabled) .lm-Menu-itemLabel",
+                     has_text=re.compile(r"^Run All Cells$")).click()
         image = panel.locator(".widget-image").first
         image.wait_for(state="visible", timeout=60_000)
         slider = panel.locator(".widget-slider").first
