@@ -38,7 +38,7 @@ def main() -> None:
             med, mx = _time(lambda i: setattr(ex.ranks, "value", P if i % 2 == 0 else P // 2), 4)
             ex.ranks.value = P
             n = ex.step.max
-            smed, smx = _time(lambda i: setattr(ex.step, "value", (i * 7 + 1) % (n + 1)), 20)
+            smed, smx = _time(lambda i: setattr(ex.step, "value", (i + 1) % (n + 1)), 20)
             rows.append((f"ScheduleExplorer {algo}", P, f"{ex.state.schedule.n_transfers}",
                          med, mx, smed, smx))
     cost = CostExplorer(ranks=64)

@@ -110,6 +110,7 @@ class CurvesView:
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(loc="upper left", fontsize=8)
         self.crossings: list[Crossover] = []
+        self.limits_changed = True
 
     def update(self, sizes, series: Mapping[str, np.ndarray], factor: float = 1.0,
                title: str = "") -> list[Crossover]:
@@ -145,7 +146,16 @@ class CurvesView:
             else:
                 lab.set_visible(False)
         allv = np.concatenate(list(ys.values()))
-        self.ax.set_xlim(sizes[0], sizes[-1])
-        self.ax.set_ylim(allv.min() / 1.5, allv.max() * 1.5)
+        # whole decades: limits (and so ticks) change rarely, so most updates can be blitted
+        limits = ((float(sizes[0]), float(sizes[-1])),
+                  (10.0 ** np.floor(np.log10(allv.min())), 10.0 ** np.ceil(np.log10(allv.max()))))
+        self.limits_changed = limits != (self.ax.get_xlim(), self.ax.get_ylim())
+        if self.limits_changed:
+            self.ax.set_xlim(*limits[0])
+            self.ax.set_ylim(*limits[1])
         self.ax.set_title(title, fontsize=10)
         return self.crossings
+
+    def artists(self) -> list:
+        """The artists ``update`` changes when the limits stay (for ``FramePNG``)."""
+        return list(self.lines.values()) + [self.marks, self.ax.title] + self.labels

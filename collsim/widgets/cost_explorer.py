@@ -87,7 +87,7 @@ class CostExplorer:
         self.image = W.Image(format="png")
         self.error = ""
         self.views = {k: CurvesView(CURVES, kind=k) for k in ("time", "busbw")}
-        self._png = {k: FramePNG(v.fig) for k, v in self.views.items()}
+        self._png = {k: FramePNG(v.fig, v.artists()) for k, v in self.views.items()}
         self.crossings, self.series = [], {}
         for w in (self.latency, self.bandwidth, self.inter_latency, self.inter_bandwidth,
                   self.ranks, self.gpus_per_node, self.sizes, self.kind):
@@ -119,7 +119,8 @@ class CostExplorer:
                        for c in self.crossings) or "<li>none in this range</li>"
         self.status.value = f"crossovers (faster below → faster above):<ul>{rows}</ul>"
         png = self._png[self.kind.value]
-        png.invalidate()
+        if view.limits_changed:
+            png.invalidate()
         self.image.value = png.frame()
 
     def _ipython_display_(self):
