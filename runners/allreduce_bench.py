@@ -27,7 +27,9 @@ Timing. ``eager``: ``-w`` untimed calls, a GPU sync and a host barrier, then
 call: buffers are views of one allocation, no host syncs). ``graph``: eager
 warm-up (at least one call), then ``--graph-calls`` k calls captured in one
 ``torch.cuda.CUDAGraph``, one untimed replay, then ceil(n/k) replays between
-CUDA events; time per call = elapsed / (replays x k). ``gloo``: host clock.
+CUDA events; time per call = elapsed / (replays x k); graph timing sets
+``NCCL_GRAPH_MIXING_SUPPORT=0`` unless you set it (NCCL's default costs a
+captured torch all_reduce ~6 us per call; data/h200x2/README.md). ``gloo``: host clock.
 Each rank averages its own calls; ``time_us`` is the maximum over ranks of
 those averages; ``time_us_min`` the minimum and ``time_us_mean`` the mean
 (nccl-tests 2.19 reports the mean over ranks by default, ``-a 1``; ``-a 3`` max).

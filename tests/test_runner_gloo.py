@@ -111,3 +111,11 @@ def test_node_count_check():
     for reported in (1, None):
         with pytest.raises(bench_support.BenchError, match=f"--emulate-nodes 2: NCCL reports nNodes {reported}"):
             allreduce_bench.check_node_count(2, reported, "/tmp/x")
+
+
+def test_graph_timing_turns_off_nccl_graph_mixing_unless_set():
+    graph = bench_support.build_parser().parse_args(["--timing", "graph"])
+    eager = bench_support.build_parser().parse_args(["--timing", "eager"])
+    assert bench_support.rank_env(graph, 0, 2, {})["NCCL_GRAPH_MIXING_SUPPORT"] == "0"
+    assert "NCCL_GRAPH_MIXING_SUPPORT" not in bench_support.rank_env(eager, 0, 2, {})
+    assert "NCCL_GRAPH_MIXING_SUPPORT" not in bench_support.rank_env(graph, 0, 2, {"NCCL_GRAPH_MIXING_SUPPORT": "1"})
