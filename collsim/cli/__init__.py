@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "collsim.cli.core",
     "collsim.cli.measure",
     "collsim.cli.model",
+    "collsim.cli.demo",
 ]
 
 
