@@ -272,12 +272,21 @@ def cmd_simulate(args) -> int:
         return 0
     print(f"{args.algo} P={ranks} {s.nbytes} B on {topo.name}: {r.time_s * 1e6:.3f} us  "
           f"algbw {alg:.2f} GB/s  busbw {bus:.2f} GB/s  ({s.n_steps} steps, {s.n_transfers} transfers)")
-    busy = sorted(r.resource_busy_s.items(), key=lambda kv: -kv[1])[: args.top]
-    if busy and r.time_s > 0:
-        print("busiest resources (busy time, share of total):")
-        for name, b in busy:
-            print(f"  {name:22s} {b * 1e6:12.3f} us  {100 * b / r.time_s:5.1f}%")
+    _print_utilisation(r)
     return 0
+
+
+def _print_utilisation(r) -> None:
+    """Busy share of the run per kind of resource (send/receive ports, NICs): max and mean."""
+    import re
+    if r.time_s <= 0:
+        return
+    kinds: dict[str, list[float]] = {}
+    for name, busy in r.resource_busy_s.items():
+        kinds.setdefault(re.sub(r"\d+", "N", name), []).append(busy / r.time_s)
+    print(f"{'resource':18s} {'count':>6s} {'busiest':>8s} {'mean':>7s}   (share of the run spent busy)")
+    for kind, shares in sorted(kinds.items(), key=lambda kv: -max(kv[1])):
+        print(f"{kind:18s} {len(shares):6d} {100 * max(shares):7.1f}% {100 * sum(shares) / len(shares):6.1f}%")
 
 
 def cmd_sweep(args) -> int:
@@ -365,7 +374,6 @@ def register(sub) -> None:
     _add_topology_args(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--transfers", action="store_true", help="with --json: include every transfer's start/end")
-    p.add_argument("--top", type=_positive_int, default=8, help="busiest resources shown")
     p.add_argument("--list-presets", action="store_true", help="list topology presets and their sources")
     p.set_defaults(func=cmd_simulate, count=None)
 
