@@ -73,15 +73,19 @@ def load(path, stat: str = "median") -> DdpRun:
     return run
 
 
-def predict(run: DdpRun) -> list[dict]:
-    """One row per measured DDP configuration: measured vs collsim.overlap's prediction."""
+def predict(run: DdpRun, cost=None) -> list[dict]:
+    """One row per measured DDP configuration: measured vs collsim.overlap's prediction.
+
+    ``cost`` (bytes -> seconds, for every wire dtype) replaces the run's measured AllReduce
+    times, e.g. a closed form or ``collsim.nccl_model``; compute times stay the measured ones.
+    """
     rows = []
     for rec in run.ddp:
         name = None if rec["hook"] == "none" else rec["hook"]
         if name is not None and name not in HOOKS:
             raise CollsimError(f"unknown hook {name!r} in ddp record")
         hook = None if name is None else HOOKS[name].with_cast(run.casts.get(name, 0.0))
-        r = simulate(run.layers, run.cost(WIRE_DTYPE[name]), rec["bucket_cap_mb"], hook=hook,
+        r = simulate(run.layers, cost or run.cost(WIRE_DTYPE[name]), rec["bucket_cap_mb"], hook=hook,
                      forward_s=run.forward_s, optimizer_s=run.optimizer_s)
         measured = rec["iteration_s"]
         rows.append({
