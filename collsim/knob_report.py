@@ -39,13 +39,11 @@ def vars_rows(data, params) -> list[dict]:
     """One row per (variable, setting, size): measured_us, collsim_us, nccl_model_us."""
     from collsim.compare import predictions
     from collsim.fit import load_points
+    from collsim.strategy_report import need
     rows = []
     for var, settings in SWEEPS.items():
         for setting, stem in settings:
-            path = Path(data) / "vars" / f"{stem}.jsonl"
-            if not path.exists():
-                raise CollsimError(f"{path}: missing (needed for {var})")
-            points = load_points([path])
+            points = load_points(need(Path(data) / "vars" / f"{stem}.jsonl"))
             ours, theirs, _ = predictions(params, points)
             for p, o, t in zip(points, ours, theirs):
                 rows.append({"variable": var, "setting": setting, "size": p.size, "measured_us": p.time_us,
@@ -81,14 +79,15 @@ def probe_rows(data, params) -> list[dict]:
     from collsim.fit import load_points
     from collsim.nccl_model import Config, predict
     from collsim.nccl_tuning import algo_time_us, choose
-    eager = load_points([Path(data) / PROBE_FILE])
+    from collsim.strategy_report import need
+    eager = load_points(need(Path(data) / PROBE_FILE))
     meta = eager[0].meta
     probe = meta.get("nccl_probe") or {}
     if not probe.get("choices"):
         raise CollsimError(f"{PROBE_FILE}: no NCCL probe choices in its meta")
     table, _ = nccl_table(meta, eager[0].config)
     measured_eager = {p.size: p.time_us for p in eager}
-    graph = {p.size: p.time_us for p in load_points([Path(data) / GRAPH_DEFAULT])}
+    graph = {p.size: p.time_us for p in load_points(need(Path(data) / GRAPH_DEFAULT))}
     rows = []
     for c in probe["choices"]:
         if c.get("func", "AllReduce") != "AllReduce":

@@ -34,6 +34,14 @@ FIT_FILES = [f"runner/nvlink_{a}_{p}_{t}.jsonl" for a in ("Ring", "Tree") for p 
 HOST_FIT_MAX_BYTES = 32768
 
 
+def need(*paths) -> list[Path]:
+    """The paths, or one CollsimError naming the first that does not exist."""
+    for p in paths:
+        if not Path(p).is_file():
+            raise CollsimError(f"{p}: missing (see data/h200x2/README.md for how it is measured)")
+    return [Path(p) for p in paths]
+
+
 def _records(path) -> list[dict]:
     try:
         with open(path, encoding="utf-8") as f:
@@ -60,7 +68,7 @@ def model_params(data=DATA):
     data = Path(data)
     if (data / "params.json").exists():
         return load_params(data / "params.json"), f"{data.name}/params.json"
-    params, _ = fit(load_points([data / f for f in FIT_FILES]), "odd")
+    params, _ = fit(load_points(need(*(data / f for f in FIT_FILES))), "odd")
     return params, "fitted here on runner/nvlink_<algo>_<proto>_{eager,graph}.jsonl (hold-out odd)"
 
 
@@ -83,8 +91,8 @@ def ddp_rows(data=DATA, stat: str = "median") -> tuple[list[dict], dict]:
     from collsim.ddp_data import load, predict
     from collsim.measurements import load as load_meas
     data = Path(data)
-    run = load(data / DDP_FILE, stat)
-    eager = load_meas(data / EAGER_DEFAULT)
+    run = load(*need(data / DDP_FILE), stat)
+    eager = load_meas(*need(data / EAGER_DEFAULT))
     inplace = [r for r in eager.records if r.get("inplace", True)]
     alpha, beta = fit_alpha_beta([r["size"] for r in inplace], [r["time_us"] * 1e-6 for r in inplace])
     from collsim.overlap import closed_form_cost
