@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from collsim.errors import CollsimError
-from collsim.fit import Point, abs_rel_errors, split, summary
+from collsim.fit import Point, abs_rel_errors, config_suffix, split, summary
 from collsim.nccl_model import Config, ModelParams, canonical_pair, predict
 from collsim.nccl_tuning import Hardware, TuningTable, algo_time_us, choose, table_from_printed, tuning_table
 
@@ -90,10 +90,7 @@ def select(points: list[Point], params: ModelParams, holdout: str = "auto", algo
 
 def config_name(p: Point) -> str:
     c = p.config
-    name = f"{p.algo or 'default'}/{p.proto or 'default'}/{c.ranks}r{c.nodes}n/{c.intra}/{c.timing}"
-    if c.buffsize or c.channels:
-        name += f"/buff{c.buffsize or 'default'}/ch{c.channels or 'default'}"
-    return name
+    return f"{p.algo or 'default'}/{p.proto or 'default'}/{c.ranks}r{c.nodes}n/{c.intra}/{c.timing}" + config_suffix(c)
 
 
 def compare(params: ModelParams, points: list[Point], holdout: str = "auto", algo=None, proto=None,

@@ -1,13 +1,14 @@
 """Fit ``collsim.nccl_model`` parameters to measurements, with held-out error.
 
-Inputs: runner JSON Lines (``collsim.measurements.load``) or nccl-tests output
-(``collsim.nccl_tests.import_nccl_tests``, labelled ``ALGO/PROTO``). Records whose algorithm or
-protocol is NCCL's own choice (null) are not fitted (``compare`` still predicts them).
+Points come from ``collsim.points.load_points`` (runner JSON Lines, nccl-tests output; re-exported
+here). Records whose algorithm or protocol is NCCL's own choice (null) are not fitted
+(``compare`` still predicts them). Nodes > 1 fits the "net" link class.
 
-A record's configuration (``nccl_model.Config``) comes from the record and its file's meta:
-``ranks`` (or meta ``world_size``), meta ``nodes``, NCCL_BUFFSIZE and NCCL_MIN/MAX_NCHANNELS from
-meta ``env``, ``timing``; the intra-node link class is "pci" when NCCL_P2P_DISABLE=1 (traffic
-through host memory) else "nvlink". Nodes > 1 fits the "net" link class.
+Harness overhead (``harness_overheads``): the per-call time a harness adds beyond NCCL's kernel
+time (``points.harness_key``) is not fitted with the sweeps but measured by an A/B pair on the
+same machine: the median difference, over sizes up to 64 KiB, between the harness's time and the
+runner's "bare" graph time (NCCL_GRAPH_MIXING_SUPPORT=0) for the same NCCL choice and size. It is
+then a fixed term of the model (``ModelParams.harness_us``) while the paths are fitted.
 
 Method: per (link class, algorithm, protocol), least squares on log(predicted / measured) over
 the training points of every configuration sharing those parameters, by a bounded
@@ -17,14 +18,12 @@ per-hop constant), since with a fixed rank count only base + hops x hop_us is ob
 host_us (eager launch interval) is fitted on the eager training points, the others fixed (with
 eager points only, all five together).
 
-Hold-out (``split``): "odd" fits even powers of two and tests odd ones (by round(log2 size)),
-"even" the reverse, "timing" fits eager timing and tests graph timing, "run" fits the first
-file and tests the others. Errors are reported on the test points only.
+Hold-out (``points.split``): "odd", "even", "timing", "run"; errors on the test points only.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import replace
 
 import numpy as np
 
@@ -32,97 +31,20 @@ from collsim.errors import CollsimError
 from collsim.nccl_model import (ALGOS, LINK_CLASSES, PARAM_NAMES, Config, ModelParams, canonical_pair,
                                 default_params, layout, predict_layout)
 from collsim.nccl_tuning import PROTOS
+from collsim.points import Point, label_from_name, load_points, split  # noqa: F401 (public API)
 
 BOUNDS = {"base_us": (1e-2, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0), "fill": (1e-3, 16.0),
           "host_us": (1e-2, 5000.0)}
 FITTED = ("base_us", "step_us", "chan_GBps", "fill")
-SPLITS = ("odd", "even", "timing", "run")
 FORMAT = "collsim.nccl_model.params"
 
 
-@dataclass
-class Point:
-    """One measured AllReduce: size (bytes), time_us, algo/proto (None: NCCL's choice),
-    its Config, the index of the file it came from, and the file's meta."""
-    size: int
-    time_us: float
-    algo: str | None
-    proto: str | None
-    config: Config
-    run: int
-    meta: dict
-
-
-def _config(rec: dict, meta: dict) -> Config:
-    env = meta.get("env") or {}
-    ranks = rec.get("ranks") or meta.get("world_size")
-    if not ranks:
-        raise CollsimError("a record has no rank count (record 'ranks' or meta 'world_size')")
-    try:
-        buff = int(env["NCCL_BUFFSIZE"]) if env.get("NCCL_BUFFSIZE") else None
-        chans = [int(env[k]) for k in ("NCCL_MAX_NCHANNELS", "NCCL_MIN_NCHANNELS") if env.get(k)]
-    except ValueError:
-        raise CollsimError("NCCL_BUFFSIZE / NCCL_*_NCHANNELS in the meta env must be integers") from None
-    return Config(int(ranks), int(meta.get("nodes") or 1),
-                  "pci" if str(env.get("NCCL_P2P_DISABLE", "0")) == "1" else "nvlink",
-                  buff, chans[0] if chans else None, rec.get("timing") or meta.get("timing") or "graph")
-
-
-def label_from_name(path) -> str:
-    """nccl-tests log label from its file name: ``graph_Ring_LL.log`` -> "Ring/LL",
-    ``eager_default.log`` -> "default"."""
-    from pathlib import Path
-    tokens = Path(path).stem.split("_")
-    if tokens[-1].lower() == "default":
-        return "default"
-    try:
-        return "/".join(canonical_pair(*tokens[-2:]))
-    except (CollsimError, TypeError):
-        raise CollsimError(f"{path}: cannot tell algorithm/protocol from the name; pass --label ALGO/PROTO") from None
-
-
-def load_points(paths, label: str | None = None, inplace: bool = True) -> list[Point]:
-    """Points from measurement files (``.jsonl``: runner records; other files: nccl-tests
-    output, labelled ``label`` such as "Ring/LL", else from the file name). Keeps in-place
-    records (what torch's all_reduce does) or, with ``inplace=False``, out-of-place ones;
-    records that do not say are kept either way."""
-    from collsim.measurements import load
-    from collsim.nccl_tests import import_nccl_tests
-    points = []
-    for run, path in enumerate(paths):
-        jsonl = str(path).endswith(".jsonl")
-        m = load(path) if jsonl else import_nccl_tests(path, label=label or label_from_name(path))
-        for rec in m.records:
-            if rec.get("time_us") is None or not rec["time_us"] > 0 or rec["size"] < 1:
-                continue
-            if rec.get("inplace") is not None and bool(rec["inplace"]) != inplace:
-                continue
-            algo, proto = rec.get("algo"), rec.get("proto")
-            if algo and proto:
-                algo, proto = canonical_pair(algo, proto)
-            points.append(Point(rec["size"], float(rec["time_us"]), algo or None, proto or None,
-                                _config(rec, m.meta), run, m.meta))
-    if not points:
-        raise CollsimError("no usable measurement records in " + ", ".join(map(str, paths)))
-    return points
-
-
-def split(points: list[Point], mode: str) -> tuple[np.ndarray, np.ndarray]:
-    """Boolean (train, test) masks over ``points``; disjoint by construction."""
-    if mode not in SPLITS:
-        raise CollsimError(f"unknown hold-out {mode!r}; expected one of {', '.join(SPLITS)}")
-    if mode in ("odd", "even"):
-        even = np.array([round(np.log2(p.size)) % 2 == 0 for p in points])
-        train = even if mode == "odd" else ~even
-    elif mode == "timing":
-        train = np.array([p.config.timing == "eager" for p in points])
-        if not train.any() or train.all():
-            raise CollsimError("hold-out 'timing' needs both eager and graph measurements")
-    else:
-        train = np.array([p.run == 0 for p in points])
-        if train.all():
-            raise CollsimError("hold-out 'run' needs at least two measurement files")
-    return train, ~train
+def config_suffix(cfg: Config) -> str:
+    """"/harness" when not bare, "/buffB/chC" when NCCL_BUFFSIZE or a non-default channel count."""
+    out = "" if cfg.harness == "bare" else f"/{cfg.harness}"
+    if cfg.buffsize or cfg.channels not in (None, 24):
+        out += f"/buff{cfg.buffsize or 'default'}/ch{cfg.channels or 'default'}"
+    return out
 
 
 def link_class(cfg: Config) -> str:
@@ -176,8 +98,7 @@ def _fit_path(params: ModelParams, key, data: dict, names) -> dict:
     base = params.path(*key)
 
     def residual(u):
-        trial = ModelParams({**params.paths, key: {**base, **dict(zip(names, np.exp(u)))}}, params.link_GBps,
-                            params.channels)
+        trial = replace(params, paths={**params.paths, key: {**base, **dict(zip(names, np.exp(u)))}})
         return np.concatenate([np.log(predict_layout(trial, lay)) - lt for lay, lt in layouts])
 
     floor = min(np.exp(lt).min() for _, lt in layouts)
@@ -202,11 +123,32 @@ def summary(errors) -> dict:
             "p90_abs_rel_error": float(np.percentile(e, 90))}
 
 
-def fit(points: list[Point], holdout: str = "odd", start: ModelParams | None = None) -> tuple[ModelParams, dict]:
+def harness_overheads(points: list[Point], max_size: int = 65536) -> dict:
+    """{harness key: per-call overhead in us} from A/B measurements on one machine: for each
+    harness other than "bare", the median over sizes <= ``max_size`` of (its time - the bare
+    time) for points of the same size, algorithm/protocol label and rank count."""
+    bare = {(p.size, p.algo, p.proto, p.config.ranks): p.time_us for p in points
+            if p.config.harness == "bare" and p.config.timing == "graph" and p.size <= max_size}
+    diffs: dict = {}
+    for p in points:
+        ref = bare.get((p.size, p.algo, p.proto, p.config.ranks))
+        if p.config.harness != "bare" and ref is not None:
+            diffs.setdefault(p.config.harness, []).append(p.time_us - ref)
+    if not diffs:
+        raise CollsimError(f"harness overheads need graph points of a harness and of the bare runner "
+                           f"(NCCL_GRAPH_MIXING_SUPPORT=0) at the same sizes up to {max_size} B")
+    return {k: max(float(np.median(v)), 0.0) for k, v in sorted(diffs.items())}
+
+
+def fit(points: list[Point], holdout: str = "odd", start: ModelParams | None = None,
+        overhead_points: list[Point] | None = None) -> tuple[ModelParams, dict]:
     """Fit on the training points of ``holdout``; return (params, report). The report holds,
-    per "link/algo/proto/ranks/nodes/timing" group, held-out errors of the fitted model."""
+    per "link/algo/proto/ranks/nodes/timing[/harness]" group, held-out errors of the fitted
+    model. ``overhead_points``: A/B measurements for ``harness_overheads`` (held fixed)."""
     train, test = split(points, holdout)
     params = start or default_params()
+    if overhead_points:
+        params = replace(params, harness_us={**params.harness_us, **harness_overheads(overhead_points)})
     tr = [p for p, k in zip(points, train) if k]
     groups = _groups(tr)
     if not groups:
@@ -218,9 +160,9 @@ def fit(points: list[Point], holdout: str = "odd", start: ModelParams | None = N
         names = FITTED if graph else FITTED + ("host_us",)
         paths[key] = {**params.path(*key), **_fit_path(params, key, graph or eager, names)}
         if graph and eager:
-            trial = ModelParams(paths, params.link_GBps, params.channels)
+            trial = replace(params, paths=dict(paths))
             paths[key].update(_fit_path(trial, key, eager, ("host_us",)))
-    params = ModelParams(paths, dict(params.link_GBps), params.channels, dict(params.meta))
+    params = replace(params, paths=paths, link_GBps=dict(params.link_GBps), meta=dict(params.meta))
     report = holdout_report(params, [p for p, k in zip(points, test) if k])
     params.meta = {"source": "fit", "holdout": holdout, "n_train": int(train.sum()),
                    "n_test": int(test.sum()), "holdout_errors": report}
@@ -233,9 +175,7 @@ def holdout_report(params: ModelParams, points: list[Point]) -> dict:
     for key, data in _groups(points).items():
         for cfg, (s, t) in data.items():
             pred = predict_layout(params, layout(key[1], key[2], s, cfg, params.channels))
-            name = f"{key[0]}/{key[1]}/{key[2]}/{cfg.ranks}r{cfg.nodes}n/{cfg.timing}"
-            if cfg.buffsize or cfg.channels:
-                name += f"/buff{cfg.buffsize or 'default'}/ch{cfg.channels or 'default'}"
+            name = f"{key[0]}/{key[1]}/{key[2]}/{cfg.ranks}r{cfg.nodes}n/{cfg.timing}" + config_suffix(cfg)
             errors.setdefault(name, []).extend(abs_rel_errors(pred, t))
     return {name: summary(e) for name, e in sorted(errors.items())}
 
@@ -245,7 +185,7 @@ def params_to_dict(params: ModelParams) -> dict:
             "units": "us for *_us, GB/s (1e9 B/s) for *_GBps, fill in slice times per pipeline depth level",
             "channels": params.channels, "link_GBps": params.link_GBps,
             "paths": [{"link": k[0], "algo": k[1], "proto": k[2], **v} for k, v in sorted(params.paths.items())],
-            "meta": params.meta}
+            "harness_us": params.harness_us, "meta": params.meta}
 
 
 def save_params(params: ModelParams, path) -> None:
@@ -266,10 +206,12 @@ def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
             if key[0] not in LINK_CLASSES:
                 raise CollsimError(f"{where}: unknown link class {key[0]!r}")
             paths[key] = {n: float(e[n]) for n in PARAM_NAMES}
-        params = ModelParams(paths, links, int(d["channels"]), d.get("meta") or {})
+        harness = {str(k): float(v) for k, v in (d.get("harness_us") or {}).items()}
+        params = ModelParams(paths, links, int(d["channels"]), d.get("meta") or {}, harness)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise CollsimError(f"{where}: malformed parameters ({type(e).__name__}: {e})") from None
     bad = [f"{k}.{n}" for k, v in paths.items() for n, x in v.items() if not np.isfinite(x) or x < 0]
+    bad += [f"harness_us.{k}" for k, v in params.harness_us.items() if not np.isfinite(v) or v < 0]
     if bad or any(v <= 0 for v in links.values()) or params.channels < 1:
         raise CollsimError(f"{where}: negative or non-finite values ({', '.join(bad[:3]) or 'link_GBps/channels'})")
     missing = [f"{lk}/{a}/{p}" for lk in LINK_CLASSES for a in ALGOS for p in PROTOS if (lk, a, p) not in paths]

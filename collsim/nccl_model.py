@@ -24,6 +24,8 @@ The structure follows what NCCL 2.28 does for one AllReduce (file references int
    channel (one thread block) moves at most chan_GBps of wire bytes, whatever its thread count
    (on 2 x H200 a channel of 64 to 512 threads moved small messages at the same rate); all
    channels share the link. depth = 1 for the ring, 2 x tree depth for the tree.
+   A harness adds its measured per-call overhead (``harness_us``, e.g. torch's captured call
+   with NCCL_GRAPH_MIXING_SUPPORT=1) to T.
    hops follow NCCL's count (ring 2(n-1) steps, 2(nNodes-1) of them over the network; tree
    2 x ((ppn-1) + log2 nNodes)). Multi-node paths take base, step_us and fill from the "net" link
    class and the bandwidth of the slowest class.
@@ -51,20 +53,22 @@ DEFAULT_BUFFSIZE = {"LL": 524288, "LL128": 4915200, "Simple": 4194304}  # init.c
 EFFICIENCY = {"LL": 0.5, "LL128": 120 / 128, "Simple": 1.0}
 GRAIN = {"LL": 16, "LL128": 1920, "Simple": 512}  # device.h ncclProtoGrainSize, bytes
 PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill", "host_us")
-TERMS = ("latency", "bandwidth", "protocol", "channels", "fill", "steps", "launch")
+TERMS = ("latency", "bandwidth", "protocol", "channels", "fill", "steps", "harness", "launch")
 
 
 @dataclass(frozen=True)
 class Config:
     """One measured configuration: ranks, nodes, the intra-node link class, NCCL_BUFFSIZE
-    (Simple buffer bytes; None = 4 MiB), a pinned channel count (None = params.channels) and the
-    timing mode ("graph": CUDA graph or nccl-tests -G, "eager": back-to-back launches)."""
+    (Simple buffer bytes; None = 4 MiB), a pinned channel count (None = params.channels), the
+    timing mode ("graph": CUDA graph or nccl-tests -G, "eager": back-to-back launches) and the
+    harness key naming its per-call overhead (``collsim.points.harness_key``; "bare": none)."""
     ranks: int
     nodes: int = 1
     intra: str = "nvlink"
     buffsize: int | None = None
     channels: int | None = None
     timing: str = "graph"
+    harness: str = "bare"
 
     def __post_init__(self):
         if self.ranks < 2 or self.nodes < 1 or self.ranks % self.nodes:
@@ -84,11 +88,14 @@ class ModelParams:
     pipeline step and channel, us), chan_GBps (wire GB/s one full channel moves), fill (pipeline
     fill in slice times per depth level), host_us (eager launch interval, us).
     ``link_GBps[link]``: per-direction capacity shared by all channels. ``channels``: NCCL's
-    collective channel count. ``meta``: provenance (what it was fitted on, hold-out errors)."""
+    collective channel count. ``meta``: provenance (what it was fitted on, hold-out errors).
+    ``harness_us[key]``: per-call overhead (us) a harness adds to NCCL's time (``Config.harness``;
+    measured by ``collsim.fit.harness_overheads``, 0 for keys not listed)."""
     paths: dict
     link_GBps: dict
     channels: int = 24
     meta: dict = field(default_factory=dict)
+    harness_us: dict = field(default_factory=dict)
 
     def path(self, link: str, algo: str, proto: str) -> dict:
         try:
@@ -225,6 +232,7 @@ def _terms(params: ModelParams, lay: Layout) -> dict:
         "channels": bw_time - protocol - bandwidth,
         "fill": main["fill"] * lay.depth * (lay.slice / eff) * lay.nc / rate,
         "steps": main["step_us"] * lay.steps,
+        "harness": np.full(lay.sizes.shape, float(params.harness_us.get(cfg.harness, 0.0))),
     }
     gpu = sum(terms.values())
     host = main["host_us"] if cfg.timing == "eager" else 0.0

@@ -1,7 +1,7 @@
 """``collsim fit``, ``collsim compare`` and ``collsim explain``: the NCCL-shaped model.
 
     collsim fit FILES... -o PARAMS.json [--holdout odd|even|timing|run] [--label ALGO/PROTO]
-                [--out-of-place]
+                [--out-of-place] [--overhead-from AB_FILES...]
     collsim compare --params PARAMS.json --measured FILE... [--algo A --proto P --ranks N]
                     [--holdout auto|all|odd|even|timing] [--nccl-log LOG] [--out-of-place]
                     [--plot PNG] [--json]
@@ -9,8 +9,12 @@
                     [--sizes 8 1M 4G] [--buffsize BYTES] [--timing graph|eager]
 
 nccl-tests logs are labelled from their names (``graph_Ring_LL.log`` -> Ring/LL) unless --label
-is given. In-place results are used unless --out-of-place. ``--nccl-log`` gives NCCL's printed
-TUNING table and per-size choices (an NCCL_DEBUG=INFO log) to files that do not carry them.
+is given. ``--overhead-from`` gives A/B files (the same sizes timed by each harness and by the
+runner with NCCL_GRAPH_MIXING_SUPPORT=0; nccl-tests logs among them are read as NCCL's default
+choice) from which each harness's per-call overhead is measured
+(``collsim.fit.harness_overheads``) and held fixed in the fit. In-place results are used unless --out-of-place. ``--nccl-log`` gives NCCL's printed
+TUNING table and per-size choices (an NCCL_DEBUG=INFO log, or a runner .jsonl whose meta holds
+``nccl_probe``) to files that do not carry them.
 Times are microseconds, sizes bytes (8, 64K, 1M, 4G), bandwidths GB/s (1e9 B/s), errors are
 |predicted / measured - 1| as fractions (``--json``) or percent (text).
 """
@@ -25,8 +29,13 @@ def _pct(x) -> str:
 
 def _fit(args) -> int:
     from collsim.fit import fit, load_points, save_params
-    params, report = fit(load_points(args.files, args.label, not args.out_of_place), args.holdout)
+    overhead = load_points(args.overhead_from, "default", not args.out_of_place) if args.overhead_from else None
+    params, report = fit(load_points(args.files, args.label, not args.out_of_place), args.holdout,
+                         overhead_points=overhead)
     params.meta["files"] = [str(f) for f in args.files]
+    if overhead:
+        params.meta["overhead_files"] = [str(f) for f in args.overhead_from]
+        print("harness overhead per call: " + ", ".join(f"{k} {v:.2f} us" for k, v in params.harness_us.items()))
     save_params(params, args.output)
     print(f"fitted on {params.meta['n_train']} points, tested on {params.meta['n_test']} held out"
           f" ({args.holdout}) -> {args.output}")
@@ -42,8 +51,12 @@ def _compare(args) -> int:
     params = load_params(args.params)
     points = load_points(args.measured, args.label, not args.out_of_place)
     if args.nccl_log:
-        from collsim.nccl_log import parse_file
-        probe = parse_file(args.nccl_log).to_dict()
+        if str(args.nccl_log).endswith(".jsonl"):  # a runner file: the probe in its meta
+            from collsim.measurements import load
+            probe = load(args.nccl_log).meta.get("nccl_probe") or {}
+        else:
+            from collsim.nccl_log import parse_file
+            probe = parse_file(args.nccl_log).to_dict()
         for p in points:
             p.meta = p.meta if p.meta.get("nccl_probe") else {**p.meta, "nccl_probe": probe}
     result = compare(params, points, args.holdout, args.algo, args.proto, args.ranks)
@@ -91,13 +104,15 @@ def register(sub) -> None:
                         "(timing), first file->others (run)")
     p.add_argument("--label", help="ALGO/PROTO for nccl-tests logs (default: from the file name)")
     p.add_argument("--out-of-place", action="store_true", help="use out-of-place results, not in-place")
+    p.add_argument("--overhead-from", nargs="+", metavar="FILE",
+                   help="A/B files measuring each harness's per-call overhead against the bare runner")
     p.set_defaults(func=_fit)
 
     p = sub.add_parser("compare", help="errors of collsim and of NCCL's own model against measurements")
     p.add_argument("--params", required=True, help="parameters JSON from collsim fit")
     p.add_argument("--measured", required=True, nargs="+", help="runner .jsonl files or nccl-tests output")
     p.add_argument("--label", help="ALGO/PROTO for nccl-tests logs (default: from the file name)")
-    p.add_argument("--nccl-log", help="NCCL debug log with the TUNING table, for files without a probe")
+    p.add_argument("--nccl-log", help="NCCL debug log with the TUNING table, or a runner .jsonl with a probe, for files without one")
     p.add_argument("--out-of-place", action="store_true", help="use out-of-place results, not in-place")
     p.add_argument("--algo")
     p.add_argument("--proto")

@@ -1,0 +1,137 @@
+"""Measured AllReduce points for fitting and comparing ``collsim.nccl_model``.
+
+Inputs: runner JSON Lines (``collsim.measurements.load``) or nccl-tests output
+(``collsim.nccl_tests.import_nccl_tests``, labelled ``ALGO/PROTO`` from the file name or the
+caller). Time per call is the runner's ``time_us_mean`` (mean over ranks, as nccl-tests reports)
+when a record has it, else ``time_us`` (microseconds).
+
+A record's configuration (``nccl_model.Config``) comes from the record and its file's meta:
+``ranks`` (or meta ``world_size``), meta ``nodes``, NCCL_BUFFSIZE and NCCL_MIN/MAX_NCHANNELS from
+meta ``env`` (else the channel count NCCL's probe logged, meta ``nccl_probe.coll_channels``),
+``timing``; the intra-node link class is "pci" when NCCL_P2P_DISABLE=1 else "nvlink"; the harness
+(``harness_key``). A record that names its algorithm but not its protocol (the runner run with
+``--algo`` only) takes the protocol NCCL logged for that size in the file's probe.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from collsim.errors import CollsimError
+from collsim.nccl_model import Config, canonical_pair
+
+SPLITS = ("odd", "even", "timing", "run")
+
+
+@dataclass
+class Point:
+    """One measured AllReduce: size (bytes), time_us, algo/proto (None: NCCL's choice),
+    its Config, the index of the file it came from, and the file's meta."""
+    size: int
+    time_us: float
+    algo: str | None
+    proto: str | None
+    config: Config
+    run: int
+    meta: dict
+
+
+def harness_key(meta: dict, timing: str) -> str:
+    """Which per-call overhead a measurement carries beyond NCCL's own kernel time:
+    "torch-graph-mixing" (torch's all_reduce captured in a CUDA graph with NCCL's default
+    NCCL_GRAPH_MIXING_SUPPORT=1), "nccl-tests-graph" (nccl-tests -G, one process driving every
+    GPU; its text logs do not record NCCL_* variables, so NCCL's defaults are assumed), else
+    "bare" (the runner's graph timing with NCCL_GRAPH_MIXING_SUPPORT=0, and eager timing, whose
+    host floor is fitted per path as host_us)."""
+    if timing != "graph":
+        return "bare"
+    mixing = str((meta.get("env") or {}).get("NCCL_GRAPH_MIXING_SUPPORT", "1")) != "0"
+    if meta.get("harness") == "nccl-tests":
+        return "nccl-tests-graph" if mixing else "bare"
+    return "torch-graph-mixing" if mixing else "bare"
+
+
+def _config(rec: dict, meta: dict) -> Config:
+    env = meta.get("env") or {}
+    ranks = rec.get("ranks") or meta.get("world_size")
+    if not ranks:
+        raise CollsimError("a record has no rank count (record 'ranks' or meta 'world_size')")
+    try:
+        buff = int(env["NCCL_BUFFSIZE"]) if env.get("NCCL_BUFFSIZE") else None
+        chans = [int(env[k]) for k in ("NCCL_MAX_NCHANNELS", "NCCL_MIN_NCHANNELS") if env.get(k)]
+    except ValueError:
+        raise CollsimError("NCCL_BUFFSIZE / NCCL_*_NCHANNELS in the meta env must be integers") from None
+    probed = (meta.get("nccl_probe") or {}).get("coll_channels")
+    timing = rec.get("timing") or meta.get("timing") or "graph"
+    return Config(int(ranks), int(meta.get("nodes") or 1),
+                  "pci" if str(env.get("NCCL_P2P_DISABLE", "0")) == "1" else "nvlink",
+                  buff, chans[0] if chans else (int(probed) if probed else None), timing, harness_key(meta, timing))
+
+
+def label_from_name(path) -> str:
+    """nccl-tests log label from its file name: ``graph_Ring_LL.log`` -> "Ring/LL",
+    ``eager_default.log`` -> "default"."""
+    tokens = Path(path).stem.split("_")
+    if tokens[-1].lower() == "default":
+        return "default"
+    try:
+        return "/".join(canonical_pair(*tokens[-2:]))
+    except (CollsimError, TypeError):
+        raise CollsimError(f"{path}: cannot tell algorithm/protocol from the name; pass --label ALGO/PROTO") from None
+
+
+def _logged_protocols(meta: dict) -> dict:
+    """{(size, algo): proto} from the AllReduce choices NCCL logged in the file's probe."""
+    return {(int(c["bytes"]), str(c["algo"]).lower()): c["proto"]
+            for c in (meta.get("nccl_probe") or {}).get("choices", []) if c.get("func", "AllReduce") == "AllReduce"}
+
+
+def load_points(paths, label: str | None = None, inplace: bool = True) -> list[Point]:
+    """Points from measurement files (``.jsonl``: runner records; other files: nccl-tests
+    output, labelled ``label`` such as "Ring/LL", else from the file name). Keeps in-place
+    records (what torch's all_reduce does) or, with ``inplace=False``, out-of-place ones;
+    records that do not say are kept either way."""
+    from collsim.measurements import load
+    from collsim.nccl_tests import import_nccl_tests
+    points = []
+    for run, path in enumerate(paths):
+        jsonl = str(path).endswith(".jsonl")
+        m = load(path) if jsonl else import_nccl_tests(path, label=label or label_from_name(path))
+        logged = _logged_protocols(m.meta)
+        for rec in m.records:
+            t = rec.get("time_us_mean") or rec.get("time_us")
+            if t is None or not t > 0 or rec["size"] < 1:
+                continue
+            if rec.get("inplace") is not None and bool(rec["inplace"]) != inplace:
+                continue
+            algo, proto = rec.get("algo"), rec.get("proto")
+            if algo and not proto:
+                proto = logged.get((rec["size"], str(algo).lower()))
+            if algo and proto:
+                algo, proto = canonical_pair(algo, proto)
+            points.append(Point(rec["size"], float(t), algo or None, proto or None, _config(rec, m.meta), run, m.meta))
+    if not points:
+        raise CollsimError("no usable measurement records in " + ", ".join(map(str, paths)))
+    return points
+
+
+def split(points: list[Point], mode: str) -> tuple[np.ndarray, np.ndarray]:
+    """Boolean (train, test) masks over ``points``; disjoint by construction. "odd" fits even
+    powers of two and tests odd ones (by round(log2 size)), "even" the reverse, "timing" fits
+    eager timing and tests graph timing, "run" fits the first file and tests the others."""
+    if mode not in SPLITS:
+        raise CollsimError(f"unknown hold-out {mode!r}; expected one of {', '.join(SPLITS)}")
+    if mode in ("odd", "even"):
+        even = np.array([round(np.log2(p.size)) % 2 == 0 for p in points])
+        train = even if mode == "odd" else ~even
+    elif mode == "timing":
+        train = np.array([p.config.timing == "eager" for p in points])
+        if not train.any() or train.all():
+            raise CollsimError("hold-out 'timing' needs both eager and graph measurements")
+    else:
+        train = np.array([p.run == 0 for p in points])
+        if train.all():
+            raise CollsimError("hold-out 'run' needs at least two measurement files")
+    return train, ~train
