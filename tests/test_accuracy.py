@@ -1,0 +1,73 @@
+"""Regression tests on the committed 2 x H200 data (data/h200x2, ACCURACY.md): re-fit the model
+exactly as the documented commands do and assert the held-out targets of issue 5 where they are
+met today (median |err| <= 3%, p90 <= 10%), and the level reached where they are not (so a worse
+model fails). Also: the committed params.json is what the documented fit produces."""
+from pathlib import Path
+
+import pytest
+
+from collsim.compare import compare
+from collsim.fit import fit, load_params, load_points
+
+D = Path(__file__).resolve().parents[1] / "data" / "h200x2"
+AB = [D / "fidelity" / f for f in ("fid_graph.jsonl", "fid_graph_mix0_small.jsonl", "nt_graph.txt")]
+PAIRS = [(a, p) for a in ("Ring", "Tree") for p in ("LL", "LL128", "Simple")]
+# (median, p90) bounds on held-out (odd powers of two) |error|: the issue's 3% / 10% where met,
+# else the level reached plus a little (ACCURACY.md says why those miss).
+RUNNER = {("Ring", "LL"): (0.045, 0.10), ("Ring", "LL128"): (0.03, 0.10), ("Ring", "Simple"): (0.03, 0.10),
+          ("Tree", "LL"): (0.03, 0.10), ("Tree", "LL128"): (0.06, 0.115), ("Tree", "Simple"): (0.03, 0.10)}
+NCCL_TESTS = {("Ring", "LL"): (0.03, 0.10), ("Ring", "LL128"): (0.037, 0.10), ("Ring", "Simple"): (0.038, 0.10),
+              ("Tree", "LL"): (0.03, 0.10), ("Tree", "LL128"): (0.03, 0.125), ("Tree", "Simple"): (0.03, 0.10)}
+
+
+@pytest.fixture(scope="module")
+def overhead():
+    return load_points(AB, "default")
+
+
+def runner_files():
+    return [D / "runner" / f"nvlink_{a}_{p}_{t}.jsonl" for t in ("graph", "eager") for a, p in PAIRS] + \
+        [D / "runner" / f"emu2_{a}.jsonl" for a in ("Ring", "Tree")]
+
+
+def _check(report, bounds, suffix):
+    for (a, p), (med, p90) in bounds.items():
+        r = report[f"nvlink/{a}/{p}/2r1n/graph/{suffix}"]
+        assert r["n"] == 15
+        assert r["median_abs_rel_error"] <= med and r["p90_abs_rel_error"] <= p90, (a, p, r)
+
+
+def test_runner_graph_targets_and_committed_params(overhead):
+    params, report = fit(load_points(runner_files()), "odd", overhead_points=overhead)
+    _check(report, RUNNER, "torch-graph-mixing")
+    # the emulated 2-node socket path: <= 10% median held out
+    for name in ("net/Ring/LL", "net/Ring/Simple", "net/Tree/LL", "net/Tree/Simple"):
+        r = report[f"{name}/2r2n/eager/buffdefault/ch2"]
+        assert r["median_abs_rel_error"] <= 0.10, (name, r)
+    committed = load_params(D / "params.json")
+    assert committed.harness_us == pytest.approx(params.harness_us)
+    for key, values in params.paths.items():
+        assert committed.path(*key) == pytest.approx(values, rel=1e-6), key
+
+
+def test_nccl_tests_graph_targets(overhead):
+    files = [D / "nccl-tests" / f"graph_{a}_{p}.log" for a, p in PAIRS]
+    _, report = fit(load_points(files), "odd", overhead_points=overhead)
+    _check(report, NCCL_TESTS, "nccl-tests-graph")
+
+
+def test_cross_harness_and_nccl_model():
+    """Runner-fitted params predict nccl-tests (all points, none fitted): the bandwidth-bound
+    pairs within 7% median; NCCL's own model (the probe's printed table) is worse overall."""
+    params = load_params(D / "params.json")
+    points = load_points([D / "nccl-tests" / f"graph_{a}_{p}.log" for a, p in PAIRS])
+    probe = load_points([D / "runner" / "nvlink_default_eager.jsonl"])[0].meta["nccl_probe"]
+    for p in points:
+        p.meta = {**p.meta, "nccl_probe": probe}
+    res = compare(params, points, "all")
+    by = {c["config"].split("/2r1n")[0]: c for c in res["configs"]}
+    assert all(c["nccl_table"] == "printed" for c in res["configs"])
+    for pair in ("Ring/LL128", "Ring/Simple", "Tree/LL128", "Tree/Simple"):
+        assert by[pair]["collsim"]["median_abs_rel_error"] <= 0.07, pair
+    assert res["collsim"]["median_abs_rel_error"] <= 0.05
+    assert res["nccl_model"]["median_abs_rel_error"] > 3 * res["collsim"]["median_abs_rel_error"]
