@@ -12,7 +12,8 @@ nccl-tests logs are labelled from their names (``graph_Ring_LL.log`` -> Ring/LL)
 is given. ``--overhead-from`` gives A/B files (the same sizes timed by each harness and by the
 runner with NCCL_GRAPH_MIXING_SUPPORT=0; nccl-tests logs among them are read as NCCL's default
 choice) from which each harness's per-call overhead is measured
-(``collsim.fit.harness_overheads``) and held fixed in the fit. In-place results are used unless --out-of-place. ``--nccl-log`` gives NCCL's printed
+(``collsim.fit.harness_overheads``) and held fixed in the fit. In-place results are used unless
+--out-of-place. ``--nccl-log`` gives NCCL's printed
 TUNING table and per-size choices (an NCCL_DEBUG=INFO log, or a runner .jsonl whose meta holds
 ``nccl_probe``) to files that do not carry them.
 Times are microseconds, sizes bytes (8, 64K, 1M, 4G), bandwidths GB/s (1e9 B/s), errors are
