@@ -8,7 +8,8 @@ model, and what NCCL chose per size (the runner's NCCL_DEBUG probe).
   NCCL_MAX_NCHANNELS). ``knob_effects`` turns them into "which knob matters when": the ratio of
   each setting's time to the reference's at the smallest and largest size, measured and predicted.
 * ``probe_rows(data, params)``: per size the (algorithm, protocol) NCCL logged, its table's
-  time for that choice, collsim's prediction for it, and the measured graph and eager times.
+  time for that choice, collsim's prediction for it (the graph run's configuration, harness
+  included), and the measured graph and eager times.
 
 Times in microseconds, sizes in bytes. ``python -m collsim.strategy_report data/h200x2`` prints
 these tables with the others.
@@ -77,7 +78,7 @@ def probe_rows(data, params) -> list[dict]:
     prediction for it (graph timing), and the measured graph and eager times (us)."""
     from collsim.compare import nccl_table
     from collsim.fit import load_points
-    from collsim.nccl_model import Config, predict
+    from collsim.nccl_model import predict
     from collsim.nccl_tuning import algo_time_us, choose
     from collsim.strategy_report import need
     eager = load_points(need(Path(data) / PROBE_FILE))
@@ -87,18 +88,18 @@ def probe_rows(data, params) -> list[dict]:
         raise CollsimError(f"{PROBE_FILE}: no NCCL probe choices in its meta")
     table, _ = nccl_table(meta, eager[0].config)
     measured_eager = {p.size: p.time_us for p in eager}
-    graph = {p.size: p.time_us for p in load_points(need(Path(data) / GRAPH_DEFAULT))}
+    graph = {p.size: p for p in load_points(need(Path(data) / GRAPH_DEFAULT))}
     rows = []
     for c in probe["choices"]:
         if c.get("func", "AllReduce") != "AllReduce":
             continue
         size, algo, proto = int(c["bytes"]), c["algo"], c["proto"]
-        argmin = choose(table, [size])[0]
+        argmin, g = choose(table, [size])[0], graph.get(size)
         rows.append({"size": size, "algo": algo, "proto": proto, "channels": c["channel_hi"] - c["channel_lo"] + 1,
                      "nccl_model_us": float(algo_time_us(table, algo, proto, [size])[0]),
                      "table_argmin": f"{argmin[0]}/{argmin[1]}",
-                     "collsim_us": float(predict(params, algo, proto, [size], Config(2))[0]),
-                     "graph_us": graph.get(size, np.nan), "eager_us": measured_eager.get(size, np.nan)})
+                     "collsim_us": np.nan if g is None else float(predict(params, algo, proto, [size], g.config)[0]),
+                     "graph_us": np.nan if g is None else g.time_us, "eager_us": measured_eager.get(size, np.nan)})
     return rows
 
 

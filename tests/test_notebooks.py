@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-MINE = ["01_ring.ipynb", "02_trees.ipynb", "03_hierarchical.ipynb", "04_alpha_beta.ipynb",
+MINE = ["01_ring.ipynb", "02_trees.ipynb", "03_hierarchical.ipynb", "04_alpha_beta.ipynb", "07_overlap_graphs.ipynb",
         "06_nccl_knobs.ipynb"]
 
 
