@@ -28,9 +28,10 @@ SWEEPS = {
     "channels (Ring Simple)": [("default (24)", "vars_buffsize_4M"), ("MAX_NCHANNELS=2", "vars_maxch_2"),
                                ("MAX_NCHANNELS=8", "vars_maxch_8"), ("MAX_NCHANNELS=16", "vars_maxch_16"),
                                ("MIN_NCHANNELS=32", "vars_minch_32")],
-    "NCCL_P2P_DISABLE (NCCL's choice)": [("0: NVLink P2P", "vars_p2p_nvlink"), ("1: through host memory", "vars_p2p_disable")],
-    "socket threads x sockets (2 emulated nodes, lo, eager)": [("1 x 1", "vars_socket_1x1"), ("2 x 2", "vars_socket_2x2"),
-                                                               ("4 x 4", "vars_socket_4x4")],
+    "NCCL_P2P_DISABLE (NCCL's choice)": [("0: NVLink P2P", "vars_p2p_nvlink"),
+                                         ("1: through host memory", "vars_p2p_disable")],
+    "socket threads x sockets (2 emulated nodes, lo, eager)": [
+        ("1 x 1", "vars_socket_1x1"), ("2 x 2", "vars_socket_2x2"), ("4 x 4", "vars_socket_4x4")],
 }
 PROBE_FILE = "runner/nvlink_default_eager.jsonl"
 GRAPH_DEFAULT = "runner/nvlink_default_graph.jsonl"
@@ -125,7 +126,8 @@ def markdown(data) -> str:
             "| variable | setting | smallest size: measured | collsim | largest size: measured | collsim "
             "| collsim median abs. error |", "|---|---|---|---|---|---|---|"]
     for e in knob_effects(rows):
-        out.append(f"| {e['variable']} | {e['setting']} | {e['measured_ratio_small']:.2f} | {e['collsim_ratio_small']:.2f} "
+        out.append(f"| {e['variable']} | {e['setting']} | {e['measured_ratio_small']:.2f} | "
+                   f"{e['collsim_ratio_small']:.2f} "
                    f"| {e['measured_ratio_large']:.2f} | {e['collsim_ratio_large']:.2f} | "
                    f"{e['collsim_median_abs_error']:.0%} |")
     out += ["", f"### What NCCL chose per size ({PROBE_FILE} probe) and what its model predicted", "",

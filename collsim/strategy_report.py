@@ -189,8 +189,10 @@ def markdown(data=DATA) -> str:
            "| bucket_cap_mb | hook | buckets | measured ms | pred. (measured AR) | pred. (closed form) "
            "| pred. (nccl_model) | one stream ms | no overlap ms | hidden fraction |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        cells = [f"{r[k + '_s'] * 1e3:.2f} ({r[k + '_error']:+.1%})" for k in ("measured_ar", "closed_form", "nccl_model")]
-        out.append(f"| {_cap(r['bucket_cap_mb'])} | {r['hook']} | {len(r['buckets'])} | {r['measured_s'] * 1e3:.2f} | "
+        cells = [f"{r[k + '_s'] * 1e3:.2f} ({r[k + '_error']:+.1%})"
+                 for k in ("measured_ar", "closed_form", "nccl_model")]
+        out.append(f"| {_cap(r['bucket_cap_mb'])} | {r['hook']} | {len(r['buckets'])} | "
+                   f"{r['measured_s'] * 1e3:.2f} | "
                    + " | ".join(cells) + f" | {r['one_stream_s'] * 1e3:.2f} | {r['no_overlap_s'] * 1e3:.2f} | "
                    + ("-" if r["hidden_fraction"] is None else f"{r['hidden_fraction']:.2f}") + " |")
     model, calls = launch_fit(data)
