@@ -187,7 +187,7 @@ def markdown(data=DATA) -> str:
            f"{1 / info['beta_s_per_byte'] / 1e9:.0f} GB/s (fitted on {EAGER_DEFAULT}). "
            f"nccl_model parameters: {info['params']}.", "",
            "| bucket_cap_mb | hook | buckets | measured ms | pred. (measured AR) | pred. (closed form) "
-           "| pred. (nccl_model) | one stream ms | no overlap ms | hidden fraction |", "|---|---|---|---|---|---|---|---|---|---|"]
+           "| pred. (nccl_model) | one stream ms | no overlap ms | hidden fraction |", "|---" * 10 + "|"]
     for r in rows:
         cells = [f"{r[k + '_s'] * 1e3:.2f} ({r[k + '_error']:+.1%})"
                  for k in ("measured_ar", "closed_form", "nccl_model")]
