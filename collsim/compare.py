@@ -40,6 +40,20 @@ def nccl_table(meta: dict, cfg: Config) -> tuple[TuningTable, str]:
     return tuning_table(hw), "hardware"
 
 
+def attach_probe(points: list[Point], path) -> None:
+    """Give points whose run recorded no NCCL probe the probe of ``path``: an NCCL debug log
+    with the TUNING table, or a runner .jsonl whose meta holds one (``--nccl-probe``)."""
+    if str(path).endswith(".jsonl"):
+        from collsim.measurements import load
+        probe = load(path).meta.get("nccl_probe") or {}
+    else:
+        from collsim.nccl_log import parse_file
+        probe = parse_file(path).to_dict()
+    for p in points:
+        if not p.meta.get("nccl_probe"):
+            p.meta = {**p.meta, "nccl_probe": probe}
+
+
 def _choice(meta: dict, table: TuningTable, size: int) -> tuple[str, str]:
     logged = {int(c["bytes"]): (c["algo"], c["proto"]) for c in (meta.get("nccl_probe") or {}).get("choices", [])
               if c.get("func", "AllReduce") == "AllReduce"}

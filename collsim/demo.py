@@ -38,12 +38,13 @@ def simulated(preset: str, nodes: int | None, sizes) -> tuple[dict, object]:
 
 def measured_vs_models(data_dir: Path = DATA):
     """(result of collsim.compare.compare on every point, params, points, how params were obtained)."""
-    from collsim.compare import compare
+    from collsim.compare import attach_probe, compare
     from collsim.fit import fit, load_params, load_points
     files = sorted((data_dir / "runner").glob("nvlink_*_graph.jsonl"))
     if not files:
         raise CollsimError(f"no bundled measurements under {data_dir / 'runner'}")
     points = load_points(files)
+    attach_probe(points, data_dir / "runner" / "nvlink_default_eager.jsonl")  # NCCL's printed table
     pfile = data_dir / "params.json"
     if pfile.exists():
         params, how = load_params(pfile), f"parameters {pfile.relative_to(data_dir.parent.parent)}"
@@ -79,11 +80,11 @@ def run(out: str | None, preset: str = "ib-400g", nodes: int | None = None) -> i
     result, params, points, how = measured_vs_models()
     print(f"\nMeasured on 2 x H200 (NVLink, NCCL 2.28.9, runner graph timing) vs predicted, "
           f"error on {result['points']} points; collsim: {how}")
-    print(f"{'configuration':44s} {'collsim median/p90':>20s} {'NCCL model median/p90':>23s}")
+    print(f"{'configuration':52s} {'collsim median/p90':>20s} {'NCCL model median/p90':>23s}")
     rows = [(c["config"], c["collsim"], c["nccl_model"]) for c in result["configs"]]
     rows.append((f"all {result['collsim']['n']} points", result["collsim"], result["nccl_model"]))
     for name, ours, theirs in rows:
-        print(f"{name:44s} {_pct(ours):>20s} {_pct(theirs):>23s}")
+        print(f"{name:52s} {_pct(ours):>20s} {_pct(theirs):>23s}")
     if out:
         figure(out, preset, nodes, result)
         print(f"\nwrote {out}")

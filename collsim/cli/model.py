@@ -47,19 +47,12 @@ def _fit(args) -> int:
 
 
 def _compare(args) -> int:
-    from collsim.compare import compare, plot, select
+    from collsim.compare import attach_probe, compare, plot, select
     from collsim.fit import load_params, load_points
     params = load_params(args.params)
     points = load_points(args.measured, args.label, not args.out_of_place)
     if args.nccl_log:
-        if str(args.nccl_log).endswith(".jsonl"):  # a runner file: the probe in its meta
-            from collsim.measurements import load
-            probe = load(args.nccl_log).meta.get("nccl_probe") or {}
-        else:
-            from collsim.nccl_log import parse_file
-            probe = parse_file(args.nccl_log).to_dict()
-        for p in points:
-            p.meta = p.meta if p.meta.get("nccl_probe") else {**p.meta, "nccl_probe": probe}
+        attach_probe(points, args.nccl_log)
     result = compare(params, points, args.holdout, args.algo, args.proto, args.ranks)
     if args.plot:
         plot(result, params, select(points, params, args.holdout, args.algo, args.proto, args.ranks)[0], args.plot)
