@@ -18,6 +18,8 @@ from collsim.schedule import Schedule
 
 CHUNK_TARGET_BYTES = 1 << 16   # default pipeline chunk: 64 KiB ...
 MAX_DEFAULT_CHUNKS = 64        # ... but at most 64 chunks per tree
+MAX_TRANSFERS = 1 << 27        # larger schedules are refused (5 int64 columns: ~5 GB)
+MAX_BYTES = 1 << 60            # buffer size limit (element offsets are int64)
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,19 @@ def validate(name: str, ranks, *, gpus_per_node=None, slices=1, chunks=None, int
     return params
 
 
+def transfer_bound(name: str, ranks: int, params: dict) -> int:
+    """Upper bound on the number of transfers of a schedule (before zero-length ones are dropped)."""
+    p, s, c = ranks, params.get("slices", 1), params.get("chunks", 1)
+    g = params.get("gpus_per_node", 1)
+    n, lg = p // g, p.bit_length()
+    if name == "hierarchical":
+        inter = 2 * p * (n - 1) * s if params["inter"] == "ring" else 4 * g * (n - 1) * c
+        return 2 * p * (g - 1) * s + inter
+    return {"ring": 2 * p * (p - 1) * s, "tree": 4 * (p - 1) * c, "binary-tree": 2 * (p - 1) * c,
+            "hierarchical-nccl": 4 * (p - 1) * c, "halving-doubling": 2 * p * (lg + 1),
+            "recursive-doubling": p * (lg + 2), "direct": p * (p - 1)}[name]
+
+
 _BUILDERS = {"ring": ring, "tree": double_tree, "binary-tree": binary_tree,
              "hierarchical": hierarchical, "hierarchical-nccl": hierarchical_nccl,
              "halving-doubling": halving_doubling, "recursive-doubling": recursive_doubling,
@@ -111,9 +126,16 @@ def build_schedule(name: str, ranks: int, count: int, itemsize: int = 4, *, gpus
                       inter=inter)
     count = _int("count", count, 0)
     itemsize = _int("itemsize", itemsize, 1)
+    if count * itemsize > MAX_BYTES:
+        raise CollsimError(f"buffer of {count} x {itemsize} bytes is too large (limit {MAX_BYTES} bytes)")
     if "chunks" in ALGORITHMS[name].params and "chunks" not in params:
         params["chunks"] = default_chunks(name, count * itemsize)
+    bound = transfer_bound(name, int(ranks), params)
+    if bound > MAX_TRANSFERS:
+        raise CollsimError(f"{name} on {ranks} ranks would build up to {bound} transfers (limit "
+                           f"{MAX_TRANSFERS}): use fewer ranks, slices or chunks")
     return _BUILDERS[name](int(ranks), count, itemsize, **params)
 
 
-__all__ = ["ALGORITHMS", "AlgorithmInfo", "build_schedule", "default_chunks", "validate"]
+__all__ = ["ALGORITHMS", "AlgorithmInfo", "build_schedule", "default_chunks", "transfer_bound",
+           "validate"]

@@ -27,7 +27,13 @@ from collsim.errors import CollsimError
 # ------------------------------------------------------------------ arguments
 def _size(text: str) -> int:
     from collsim.measurements import parse_size
-    return parse_size(text)
+    try:
+        return parse_size(text)
+    except CollsimError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    except (OverflowError, ValueError):       # "1e400", "nan": not a whole number of bytes
+        raise argparse.ArgumentTypeError(f"bad size {text!r}: must be a whole, non-negative number "
+                                         "of bytes") from None
 
 
 def _positive_int(text: str) -> int:
@@ -239,6 +245,8 @@ def cmd_predict(args) -> int:
         params["chunks"] = args.chunks
     if args.slices != 1:
         params["slices"] = args.slices
+    if args.inter != "ring":
+        params["inter"] = args.inter
     t = closed_form(args.algo, ranks, nbytes, args.alpha, args.beta, args.gamma, **params)
     alg, bus = _bw(nbytes, ranks, t)
     obj = {"algo": args.algo, "ranks": ranks, "bytes": nbytes, "alpha": args.alpha, "beta": args.beta,
