@@ -140,16 +140,33 @@ def test_timeline_rows_by_link_and_rank_with_cap():
         timeline.timeline_rows(s, start[:-1], end, "link")
 
 
-def test_timeline_highlight_shades_one_step():
+def test_timeline_highlight_brings_out_one_step():
     s = ring(4, 8)
     start = s.step_index * 1e-6
     v = timeline.TimelineView(s, start, start + 0.5e-6)
+    bars = v.bars.get_paths()
     v.highlight(2)
-    alpha = v.bars.get_facecolors()[:, 3]
-    assert np.all(alpha[v.bar_step == 2] == 1.0) and np.all(alpha[v.bar_step != 2] < 1.0)
+    assert len(v.bars.get_paths()) == len(bars) == s.n_transfers      # the bars stay as they are
+    assert v.veil.get_visible() and v.veil.get_zorder() < v.step_bars.get_zorder()
+    assert len(v.step_bars.get_paths()) == np.count_nonzero(s.step_index == 2) == 4
+    assert np.allclose(v.step_bars.get_paths()[0].vertices[:4, 0].min(), 2.0)
     assert v.span.get_visible() and v.span.get_x() == pytest.approx(2.0)
     v.highlight(None)
-    assert not v.span.get_visible()
+    assert not v.span.get_visible() and not v.veil.get_visible() and not v.step_bars.get_paths()
+
+
+def test_timeline_set_data_reuses_artists_and_ticks_only_on_change():
+    s = ring(4, 8)
+    start = s.step_index * 1e-6
+    v = timeline.TimelineView(s, start, start + 0.5e-6)
+    bars, ticks = v.bars, v.ax.get_yticklabels()
+    v.set_data(s, start * 2, start * 2 + 1e-6)               # same links, longer: new x limit only
+    assert v.bars is bars and [t.get_text() for t in v.ax.get_yticklabels()] == [t.get_text() for t in ticks]
+    assert v.ax.get_xlim()[1] == 15.0 and "total 11 µs" in v.caption      # 11.2 rounded up nicely
+    assert [timeline.nice_ceil(x) for x in (0, 0.7, 1.0, 2.2, 99, 100, 101)] == [1, 0.8, 1, 3, 100, 100, 150]
+    s6 = ring(6, 12)
+    v.set_data(s6, s6.step_index * 1e-6, s6.step_index * 1e-6 + 1e-7)
+    assert len(v.ax.get_yticklabels()) == 6 and len(v.bars.get_paths()) == s6.n_transfers
 
 
 # ------------------------------------------------------------------ animation

@@ -27,7 +27,8 @@ def test_topology_for_fills_nodes_or_says_why_not():
 def test_explore_builds_checks_and_simulates():
     ex = se.explore("hierarchical", 16, 1 << 20, "ib-400g")
     assert ex.report.ok and ex.schedule.ranks == 16
-    assert ex.result.time_s > 0 and "every rank ends with the sum" in ex.summary
+    assert ex.result.time_s > 0 and "each contribution exactly once" in ex.summary
+    assert ex.states.complete() and ex.states.distinct.shape == (17, 16, ex.states.n_chunks)
     with pytest.raises(CollsimError):
         se.explore("ring", 65, 1024, "h200-nvlink")
 
@@ -66,7 +67,7 @@ def test_schedule_explorer_follows_its_controls():
     first = ex.grid_img.value
     ex.step.value = 2
     assert ex._grid.step == 2 and ex.grid_img.value != first
-    assert "step 3/6" in ex._grid.ax.get_title()
+    assert "step 3/6" in ex.grid_caption.value and ex._grid.ax.get_title() == ""   # text as HTML
     timeline_before = ex.time_img.value
     ex.step.value = 3
     assert ex.time_img.value != timeline_before
@@ -75,6 +76,24 @@ def test_schedule_explorer_follows_its_controls():
     ex.algo.value = "tree"
     assert ex.state.schedule.name.startswith("tree") or "tree" in ex.status.value
     assert ex.state.report.ok
+
+
+def test_schedule_explorer_caches_configurations_and_backgrounds():
+    ex = se.ScheduleExplorer("ring", 8, 1 << 20, "h200-nvlink")
+    first_state, first_picture = ex.state, ex.grid_img.value
+    draws = ex._grid_png.full_draws, ex._time_png.full_draws
+    ex.size.value = 1 << 22                   # same P and chunks: the grid background is reused
+    assert ex._grid_png.full_draws == draws[0] and ex._time_png.full_draws == draws[1] + 1
+    assert ex.state.result.time_s > first_state.result.time_s
+    ex.size.value = 1 << 20                   # back: exploration and both backgrounds from the caches
+    assert ex.state is first_state and ex.grid_img.value == first_picture
+    assert (ex._grid_png.full_draws, ex._time_png.full_draws) == (draws[0], draws[1] + 1)
+    ex.algo.value = "direct"                  # one step, P(P-1) arrows
+    ex.ranks.value = 64
+    assert ex.state.schedule.n_transfers == 64 * 63 and ex.step.max == 1
+    assert len(ex._grid.arrows.get_paths()) == 256 and "arrows for 256 of them" in ex.grid_caption.value
+    ex.step.value = 1
+    assert "every rank holds the sum" in ex.grid_caption.value
 
 
 def test_schedule_explorer_reports_bad_configuration_and_keeps_last_picture():

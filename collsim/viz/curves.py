@@ -110,7 +110,6 @@ class CurvesView:
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(loc="upper left", fontsize=8)
         self.crossings: list[Crossover] = []
-        self.limits_changed = True
 
     def update(self, sizes, series: Mapping[str, np.ndarray], factor: float = 1.0,
                title: str = "") -> list[Crossover]:
@@ -149,12 +148,15 @@ class CurvesView:
         # whole decades: limits (and so ticks) change rarely, so most updates can be blitted
         limits = ((float(sizes[0]), float(sizes[-1])),
                   (10.0 ** np.floor(np.log10(allv.min())), 10.0 ** np.ceil(np.log10(allv.max()))))
-        self.limits_changed = limits != (self.ax.get_xlim(), self.ax.get_ylim())
-        if self.limits_changed:
+        if limits != self.limits():
             self.ax.set_xlim(*limits[0])
             self.ax.set_ylim(*limits[1])
         self.ax.set_title(title, fontsize=10)
         return self.crossings
+
+    def limits(self) -> tuple:
+        """Current (x, y) limits: with the axis kind, all that the non-animated content depends on."""
+        return self.ax.get_xlim(), self.ax.get_ylim()
 
     def artists(self) -> list:
         """The artists ``update`` changes when the limits stay (for ``FramePNG``)."""

@@ -20,11 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collsim.checker import atoms_of, run_steps
+from collsim.checker import _expand, atoms_of, run_steps
 from collsim.schedule import REDUCE, Schedule
 
 LABEL_LIMIT = 48          # write the contributions into cells when ranks x chunks is at most this
-_FULL_STATE_LIMIT = 4_000_000   # keep per-step multiplicities (for labels) below this many numbers
+MAX_ARROWS = 256          # draw at most this many arrows per step (evenly spread over its transfers)
+_FULL_STATE_LIMIT = 250_000     # keep per-step multiplicities (for labels) below this many numbers
+REDUCE_RGBA = (1.0, 0.5, 0.05, 0.9)
+COPY_RGBA = (0.12, 0.47, 0.71, 0.9)
 
 
 @dataclass
@@ -52,23 +55,40 @@ class GridStates:
     def n_chunks(self) -> int:
         return len(self.bounds) - 1
 
+    def complete(self) -> bool:
+        """True when every cell ends holding each contribution exactly once."""
+        return bool(np.all(self.distinct[-1] == self.distinct.shape[1]) and not self.over[-1].any())
+
 
 def grid_states(schedule: Schedule) -> GridStates:
-    """Execute ``schedule`` on one-hot contributions and record each step's grid state."""
+    """Execute ``schedule`` on one-hot contributions and record each step's grid state.
+
+    Only the cells a step writes are re-counted. Without per-step multiplicities
+    (large schedules) the one-hot data is float16: multiplicities only grow, so
+    "held" (> 0) and "more than once" (> 1) stay exact even where large counts
+    round or overflow to inf.
+    """
     P = schedule.ranks
     bounds, first, end = atoms_of(schedule)
     C = len(bounds) - 1
-    data = np.zeros((P, C, P))
-    data[np.arange(P), :, np.arange(P)] = 1.0
     keep = (schedule.n_steps + 1) * P * C * P <= _FULL_STATE_LIMIT
-    distinct = np.empty((schedule.n_steps + 1, P, C), np.int32)
-    over = np.empty((schedule.n_steps + 1, P, C), bool)
+    data = np.zeros((P, C, P), np.float64 if keep else np.float16)
+    data[np.arange(P), :, np.arange(P)] = 1.0
+    distinct = np.ones((schedule.n_steps + 1, P, C), np.int32)
+    over = np.zeros((schedule.n_steps + 1, P, C), bool)
     mult = np.empty((schedule.n_steps + 1, P, C, P)) if keep else None
+    ptr = schedule.step_ptr
     for s, buf in enumerate(run_steps(schedule, data)):
-        distinct[s] = np.count_nonzero(buf, axis=2)
-        over[s] = (buf > 1).any(axis=2)
         if keep:
             mult[s] = buf
+        if s == 0:
+            continue
+        t, atom = _expand(int(ptr[s - 1]), int(ptr[s]), first, end)
+        cells = (schedule.dst[t], atom)
+        held = buf[cells]
+        distinct[s], over[s] = distinct[s - 1], over[s - 1]
+        distinct[s][cells] = np.count_nonzero(held, axis=1)
+        over[s][cells] = (held > 1).any(axis=1)
     return GridStates(bounds, distinct, over, mult, first, end - first)
 
 
@@ -93,77 +113,98 @@ def cell_label(mult_row: np.ndarray) -> str:
     return "+".join(terms)
 
 
-def arrow_polygons(y0, y1, x, width=0.16, head=0.35) -> list[np.ndarray]:
-    """Polygons (data coordinates) of vertical arrows from (x, y0) to (x, y1)."""
-    polys = []
-    for a, b, c in zip(np.atleast_1d(y0), np.atleast_1d(y1), np.atleast_1d(x)):
-        d = np.sign(b - a) or 1.0
-        h = min(head, abs(b - a) * 0.5)
-        tip, base = b - d * 0.3, b - d * (0.3 + h)
-        polys.append(np.array([[c - width / 2, a + d * 0.3], [c - width / 2, base],
-                               [c - width, base], [c, tip], [c + width, base],
-                               [c + width / 2, base], [c + width / 2, a + d * 0.3]]))
-    return polys
+def arrow_polygons(y0, y1, x, width=0.16, head=0.35) -> np.ndarray:
+    """Polygons (n, 7, 2) in data coordinates of vertical arrows from (x, y0) to (x, y1)."""
+    y0, y1, x = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (y0, y1, x))
+    d = np.sign(y1 - y0)
+    d[d == 0] = 1.0
+    h = np.minimum(head, np.abs(y1 - y0) * 0.5)
+    tail, tip, base = y0 + d * 0.3, y1 - d * 0.3, y1 - d * (0.3 + h)
+    xs = x[:, None] + np.array([-0.5, -0.5, -1.0, 0.0, 1.0, 0.5, 0.5]) * width
+    ys = np.stack([tail, base, base, tip, base, base, tail], axis=1)
+    return np.stack([xs, ys], axis=2)
 
 
-def _legend_handles():
+def legend_handles():
+    """Patches explaining the grid's colours (for a matplotlib legend)."""
     from matplotlib.patches import Patch
 
     return [Patch(color=(0.78, 0.86, 0.94), label="own data only"),
             Patch(color=(0.19, 0.51, 0.74), label="more ranks' data"),
             Patch(color=(0.17, 0.63, 0.17), label="exact sum"),
             Patch(color=(0.84, 0.15, 0.16), label="a contribution\ncounted twice"),
-            Patch(color=(1.0, 0.5, 0.05), label="reduce transfer"),
-            Patch(color=(0.12, 0.47, 0.71), label="copy transfer")]
+            Patch(color=REDUCE_RGBA[:3], label="reduce transfer"),
+            Patch(color=COPY_RGBA[:3], label="copy transfer")]
 
 
 class GridView:
     """The grid of a schedule on a matplotlib Axes; ``show(step)`` updates the artists in place.
 
     ``set_schedule`` swaps in another schedule (other P or algorithm) on the
-    same axes, so a widget keeps one figure for its whole life.
+    same axes, so a widget keeps one figure for its whole life; ticks and
+    limits are only set when they change. ``text=False`` leaves the title,
+    chunk ranges and legend off the figure (a widget shows ``caption``,
+    ``chunk_text`` and a legend as HTML: text is the slowest thing to draw);
+    cells hold their contributions as text while ranks x chunks <= ``label_limit``.
     """
 
-    def __init__(self, schedule: Schedule, states: GridStates | None = None, ax=None):
+    def __init__(self, schedule: Schedule, states: GridStates | None = None, ax=None,
+                 text: bool = True, label_limit: int = LABEL_LIMIT):
         from matplotlib.collections import PolyCollection
         from matplotlib.figure import Figure
 
         if ax is None:
             ax = Figure(figsize=(7, 5), dpi=80, layout="constrained").add_subplot()
-        self.ax, self.fig = ax, ax.figure
-        self.image = ax.imshow(np.zeros((1, 1, 4)), aspect="auto", interpolation="nearest")
+        self.ax, self.fig, self.text, self.label_limit = ax, ax.figure, text, label_limit
+        self.image = ax.imshow(np.zeros((1, 1, 4), np.uint8), aspect="auto", interpolation="nearest")
         self.arrows = PolyCollection([], closed=True, linewidths=0.4, edgecolors="k", zorder=3)
         ax.add_collection(self.arrows)
         ax.set_ylabel("rank")
-        ax.legend(handles=_legend_handles(), loc="upper left", bbox_to_anchor=(1.01, 1),
-                  fontsize=7, frameon=False)
+        if text:
+            ax.legend(handles=legend_handles(), loc="upper left", bbox_to_anchor=(1.01, 1),
+                      fontsize=7, frameon=False)
+        else:
+            ax.set_xlabel("chunk")
         self.labels: list[list] = []
+        self._ticks = None
         self.set_schedule(schedule, states)
 
     def set_schedule(self, schedule: Schedule, states: GridStates | None = None) -> None:
         self.schedule = schedule
         self.states = states if states is not None else grid_states(schedule)
         P, C, ax = schedule.ranks, self.states.n_chunks, self.ax
-        self.image.set_extent((-0.5, C - 0.5, P - 0.5, -0.5))
+        held = np.arange(P + 1)           # colour of every (over, distinct) pair, as uint8 RGBA
+        self._lut = np.round(255 * np.stack([cell_colors(held, held < 0, P),
+                                             cell_colors(held, held >= 0, P)])).astype(np.uint8)
         for t in (t for row in self.labels for t in row):
             t.remove()
         self.labels = []
-        if self.states.mult is not None and P * C <= LABEL_LIMIT:
+        if self.states.mult is not None and P * C <= self.label_limit:
             fs = max(5, min(9, 60 // max(P, C)))
             self.labels = [[ax.text(c, r, "", ha="center", va="center", fontsize=fs)
                             for c in range(C)] for r in range(P)]
         b = self.states.bounds
-        ax.set_xlabel("chunk (elements " + ", ".join(f"{x}-{y - 1}" for x, y in zip(b[:4], b[1:5]))
-                      + (", …)" if C > 4 else ")"))
-        ax.set_yticks(range(P) if P <= 16 else range(0, P, max(1, P // 8)))
-        ax.set_xticks(range(C) if C <= 16 else range(0, C, max(1, C // 8)))
-        ax.set_xlim(-0.5, C - 0.5)
-        ax.set_ylim(P - 0.5, -0.5)
+        self.chunk_text = ("chunk (elements " + ", ".join(f"{x}-{y - 1}" for x, y in zip(b[:4], b[1:5]))
+                           + (", …)" if C > 4 else ")"))
+        if (P, C) != self._ticks:            # ticks are the slow part of a redraw: only on change
+            self._ticks = (P, C)
+            self.image.set_extent((-0.5, C - 0.5, P - 0.5, -0.5))
+            ax.set_yticks(range(P) if P <= 16 else range(0, P, max(1, P // 8)))
+            ax.set_xticks(range(C) if C <= 16 else range(0, C, max(1, C // 8)))
+            ax.set_xlim(-0.5, C - 0.5)
+            ax.set_ylim(P - 0.5, -0.5)
+        if self.text:
+            ax.set_xlabel(self.chunk_text)
         self.show(0)
+
+    def axis_keys(self) -> dict:
+        """The state of each axis' ticks and labels (for ``FramePNG.use``)."""
+        return {self.ax.xaxis: (self._ticks[1], self.ax.get_xlabel()), self.ax.yaxis: self._ticks[0]}
 
     def artists(self) -> list:
         """The artists ``show`` changes (for ``FramePNG``)."""
-        return [self.image, self.arrows, self.ax.title] + [t for row in self.labels for t in row]
+        return ([self.image, self.arrows] + ([self.ax.title] if self.text else [])
+                + [t for row in self.labels for t in row])
 
     def show(self, step: int) -> None:
         """State at the start of ``step`` and its transfers (``step == n_steps``: final state)."""
@@ -172,17 +213,22 @@ class GridView:
         if not 0 <= step <= n:
             raise ValueError(f"step must be between 0 and {n}, got {step}")
         self.step = step
-        self.image.set_data(cell_colors(st.distinct[step], st.over[step], sch.ranks))
+        self.image.set_data(self._lut[st.over[step].astype(np.intp), st.distinct[step]])
         if step < n:
             sl = sch.step_slice(step)
-            src, dst = sch.src[sl], sch.dst[sl]
-            x = st.seg[sl] + (st.n_seg[sl] - 1) / 2 + 0.12 * np.sign(dst - src)
-            self.arrows.set_verts(arrow_polygons(src, dst, x))
             red = sch.op[sl] == REDUCE
-            self.arrows.set_facecolors(np.where(red[:, None], [[1.0, 0.5, 0.05, 0.9]],
-                                                [[0.12, 0.47, 0.71, 0.9]]))
-            what = f"step {step + 1}/{n}: {len(src)} transfers " \
+            n_t = len(red)
+            drawn = np.arange(sl.start, sl.stop)
+            if n_t > MAX_ARROWS:             # thousands of overlapping arrows only cost time
+                drawn = drawn[np.linspace(0, n_t - 1, MAX_ARROWS).astype(int)]
+            src, dst = sch.src[drawn], sch.dst[drawn]
+            x = st.seg[drawn] + (st.n_seg[drawn] - 1) / 2 + 0.12 * np.sign(dst - src)
+            self.arrows.set_verts(arrow_polygons(src, dst, x))
+            self.arrows.set_facecolors(np.where(sch.op[drawn, None] == REDUCE, [REDUCE_RGBA], [COPY_RGBA]))
+            what = f"step {step + 1}/{n}: {n_t} transfers " \
                    f"({int(red.sum())} reduce, {int((~red).sum())} copy)"
+            if n_t > MAX_ARROWS:
+                what += f", arrows for {MAX_ARROWS} of them"
         else:
             self.arrows.set_verts([])
             what = f"after all {n} steps: " + ("every rank holds the sum" if self.correct()
@@ -190,12 +236,13 @@ class GridView:
         for r, row in enumerate(self.labels):
             for c, t in enumerate(row):
                 t.set_text(cell_label(st.mult[step, r, c]))
-        self.ax.set_title(f"{sch.name or 'schedule'}, P={sch.ranks} — {what}", fontsize=10)
+        self.caption = f"{sch.name or 'schedule'}, P={sch.ranks} — {what}"
+        if self.text:
+            self.ax.set_title(self.caption, fontsize=10)
 
     def correct(self) -> bool:
         """True when every cell ends holding each contribution exactly once."""
-        st = self.states
-        return bool(np.all(st.distinct[-1] == self.schedule.ranks) and not st.over[-1].any())
+        return self.states.complete()
 
 
 def draw_grid(schedule: Schedule, step: int = 0, ax=None):

@@ -5,8 +5,8 @@ microseconds). ``by="link"``: one row per directed link src->dst that carries
 data; ``by="rank"``: one row per sending rank (its send port). Bars of
 reduce transfers are orange, copies blue; with ``gpus_per_node`` given,
 transfers between nodes are drawn darker and their rows are marked "(inter)".
-``TimelineView.highlight(step)`` shades one step's transfers and its time span
-by updating existing artists.
+``TimelineView.highlight(step)`` brings out one step's transfers and shades its
+time span by updating existing artists.
 """
 from __future__ import annotations
 
@@ -68,21 +68,52 @@ def timeline_rows(schedule: Schedule, start, end, by: str = "link", gpus_per_nod
     return Rows(pos[inv], labels, busy[order], len(uniq) - len(order))
 
 
+def nice_ceil(x: float) -> float:
+    """Smallest of 1, 1.5, 2, 3, 4, 5, 6, 8 x 10^k that is >= ``x`` (1 for x <= 0)."""
+    if x <= 0:
+        return 1.0
+    scale = 10.0 ** np.floor(np.log10(x))
+    return float(next(m * scale for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * scale >= x * (1 - 1e-12)))
+
+
 class TimelineView:
-    """Gantt chart of one simulation on a matplotlib Axes."""
+    """Gantt chart of one simulation on a matplotlib Axes.
+
+    ``set_data`` shows another simulation on the same axes (ticks only set when
+    they change); ``highlight(step)`` lays a pale veil over all bars and redraws
+    that step's bars above it, so the bars themselves never change between
+    steps. ``text=False`` leaves the title to ``caption`` (for widgets).
+    """
 
     def __init__(self, schedule: Schedule, start, end, by: str = "link",
-                 gpus_per_node: int | None = None, ax=None, max_rows: int = 32):
+                 gpus_per_node: int | None = None, ax=None, max_rows: int = 32, text: bool = True):
         from matplotlib.collections import PolyCollection
         from matplotlib.figure import Figure
+        from matplotlib.patches import Rectangle
 
-        self.schedule = schedule
-        self.rows = timeline_rows(schedule, start, end, by, gpus_per_node, max_rows)
-        n_rows = len(self.rows.labels)
+        self.by, self.max_rows, self.text = by, max_rows, text
         if ax is None:
-            ax = Figure(figsize=(8, min(7, 1.2 + 0.25 * n_rows)), dpi=80,
+            rows = timeline_rows(schedule, start, end, by, gpus_per_node, max_rows)
+            ax = Figure(figsize=(8, min(7, 1.2 + 0.25 * len(rows.labels))), dpi=80,
                         layout="constrained").add_subplot()
         self.ax, self.fig = ax, ax.figure
+        self.bars = PolyCollection([], linewidths=0.3, edgecolors="k", zorder=1)
+        self.veil = Rectangle((0, 0), 1, 1, transform=ax.transAxes, facecolor="w", alpha=0.7,
+                              linewidth=0, zorder=1.5, visible=False)
+        self.step_bars = PolyCollection([], linewidths=0.3, edgecolors="k", zorder=2)
+        self.span = ax.axvspan(0, 0, color="0.5", alpha=0.25, visible=False, zorder=1.7)
+        ax.add_collection(self.bars)
+        ax.add_patch(self.veil)
+        ax.add_collection(self.step_bars)
+        ax.set_xlabel("time (µs)")
+        self._ticks = None
+        self.set_data(schedule, start, end, gpus_per_node)
+
+    def set_data(self, schedule: Schedule, start, end, gpus_per_node: int | None = None) -> None:
+        """Show transfers of ``schedule`` from ``start`` to ``end`` (seconds per transfer)."""
+        self.schedule = schedule
+        self.rows = timeline_rows(schedule, start, end, self.by, gpus_per_node, self.max_rows)
+        n_rows = len(self.rows.labels)
         us = 1e6
         shown = self.rows.row >= 0
         self.index = np.nonzero(shown)[0]            # transfer index of every bar
@@ -90,55 +121,65 @@ class TimelineView:
         s, e = np.asarray(start)[shown] * us, np.asarray(end)[shown] * us
         self.bar_start, self.bar_end = s, e
         self.bar_step = schedule.step_index[self.index]
-        self.bars = PolyCollection([np.array([[a, y - .4], [b, y - .4], [b, y + .4], [a, y + .4]])
-                                    for a, b, y in zip(s, e, r)], linewidths=0.3, edgecolors="k")
+        self.verts = np.stack([np.stack([s, r - .4], 1), np.stack([e, r - .4], 1),
+                               np.stack([e, r + .4], 1), np.stack([s, r + .4], 1)], axis=1)
         red = schedule.op[shown] == REDUCE
         base = np.where(red[:, None], [[1.0, 0.5, 0.05, 1.0]], [[0.12, 0.47, 0.71, 1.0]])
         if gpus_per_node:
             inter = schedule.src[shown] // gpus_per_node != schedule.dst[shown] // gpus_per_node
             base[inter, :3] *= 0.6
         self.base = base
+        self.bars.set_verts(self.verts)
         self.bars.set_facecolors(base)
-        ax.add_collection(self.bars)
-        total = float(np.max(end)) * us if len(end) else 0.0
-        self.span = ax.axvspan(0, 0, color="0.5", alpha=0.25, visible=False)
-        ax.set_xlim(0, total * 1.02 or 1)
-        ax.set_ylim(n_rows - 0.5, -0.5)
-        ax.set_yticks(range(n_rows), self.rows.labels, fontsize=7 if n_rows > 16 else 9)
-        ax.set_xlabel("time (µs)")
-        what = "link (src→dst)" if by == "link" else "sending rank"
+        self.total_us = float(np.max(end)) * us if len(end) else 0.0
+        xmax = nice_ceil(self.total_us * 1.02)   # few distinct limits: their ticks are drawn once each
+        if xmax != self.ax.get_xlim()[1]:
+            self.ax.set_xlim(0, xmax)
+        if self.rows.labels != self._ticks:   # ticks are the slow part of a redraw: only on change
+            self._ticks = self.rows.labels
+            self.ax.set_ylim(n_rows - 0.5, -0.5)
+            self.ax.set_yticks(range(n_rows), self.rows.labels, fontsize=7 if n_rows > 16 else 9)
+        what = "link (src→dst)" if self.by == "link" else "sending rank"
         more = f", {self.rows.dropped} quieter rows not shown" if self.rows.dropped else ""
-        ax.set_title(f"{schedule.name or 'schedule'}: per-{what} timeline, total {total:.3g} µs{more}",
-                     fontsize=10)
+        self.caption = (f"{schedule.name or 'schedule'}: per-{what} timeline, "
+                        f"total {self.total_us:.3g} µs{more}")
+        if self.text:
+            self.ax.set_title(self.caption, fontsize=10)
+        self.highlight(None)
+
+    def axis_keys(self) -> dict:
+        """The state of each axis' ticks and labels (for ``FramePNG.use``)."""
+        return {self.ax.xaxis: self.ax.get_xlim(), self.ax.yaxis: tuple(self._ticks)}
 
     def artists(self) -> list:
-        """The artists ``highlight`` changes (for ``FramePNG``)."""
-        return [self.bars, self.span]
+        """The artists ``highlight`` changes, and the frame above them (for ``FramePNG``)."""
+        return [self.veil, self.span, self.step_bars, *self.ax.spines.values()]
 
     def highlight(self, step: int | None) -> None:
-        """Shade ``step``'s transfers and time span (None: show all bars plainly)."""
-        if step is None or step >= self.schedule.n_steps:
-            self.bars.set_facecolors(self.base)
-            self.span.set_visible(False)
-            return
-        mine = self.bar_step == step
-        colors = self.base.copy()
-        colors[~mine, 3] = 0.25
-        self.bars.set_facecolors(colors)
+        """Pale all bars but ``step``'s and shade its time span (None: show all bars plainly)."""
+        mine = (self.bar_step == step) if step is not None else np.zeros(len(self.bar_step), bool)
+        self.veil.set_visible(step is not None and step < self.schedule.n_steps)
+        self.step_bars.set_verts(self.verts[mine])
+        self.step_bars.set_facecolors(self.base[mine])
         if mine.any():
             lo, hi = self.bar_start[mine].min(), self.bar_end[mine].max()
             self.span.set_x(lo)
             self.span.set_width(hi - lo)
-            self.span.set_visible(True)
-        else:
-            self.span.set_visible(False)
+        self.span.set_visible(bool(mine.any()))
 
 
-def timeline_view(result, by: str = "link", ax=None, max_rows: int = 32) -> TimelineView:
+def result_data(result) -> tuple:
+    """(schedule, start, end, gpus_per_node) of a ``collsim.simulate.SimResult`` for ``TimelineView``
+    (gpus_per_node None on one node: no link is inter-node)."""
+    return (result.schedule, result.start, result.end,
+            result.topology.gpus_per_node if result.topology.nodes > 1 else None)
+
+
+def timeline_view(result, by: str = "link", ax=None, max_rows: int = 32,
+                  text: bool = True) -> TimelineView:
     """``TimelineView`` of a ``collsim.simulate.SimResult`` (inter-node links marked from its topology)."""
-    return TimelineView(result.schedule, result.start, result.end, by,
-                        result.topology.gpus_per_node if result.topology.nodes > 1 else None,
-                        ax, max_rows)
+    schedule, start, end, gpn = result_data(result)
+    return TimelineView(schedule, start, end, by, gpn, ax, max_rows, text)
 
 
 def draw_timeline(result, by: str = "link", ax=None, max_rows: int = 32):

@@ -119,8 +119,7 @@ class CostExplorer:
                        for c in self.crossings) or "<li>none in this range</li>"
         self.status.value = f"crossovers (faster below → faster above):<ul>{rows}</ul>"
         png = self._png[self.kind.value]
-        if view.limits_changed:
-            png.invalidate()
+        png.use(view.limits())                   # a background per limits: ticks drawn once each
         self.image.value = png.frame()
 
     def _ipython_display_(self):

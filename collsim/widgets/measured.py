@@ -114,7 +114,7 @@ class MeasuredVsPredicted:
         e = summary(c.abs_rel_error)
         self.status.value = (f"{e['n']} sizes; median |error| {100 * e['median_abs_rel_error']:.1f}%, "
                              f"p90 {100 * e['p90_abs_rel_error']:.1f}%")
-        self._png.invalidate()
+        self._png.use(self.config.value)         # one background per configuration, drawn once
         self.image.value = self._png.frame()
 
     def _ipython_display_(self):

@@ -7,12 +7,15 @@ widget's whole life, so Play does not flicker.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 
 from collsim.errors import CollsimError
 
 SIZES = [2**k for k in range(10, 31, 2)]          # 1 KiB .. 1 GiB, bytes per rank
 MAX_RANKS = 64
+LABEL_LIMIT = 16          # cells written as text (each costs ~1-4 ms a frame) up to this many
 
 
 def topology_for(preset: str, ranks: int):
@@ -35,15 +38,27 @@ class Exploration:
     schedule: object        # collsim.schedule.Schedule
     topology: object        # collsim.topology.Topology
     result: object          # collsim.simulate.SimResult
-    report: object          # collsim.checker.CheckReport
+    states: object          # collsim.viz.grid.GridStates (the grid of every step)
     summary: str
+
+    @cached_property
+    def report(self):
+        """``collsim.checker.check`` of the schedule (run on first use)."""
+        from collsim.checker import check
+
+        return check(self.schedule)
 
 
 def explore(algo: str, ranks: int, nbytes: int, preset: str, itemsize: int = 4) -> Exploration:
-    """Build, check and simulate ``algo`` on ``ranks`` GPUs of ``preset`` for ``nbytes`` per rank."""
+    """Build, execute (grid states) and simulate ``algo`` on ``ranks`` GPUs of ``preset``.
+
+    ``nbytes`` per rank. Correctness in the summary comes from the grid states
+    (the schedule executed on one-hot contributions); ``.report`` adds the
+    full checker on demand.
+    """
     from collsim.algorithms import ALGORITHMS, build_schedule
-    from collsim.checker import check
     from collsim.simulate import simulate
+    from collsim.viz.grid import grid_states
 
     if not 1 <= ranks <= MAX_RANKS:
         raise CollsimError(f"ranks must be between 1 and {MAX_RANKS}, got {ranks}")
@@ -53,13 +68,14 @@ def explore(algo: str, ranks: int, nbytes: int, preset: str, itemsize: int = 4) 
     two_level = "gpus_per_node" in ALGORITHMS[algo].params
     sched = build_schedule(algo, ranks, nbytes // itemsize, itemsize,
                            gpus_per_node=topo.gpus_per_node if two_level else None)
-    report = check(sched)
+    states = grid_states(sched)
     result = simulate(sched, topo)
-    verdict = "checker: every rank ends with the sum" if report.ok else f"checker: WRONG ({report.error})"
+    verdict = ("every rank ends with each contribution exactly once" if states.complete()
+               else "WRONG: some rank does not end with the exact sum")
     summary = (f"{algo}, P={ranks}, {nbytes} B per rank on {topo.describe()}: "
                f"{sched.n_steps} steps, {sched.n_transfers} transfers, "
                f"simulated {result.time_s * 1e6:.4g} µs; {verdict}")
-    return Exploration(sched, topo, result, report, summary)
+    return Exploration(sched, topo, result, states, summary)
 
 
 class ScheduleExplorer:
@@ -69,8 +85,11 @@ class ScheduleExplorer:
     ``.size``, ``.preset``, ``.step`` are the controls (set ``.value`` to drive it
     from code); ``.state`` is the current ``Exploration`` and ``.error`` the last
     configuration error (shown in the status line; the pictures keep the last
-    valid configuration).
+    valid configuration). Explorations of the last ``CACHE`` configurations are
+    kept, and so are the pictures' backgrounds (``collsim.viz.render.FramePNG``).
     """
+
+    CACHE = 32
 
     def __init__(self, algo: str = "ring", ranks: int = 4, nbytes: int = 2**20,
                  preset: str = "h200-nvlink"):
@@ -92,14 +111,20 @@ class ScheduleExplorer:
         self.play = W.Play(value=0, min=0, max=1, interval=700, description="play")
         W.jslink((self.play, "value"), (self.step, "value"))
         self.status = W.HTML()
+        self.grid_caption = W.HTML()
+        self.time_caption = W.HTML()
         self.error = ""
         self.grid_img = W.Image(format="png")
         self.time_img = W.Image(format="png")
-        self._grid_fig = Figure(figsize=(7.5, 4.6), dpi=72, layout="constrained")
-        self._time_fig = Figure(figsize=(7.5, 3.4), dpi=72, layout="constrained")
+        # fixed margins that fit the longest tick labels (a layout engine would re-run per draw)
+        self._grid_fig = Figure(figsize=(6.4, 4.2), dpi=72)
+        self._grid_fig.subplots_adjust(left=0.09, right=0.98, bottom=0.11, top=0.98)
+        self._time_fig = Figure(figsize=(6.4, 3.2), dpi=72)
+        self._time_fig.subplots_adjust(left=0.17, right=0.97, bottom=0.15, top=0.97)
         self._grid_png = FramePNG(self._grid_fig)
         self._time_png = FramePNG(self._time_fig)
         self._grid = self._timeline = None
+        self._cache: OrderedDict = OrderedDict()
         self.state = None
         self._configuring = False
         for w in (self.algo, self.ranks, self.size, self.preset):
@@ -107,28 +132,44 @@ class ScheduleExplorer:
         self.step.observe(self._on_step, names="value")
         self._on_config()
         self.widget = W.VBox([W.HBox([self.algo, self.preset]), W.HBox([self.ranks, self.size]),
-                              W.HBox([self.play, self.step]), self.status,
-                              self.grid_img, self.time_img])
+                              W.HBox([self.play, self.step]), self.status, W.HTML(_legend_html()),
+                              self.grid_caption, self.grid_img, self.time_caption, self.time_img])
+
+    def _explore(self, key):
+        """``explore`` of configuration ``key``, from the cache when seen recently."""
+        if key in self._cache:
+            self._cache.move_to_end(key)
+        else:
+            self._cache[key] = explore(*key)
+            while len(self._cache) > self.CACHE:
+                self._cache.popitem(last=False)
+        return self._cache[key]
 
     def _on_config(self, change=None) -> None:
         from collsim.viz.grid import GridView
-        from collsim.viz.timeline import timeline_view
+        from collsim.viz.timeline import TimelineView, result_data
 
+        key = (self.algo.value, self.ranks.value, self.size.value, self.preset.value)
         try:
-            state = explore(self.algo.value, self.ranks.value, self.size.value, self.preset.value)
+            state = self._explore(key)
         except CollsimError as e:
             self.error = str(e)
             self.status.value = f"<b style='color:#b00'>{_esc(self.error)}</b>"
             return
         self.error, self.state = "", state
         if self._grid is None:
-            self._grid = GridView(state.schedule, ax=self._grid_fig.add_subplot())
+            self._grid = GridView(state.schedule, state.states, ax=self._grid_fig.add_subplot(),
+                                  text=False, label_limit=LABEL_LIMIT)
+            sched, start, end, gpn = result_data(state.result)
+            self._timeline = TimelineView(sched, start, end, "link", gpn, ax=self._time_fig.add_subplot(),
+                                          max_rows=12, text=False)
         else:
-            self._grid.set_schedule(state.schedule)
-        self._time_fig.clear()
-        self._timeline = timeline_view(state.result, ax=self._time_fig.add_subplot(), max_rows=16)
+            self._grid.set_schedule(state.schedule, state.states)
+            self._timeline.set_data(*result_data(state.result))
         self._grid_png.set_animated(self._grid.artists())
         self._time_png.set_animated(self._timeline.artists())
+        self._grid_png.use(None, self._grid.axis_keys())         # all in the axes is animated
+        self._time_png.use(key, self._timeline.axis_keys())      # the bars belong to this configuration
         self.status.value = _esc(state.summary)
         n = state.schedule.n_steps
         self._configuring = True          # the step reset below must not render twice
@@ -146,6 +187,8 @@ class ScheduleExplorer:
     def _render(self, k: int) -> None:
         self._grid.show(k)
         self._timeline.highlight(k)
+        self.grid_caption.value = _esc(f"{self._grid.caption}; {self._grid.chunk_text}")
+        self.time_caption.value = _esc(self._timeline.caption)
         self.grid_img.value = self._grid_png.frame()
         self.time_img.value = self._time_png.frame()
 
@@ -153,6 +196,18 @@ class ScheduleExplorer:
         from IPython.display import display
 
         display(self.widget)
+
+
+def _legend_html() -> str:
+    """The grid's colour legend as one line of HTML (cheaper than drawing it in the figure)."""
+    from matplotlib.colors import to_hex
+
+    from collsim.viz.grid import legend_handles
+
+    items = (f"<span style='display:inline-block;width:0.9em;height:0.9em;margin:0 0.3em 0 0.8em;"
+             f"background:{to_hex(h.get_facecolor())}'></span>{_esc(h.get_label())}"
+             for h in legend_handles())
+    return "<div style='font-size:85%'>" + "".join(items) + "</div>"
 
 
 def _esc(text: str) -> str:
