@@ -171,17 +171,26 @@ def test_timeline_set_data_reuses_artists_and_ticks_only_on_change():
 
 # ------------------------------------------------------------------ animation
 def test_animation_gif_and_html(tmp_path):
-    from PIL import Image
+    from PIL import Image, ImageChops
 
+    from collsim.simulate import simulate
+    from collsim.topology import Topology
     from collsim.viz.animate import animate_schedule, save_gif, to_html
 
     s = ring(3, 6)
-    anim = animate_schedule(s)
+    anim = animate_schedule(s, result=simulate(s, Topology.uniform(3, 5e-6, 1e-9)))
     path = tmp_path / "ring.gif"
     save_gif(anim, path, fps=4)
     im = Image.open(path)
     assert im.n_frames == s.n_steps + 1
-    html = to_html(anim)
+    frames = []
+    for k in range(im.n_frames):
+        im.seek(k)
+        frames.append(im.convert("RGB"))
+    assert all(ImageChops.difference(a, b).getbbox() for a, b in zip(frames, frames[1:]))  # every frame moves
+    html_path = tmp_path / "ring.html"
+    html_path.write_text(to_html(anim))
+    html = html_path.read_text()
     assert "<script" in html and html.count("data:image/png;base64") >= s.n_steps + 1
 
 
