@@ -1,9 +1,12 @@
-"""MeasuredVsPredicted: one measured configuration beside collsim's fitted NCCL-shaped model.
+"""MeasuredVsPredicted: one measured configuration beside collsim's fitted model and NCCL's own.
 
 Inputs: measurement files (runner JSON Lines, or nccl-tests output labelled
-``label`` such as "Ring/LL"; read by ``collsim.fit.load_points``) and a
-parameters file written by ``collsim fit`` (``collsim.fit.load_params``).
-Times are microseconds per AllReduce, sizes bytes per rank.
+``label`` such as "Ring/LL"; read by ``collsim.fit.load_points``), a
+parameters file written by ``collsim fit`` (``collsim.fit.load_params``) and
+optionally an NCCL probe (``nccl_log``: an NCCL_DEBUG log or a runner file
+with ``--nccl-probe``) whose printed tuning table gives NCCL's model
+(``collsim.compare.predictions``; without one NCCL's table is computed from
+hardware defaults). Times are microseconds per AllReduce, sizes bytes per rank.
 """
 from __future__ import annotations
 
@@ -39,48 +42,56 @@ def configurations(points) -> dict[str, list]:
 
 @dataclass
 class Comparison:
-    """Measured and predicted times (µs) at sorted sizes (bytes) and |relative error| per point."""
+    """Measured and predicted times (µs) at sorted sizes (bytes) and |relative error| per point
+    (collsim's model; ``nccl_us`` / ``nccl_abs_rel_error``: NCCL's tuning model, nan where it
+    has no answer)."""
 
     sizes: np.ndarray
     measured_us: np.ndarray
     predicted_us: np.ndarray
     abs_rel_error: np.ndarray
+    nccl_us: np.ndarray
+    nccl_abs_rel_error: np.ndarray
 
 
 def compare_points(points, params) -> Comparison:
-    """Predict every point of one configuration with ``collsim.nccl_model.predict``."""
+    """Predict every point of one configuration with both models (``collsim.compare.predictions``)."""
+    from collsim.compare import predictions
     from collsim.fit import abs_rel_errors
-    from collsim.nccl_model import predict
 
     if not points:
         raise CollsimError("no points to compare")
     keys = {(p.algo, p.proto, p.config) for p in points}
     if len(keys) != 1:
         raise CollsimError("compare_points needs points of one configuration")
-    algo, proto, cfg = keys.pop()
     pts = sorted(points, key=lambda p: p.size)
     sizes = np.array([p.size for p in pts], dtype=np.int64)
     meas = np.array([p.time_us for p in pts])
-    pred = np.asarray(predict(params, algo, proto, sizes, cfg), dtype=float)
-    return Comparison(sizes, meas, pred, abs_rel_errors(pred, meas))
+    ours, theirs, _ = predictions(params, pts)
+    return Comparison(sizes, meas, ours, abs_rel_errors(ours, meas), theirs, abs_rel_errors(theirs, meas))
 
 
 class MeasuredVsPredicted:
     """Pick a configuration from the measurements; see measured points, the model's curve and errors.
 
-    ``MeasuredVsPredicted(files, params_file, label=None)``; ``.config`` is the
-    dropdown (set ``.value`` to a label), ``.comparison`` the current
-    ``Comparison``.
+    ``MeasuredVsPredicted(files, params_file, label=None, nccl_log=None)``;
+    ``.config`` is the dropdown (set ``.value`` to a label), ``.comparison``
+    the current ``Comparison``.
     """
 
-    def __init__(self, files, params_file, label: str | None = None):
+    def __init__(self, files, params_file, label: str | None = None, nccl_log=None):
         import ipywidgets as W
         from matplotlib.figure import Figure
 
         from collsim.fit import load_params, load_points
         from collsim.viz.render import FramePNG
 
-        self.groups = configurations(load_points(list(files), label=label))
+        points = load_points(list(files), label=label)
+        if nccl_log is not None:
+            from collsim.compare import attach_probe
+
+            attach_probe(points, nccl_log)
+        self.groups = configurations(points)
         self.params = load_params(params_file)
         self.config = W.Dropdown(options=list(self.groups), description="configuration",
                                  layout=W.Layout(width="95%"))
@@ -90,10 +101,13 @@ class MeasuredVsPredicted:
         self.ax, self.err_ax = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
         self.meas_line = self.ax.plot([], [], "o", ms=4, label="measured")[0]
         self.pred_line = self.ax.plot([], [], "-", lw=2, label="collsim model")[0]
-        self.err_line = self.err_ax.plot([], [], ".-")[0]
+        self.nccl_line = self.ax.plot([], [], "--", lw=1.5, label="NCCL's tuning model")[0]
+        self.err_line = self.err_ax.plot([], [], ".-", label="collsim")[0]
+        self.nccl_err_line = self.err_ax.plot([], [], ".--", label="NCCL")[0]
         self.ax.set(xscale="log", yscale="log", ylabel="time per AllReduce (µs)")
         self.err_ax.set(xscale="log", xlabel="message size (bytes)", ylabel="|error| (%)")
         self.ax.legend(fontsize=8)
+        self.err_ax.legend(fontsize=7)
         self._png = FramePNG(fig)
         self.comparison = None
         self.config.observe(self._update, names="value")
@@ -107,13 +121,18 @@ class MeasuredVsPredicted:
         self.comparison = c
         self.meas_line.set_data(c.sizes, c.measured_us)
         self.pred_line.set_data(c.sizes, c.predicted_us)
+        self.nccl_line.set_data(c.sizes, c.nccl_us)
         self.err_line.set_data(c.sizes, 100 * c.abs_rel_error)
+        self.nccl_err_line.set_data(c.sizes, 100 * c.nccl_abs_rel_error)
         for ax in (self.ax, self.err_ax):
             ax.relim()
             ax.autoscale_view()
         e = summary(c.abs_rel_error)
-        self.status.value = (f"{e['n']} sizes; median |error| {100 * e['median_abs_rel_error']:.1f}%, "
-                             f"p90 {100 * e['p90_abs_rel_error']:.1f}%")
+        n = summary(c.nccl_abs_rel_error[np.isfinite(c.nccl_abs_rel_error)])
+        theirs = (f"NCCL's model median {100 * n['median_abs_rel_error']:.1f}%, "
+                  f"p90 {100 * n['p90_abs_rel_error']:.1f}%" if n["n"] else "NCCL's model: no answer")
+        self.status.value = (f"{e['n']} sizes; collsim median |error| {100 * e['median_abs_rel_error']:.1f}%, "
+                             f"p90 {100 * e['p90_abs_rel_error']:.1f}%; {theirs}")
         self._png.use(self.config.value)         # one background per configuration, drawn once
         self.image.value = self._png.frame()
 
