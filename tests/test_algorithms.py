@@ -144,3 +144,23 @@ def test_algorithms_describe_themselves():
     for name, info in ALGORITHMS.items():
         assert info.description and "\n" not in info.description
         assert set(info.params) <= {"slices", "chunks", "gpus_per_node", "inter"}
+
+
+def test_transfer_bound_bounds_every_schedule_and_guards_huge_ones():
+    from collsim.algorithms import MAX_TRANSFERS, transfer_bound, validate
+    for name in ALGORITHMS:
+        for p in (1, 2, 3, 5, 8, 12, 17, 32):
+            gs = [g for g in range(1, p + 1) if p % g == 0] if name.startswith("hierarchical") else [None]
+            for g in gs:
+                kw = {"gpus_per_node": g} if g else {}
+                kw.update({"ring": {"slices": 3}, "hierarchical": {"inter": "tree", "chunks": 3}}.get(name, {}))
+                if name in ("tree", "binary-tree", "hierarchical-nccl"):
+                    kw["chunks"] = 3
+                q = validate(name, p, **kw)
+                q.setdefault("chunks", 1)
+                assert build_schedule(name, p, 10007, **kw).n_transfers <= transfer_bound(name, p, q)
+    with pytest.raises(CollsimError, match="transfers"):
+        build_schedule("direct", 1 << 14, 1)
+    assert transfer_bound("direct", 1 << 14, {}) > MAX_TRANSFERS
+    with pytest.raises(CollsimError, match="too large"):
+        build_schedule("ring", 4, 1 << 62)
