@@ -63,7 +63,7 @@ def parse_size(text: str) -> int:
         value = float(num) * _SUFFIX[suffix]
     except ValueError:
         raise CollsimError(f"bad size {text!r} (want bytes, e.g. 8, 64K, 1M, 4G)") from None
-    if value < 0 or value != int(value):
+    if not math.isfinite(value) or value < 0 or value != int(value):
         raise CollsimError(f"bad size {text!r}: must be a whole, non-negative number of bytes")
     return int(value)
 
