@@ -80,8 +80,9 @@ def bandwidths(size: int, time_us: float, ranks: int) -> tuple[float, float]:
     """nccl-tests AllReduce (algbw, busbw) in GB/s for ``size`` bytes in ``time_us``."""
     if time_us <= 0:
         return math.nan, math.nan
+    from collsim.sweep import busbw_factor
     algbw = size / 1e3 / time_us  # bytes / 1e9 / seconds
-    return algbw, algbw * (2 * (ranks - 1) / ranks if ranks > 0 else math.nan)
+    return algbw, algbw * busbw_factor(ranks) if ranks > 0 else math.nan
 
 
 def result_record(size, count, dtype, time_us, ranks, wrong, **extra) -> dict:

@@ -20,6 +20,7 @@ sys.path.insert(0, str(REPO))
 from collsim.errors import CollsimError  # noqa: E402
 from collsim.measurements import parse_size  # noqa: E402
 from collsim.nccl_log import canonical_algo, canonical_proto, parse_file  # noqa: E402
+from collsim.sweep import sizes as size_range  # noqa: E402
 
 # Forced in every environment this runner builds (multicast/NVLS stays off).
 FORCED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
@@ -91,10 +92,7 @@ def sweep(args) -> list[int]:
             raise CollsimError(f"-b {args.minbytes} is larger than -e {args.maxbytes}")
         if args.stepfactor < 2:
             raise CollsimError(f"-f must be at least 2, got {args.stepfactor}")
-        raw, s = [], max(lo, 1)
-        while s <= hi:
-            raw.append(s)
-            s *= args.stepfactor
+        raw = size_range(max(lo, 1), max(hi, 1), args.stepfactor).tolist() if hi >= 1 else []
     sizes = sorted({s - s % itemsize for s in raw if s >= itemsize})
     if not sizes:
         raise CollsimError(f"no size holds a whole {args.dtype} element ({itemsize} B)")
