@@ -13,7 +13,13 @@ then a fixed term of the model (``ModelParams.harness_us``) while the paths are 
 Method: per (link class, algorithm, protocol), least squares on log(predicted / measured) over
 the training points of every configuration sharing those parameters, by a bounded
 Levenberg-Marquardt in log-parameter space (numpy only), from a few starting points.
-Fitted: base_us, step_us, chan_GBps, fill (``BOUNDS``); hop_us stays at its prior (NCCL's
+Fitted: base_us, step_us, chan_GBps, fill (``BOUNDS``); spill too when the path's training
+points have NCCL's receive buffers both within and beyond L2 (sizes >= 4 MiB, where bandwidth
+shows; else it stays 0: nothing could tell it apart from chan_GBps); and, for a path whose
+training points ran at three or more channel counts (NCCL_MAX/MIN_NCHANNELS sweeps), the link
+cap link_GBps and its sharpness link_exp, shared by the paths fitted after it (those paths
+first); that path's own parameters are then re-fitted on its runs at the default channel count
+only (a sweep is often another session, whose latency floor differs). hop_us stays at its prior (NCCL's
 per-hop constant), since with a fixed rank count only base + hops x hop_us is observable. Then
 host_us (eager launch interval) is fitted on the eager training points, the others fixed (with
 eager points only, all five together).
@@ -28,13 +34,14 @@ from dataclasses import replace
 import numpy as np
 
 from collsim.errors import CollsimError
-from collsim.nccl_model import (ALGOS, LINK_CLASSES, PARAM_NAMES, Config, ModelParams, canonical_pair,
+from collsim.nccl_model import (ALGOS, L2_BYTES, LINK_CLASSES, PARAM_NAMES, Config, ModelParams, canonical_pair,
                                 default_params, layout, predict_layout)
 from collsim.nccl_tuning import PROTOS
 from collsim.points import Point, label_from_name, load_points, split  # noqa: F401 (public API)
 
 BOUNDS = {"base_us": (1e-2, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0), "fill": (1e-3, 16.0),
-          "host_us": (1e-2, 5000.0)}
+          "host_us": (1e-2, 5000.0), "spill": (1e-3, 2.0), "link_GBps": (1.0, 5000.0), "link_exp": (0.5, 16.0)}
+LINK_NAMES = ("link_GBps", "link_exp")  # fitted values that are not per path
 FITTED = ("base_us", "step_us", "chan_GBps", "fill")
 FORMAT = "collsim.nccl_model.params"
 
@@ -91,22 +98,46 @@ def _lm(residual, u0, lo, hi, iters=80):
     return u, cost
 
 
-def _fit_path(params: ModelParams, key, data: dict, names) -> dict:
-    """Best values of ``names`` for one (link, algo, proto), the other parameters fixed."""
+def _with(params: ModelParams, key, values: dict) -> ModelParams:
+    """params with ``values`` set: per-path names on path ``key``, LINK_NAMES on its link."""
+    path = {n: v for n, v in values.items() if n not in LINK_NAMES}
+    out = replace(params, paths={**params.paths, key: {**params.path(*key), **path}})
+    if "link_GBps" in values:
+        out.link_GBps = {**params.link_GBps, key[0]: values["link_GBps"]}
+    if "link_exp" in values:
+        out.link_exp = values["link_exp"]
+    return out
+
+
+def _fit_path(params: ModelParams, key, data: dict, names) -> ModelParams:
+    """params with the best values of ``names`` for one (link, algo, proto), others fixed."""
     layouts = [(layout(key[1], key[2], s, cfg, params.channels), np.log(t)) for cfg, (s, t) in data.items()]
     lo, hi = (np.log([BOUNDS[n][i] for n in names]) for i in (0, 1))
-    base = params.path(*key)
+    current = {**params.path(*key), "link_GBps": params.link_GBps[key[0]], "link_exp": params.link_exp or 2.0}
 
     def residual(u):
-        trial = replace(params, paths={**params.paths, key: {**base, **dict(zip(names, np.exp(u)))}})
+        trial = _with(params, key, dict(zip(names, np.exp(u))))
         return np.concatenate([np.log(predict_layout(trial, lay)) - lt for lay, lt in layouts])
 
     floor = min(np.exp(lt).min() for _, lt in layouts)
-    guesses = [{n: base[n] for n in names}, {"base_us": floor * 0.8, "step_us": 0.05, "chan_GBps": 20.0, "fill": 1.0},
-               {"base_us": floor * 0.5, "step_us": 2.0, "chan_GBps": 5.0, "fill": 0.2}]
-    starts = [np.log([max(g.get(n, floor), 1e-3) for n in names]) for g in guesses]
+    link = {n: current[n] for n in LINK_NAMES}
+    guesses = [current, {**link, "base_us": floor * 0.8, "step_us": 0.05, "chan_GBps": 20.0, "fill": 1.0, "spill": 0.1},
+               {**link, "base_us": floor * 0.5, "step_us": 2.0, "chan_GBps": 5.0, "fill": 0.2, "spill": 0.3}]
+    starts = [np.log([max(g.get(n, floor), BOUNDS[n][0]) for n in names]) for g in guesses]
     best = min((_lm(residual, u, lo, hi) for u in starts), key=lambda x: x[1])
-    return dict(zip(names, map(float, np.exp(best[0]))))
+    return _with(params, key, dict(zip(names, map(float, np.exp(best[0])))))
+
+
+def _names(params: ModelParams, key, data: dict) -> tuple:
+    """Which parameters the training data of one path can tell apart (module docstring)."""
+    names = FITTED
+    lays = [layout(key[1], key[2], s, cfg, params.channels) for cfg, (s, _) in data.items()]
+    big = np.concatenate([lay.footprint[lay.sizes >= 4 << 20] for lay in lays])
+    if (big > params.l2_bytes).any() and (big <= params.l2_bytes).any():
+        names += ("spill",)
+    if len({cfg.channels or params.channels for cfg in data}) >= 3:
+        names += LINK_NAMES
+    return names
 
 
 def abs_rel_errors(pred, meas) -> np.ndarray:
@@ -153,16 +184,20 @@ def fit(points: list[Point], holdout: str = "odd", start: ModelParams | None = N
     groups = _groups(tr)
     if not groups:
         raise CollsimError("no labelled (algorithm/protocol) training points to fit")
-    paths = dict(params.paths)
+    params = replace(params, paths=dict(params.paths), link_GBps=dict(params.link_GBps), meta=dict(params.meta))
+    plans = []
     for key, data in groups.items():
         graph = {c: v for c, v in data.items() if c.timing == "graph"}
         eager = {c: v for c, v in data.items() if c.timing == "eager"}
-        names = FITTED if graph else FITTED + ("host_us",)
-        paths[key] = {**params.path(*key), **_fit_path(params, key, graph or eager, names)}
+        names = _names(params, key, graph or eager) + (() if graph else ("host_us",))
+        plans.append((key, graph, eager, names))
+    for key, graph, eager, names in sorted(plans, key=lambda x: "link_exp" not in x[3]):
+        params = _fit_path(params, key, graph or eager, names)
+        if "link_exp" in names:  # the sweep sets the link terms; the path's own, its default-channel runs
+            own = {c: v for c, v in (graph or eager).items() if (c.channels or params.channels) == params.channels}
+            params = _fit_path(params, key, own or graph or eager, tuple(n for n in names if n not in LINK_NAMES))
         if graph and eager:
-            trial = replace(params, paths=dict(paths))
-            paths[key].update(_fit_path(trial, key, eager, ("host_us",)))
-    params = replace(params, paths=paths, link_GBps=dict(params.link_GBps), meta=dict(params.meta))
+            params = _fit_path(params, key, eager, ("host_us",))
     report = holdout_report(params, [p for p, k in zip(points, test) if k])
     params.meta = {"source": "fit", "holdout": holdout, "n_train": int(train.sum()),
                    "n_test": int(test.sum()), "holdout_errors": report}
@@ -182,9 +217,11 @@ def holdout_report(params: ModelParams, points: list[Point]) -> dict:
 
 def params_to_dict(params: ModelParams) -> dict:
     return {"format": FORMAT, "version": 1,
-            "units": "us for *_us, GB/s (1e9 B/s) for *_GBps, fill in slice times per pipeline depth level",
+            "units": "us for *_us, GB/s (1e9 B/s) for *_GBps, fill in slice times per pipeline depth level, "
+                     "spill as a fraction of the bandwidth time, l2_bytes in bytes, link_exp dimensionless",
             "channels": params.channels, "link_GBps": params.link_GBps,
             "paths": [{"link": k[0], "algo": k[1], "proto": k[2], **v} for k, v in sorted(params.paths.items())],
+            "link_exp": params.link_exp, "l2_bytes": params.l2_bytes,
             "harness_us": params.harness_us, "meta": params.meta}
 
 
@@ -205,14 +242,16 @@ def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
             key = (e["link"], *canonical_pair(e["algo"], e["proto"]))
             if key[0] not in LINK_CLASSES:
                 raise CollsimError(f"{where}: unknown link class {key[0]!r}")
-            paths[key] = {n: float(e[n]) for n in PARAM_NAMES}
+            paths[key] = {n: float(e.get(n, 0.0) if n == "spill" else e[n]) for n in PARAM_NAMES}
         harness = {str(k): float(v) for k, v in (d.get("harness_us") or {}).items()}
-        params = ModelParams(paths, links, int(d["channels"]), d.get("meta") or {}, harness)
+        params = ModelParams(paths, links, int(d["channels"]), d.get("meta") or {}, harness,
+                             float(d.get("link_exp", 0.0)), float(d.get("l2_bytes", L2_BYTES)))
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise CollsimError(f"{where}: malformed parameters ({type(e).__name__}: {e})") from None
     bad = [f"{k}.{n}" for k, v in paths.items() for n, x in v.items() if not np.isfinite(x) or x < 0]
     bad += [f"harness_us.{k}" for k, v in params.harness_us.items() if not np.isfinite(v) or v < 0]
-    if bad or any(v <= 0 for v in links.values()) or params.channels < 1:
+    bad += [n for n in ("link_exp", "l2_bytes") if not np.isfinite(getattr(params, n)) or getattr(params, n) < 0]
+    if bad or any(v <= 0 for v in links.values()) or params.channels < 1 or params.l2_bytes <= 0:
         raise CollsimError(f"{where}: negative or non-finite values ({', '.join(bad[:3]) or 'link_GBps/channels'})")
     missing = [f"{lk}/{a}/{p}" for lk in LINK_CLASSES for a in ALGOS for p in PROTOS if (lk, a, p) not in paths]
     if missing or set(links) != set(LINK_CLASSES):

@@ -17,13 +17,27 @@ The structure follows what NCCL 2.28 does for one AllReduce (file references int
          + W_total / R(channels, threads)                               (bandwidth, on wire bytes)
          + fill * depth * slice_wire / (R / channels)                  (pipeline fill)
          + steps * step_us                                              (per-step overhead)
+         + spill * W_total / R   if footprint > l2_bytes                (L2 spill of NCCL's buffers)
 
    W_total = channels x wire bytes per channel and direction; wire = payload / efficiency
    (LL 1/2, LL128 15/16, Simple 1); payload per channel and direction is 2(n-1)/n x channel
-   bytes for the ring, channel bytes for the tree. R = min(channels x chan_GBps, link_GBps): a
-   channel (one thread block) moves at most chan_GBps of wire bytes, whatever its thread count
-   (on 2 x H200 a channel of 64 to 512 threads moved small messages at the same rate); all
-   channels share the link. depth = 1 for the ring, 2 x tree depth for the tree.
+   bytes for the ring, channel bytes for the tree. A channel (one thread block) moves at most
+   chan_GBps of wire bytes, whatever its thread count (on 2 x H200 a channel of 64 to 512 threads
+   moved small messages at the same rate); all channels share the link of link_GBps (GB/s per
+   direction). The two limits combine smoothly, R = x / (1 + (x / link_GBps)^p)^(1/p) with
+   x = channels x chan_GBps and p = ``link_exp`` (p = 0: the hard min(x, link_GBps)): channels
+   that each could run at chan_GBps contend for the NVLink ports and the copy engines' memory
+   path before the sum reaches the cap (2 x H200, Ring Simple at 1 GiB: 2 channels move 21 GB/s
+   each, 16 channels 17, 24 channels 13.5, 32 channels 10.7; vars/ in data/h200x2).
+   depth = 1 for the ring, 2 x tree depth for the tree.
+   L2 spill: the receive buffers a call cycles through, ``footprint`` = channels x NCCL_STEPS x
+   the wire bytes of one step (one connection per channel: the ring's previous rank, the 2-rank
+   tree's peer), stay in the receiving GPU's L2 (``l2_bytes``; 50 MiB on H100/H200, the CUDA
+   device property l2CacheSize) or do not; beyond it the flag/data lines the peer writes over
+   NVLink and the receiver polls go to HBM and the bandwidth time grows by the fraction
+   ``spill``. It is a step at the capacity, as for a cyclic access pattern under LRU. On 2 x H200
+   Tree LL128 shows it: NCCL doubles the chunk at 256 MiB (enqueue.cc calcCollChunking) and the
+   footprint goes from 29.5 MB to 59 MB; bytes per us drop 9% and stay there.
    A harness adds its measured per-call overhead (``harness_us``, e.g. torch's captured call
    with NCCL_GRAPH_MIXING_SUPPORT=1) to T.
    hops follow NCCL's count (ring 2(n-1) steps, 2(nNodes-1) of them over the network; tree
@@ -52,8 +66,9 @@ NCCL_STEPS = 8
 DEFAULT_BUFFSIZE = {"LL": 524288, "LL128": 4915200, "Simple": 4194304}  # init.cc:697-699
 EFFICIENCY = {"LL": 0.5, "LL128": 120 / 128, "Simple": 1.0}
 GRAIN = {"LL": 16, "LL128": 1920, "Simple": 512}  # device.h ncclProtoGrainSize, bytes
-PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill", "host_us")
-TERMS = ("latency", "bandwidth", "protocol", "channels", "fill", "steps", "harness", "launch")
+PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill", "host_us", "spill")
+TERMS = ("latency", "bandwidth", "protocol", "channels", "fill", "steps", "l2", "harness", "launch")
+L2_BYTES = 52428800  # H100/H200 L2 (cudaDeviceProp.l2CacheSize), bytes
 
 
 @dataclass(frozen=True)
@@ -86,8 +101,10 @@ class ModelParams:
     """Fitted or prior parameters. ``paths[(link, algo, proto)]`` holds a dict of PARAM_NAMES:
     base_us (fixed cost per call, us), hop_us (latency per hop, us), step_us (overhead per
     pipeline step and channel, us), chan_GBps (wire GB/s one full channel moves), fill (pipeline
-    fill in slice times per depth level), host_us (eager launch interval, us).
-    ``link_GBps[link]``: per-direction capacity shared by all channels. ``channels``: NCCL's
+    fill in slice times per depth level), host_us (eager launch interval, us), spill (fraction
+    of the bandwidth time added when NCCL's receive buffers exceed L2; 0 when absent).
+    ``link_GBps[link]``: per-direction capacity shared by all channels; ``link_exp``: how
+    sharply channels saturate it (0: hard min). ``l2_bytes``: the GPU's L2 capacity (bytes). ``channels``: NCCL's
     collective channel count. ``meta``: provenance (what it was fitted on, hold-out errors).
     ``harness_us[key]``: per-call overhead (us) a harness adds to NCCL's time (``Config.harness``;
     measured by ``collsim.fit.harness_overheads``, 0 for keys not listed)."""
@@ -96,6 +113,8 @@ class ModelParams:
     channels: int = 24
     meta: dict = field(default_factory=dict)
     harness_us: dict = field(default_factory=dict)
+    link_exp: float = 0.0
+    l2_bytes: float = L2_BYTES
 
     def path(self, link: str, algo: str, proto: str) -> dict:
         try:
@@ -115,7 +134,7 @@ def default_params() -> ModelParams:
                 paths[(link, algo, proto)] = {
                     "base_us": BASE_LAT[algo][i], "hop_us": HW_LAT[link][algo][i],
                     "step_us": 0.5, "chan_GBps": 15.0 if link != "net" else 3.0, "fill": 1.0,
-                    "host_us": 0.0}
+                    "host_us": 0.0, "spill": 0.0}
     return ModelParams(paths, {"nvlink": 478.8, "pci": 24.0, "net": 3.0}, meta={"source": "priors"})
 
 
@@ -176,6 +195,7 @@ class Layout:
     payload: np.ndarray   # payload bytes per channel and direction
     steps: np.ndarray     # pipeline steps per channel and direction
     slice: np.ndarray     # largest step payload (bytes)
+    footprint: np.ndarray  # receive-buffer bytes one call cycles through (all channels)
     hops_intra: int
     hops_net: int
     depth: int
@@ -194,6 +214,8 @@ def layout(algo: str, proto: str, sizes, config: Config, channels: int = 24) -> 
         nc, nt, bc = channel_bytes(algo, proto, nb, nch, n)
         rows.append((nc, nt, *_pipeline(algo, proto, bc, n, nodes, buff)))
     nc, nt, payload, steps, sl = (np.array(c, dtype=float) for c in zip(*rows))
+    per_slot = sl / (2 if (algo, proto) == ("Ring", "Simple") else 1)  # Ring Simple: a slice spans 2 slots
+    footprint = nc * NCCL_STEPS * per_slot / EFFICIENCY[proto]
     ppn = n // nodes
     log_nodes = int(np.log2(nodes))
     if algo == "Ring":
@@ -201,7 +223,7 @@ def layout(algo: str, proto: str, sizes, config: Config, channels: int = 24) -> 
         hops_intra, depth = 2 * (n - 1) - hops_net, 1
     else:
         hops_intra, hops_net, depth = 2 * (ppn - 1), 2 * log_nodes, 2 * max(1, ppn - 1 + log_nodes)
-    return Layout(algo, proto, config, sizes, nc, nt, payload, steps, sl, hops_intra, hops_net, depth)
+    return Layout(algo, proto, config, sizes, nc, nt, payload, steps, sl, footprint, hops_intra, hops_net, depth)
 
 
 def _terms(params: ModelParams, lay: Layout) -> dict:
@@ -217,9 +239,9 @@ def _terms(params: ModelParams, lay: Layout) -> dict:
     for link in classes:
         chan = params.path(link, a, p)["chan_GBps"] * 1e3  # bytes per us
         cap = params.link_GBps[link] * 1e3
-        rates.append(np.minimum(lay.nc * chan, cap))
+        rates.append(shared_rate(lay.nc * chan, cap, params.link_exp))
         times.append(wire / rates[-1])
-        full.append(min(nch * chan, cap))
+        full.append(float(shared_rate(np.float64(nch * chan), cap, params.link_exp)))
     pick = np.argmax(np.vstack(times), axis=0), np.arange(lay.sizes.size)
     bw_time, rate, full_rate = np.vstack(times)[pick], np.vstack(rates)[pick], min(full)
     hop_net = params.path("net", a, p)["hop_us"] if lay.hops_net else 0.0
@@ -232,12 +254,21 @@ def _terms(params: ModelParams, lay: Layout) -> dict:
         "channels": bw_time - protocol - bandwidth,
         "fill": main["fill"] * lay.depth * (lay.slice / eff) * lay.nc / rate,
         "steps": main["step_us"] * lay.steps,
+        "l2": main.get("spill", 0.0) * bw_time * (lay.footprint > params.l2_bytes),
         "harness": np.full(lay.sizes.shape, float(params.harness_us.get(cfg.harness, 0.0))),
     }
     gpu = sum(terms.values())
     host = main["host_us"] if cfg.timing == "eager" else 0.0
     terms["launch"] = np.maximum(host - gpu, 0.0)
     return terms, {link: wire for link in classes}
+
+
+def shared_rate(x, cap: float, p: float):
+    """Rate (bytes/us) of channels that alone would move x bytes/us, on a link of cap bytes/us:
+    x / (1 + (x/cap)^p)^(1/p), the hard min(x, cap) for p = 0."""
+    if p <= 0:
+        return np.minimum(x, cap)
+    return x / (1.0 + (x / cap) ** p) ** (1.0 / p)
 
 
 def predict(params: ModelParams, algo: str, proto: str, sizes, config: Config) -> np.ndarray:

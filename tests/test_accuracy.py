@@ -15,9 +15,9 @@ PAIRS = [(a, p) for a in ("Ring", "Tree") for p in ("LL", "LL128", "Simple")]
 # (median, p90) bounds on held-out (odd powers of two) |error|: the issue's 3% / 10% where met,
 # else the level reached plus a little (ACCURACY.md says why those miss).
 RUNNER = {("Ring", "LL"): (0.045, 0.10), ("Ring", "LL128"): (0.03, 0.10), ("Ring", "Simple"): (0.03, 0.10),
-          ("Tree", "LL"): (0.03, 0.10), ("Tree", "LL128"): (0.06, 0.115), ("Tree", "Simple"): (0.03, 0.10)}
+          ("Tree", "LL"): (0.03, 0.10), ("Tree", "LL128"): (0.05, 0.10), ("Tree", "Simple"): (0.03, 0.10)}
 NCCL_TESTS = {("Ring", "LL"): (0.03, 0.10), ("Ring", "LL128"): (0.037, 0.10), ("Ring", "Simple"): (0.038, 0.10),
-              ("Tree", "LL"): (0.03, 0.10), ("Tree", "LL128"): (0.03, 0.125), ("Tree", "Simple"): (0.03, 0.10)}
+              ("Tree", "LL"): (0.03, 0.10), ("Tree", "LL128"): (0.03, 0.10), ("Tree", "Simple"): (0.03, 0.10)}
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +71,22 @@ def test_cross_harness_and_nccl_model():
         assert by[pair]["collsim"]["median_abs_rel_error"] <= 0.07, pair
     assert res["collsim"]["median_abs_rel_error"] <= 0.05
     assert res["nccl_model"]["median_abs_rel_error"] > 3 * res["collsim"]["median_abs_rel_error"]
+
+
+def test_channel_sweep_fit_predicts_held_out_channel_counts(overhead):
+    """Fitting with the NCCL_MAX_NCHANNELS=2 and 8 sweeps sets the shared link cap and its
+    sharpness (ACCURACY.md); the 16- and 32-channel runs, not fitted, then come out within 7% of the
+    measured slowdown/gain at 1 GiB (the hard min of 24 x chan_GBps and 478.8 GB/s gave 1.49 and 0.76)."""
+    sweep = [D / "vars" / f"vars_maxch_{c}.jsonl" for c in (2, 8)]
+    params, _ = fit(load_points(runner_files() + sweep), "odd", overhead_points=overhead)
+    assert 0.5 < params.link_exp < 16 and params.link_GBps["nvlink"] < 478.8
+    from collsim.nccl_model import predict
+    ref = load_points([D / "vars" / "vars_buffsize_4M.jsonl"])
+    for stem in ("vars_maxch_16", "vars_minch_32"):
+        pts = load_points([D / "vars" / f"{stem}.jsonl"])
+        big = [p for p in pts if p.size == 2 ** 30][0]
+        base = [p for p in ref if p.size == 2 ** 30][0]
+        measured = big.time_us / base.time_us
+        predicted = predict(params, "Ring", "Simple", [2 ** 30], big.config)[0] / \
+            predict(params, "Ring", "Simple", [2 ** 30], base.config)[0]
+        assert abs(predicted / measured - 1) <= 0.07, (stem, measured, predicted)
