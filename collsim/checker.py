@@ -207,8 +207,12 @@ def atoms_of(s: Schedule, limit: int | None = None):
     return bounds, np.searchsorted(bounds, s.offset[ok_t]), np.searchsorted(bounds, s.offset[ok_t] + s.length[ok_t])
 
 
-def _expand(lo: int, hi: int, a_lo, a_hi) -> tuple[np.ndarray, np.ndarray]:
-    """(transfer index, atom) of every atom that transfers lo..hi move."""
+def expand_atoms(lo: int, hi: int, a_lo, a_hi) -> tuple[np.ndarray, np.ndarray]:
+    """(transfer index, atom index) of every atom that transfers ``lo``..``hi`` - 1 move.
+
+    ``a_lo``/``a_hi`` are each transfer's first and end atom as returned by
+    ``atoms_of``; a transfer spanning n atoms appears n times, with its atoms in order.
+    """
     n_atoms = a_hi[lo:hi] - a_lo[lo:hi]
     t = np.repeat(np.arange(lo, hi), n_atoms)
     return t, a_lo[t] + np.arange(len(t)) - np.repeat(np.cumsum(n_atoms) - n_atoms, n_atoms)
@@ -231,7 +235,7 @@ def run_steps(schedule: Schedule, data):
     value = np.array(data, copy=True)
     yield value.copy()
     for k in range(s.n_steps):
-        t, atom = _expand(int(s.step_ptr[k]), int(s.step_ptr[k + 1]), a_lo, a_hi)
+        t, atom = expand_atoms(int(s.step_ptr[k]), int(s.step_ptr[k + 1]), a_lo, a_hi)
         dst, cp = s.dst[t], s.op[t] == COPY
         moved = value[s.src[t], atom]                 # every send reads the start-of-step buffer
         np.add.at(value, (dst[~cp], atom[~cp]), moved[~cp])
@@ -249,7 +253,7 @@ def _record(st: _State, t: np.ndarray, atom: np.ndarray, which: np.ndarray, bits
 
 def _apply_step(s: Schedule, lo: int, hi: int, a_lo, a_hi, st: _State):
     """Apply transfers lo..hi (one step). Returns None or (transfer, atom) of a write conflict."""
-    t, atom = _expand(lo, hi, a_lo, a_hi)
+    t, atom = expand_atoms(lo, hi, a_lo, a_hi)
     if not len(t):
         return None
     src, dst, op = s.src[t], s.dst[t], s.op[t]

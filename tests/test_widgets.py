@@ -27,7 +27,7 @@ def test_topology_for_fills_nodes_or_says_why_not():
 def test_explore_builds_checks_and_simulates():
     ex = se.explore("hierarchical", 16, 1 << 20, "ib-400g")
     assert ex.report.ok and ex.schedule.ranks == 16
-    assert ex.result.time_s > 0 and "each contribution exactly once" in ex.summary
+    assert ex.result.time_s > 0 and "each contribution exactly once" in ex.verdict
     assert ex.states.complete() and ex.states.distinct.shape == (17, 16, ex.states.n_chunks)
     with pytest.raises(CollsimError):
         se.explore("ring", 65, 1024, "h200-nvlink")

@@ -9,10 +9,13 @@ reduce, blue = copy).
 
 Chunks are the checker's atoms: the segments between all transfer boundaries
 (elements that always move together), so the state is exact for any schedule.
-It is obtained by executing the schedule with the checker's executor
-(``collsim.checker.run_steps``) on one-hot data: rank r starts with the unit
-vector e_r in every chunk, so after any step a chunk holds the multiplicity of
-each rank's contribution (2 = counted twice).
+The state is a contribution bitset per (rank, chunk) (one bit per rank, as
+in the checker): a reduce ORs the sender's bits into the receiver's and flags
+"more than once" where they overlap, a copy overwrites both. Per-step
+multiplicities (for cell text, small schedules only) come from the checker's
+executor (``collsim.checker.run_steps``) on one-hot data: rank r starts with
+the unit vector e_r in every chunk, so after any step a chunk holds the
+multiplicity of each rank's contribution (2 = counted twice).
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collsim.checker import _expand, atoms_of, run_steps
+from collsim.checker import atoms_of, expand_atoms, run_steps
 from collsim.schedule import REDUCE, Schedule
 
 LABEL_LIMIT = 48          # write the contributions into cells when ranks x chunks is at most this
@@ -61,35 +64,65 @@ class GridStates:
 
 
 def grid_states(schedule: Schedule) -> GridStates:
-    """Execute ``schedule`` on one-hot contributions and record each step's grid state.
+    """Execute ``schedule`` on contribution bitsets and record each step's grid state.
 
-    Only the cells a step writes are re-counted. Without per-step multiplicities
-    (large schedules) the one-hot data is float16: multiplicities only grow, so
-    "held" (> 0) and "more than once" (> 1) stay exact even where large counts
-    round or overflow to inf.
+    A bad rank or element range raises ``CollsimError`` (from ``run_steps``).
+    Multiplicities (``mult``) are kept when (steps + 1) x ranks^2 x chunks is
+    below ``_FULL_STATE_LIMIT``.
     """
     P = schedule.ranks
     bounds, first, end = atoms_of(schedule)
     C = len(bounds) - 1
-    keep = (schedule.n_steps + 1) * P * C * P <= _FULL_STATE_LIMIT
-    data = np.zeros((P, C, P), np.float64 if keep else np.float16)
-    data[np.arange(P), :, np.arange(P)] = 1.0
-    distinct = np.ones((schedule.n_steps + 1, P, C), np.int32)
-    over = np.zeros((schedule.n_steps + 1, P, C), bool)
-    mult = np.empty((schedule.n_steps + 1, P, C, P)) if keep else None
-    ptr = schedule.step_ptr
-    for s, buf in enumerate(run_steps(schedule, data)):
-        if keep:
-            mult[s] = buf
-        if s == 0:
-            continue
-        t, atom = _expand(int(ptr[s - 1]), int(ptr[s]), first, end)
-        cells = (schedule.dst[t], atom)
-        held = buf[cells]
-        distinct[s], over[s] = distinct[s - 1], over[s - 1]
-        distinct[s][cells] = np.count_nonzero(held, axis=1)
-        over[s][cells] = (held > 1).any(axis=1)
+    one_hot = np.zeros((P, C, P))
+    one_hot[np.arange(P), :, np.arange(P)] = 1.0
+    if (schedule.n_steps + 1) * P * C * P <= _FULL_STATE_LIMIT:
+        mult = np.stack(list(run_steps(schedule, one_hot)))
+    else:
+        mult = None
+        next(run_steps(schedule, one_hot[:, :, :0]))       # validates ranks and ranges
+    distinct, over = _bitset_states(schedule, first, end, C)
     return GridStates(bounds, distinct, over, mult, first, end - first)
+
+
+def _bitset_states(schedule: Schedule, first, end, C: int):
+    """(distinct, over) arrays (n_steps + 1, ranks, C) from contribution bitsets (P/64 words a cell)."""
+    P, n = schedule.ranks, schedule.n_steps
+    t, atom = expand_atoms(0, schedule.n_transfers, first, end)
+    ptr = np.r_[0, np.cumsum(end - first)][schedule.step_ptr]     # steps in the expanded arrays
+    src, dst, red = schedule.src[t] * C + atom, schedule.dst[t] * C + atom, schedule.op[t] == REDUCE
+    bits = np.zeros((P * C, (P + 63) // 64), np.uint64)             # cell r * C + c
+    r = np.repeat(np.arange(P), C)
+    bits[np.arange(P * C), r // 64] = np.uint64(1) << (r % 64).astype(np.uint64)
+    ov = np.zeros(P * C, bool)
+    distinct = np.ones((n + 1, P * C), np.uint8 if P < 255 else np.int32)
+    over = np.zeros((n + 1, P * C), bool)
+    for k in range(n):
+        s_, d_, r_ = (a[ptr[k]:ptr[k + 1]] for a in (src, dst, red))
+        inb, ino = bits[s_], ov[s_]                   # every send reads the start-of-step state
+        ds = np.sort(d_)
+        if (ds[1:] == ds[:-1]).any():      # cells receiving several: reduces merge, then copies
+            u, inv = np.unique(d_[r_], return_inverse=True)
+            merged = bits[u]
+            held = _count(merged)
+            np.add.at(held, inv, _count(inb[r_]))
+            np.bitwise_or.at(merged, inv, inb[r_])
+            o = ov[u] | (held != _count(merged))
+            np.logical_or.at(o, inv, ino[r_])
+            bits[u], ov[u] = merged, o
+            bits[d_[~r_]], ov[d_[~r_]] = inb[~r_], ino[~r_]
+        else:
+            have = bits[d_]
+            ov[d_] = ino | (r_ & (ov[d_] | (have & inb).any(axis=1)))
+            bits[d_] = np.where(r_[:, None], have | inb, inb)
+        distinct[k + 1] = distinct[k]
+        distinct[k + 1][d_] = _count(bits[d_])
+        over[k + 1] = ov
+    return distinct.reshape(n + 1, P, C), over.reshape(n + 1, P, C)
+
+
+def _count(words: np.ndarray) -> np.ndarray:
+    """Set bits per row of a (n, words) uint64 array."""
+    return np.bitwise_count(words).sum(axis=1, dtype=np.int64)
 
 
 def cell_colors(distinct: np.ndarray, over: np.ndarray, ranks: int) -> np.ndarray:
@@ -169,33 +202,41 @@ class GridView:
         self._ticks = None
         self.set_schedule(schedule, states)
 
-    def set_schedule(self, schedule: Schedule, states: GridStates | None = None) -> None:
-        self.schedule = schedule
-        self.states = states if states is not None else grid_states(schedule)
-        P, C, ax = schedule.ranks, self.states.n_chunks, self.ax
+    def set_schedule(self, schedule: Schedule, states=None) -> None:
+        """Show ``schedule``; ``states``: its ``GridStates``, a function returning them (called
+        when a step after 0 is first shown), or None (``grid_states`` then)."""
+        self.schedule, self._states = schedule, states
+        b, self._seg, self._end = atoms_of(schedule)
+        P, C, ax = schedule.ranks, len(b) - 1, self.ax
         held = np.arange(P + 1)           # colour of every (over, distinct) pair, as uint8 RGBA
         self._lut = np.round(255 * np.stack([cell_colors(held, held < 0, P),
                                              cell_colors(held, held >= 0, P)])).astype(np.uint8)
         for t in (t for row in self.labels for t in row):
             t.remove()
         self.labels = []
-        if self.states.mult is not None and P * C <= self.label_limit:
+        if P * C <= self.label_limit and self.states.mult is not None:
             fs = max(5, min(9, 60 // max(P, C)))
             self.labels = [[ax.text(c, r, "", ha="center", va="center", fontsize=fs)
                             for c in range(C)] for r in range(P)]
-        b = self.states.bounds
         self.chunk_text = ("chunk (elements " + ", ".join(f"{x}-{y - 1}" for x, y in zip(b[:4], b[1:5]))
                            + (", …)" if C > 4 else ")"))
         if (P, C) != self._ticks:            # ticks are the slow part of a redraw: only on change
             self._ticks = (P, C)
             self.image.set_extent((-0.5, C - 0.5, P - 0.5, -0.5))
-            ax.set_yticks(range(P) if P <= 16 else range(0, P, max(1, P // 8)))
-            ax.set_xticks(range(C) if C <= 16 else range(0, C, max(1, C // 8)))
+            ax.set_yticks(_tick_positions(P))
+            ax.set_xticks(_tick_positions(C))
             ax.set_xlim(-0.5, C - 0.5)
             ax.set_ylim(P - 0.5, -0.5)
         if self.text:
             ax.set_xlabel(self.chunk_text)
         self.show(0)
+
+    @property
+    def states(self) -> GridStates:
+        """The ``GridStates`` shown (computed on first use)."""
+        if not isinstance(self._states, GridStates):
+            self._states = self._states() if callable(self._states) else grid_states(self.schedule)
+        return self._states
 
     def axis_keys(self) -> dict:
         """The state of each axis' ticks and labels (for ``FramePNG.use``)."""
@@ -208,12 +249,16 @@ class GridView:
 
     def show(self, step: int) -> None:
         """State at the start of ``step`` and its transfers (``step == n_steps``: final state)."""
-        sch, st = self.schedule, self.states
+        sch = self.schedule
         n = sch.n_steps
         if not 0 <= step <= n:
             raise ValueError(f"step must be between 0 and {n}, got {step}")
         self.step = step
-        self.image.set_data(self._lut[st.over[step].astype(np.intp), st.distinct[step]])
+        if step == 0 and not self.labels:      # every rank holds its own data: no execution needed
+            self.image.set_data(np.broadcast_to(self._lut[0, 1], (sch.ranks, self._ticks[1], 4)))
+        else:
+            st = self.states
+            self.image.set_data(self._lut[st.over[step].astype(np.intp), st.distinct[step]])
         if step < n:
             sl = sch.step_slice(step)
             red = sch.op[sl] == REDUCE
@@ -222,7 +267,8 @@ class GridView:
             if n_t > MAX_ARROWS:             # thousands of overlapping arrows only cost time
                 drawn = drawn[np.linspace(0, n_t - 1, MAX_ARROWS).astype(int)]
             src, dst = sch.src[drawn], sch.dst[drawn]
-            x = st.seg[drawn] + (st.n_seg[drawn] - 1) / 2 + 0.12 * np.sign(dst - src)
+            first, end = self._seg[drawn], self._end[drawn]
+            x = first + (end - first - 1) / 2 + 0.12 * np.sign(dst - src)
             self.arrows.set_verts(arrow_polygons(src, dst, x))
             self.arrows.set_facecolors(np.where(sch.op[drawn, None] == REDUCE, [REDUCE_RGBA], [COPY_RGBA]))
             what = f"step {step + 1}/{n}: {n_t} transfers " \
@@ -235,7 +281,7 @@ class GridView:
                                                else "NOT the sum")
         for r, row in enumerate(self.labels):
             for c, t in enumerate(row):
-                t.set_text(cell_label(st.mult[step, r, c]))
+                t.set_text(cell_label(self.states.mult[step, r, c]))
         self.caption = f"{sch.name or 'schedule'}, P={sch.ranks} — {what}"
         if self.text:
             self.ax.set_title(self.caption, fontsize=10)
@@ -243,6 +289,11 @@ class GridView:
     def correct(self) -> bool:
         """True when every cell ends holding each contribution exactly once."""
         return self.states.complete()
+
+
+def _tick_positions(n: int) -> range:
+    """Every index up to 8, else every 2^k-th (4 to 7 labels: tick text is slow to draw)."""
+    return range(0, n, 1 if n <= 8 else 2 ** int(np.ceil(np.log2(n / 7))))
 
 
 def draw_grid(schedule: Schedule, step: int = 0, ax=None):

@@ -38,8 +38,20 @@ class Exploration:
     schedule: object        # collsim.schedule.Schedule
     topology: object        # collsim.topology.Topology
     result: object          # collsim.simulate.SimResult
-    states: object          # collsim.viz.grid.GridStates (the grid of every step)
     summary: str
+
+    @cached_property
+    def states(self):
+        """``collsim.viz.grid.GridStates``: the grid of every step (computed on first use)."""
+        from collsim.viz.grid import grid_states
+
+        return grid_states(self.schedule)
+
+    @property
+    def verdict(self) -> str:
+        """Whether the executed schedule leaves every rank with the exact sum (from ``states``)."""
+        return ("every rank ends with each contribution exactly once" if self.states.complete()
+                else "WRONG: some rank does not end with the exact sum")
 
     @cached_property
     def report(self):
@@ -50,15 +62,14 @@ class Exploration:
 
 
 def explore(algo: str, ranks: int, nbytes: int, preset: str, itemsize: int = 4) -> Exploration:
-    """Build, execute (grid states) and simulate ``algo`` on ``ranks`` GPUs of ``preset``.
+    """Build and simulate ``algo`` on ``ranks`` GPUs of ``preset`` (``nbytes`` per rank).
 
-    ``nbytes`` per rank. Correctness in the summary comes from the grid states
-    (the schedule executed on one-hot contributions); ``.report`` adds the
-    full checker on demand.
+    The execution (grid states and ``verdict``, the last step's caption) and
+    the full checker (``.report``) run on first use, so a new configuration
+    costs only the build and the simulation.
     """
     from collsim.algorithms import ALGORITHMS, build_schedule
     from collsim.simulate import simulate
-    from collsim.viz.grid import grid_states
 
     if not 1 <= ranks <= MAX_RANKS:
         raise CollsimError(f"ranks must be between 1 and {MAX_RANKS}, got {ranks}")
@@ -68,14 +79,11 @@ def explore(algo: str, ranks: int, nbytes: int, preset: str, itemsize: int = 4) 
     two_level = "gpus_per_node" in ALGORITHMS[algo].params
     sched = build_schedule(algo, ranks, nbytes // itemsize, itemsize,
                            gpus_per_node=topo.gpus_per_node if two_level else None)
-    states = grid_states(sched)
     result = simulate(sched, topo)
-    verdict = ("every rank ends with each contribution exactly once" if states.complete()
-               else "WRONG: some rank does not end with the exact sum")
     summary = (f"{algo}, P={ranks}, {nbytes} B per rank on {topo.describe()}: "
                f"{sched.n_steps} steps, {sched.n_transfers} transfers, "
-               f"simulated {result.time_s * 1e6:.4g} µs; {verdict}")
-    return Exploration(sched, topo, result, states, summary)
+               f"simulated {result.time_s * 1e6:.4g} µs")
+    return Exploration(sched, topo, result, summary)
 
 
 class ScheduleExplorer:
@@ -158,13 +166,13 @@ class ScheduleExplorer:
             return
         self.error, self.state = "", state
         if self._grid is None:
-            self._grid = GridView(state.schedule, state.states, ax=self._grid_fig.add_subplot(),
+            self._grid = GridView(state.schedule, lambda: state.states, ax=self._grid_fig.add_subplot(),
                                   text=False, label_limit=LABEL_LIMIT)
             sched, start, end, gpn = result_data(state.result)
             self._timeline = TimelineView(sched, start, end, "link", gpn, ax=self._time_fig.add_subplot(),
                                           max_rows=12, text=False)
         else:
-            self._grid.set_schedule(state.schedule, state.states)
+            self._grid.set_schedule(state.schedule, lambda: state.states)
             self._timeline.set_data(*result_data(state.result))
         self._grid_png.set_animated(self._grid.artists())
         self._time_png.set_animated(self._timeline.artists())
