@@ -34,7 +34,7 @@ from dataclasses import replace
 import numpy as np
 
 from collsim.errors import CollsimError
-from collsim.nccl_model import (ALGOS, L2_BYTES, LINK_CLASSES, PARAM_NAMES, Config, ModelParams, canonical_pair,
+from collsim.nccl_model import (ALGOS, L2_BYTES, LINK_CLASSES, PARAM_NAMES, REUSE, Config, ModelParams, canonical_pair,
                                 default_params, layout, predict_layout)
 from collsim.nccl_tuning import PROTOS
 from collsim.points import Point, label_from_name, load_points, split  # noqa: F401 (public API)
@@ -133,7 +133,7 @@ def _names(params: ModelParams, key, data: dict) -> tuple:
     names = FITTED
     lays = [layout(key[1], key[2], s, cfg, params.channels) for cfg, (s, _) in data.items()]
     big = np.concatenate([lay.footprint[lay.sizes >= 4 << 20] for lay in lays])
-    if (big > params.l2_bytes).any() and (big <= params.l2_bytes).any():
+    if (REUSE * big > params.l2_bytes).any() and (REUSE * big <= params.l2_bytes).any():
         names += ("spill",)
     if len({cfg.channels or params.channels for cfg in data}) >= 3:
         names += LINK_NAMES

@@ -17,7 +17,7 @@ The structure follows what NCCL 2.28 does for one AllReduce (file references int
          + W_total / R(channels, threads)                               (bandwidth, on wire bytes)
          + fill * depth * slice_wire / (R / channels)                  (pipeline fill)
          + steps * step_us                                              (per-step overhead)
-         + spill * W_total / R   if footprint > l2_bytes                (L2 spill of NCCL's buffers)
+         + spill * W_total / R   if 2 x footprint > l2_bytes            (L2 spill of NCCL's buffers)
 
    W_total = channels x wire bytes per channel and direction; wire = payload / efficiency
    (LL 1/2, LL128 15/16, Simple 1); payload per channel and direction is 2(n-1)/n x channel
@@ -33,11 +33,14 @@ The structure follows what NCCL 2.28 does for one AllReduce (file references int
    L2 spill: the receive buffers a call cycles through, ``footprint`` = channels x NCCL_STEPS x
    the wire bytes of one step (one connection per channel: the ring's previous rank, the 2-rank
    tree's peer), stay in the receiving GPU's L2 (``l2_bytes``; 50 MiB on H100/H200, the CUDA
-   device property l2CacheSize) or do not; beyond it the flag/data lines the peer writes over
-   NVLink and the receiver polls go to HBM and the bandwidth time grows by the fraction
-   ``spill``. It is a step at the capacity, as for a cyclic access pattern under LRU. On 2 x H200
-   Tree LL128 shows it: NCCL doubles the chunk at 256 MiB (enqueue.cc calcCollChunking) and the
-   footprint goes from 29.5 MB to 59 MB; bytes per us drop 9% and stay there.
+   device property l2CacheSize) or do not. Between two uses of a slot the kernel also streams
+   about as many user-buffer bytes through L2 (each received line is reduced into or copied to
+   a user line), so the reuse distance is ~2 x footprint (``REUSE``); beyond L2 the lines the
+   peer writes over NVLink and the receiver polls go to HBM and the bandwidth time grows by the
+   fraction ``spill``: a step at the capacity, as for a cyclic access pattern under LRU. On
+   2 x H200 Tree LL128 shows it: calcCollChunking (enqueue.cc; per-channel bytes, integer
+   division) doubles the chunk from 71040 to 144000 B at 256 MiB, the footprint goes from 14.5
+   to 29.5 MB (reuse distance 59 MB > 52.4 MB), and bytes per us drop 9% and stay there.
    A harness adds its measured per-call overhead (``harness_us``, e.g. torch's captured call
    with NCCL_GRAPH_MIXING_SUPPORT=1) to T.
    hops follow NCCL's count (ring 2(n-1) steps, 2(nNodes-1) of them over the network; tree
@@ -69,6 +72,7 @@ GRAIN = {"LL": 16, "LL128": 1920, "Simple": 512}  # device.h ncclProtoGrainSize,
 PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill", "host_us", "spill")
 TERMS = ("latency", "bandwidth", "protocol", "channels", "fill", "steps", "l2", "harness", "launch")
 L2_BYTES = 52428800  # H100/H200 L2 (cudaDeviceProp.l2CacheSize), bytes
+REUSE = 2  # L2 bytes touched between two uses of a receive slot, per slot byte (module docstring)
 
 
 @dataclass(frozen=True)
@@ -254,7 +258,7 @@ def _terms(params: ModelParams, lay: Layout) -> dict:
         "channels": bw_time - protocol - bandwidth,
         "fill": main["fill"] * lay.depth * (lay.slice / eff) * lay.nc / rate,
         "steps": main["step_us"] * lay.steps,
-        "l2": main.get("spill", 0.0) * bw_time * (lay.footprint > params.l2_bytes),
+        "l2": main.get("spill", 0.0) * bw_time * (REUSE * lay.footprint > params.l2_bytes),
         "harness": np.full(lay.sizes.shape, float(params.harness_us.get(cfg.harness, 0.0))),
     }
     gpu = sum(terms.values())

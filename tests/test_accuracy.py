@@ -15,7 +15,7 @@ PAIRS = [(a, p) for a in ("Ring", "Tree") for p in ("LL", "LL128", "Simple")]
 # (median, p90) bounds on held-out (odd powers of two) |error|: the 3% / 10% where met,
 # else the level reached plus a little (ACCURACY.md says why those miss).
 RUNNER = {("Ring", "LL"): (0.045, 0.10), ("Ring", "LL128"): (0.03, 0.10), ("Ring", "Simple"): (0.03, 0.10),
-          ("Tree", "LL"): (0.03, 0.10), ("Tree", "LL128"): (0.05, 0.10), ("Tree", "Simple"): (0.03, 0.10)}
+          ("Tree", "LL"): (0.03, 0.10), ("Tree", "LL128"): (0.037, 0.10), ("Tree", "Simple"): (0.03, 0.10)}
 NCCL_TESTS = {("Ring", "LL"): (0.03, 0.10), ("Ring", "LL128"): (0.037, 0.10), ("Ring", "Simple"): (0.038, 0.10),
               ("Tree", "LL"): (0.03, 0.10), ("Tree", "LL128"): (0.03, 0.10), ("Tree", "Simple"): (0.03, 0.10)}
 
