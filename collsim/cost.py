@@ -19,16 +19,25 @@ upper bound of the simulation (any dependency chain has at most one transfer
 per step). direct and recursive-doubling move whole buffers: exact for all N.
 
 Pipelined trees (tree, binary-tree, hierarchical-nccl, hierarchical with
-inter="tree") are given as their step sum: T = sum over the schedule's
-non-empty steps of that step's transfer time, i.e. n_up up-steps of
-alpha + m (beta + gamma) and n_down down-steps of alpha + m beta, m = N/(T C)
-bytes per chunk (T trees), with the step counts from the tree plan
-(``collsim.algorithms.tree``; a step containing intra- and inter-node edges
-costs the slower one). This is an upper bound of the simulation: the
-simulation also overlaps steps that do not depend on each other (a reduce-up
-of chunk c+1 with a broadcast-down of chunk c on other ports), so in fill
-and drain it finishes earlier; in steady state every rank's ports are busy
-in every step of the double tree and the bound is tight per chunk.
+inter="tree"): T = U (alpha + m beta + m gamma) + U (alpha + m beta), with
+m = N / (T C) bytes per chunk (T = 1 tree for binary-tree, 2 otherwise; for
+hierarchical N/G in place of N and alpha_i, beta_i, plus the two intra-node
+ring terms). U is the number of reduce-up steps of the schedule, an integer
+that depends on the tree shapes and C only (not on bytes or links):
+``collsim.algorithms.tree.up_slots`` list-schedules every (edge, chunk) with
+unit durations, each in the first step after its children's chunk and after
+its ports' previous use; the broadcast is the same U steps mirrored in time.
+Typically U = 2C + 2D - 2 or 2C + 2D - 1 for tree depth D (the ports of an
+inner rank carry two chunks per pipeline step), but not exactly a function
+of D alone. Exact on ``Topology.uniform`` (and hierarchical inter="tree" on
+nodes x G) for N a multiple of ``granularity``: every step moves equal
+chunks of one op, no port is used twice in a step, every up transfer starts
+exactly at its step (list scheduling), the first broadcast step reads what
+the last reduce step wrote and every broadcast copy precedes one of the next
+step, so a dependency chain runs through every step and time = sum over
+steps. hierarchical-nccl on two link classes (alpha_i, beta_i != alpha, beta)
+is the step sum with a step holding intra- and inter-node transfers costed at
+the slower one: an upper bound of the simulation, not exact.
 """
 from __future__ import annotations
 
@@ -50,11 +59,13 @@ FORMULAS = {
     "hierarchical": "ring inside nodes on N over G + inter AllReduce on N/G over n nodes with "
                     "alpha_i, beta_i: [ring] 2(G-1) S alpha + 2 (G-1)/G N beta + (G-1)/G N gamma"
                     " + 2(n-1) S alpha_i + 2 (n-1)/n (N/G) beta_i + (n-1)/n (N/G) gamma;"
-                    " [tree] the inter ring term replaced by the tree step sum on N/G",
-    "tree": "n_up (alpha + m beta + m gamma) + n_down (alpha + m beta), m = N/(2C) (step sum)",
-    "binary-tree": "n_up (alpha + m beta + m gamma) + n_down (alpha + m beta), m = N/C (step sum)",
-    "hierarchical-nccl": "sum over steps of max over the link classes in the step of "
-                         "alpha_L + m beta_L (+ m gamma up), m = N/(2C) (step sum)",
+                    " [tree] the inter ring term replaced by U (2 alpha_i + 2 m beta_i + m gamma),"
+                    " m = N/(2 G C)",
+    "tree": "U (2 alpha + 2 m beta + m gamma), m = N/(2C), U up steps from tree.up_slots",
+    "binary-tree": "U (2 alpha + 2 m beta + m gamma), m = N/C, U up steps from tree.up_slots",
+    "hierarchical-nccl": "U (2 alpha + 2 m beta + m gamma), m = N/(2C) on one link class; with "
+                         "alpha_i, beta_i: sum over steps of max over the link classes in the step "
+                         "of alpha_L + m beta_L (+ m gamma up), an upper bound",
 }
 
 

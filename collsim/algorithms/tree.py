@@ -150,19 +150,59 @@ def plan_trees(parents: list[np.ndarray]) -> TreePlan:
     return TreePlan(c["tree"], c["child"], c["parent"], colour, c["up0"], c["down0"], k)
 
 
+def up_slots(plan: TreePlan, chunks: int) -> np.ndarray:
+    """Step of every (edge, chunk) reduce-up transfer: (E, C) int array.
+
+    List scheduling with unit durations: transfers taken in the order of the
+    super-step keys (chunk c of an edge of height h at super-step c + h, its
+    colour inside it) each go to the first step after its children's
+    transfers of that chunk and after the last step its sender's send port and
+    its receiver's receive port were used (ports in first-come order). So a
+    transfer never shares a port within its step, and every transfer of step
+    s >= 1 follows one of step s - 1 (a child's transfer of the same chunk, or
+    the previous transfer on one of its ports): no step is ever empty.
+    """
+    n_e = len(plan.child)
+    if n_e == 0:
+        return np.zeros((0, chunks), np.int64)
+    n_pos = int(max(plan.child.max(), plan.parent.max())) + 1
+    idx = np.arange(n_e * chunks)
+    e_of, c_of = idx % n_e, idx // n_e
+    order = np.argsort((plan.up0[e_of] + c_of) * plan.k + plan.colour[e_of], kind="stable")
+    kids = [[] for _ in range(n_e)]
+    edge_of = {(int(t), int(v)): e for e, (t, v) in enumerate(zip(plan.tree, plan.child))}
+    for e, (t, w) in enumerate(zip(plan.tree.tolist(), plan.parent.tolist())):
+        if (t, w) in edge_of:
+            kids[edge_of[(t, w)]].append(e)
+    send, recv = [0] * n_pos, [0] * n_pos
+    child, parent = plan.child.tolist(), plan.parent.tolist()
+    slot = [[0] * chunks for _ in range(n_e)]
+    for i in order.tolist():
+        c, e = divmod(i, n_e)
+        u, w = child[e], parent[e]
+        s = max(send[u], recv[w], max((slot[f][c] + 1 for f in kids[e]), default=0))
+        slot[e][c] = s
+        send[u] = recv[w] = s + 1
+    return np.array(slot, np.int64)
+
+
 def step_keys(plan: TreePlan, chunks: int):
     """Every (edge, chunk) transfer of the plan, up and down, sorted by step.
 
     Returns (key, up, edge, chunk): equal keys form one step, in key order;
-    ``up`` is true for the reduce (child -> parent) transfers.
+    ``up`` is true for the reduce (child -> parent) transfers. The U up steps
+    come from ``up_slots``; the broadcast is their mirror image in time: the
+    copy parent -> child of chunk c goes in step 2U - 1 - (its up step), so it
+    uses the ports its reduce used (send and receive swapped) in reverse order
+    and every copy precedes one of the next step.
     """
-    n_e = len(plan.child)
-    e = np.repeat(np.arange(n_e), chunks)
-    cc = np.tile(np.arange(chunks), n_e)
-    two_k = 2 * plan.k
-    key = np.concatenate([(plan.up0[e] + cc) * two_k + plan.colour[e],
-                          (plan.down0[e] + cc) * two_k + plan.k + plan.colour[e]])
-    up = np.arange(2 * len(e)) < len(e)
+    slot = up_slots(plan, chunks).ravel()
+    n = len(slot)
+    u = int(slot.max()) + 1 if n else 0
+    key = np.concatenate([slot, 2 * u - 1 - slot])
+    up = np.arange(2 * n) < n
+    e = np.repeat(np.arange(len(plan.child)), chunks)
+    cc = np.tile(np.arange(chunks), len(plan.child))
     e2, c2 = np.concatenate([e, e]), np.concatenate([cc, cc])
     order = np.argsort(key, kind="stable")
     return key[order], up[order], e2[order], c2[order]
