@@ -56,6 +56,26 @@ def test_grid_states_flags_double_counting_of_lecture_ring():
     assert not grid.GridView(whole_buffer_ring(4, 8)).correct()
 
 
+@pytest.mark.parametrize("make", [lambda: ring(5, 23), lambda: whole_buffer_ring(4, 8),
+                                  lambda: __import__("collsim.lecture").lecture.lecture_tree(4, 8),
+                                  lambda: __import__("collsim.algorithms").algorithms.build_schedule(
+                                      "tree", 6, 12, chunks=2)])
+def test_bitset_states_agree_with_executed_multiplicities(make):
+    st = grid.grid_states(make())
+    assert st.mult is not None
+    assert np.array_equal(st.distinct, np.count_nonzero(st.mult, axis=-1))
+    assert np.array_equal(st.over, (st.mult > 1).any(axis=-1))
+
+
+def test_grid_view_executes_only_when_a_later_step_is_shown():
+    calls = []
+    s = ring(8, 64)
+    v = grid.GridView(s, lambda: calls.append(1) or grid.grid_states(s), label_limit=0)
+    assert not calls and v.image.get_array()[0, 0].tolist() == v._lut[0, 1].tolist()
+    v.show(s.n_steps)
+    assert calls == [1] and v.correct() and "every rank holds the sum" in v.caption
+
+
 def test_run_steps_executes_real_values():
     from collsim.checker import atoms_of, run_steps
 

@@ -154,6 +154,8 @@ class ScheduleExplorer:
         return self._cache[key]
 
     def _on_config(self, change=None) -> None:
+        from matplotlib.ticker import MaxNLocator
+
         from collsim.viz.grid import GridView
         from collsim.viz.timeline import TimelineView, result_data
 
@@ -169,8 +171,9 @@ class ScheduleExplorer:
             self._grid = GridView(state.schedule, lambda: state.states, ax=self._grid_fig.add_subplot(),
                                   text=False, label_limit=LABEL_LIMIT)
             sched, start, end, gpn = result_data(state.result)
-            self._timeline = TimelineView(sched, start, end, "link", gpn, ax=self._time_fig.add_subplot(),
-                                          max_rows=12, text=False)
+            ax = self._time_fig.add_subplot()
+            ax.xaxis.set_major_locator(MaxNLocator(4))    # tick text is the slow part of a new frame
+            self._timeline = TimelineView(sched, start, end, "link", gpn, ax=ax, max_rows=8, text=False)
         else:
             self._grid.set_schedule(state.schedule, lambda: state.states)
             self._timeline.set_data(*result_data(state.result))
