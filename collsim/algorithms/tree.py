@@ -16,15 +16,15 @@ tree gives each tree half), cut into ``chunks`` pipeline chunks.
 
 Step structure (what makes the cost exact, see ``collsim.cost``): the tree
 edges are coloured with K colours so that no rank sends, nor receives, on two
-edges of one colour (a bipartite edge colouring; K = the largest number of
-edges a rank sends or receives on, 2 for the double tree). Time is cut into
-super-steps of 2K steps: K "up" steps (colour j: every child whose edge has
-colour j adds one chunk into its parent) then K "down" steps (colour j: every
-parent copies one finished chunk to its child on that edge). A node of height
-h sends chunk c up in super-step c + h; a node of depth d >= 1 in a tree of
-height H receives chunk c down in super-step c + H - 2 + d. So every rank
-uses its send port and its receive port at most once per step, and the reduce
-of chunk c and its broadcast overlap along the pipeline.
+edges of one colour (a bipartite edge colouring; K = 2 for the double tree).
+The reduce-up transfers (edge, chunk) are taken in super-step order (chunk c
+of an edge of height h in super-step c + h, colour by colour) and each is put
+in the first step after its children's transfers of that chunk and after its
+ports' previous use (``up_slots``): U steps, none empty, no port twice in a
+step, every transfer following one of the step before. The broadcast-down
+copies are those U steps mirrored in time (``step_keys``). Reduce and
+broadcast steps are never mixed, so on one link class every step has one
+duration and time = U (up step) + U (down step).
 """
 from __future__ import annotations
 
@@ -119,8 +119,8 @@ class TreePlan:
     """Edges of several trees over positions 0..n-1 with their pipeline timing.
 
     Per edge: ``tree``, ``child``, ``parent`` (positions), ``colour``,
-    ``up0`` (super-step of chunk 0 going up), ``down0`` (super-step of chunk 0
-    coming down); ``k`` colours; a super-step has 2k steps.
+    ``up0`` (super-step of chunk 0 going up: the child's height); ``k``
+    colours (``up_slots`` orders the transfers by (up0 + chunk) k + colour).
     """
 
     tree: np.ndarray
@@ -128,26 +128,23 @@ class TreePlan:
     parent: np.ndarray
     colour: np.ndarray
     up0: np.ndarray
-    down0: np.ndarray
     k: int
 
 
 def plan_trees(parents: list[np.ndarray]) -> TreePlan:
-    cols = {name: [] for name in ("tree", "child", "parent", "up0", "down0")}
+    cols = {name: [] for name in ("tree", "child", "parent", "up0")}
     for t, par in enumerate(parents):
         par = np.asarray(par, np.int64)
         depth = _depths(par)
         height = _heights(par, depth)
-        big_h = int(height[par < 0][0]) if len(par) else 0
         e = np.flatnonzero(par >= 0)
         cols["tree"].append(np.full(len(e), t))
         cols["child"].append(e)
         cols["parent"].append(par[e])
         cols["up0"].append(height[e])
-        cols["down0"].append(big_h - 2 + depth[e])
     c = {k: np.concatenate(v).astype(np.int64) for k, v in cols.items()}
     colour, k = _edge_colouring(c["child"], c["parent"])
-    return TreePlan(c["tree"], c["child"], c["parent"], colour, c["up0"], c["down0"], k)
+    return TreePlan(c["tree"], c["child"], c["parent"], colour, c["up0"], k)
 
 
 def up_slots(plan: TreePlan, chunks: int) -> np.ndarray:
