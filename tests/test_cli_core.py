@@ -279,3 +279,13 @@ def test_console_script_subprocess():
     bad = subprocess.run([CLI, "predict", "--algo", "ring", "--ranks", "4", "--bytes", "1e400", "--alpha", "1",
                           "--beta", "1"], capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1 and bad.stdout == ""
+
+
+def test_sweep_plot_writes_a_png(capsys, tmp_path):
+    png = tmp_path / "sweep.png"
+    rc, out, err = run(capsys, "sweep", "--algos", "ring,tree", "--ranks", 8, "-b", "8", "-e", "1G",
+                       "--alpha", "5e-6", "--beta", "1e-11", "--plot", str(png))
+    assert rc == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    rc, out, err = run(capsys, "sweep", "--algos", "ring", "--ranks", 8, "--alpha", "5e-6", "--beta", "1e-11",
+                       "--plot", str(tmp_path / "no" / "dir.png"))
+    assert rc == 2 and err.count("\n") == 1 and "cannot write plot" in err

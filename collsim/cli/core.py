@@ -324,11 +324,28 @@ def cmd_sweep(args) -> int:
             print(f"{r['algo']:20s} {r['size']:14d} {r['time_s'] * 1e6:14.3f} {r['algbw_GBps']:13.3f} "
                   f"{r['busbw_GBps']:13.3f}")
     if args.plot:
-        from collsim.viz.curves import plot_sweep
-        fig = plot_sweep(rows, title=f"AllReduce on {ranks} ranks")
-        fig.savefig(args.plot, dpi=120, bbox_inches="tight")
+        _plot_sweep(args.plot, algos, ranks, size_list, rows)
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0
+
+
+def _plot_sweep(path: str, algos: list[str], ranks: int, size_list, rows: list[dict]) -> None:
+    """Time and busbw vs size, one curve per algorithm, crossovers marked (PNG at ``path``)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import numpy as np
+    from matplotlib.figure import Figure
+    from collsim.sweep import busbw_factor
+    from collsim.viz.curves import CurvesView
+    series = {a: np.array([r["time_s"] for r in rows if r["algo"] == a]) for a in algos}
+    fig = Figure(figsize=(13, 4.6), layout="constrained")
+    for ax, kind in zip(fig.subplots(1, 2), ("time", "busbw")):
+        CurvesView(algos, kind, ax=ax).update(size_list, series, factor=busbw_factor(ranks),
+                                              title=f"AllReduce on {ranks} ranks")
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as e:
+        raise CollsimError(f"cannot write plot {path}: {e.strerror}") from None
 
 
 def _rows(table) -> list[dict]:
