@@ -159,6 +159,11 @@ def _run(cmd) -> str | None:
         return None
 
 
+def _first_line(text: str | None) -> str | None:
+    """nvidia-smi prints one line per GPU; the host has one driver."""
+    return text.splitlines()[0] if text else text
+
+
 def launcher_command() -> str | None:
     """The parent process's command line (torchrun's) when /proc shows it."""
     try:
@@ -200,7 +205,7 @@ def build_meta(args, argv, world: int, infos: list, nccl_version: str | None) ->
         "ranks_per_node": world // nodes, "emulated_nodes": args.emulate_nodes,
         "hosts": sorted(set(hosts)), "ranks": infos,
         "gpu": infos[0].get("gpu"), "gpu_count": len(gpus),
-        "driver": _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]),
+        "driver": _first_line(_run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])),
         "cuda": torch.version.cuda, "torch": torch.__version__, "python": sys.version.split()[0],
         "nccl_version": nccl_version,
         "nccl_compile_version": _nccl_header_version(torch) if args.backend == "nccl" else None,
