@@ -13,7 +13,8 @@ then a fixed term of the model (``ModelParams.harness_us``) while the paths are 
 Method: per (link class, algorithm, protocol), least squares on log(predicted / measured) over
 the training points of every configuration sharing those parameters, by a bounded
 Levenberg-Marquardt in log-parameter space (numpy only), from a few starting points.
-Fitted: base_us, step_us, chan_GBps, fill (``BOUNDS``); spill too when the path's training
+Fitted: base_us, step_us, chan_GBps, fill, warp_us (``BOUNDS``; warp_us is told apart from step_us
+by the sizes where NCCL runs fewer threads per channel); spill too when the path's training
 points have NCCL's receive buffers both within and beyond L2 (sizes >= 4 MiB, where bandwidth
 shows; else it stays 0: nothing could tell it apart from chan_GBps); and, for a path whose
 training points ran at three or more channel counts (NCCL_MAX/MIN_NCHANNELS sweeps), the link
@@ -40,9 +41,9 @@ from collsim.nccl_tuning import PROTOS
 from collsim.points import Point, label_from_name, load_points, split  # noqa: F401 (public API)
 
 BOUNDS = {"base_us": (1e-2, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0), "fill": (1e-3, 16.0),
-          "host_us": (1e-2, 5000.0), "spill": (1e-3, 2.0), "link_GBps": (1.0, 5000.0), "link_exp": (0.5, 16.0)}
+          "host_us": (1e-2, 5000.0), "spill": (1e-3, 2.0), "warp_us": (1e-4, 5.0), "link_GBps": (1.0, 5000.0), "link_exp": (0.5, 16.0)}
 LINK_NAMES = ("link_GBps", "link_exp")  # fitted values that are not per path
-FITTED = ("base_us", "step_us", "chan_GBps", "fill")
+FITTED = ("base_us", "step_us", "chan_GBps", "fill", "warp_us")
 FORMAT = "collsim.nccl_model.params"
 
 
@@ -121,8 +122,10 @@ def _fit_path(params: ModelParams, key, data: dict, names) -> ModelParams:
 
     floor = min(np.exp(lt).min() for _, lt in layouts)
     link = {n: current[n] for n in LINK_NAMES}
-    guesses = [current, {**link, "base_us": floor * 0.8, "step_us": 0.05, "chan_GBps": 20.0, "fill": 1.0, "spill": 0.1},
-               {**link, "base_us": floor * 0.5, "step_us": 2.0, "chan_GBps": 5.0, "fill": 0.2, "spill": 0.3}]
+    guesses = [current, {**link, "base_us": floor * 0.8, "step_us": 0.05, "chan_GBps": 20.0, "fill": 1.0, "spill": 0.1,
+                "warp_us": 0.05},
+               {**link, "base_us": floor * 0.5, "step_us": 2.0, "chan_GBps": 5.0, "fill": 0.2, "spill": 0.3,
+                "warp_us": 0.001}]
     starts = [np.log([max(g.get(n, floor), BOUNDS[n][0]) for n in names]) for g in guesses]
     best = min((_lm(residual, u, lo, hi) for u in starts), key=lambda x: x[1])
     return _with(params, key, dict(zip(names, map(float, np.exp(best[0])))))
@@ -242,7 +245,7 @@ def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
             key = (e["link"], *canonical_pair(e["algo"], e["proto"]))
             if key[0] not in LINK_CLASSES:
                 raise CollsimError(f"{where}: unknown link class {key[0]!r}")
-            paths[key] = {n: float(e.get(n, 0.0) if n == "spill" else e[n]) for n in PARAM_NAMES}
+            paths[key] = {n: float(e.get(n, 0.0) if n in ("spill", "warp_us") else e[n]) for n in PARAM_NAMES}
         harness = {str(k): float(v) for k, v in (d.get("harness_us") or {}).items()}
         params = ModelParams(paths, links, int(d["channels"]), d.get("meta") or {}, harness,
                              float(d.get("link_exp", 0.0)), float(d.get("l2_bytes", L2_BYTES)))

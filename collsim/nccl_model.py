@@ -17,6 +17,7 @@ The structure follows what NCCL 2.28 does for one AllReduce (file references int
          + W_total / R(channels, threads)                               (bandwidth, on wire bytes)
          + fill * depth * slice_wire / (R / channels)                  (pipeline fill)
          + steps * step_us                                              (per-step overhead)
+         + steps * warp_us * threads / 32                               (per-step barriers)
          + spill * W_total / R   if 2 x footprint > l2_bytes            (L2 spill of NCCL's buffers)
 
    W_total = channels x wire bytes per channel and direction; wire = payload / efficiency
@@ -41,6 +42,16 @@ The structure follows what NCCL 2.28 does for one AllReduce (file references int
    2 x H200 Tree LL128 shows it: calcCollChunking (enqueue.cc; per-channel bytes, integer
    division) doubles the chunk from 71040 to 144000 B at 256 MiB, the footprint goes from 14.5
    to 29.5 MB (reuse distance 59 MB > 52.4 MB), and bytes per us drop 9% and stay there.
+   Barriers: every step of NCCL's primitives synchronises the channel's threads (prims_simple.h:
+   waitPeer, subBarrier, reduceCopy, barrier, postPeer per slice; LL128 and LL barrier per op
+   too), and a block barrier completes when the slowest of its warps arrives, so a step costs
+   ``warp_us`` more per warp of the channel. NCCL raises the threads per channel with the size
+   (nccl_tuning.nccl_channels: Simple 64 -> 512 from 4 to 32 KiB, LL128 320 -> 640 at 8 KiB)
+   while the channel count stays 1: on 2 x H200 the time rises exactly there, by the same amount
+   in both harnesses (nccl-tests Ring Simple 16.9 -> 17.9 -> 20.5 us at 64/128/256 threads, Ring
+   LL128 13.2 -> 14.7 us at 320 -> 640 threads, Ring LL only +0.6 us: LL threads poll their own
+   flags), then stays flat while channels go 1 -> 16, which neither bandwidth nor step count can
+   give. At the full thread count this is part of the per-step cost.
    A harness adds its measured per-call overhead (``harness_us``, e.g. torch's captured call
    with NCCL_GRAPH_MIXING_SUPPORT=1) to T.
    hops follow NCCL's count (ring 2(n-1) steps, 2(nNodes-1) of them over the network; tree
@@ -69,8 +80,8 @@ NCCL_STEPS = 8
 DEFAULT_BUFFSIZE = {"LL": 524288, "LL128": 4915200, "Simple": 4194304}  # init.cc:697-699
 EFFICIENCY = {"LL": 0.5, "LL128": 120 / 128, "Simple": 1.0}
 GRAIN = {"LL": 16, "LL128": 1920, "Simple": 512}  # device.h ncclProtoGrainSize, bytes
-PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill", "host_us", "spill")
-TERMS = ("latency", "bandwidth", "protocol", "channels", "fill", "steps", "l2", "harness", "launch")
+PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill", "host_us", "spill", "warp_us")
+TERMS = ("latency", "bandwidth", "protocol", "channels", "fill", "steps", "sync", "l2", "harness", "launch")
 L2_BYTES = 52428800  # H100/H200 L2 (cudaDeviceProp.l2CacheSize), bytes
 REUSE = 2  # L2 bytes touched between two uses of a receive slot, per slot byte (module docstring)
 
@@ -106,7 +117,8 @@ class ModelParams:
     base_us (fixed cost per call, us), hop_us (latency per hop, us), step_us (overhead per
     pipeline step and channel, us), chan_GBps (wire GB/s one full channel moves), fill (pipeline
     fill in slice times per depth level), host_us (eager launch interval, us), spill (fraction
-    of the bandwidth time added when NCCL's receive buffers exceed L2; 0 when absent).
+    of the bandwidth time added when NCCL's receive buffers exceed L2; 0 when absent), warp_us
+    (barrier cost per pipeline step and warp of the channel's threads, us; 0 when absent).
     ``link_GBps[link]``: per-direction capacity shared by all channels; ``link_exp``: how
     sharply channels saturate it (0: hard min). ``l2_bytes``: the GPU's L2 capacity (bytes). ``channels``: NCCL's
     collective channel count. ``meta``: provenance (what it was fitted on, hold-out errors).
@@ -138,7 +150,7 @@ def default_params() -> ModelParams:
                 paths[(link, algo, proto)] = {
                     "base_us": BASE_LAT[algo][i], "hop_us": HW_LAT[link][algo][i],
                     "step_us": 0.5, "chan_GBps": 15.0 if link != "net" else 3.0, "fill": 1.0,
-                    "host_us": 0.0, "spill": 0.0}
+                    "host_us": 0.0, "spill": 0.0, "warp_us": 0.0}
     return ModelParams(paths, {"nvlink": 478.8, "pci": 24.0, "net": 3.0}, meta={"source": "priors"})
 
 
@@ -194,8 +206,8 @@ class Layout:
     config: Config
     sizes: np.ndarray
     nc: np.ndarray        # channels used
-    threads: np.ndarray   # threads per channel NCCL runs (informative: on 2 x H200 the measured
-                          # per-channel rate did not follow it, so the rate does not use it)
+    threads: np.ndarray   # threads per channel NCCL runs (the per-step barrier cost follows it;
+                          # on 2 x H200 the per-channel rate did not, so the rate does not use it)
     payload: np.ndarray   # payload bytes per channel and direction
     steps: np.ndarray     # pipeline steps per channel and direction
     slice: np.ndarray     # largest step payload (bytes)
@@ -258,6 +270,7 @@ def _terms(params: ModelParams, lay: Layout) -> dict:
         "channels": bw_time - protocol - bandwidth,
         "fill": main["fill"] * lay.depth * (lay.slice / eff) * lay.nc / rate,
         "steps": main["step_us"] * lay.steps,
+        "sync": main.get("warp_us", 0.0) * lay.steps * lay.threads / 32,
         "l2": main.get("spill", 0.0) * bw_time * (REUSE * lay.footprint > params.l2_bytes),
         "harness": np.full(lay.sizes.shape, float(params.harness_us.get(cfg.harness, 0.0))),
     }

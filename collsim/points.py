@@ -2,8 +2,13 @@
 
 Inputs: runner JSON Lines (``collsim.measurements.load``) or nccl-tests output
 (``collsim.nccl_tests.import_nccl_tests``, labelled ``ALGO/PROTO`` from the file name or the
-caller). Time per call is the runner's ``time_us_mean`` (mean over ranks, as nccl-tests reports)
-when a record has it, else ``time_us`` (microseconds).
+caller). Time per call (microseconds) is the runner's ``time_us_min``, the minimum over ranks of
+each rank's average, when a record has it (else ``time_us_mean``, else ``time_us``): the ranks
+record their start events after a host barrier they leave at different times, and the rank that
+starts first waits for its peer inside the first collective, so its average carries that skew
+divided by the calls timed; the rank that starts last measures NCCL's time (on 2 x H200 the
+runner's per-size max - min over ranks is 0-4 us at 8 B-64 KiB, scattered from size to size,
+while the minimum is smooth; nccl-tests drives every GPU from one thread and has no such skew).
 
 A record's configuration (``nccl_model.Config``) comes from the record and its file's meta:
 ``ranks`` (or meta ``world_size``), meta ``nodes``, NCCL_BUFFSIZE and NCCL_MIN/MAX_NCHANNELS from
@@ -101,7 +106,7 @@ def load_points(paths, label: str | None = None, inplace: bool = True) -> list[P
         m = load(path) if jsonl else import_nccl_tests(path, label=label or label_from_name(path))
         logged = _logged_protocols(m.meta)
         for rec in m.records:
-            t = rec.get("time_us_mean") or rec.get("time_us")
+            t = rec.get("time_us_min") or rec.get("time_us_mean") or rec.get("time_us")
             if t is None or not t > 0 or rec["size"] < 1:
                 continue
             if rec.get("inplace") is not None and bool(rec["inplace"]) != inplace:

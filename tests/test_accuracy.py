@@ -1,7 +1,7 @@
 """Regression tests on the committed 2 x H200 data (data/h200x2, ACCURACY.md): re-fit the model
-exactly as the documented commands do and assert the held-out targets of issue 5 where they are
-met today (median |err| <= 3%, p90 <= 10%), and the level reached where they are not (so a worse
-model fails). Also: the committed params.json is what the documented fit produces."""
+exactly as the documented commands do and assert the held-out targets of issue 5 (median |err|
+<= 3%, p90 <= 10%) at the level reached today plus a little (so a worse model fails). Also: the
+committed params.json is what the documented fit produces."""
 from pathlib import Path
 
 import pytest
@@ -12,12 +12,13 @@ from collsim.fit import fit, load_params, load_points
 D = Path(__file__).resolve().parents[1] / "data" / "h200x2"
 AB = [D / "fidelity" / f for f in ("fid_graph.jsonl", "fid_graph_mix0_small.jsonl", "nt_graph.txt")]
 PAIRS = [(a, p) for a in ("Ring", "Tree") for p in ("LL", "LL128", "Simple")]
-# (median, p90) bounds on held-out (odd powers of two) |error|: the issue's 3% / 10% where met,
-# else the level reached plus a little (ACCURACY.md says why those miss).
-RUNNER = {("Ring", "LL"): (0.045, 0.10), ("Ring", "LL128"): (0.03, 0.10), ("Ring", "Simple"): (0.03, 0.10),
-          ("Tree", "LL"): (0.03, 0.10), ("Tree", "LL128"): (0.037, 0.10), ("Tree", "Simple"): (0.03, 0.10)}
-NCCL_TESTS = {("Ring", "LL"): (0.03, 0.10), ("Ring", "LL128"): (0.037, 0.10), ("Ring", "Simple"): (0.038, 0.10),
-              ("Tree", "LL"): (0.03, 0.10), ("Tree", "LL128"): (0.03, 0.10), ("Tree", "Simple"): (0.03, 0.10)}
+# (median, p90) bounds on held-out (odd powers of two) |error|: the level reached (ACCURACY.md,
+# all within the issue's 3% / 10%) plus a little.
+RUNNER = {("Ring", "LL"): (0.03, 0.06), ("Ring", "LL128"): (0.02, 0.065), ("Ring", "Simple"): (0.024, 0.05),
+          ("Tree", "LL"): (0.021, 0.042), ("Tree", "LL128"): (0.013, 0.04), ("Tree", "Simple"): (0.013, 0.035)}
+NCCL_TESTS = {("Ring", "LL"): (0.014, 0.042), ("Ring", "LL128"): (0.029, 0.07), ("Ring", "Simple"): (0.027, 0.047),
+              ("Tree", "LL"): (0.012, 0.036), ("Tree", "LL128"): (0.018, 0.036), ("Tree", "Simple"): (0.024, 0.04)}
+SWEEP = [D / "vars" / f"vars_maxch_{c}.jsonl" for c in (2, 8)]  # NCCL_MAX_NCHANNELS runs in params.json
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +39,9 @@ def _check(report, bounds, suffix):
 
 
 def test_runner_graph_targets_and_committed_params(overhead):
-    params, report = fit(load_points(runner_files()), "odd", overhead_points=overhead)
+    params, report = fit(load_points(runner_files() + SWEEP), "odd", overhead_points=overhead)
     _check(report, RUNNER, "torch-graph-mixing")
+    assert params.path("nvlink", "Ring", "Simple")["warp_us"] > 0.01  # per-step barriers (nccl_model)
     # the emulated 2-node socket path: <= 10% median held out
     for name in ("net/Ring/LL", "net/Ring/Simple", "net/Tree/LL", "net/Tree/Simple"):
         r = report[f"{name}/2r2n/eager/buffdefault/ch2"]
@@ -69,16 +71,18 @@ def test_cross_harness_and_nccl_model():
     assert all(c["nccl_table"] == "printed" for c in res["configs"])
     for pair in ("Ring/LL128", "Ring/Simple", "Tree/LL128", "Tree/Simple"):
         assert by[pair]["collsim"]["median_abs_rel_error"] <= 0.07, pair
-    assert res["collsim"]["median_abs_rel_error"] <= 0.05
+    assert by["Tree/LL"]["collsim"]["median_abs_rel_error"] <= 0.07
+    assert by["Ring/LL"]["collsim"]["median_abs_rel_error"] <= 0.11
+    assert res["collsim"]["median_abs_rel_error"] <= 0.042
     assert res["nccl_model"]["median_abs_rel_error"] > 3 * res["collsim"]["median_abs_rel_error"]
 
 
-def test_channel_sweep_fit_predicts_held_out_channel_counts(overhead):
-    """Fitting with the NCCL_MAX_NCHANNELS=2 and 8 sweeps sets the shared link cap and its
-    sharpness (ACCURACY.md); the 16- and 32-channel runs, not fitted, then come out within 7% of the
-    measured slowdown/gain at 1 GiB (the hard min of 24 x chan_GBps and 478.8 GB/s gave 1.49 and 0.76)."""
-    sweep = [D / "vars" / f"vars_maxch_{c}.jsonl" for c in (2, 8)]
-    params, _ = fit(load_points(runner_files() + sweep), "odd", overhead_points=overhead)
+def test_channel_sweep_fit_predicts_held_out_channel_counts():
+    """params.json is fitted with the NCCL_MAX_NCHANNELS=2 and 8 sweeps, which set the shared link
+    cap and its sharpness (ACCURACY.md); the 16- and 32-channel runs, not fitted, come out within 5%
+    of the measured slowdown/gain at 1 GiB (the hard min of 24 x chan_GBps and 478.8 GB/s gave 1.49
+    and 0.76)."""
+    params = load_params(D / "params.json")
     assert 0.5 < params.link_exp < 16 and params.link_GBps["nvlink"] < 478.8
     from collsim.nccl_model import predict
     ref = load_points([D / "vars" / "vars_buffsize_4M.jsonl"])
@@ -89,4 +93,4 @@ def test_channel_sweep_fit_predicts_held_out_channel_counts(overhead):
         measured = big.time_us / base.time_us
         predicted = predict(params, "Ring", "Simple", [2 ** 30], big.config)[0] / \
             predict(params, "Ring", "Simple", [2 ** 30], base.config)[0]
-        assert abs(predicted / measured - 1) <= 0.07, (stem, measured, predicted)
+        assert abs(predicted / measured - 1) <= 0.05, (stem, measured, predicted)

@@ -77,6 +77,20 @@ def test_ring_pipeline_steps():
     assert rem > 0
 
 
+def test_barrier_cost_follows_nccl_threads():
+    """warp_us x steps x warps: NCCL raises Ring Simple's threads 64 -> 512 between 4 and 32 KiB
+    on one channel (nccl_tuning.nccl_channels), so the term grows 8x there with steps unchanged."""
+    p = with_path(default_params(), ("nvlink", "Ring", "Simple"), warp_us=0.05)
+    sizes = [4096, 8192, 16384, 32768]
+    lay = layout("Ring", "Simple", sizes, TWO)
+    assert list(lay.threads) == [64, 128, 256, 512] and (lay.nc == 1).all() and len(set(lay.steps)) == 1
+    rows = explain(p, "Ring", "Simple", sizes, TWO)
+    sync = [r["shares"]["sync"] * r["time_us"] for r in rows]
+    assert sync == pytest.approx([0.05 * lay.steps[0] * w for w in (2, 4, 8, 16)])
+    base = predict(default_params(), "Ring", "Simple", sizes, TWO)
+    assert predict(p, "Ring", "Simple", sizes, TWO) - base == pytest.approx(sync)
+
+
 def test_explain_shares_and_dominant_term():
     rows = explain(default_params(), "Ring", "Simple", [8, 2 ** 32], TWO)
     for r in rows:

@@ -1,0 +1,21 @@
+"""collsim.points: which time a runner record contributes (minimum over ranks, collsim.points)."""
+import json
+
+import pytest
+
+from collsim.measurements import result_record
+from collsim.points import load_points
+
+
+def _write(path, records):
+    meta = {"type": "meta", "harness": "collsim", "world_size": 2, "nodes": 1, "timing": "graph", "env": {}}
+    path.write_text("\n".join(json.dumps(r) for r in [meta, *records]) + "\n")
+
+
+def test_time_is_min_over_ranks_then_mean_then_max(tmp_path):
+    f = tmp_path / "run.jsonl"
+    _write(f, [result_record(8, 2, "float32", 13.4, 2, 0, algo="Ring", proto="LL", inplace=True,
+                             time_us_min=10.9, time_us_mean=12.2),
+               result_record(16, 4, "float32", 11.0, 2, 0, algo="Ring", proto="LL", inplace=True, time_us_mean=10.8),
+               result_record(32, 8, "float32", 10.7, 2, 0, algo="Ring", proto="LL", inplace=True)])
+    assert [p.time_us for p in load_points([f])] == pytest.approx([10.9, 10.8, 10.7])
