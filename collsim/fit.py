@@ -41,7 +41,8 @@ from collsim.nccl_tuning import PROTOS
 from collsim.points import Point, label_from_name, load_points, split  # noqa: F401 (public API)
 
 BOUNDS = {"base_us": (1e-2, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0), "fill": (1e-3, 16.0),
-          "host_us": (1e-2, 5000.0), "spill": (1e-3, 2.0), "warp_us": (1e-4, 5.0), "link_GBps": (1.0, 5000.0), "link_exp": (0.5, 16.0)}
+          "host_us": (1e-2, 5000.0), "spill": (1e-3, 2.0), "warp_us": (1e-4, 5.0), "link_GBps": (1.0, 5000.0),
+          "link_exp": (0.5, 16.0)}
 LINK_NAMES = ("link_GBps", "link_exp")  # fitted values that are not per path
 FITTED = ("base_us", "step_us", "chan_GBps", "fill", "warp_us")
 FORMAT = "collsim.nccl_model.params"
