@@ -139,6 +139,33 @@ def test_frame_png_blits_only_changed_artists():
     assert Image.open(io.BytesIO(frames[0])).format == "PNG"
 
 
+def test_frame_png_draws_axis_and_cell_text_itself():
+    """Overlay axes: matplotlib leaves their ticks out; the frame draws them, and the cell labels."""
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    from collsim.viz.render import FramePNG, plain_text
+
+    fig = Figure(figsize=(5, 4), dpi=72)
+    fig.subplots_adjust(left=0.12, bottom=0.14)          # fixed margins, room for the axis text
+    v = grid.GridView(ring(4, 4), ax=fig.add_subplot(), text=False)   # 16 cells, written as text
+    r = FramePNG(v.fig, v.artists())
+    r.use(None, [v.ax])
+    v.show(6)
+    img = np.asarray(Image.open(io.BytesIO(r.frame())).convert("L"))
+    assert not v.ax.xaxis.get_visible() and r.full_draws == 1
+    box = v.ax.bbox
+    h = img.shape[0]
+    left = img[int(h - box.y1):int(h - box.y0), :int(box.x0) - 1]       # y tick labels and "rank"
+    below = img[int(h - box.y0) + 1:, int(box.x0):int(box.x1)]          # x tick labels and "chunk"
+    assert (left < 128).sum() > 50 and (below < 128).sum() > 50
+    blank = FramePNG(v.fig, [a for a in v.artists() if a not in sum(v.labels, [])])
+    blank.use(None, [v.ax])
+    cells = np.asarray(Image.open(io.BytesIO(blank.frame())).convert("L"))
+    assert (img != cells).any()                          # the "Σ" labels are drawn over the cells
+    assert plain_text("$\\mathdefault{10^{-3}}$") == "10⁻³" and plain_text("0.5") == "0.5"
+
+
 # ------------------------------------------------------------------ timeline
 def test_timeline_rows_by_link_and_rank_with_cap():
     s = ring(4, 8)
@@ -257,3 +284,11 @@ def test_curves_view_updates_lines_and_marks():
     bus = curves.CurvesView(["bw"], kind="busbw")
     bus.update(sizes, {"bw": 1e-4 + sizes * 1e-10}, factor=1.0)
     assert bus.lines["bw"].get_ydata()[-1] == pytest.approx(sizes[-1] / (1e-4 + sizes[-1] * 1e-10) / 1e9)
+
+
+def test_legend_blues_are_the_cells_blues():
+    """A cell holding 2 of 8 ranks' data is drawn in the legend's "¼" blue, not a pale "own data" one."""
+    quarter = next(h for h in grid.legend_handles() if h.get_label().startswith("¼"))
+    cell = grid.cell_colors(np.array([2]), np.array([False]), 8)[0]
+    assert np.allclose(quarter.get_facecolor(), cell)
+    assert not np.allclose(cell, grid.cell_colors(np.array([1]), np.array([False]), 8)[0])

@@ -106,6 +106,27 @@ def test_schedule_explorer_reports_bad_configuration_and_keeps_last_picture():
     assert ex.error == "" and ex.state.schedule.ranks == 16
 
 
+def test_schedule_explorer_in_a_kernel_loop_shows_grid_first_then_timeline():
+    """Inside a running asyncio loop (a Jupyter kernel) a new configuration shows its grid at
+    once and simulates on the loop's next tick; a configuration left before then is not simulated."""
+    import asyncio
+
+    async def drive():
+        ex = se.ScheduleExplorer("ring", 8, 1 << 20, "h200-nvlink")
+        old_timeline = ex.time_img.value
+        ex.ranks.value = 16
+        new = ex.state
+        assert new.schedule.ranks == 16 and not new.simulated and ex._timeline_state is not new
+        assert "simulating" in ex.time_caption.value and ex.time_img.value == old_timeline
+        ex.ranks.value = 32                   # moved on before the tick: 16 is never simulated
+        await asyncio.sleep(0)
+        assert not new.simulated and ex.state.simulated and ex._timeline_state is ex.state
+        assert "simulated" in ex.status.value and ex.time_img.value != old_timeline
+        assert ex._timeline.schedule is ex.state.schedule
+
+    asyncio.run(drive())
+
+
 # ------------------------------------------------------------------ CostExplorer
 def test_cost_explorer_updates_curves_and_crossovers():
     ex = ce.CostExplorer(ranks=64)

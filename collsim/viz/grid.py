@@ -1,7 +1,7 @@
 """Ranks x chunks grid of an AllReduce schedule, one picture per step.
 
-A cell (rank r, chunk c) is coloured by which ranks' contributions rank r
-holds for chunk c: pale = only its own, darker = more of them, green = the
+A cell (rank r, chunk c) is coloured by the fraction of the ranks whose
+contributions rank r holds for chunk c (pale blue = few, dark = most), green = the
 full sum with every contribution exactly once, red = some contribution counted
 more than once. The transfers of the step are drawn as arrows from the
 sender's row to the receiver's row over the chunks they carry (orange =
@@ -125,12 +125,16 @@ def _count(words: np.ndarray) -> np.ndarray:
     return np.bitwise_count(words).sum(axis=1, dtype=np.int64)
 
 
-def cell_colors(distinct: np.ndarray, over: np.ndarray, ranks: int) -> np.ndarray:
-    """RGBA (…, 4) per cell: blues by fraction held, green for the exact sum, red if over-counted."""
+def held_color(fraction):
+    """RGBA of a cell holding ``fraction`` (0-1) of the ranks' contributions: pale to dark blue."""
     from matplotlib import colormaps
 
-    frac = distinct / max(ranks, 1)
-    rgba = colormaps["Blues"](0.12 + 0.6 * frac)
+    return colormaps["Blues"](0.12 + 0.6 * np.asarray(fraction, float))
+
+
+def cell_colors(distinct: np.ndarray, over: np.ndarray, ranks: int) -> np.ndarray:
+    """RGBA (…, 4) per cell: blues by fraction held, green for the exact sum, red if over-counted."""
+    rgba = held_color(distinct / max(ranks, 1))
     done = (distinct == ranks) & ~over
     rgba[done] = (0.17, 0.63, 0.17, 1.0)
     rgba[over] = (0.84, 0.15, 0.16, 1.0)
@@ -159,11 +163,12 @@ def arrow_polygons(y0, y1, x, width=0.16, head=0.35) -> np.ndarray:
 
 
 def legend_handles():
-    """Patches explaining the grid's colours (for a matplotlib legend)."""
+    """Patches explaining the grid's colours (for a matplotlib legend): the blues are samples of
+    ``held_color`` (a cell holding 2 of 8 ranks' data is the "¼" blue, not "own data only")."""
     from matplotlib.patches import Patch
 
-    return [Patch(color=(0.78, 0.86, 0.94), label="own data only"),
-            Patch(color=(0.19, 0.51, 0.74), label="more ranks' data"),
+    return [*(Patch(color=held_color(f), label=f"{t} of the ranks' data")
+              for f, t in ((0.25, "¼"), (0.5, "½"), (0.75, "¾"))),
             Patch(color=(0.17, 0.63, 0.17), label="exact sum"),
             Patch(color=(0.84, 0.15, 0.16), label="a contribution\ncounted twice"),
             Patch(color=REDUCE_RGBA[:3], label="reduce transfer"),
@@ -238,14 +243,10 @@ class GridView:
             self._states = self._states() if callable(self._states) else grid_states(self.schedule)
         return self._states
 
-    def axis_keys(self) -> dict:
-        """The state of each axis' ticks and labels (for ``FramePNG.use``)."""
-        return {self.ax.xaxis: (self._ticks[1], self.ax.get_xlabel()), self.ax.yaxis: self._ticks[0]}
-
     def artists(self) -> list:
-        """The artists ``show`` changes (for ``FramePNG``)."""
+        """The artists ``show`` changes, and the frame above them (for ``FramePNG``)."""
         return ([self.image, self.arrows] + ([self.ax.title] if self.text else [])
-                + [t for row in self.labels for t in row])
+                + [t for row in self.labels for t in row] + list(self.ax.spines.values()))
 
     def show(self, step: int) -> None:
         """State at the start of ``step`` and its transfers (``step == n_steps``: final state)."""

@@ -147,10 +147,6 @@ class TimelineView:
             self.ax.set_title(self.caption, fontsize=10)
         self.highlight(None)
 
-    def axis_keys(self) -> dict:
-        """The state of each axis' ticks and labels (for ``FramePNG.use``)."""
-        return {self.ax.xaxis: self.ax.get_xlim(), self.ax.yaxis: tuple(self._ticks)}
-
     def artists(self) -> list:
         """The artists ``highlight`` changes, and the frame above them (for ``FramePNG``)."""
         return [self.veil, self.span, self.step_bars, *self.ax.spines.values()]

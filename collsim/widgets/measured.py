@@ -97,7 +97,8 @@ class MeasuredVsPredicted:
                                  layout=W.Layout(width="95%"))
         self.status = W.HTML()
         self.image = W.Image(format="png")
-        fig = Figure(figsize=(7.5, 5), dpi=72, layout="constrained")
+        fig = Figure(figsize=(7.5, 5), dpi=72)           # fixed margins: no layout engine per draw
+        fig.subplots_adjust(left=0.11, right=0.98, bottom=0.1, top=0.98, hspace=0.08)
         self.ax, self.err_ax = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
         self.meas_line = self.ax.plot([], [], "o", ms=4, label="measured")[0]
         self.pred_line = self.ax.plot([], [], "-", lw=2, label="collsim model")[0]
@@ -116,6 +117,7 @@ class MeasuredVsPredicted:
 
     def _update(self, change=None) -> None:
         from collsim.fit import summary
+        from collsim.viz.timeline import nice_ceil
 
         c = compare_points(self.groups[self.config.value], self.params)
         self.comparison = c
@@ -124,19 +126,30 @@ class MeasuredVsPredicted:
         self.nccl_line.set_data(c.sizes, c.nccl_us)
         self.err_line.set_data(c.sizes, 100 * c.abs_rel_error)
         self.nccl_err_line.set_data(c.sizes, 100 * c.nccl_abs_rel_error)
-        for ax in (self.ax, self.err_ax):
-            ax.relim()
-            ax.autoscale_view()
+        self.ax.set_xlim(*_decades(c.sizes))
+        self.ax.set_ylim(*_decades(np.r_[c.measured_us, c.predicted_us, c.nccl_us]))
+        errors = 100 * np.r_[c.abs_rel_error, c.nccl_abs_rel_error]
+        self.err_ax.set_ylim(0, nice_ceil(1.1 * np.nanmax(errors[np.isfinite(errors)], initial=0)))
         e = summary(c.abs_rel_error)
         n = summary(c.nccl_abs_rel_error[np.isfinite(c.nccl_abs_rel_error)])
         theirs = (f"NCCL's model median {100 * n['median_abs_rel_error']:.1f}%, "
                   f"p90 {100 * n['p90_abs_rel_error']:.1f}%" if n["n"] else "NCCL's model: no answer")
         self.status.value = (f"{e['n']} sizes; collsim median |error| {100 * e['median_abs_rel_error']:.1f}%, "
                              f"p90 {100 * e['p90_abs_rel_error']:.1f}%; {theirs}")
-        self._png.use(self.config.value)         # one background per configuration, drawn once
+        self._png.use(self.config.value, [self.ax, self.err_ax])   # one background per configuration
         self.image.value = self._png.frame()
 
     def _ipython_display_(self):
         from IPython.display import display
 
         display(self.widget)
+
+
+def _decades(values) -> tuple[float, float]:
+    """Whole powers of ten around the positive finite ``values`` (log axes; (1, 10) if none)."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not len(v):
+        return 1.0, 10.0
+    lo, hi = np.floor(np.log10(v.min())), np.ceil(np.log10(v.max()))
+    return 10.0 ** lo, 10.0 ** max(hi, lo + 1)

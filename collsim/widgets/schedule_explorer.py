@@ -3,13 +3,15 @@
 The logic is in pure functions (``topology_for``, ``explore``); the widget
 only wires controls to them and shows two PNG images (the chunk grid and the
 per-link timeline) whose artists are updated in place: one figure each for the
-widget's whole life, so Play does not flicker.
+widget's whole life, so Play does not flicker. In a Jupyter kernel a new
+configuration shows its grid at once and is simulated on the event loop's
+next tick (the timeline follows); outside a running loop both come at once.
 """
 from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from collsim.errors import CollsimError
 
@@ -33,12 +35,30 @@ def topology_for(preset: str, ranks: int):
 
 @dataclass
 class Exploration:
-    """Everything the explorer shows for one configuration."""
+    """Everything the explorer shows for one configuration (results computed on first use)."""
 
+    algo: str
     schedule: object        # collsim.schedule.Schedule
     topology: object        # collsim.topology.Topology
-    result: object          # collsim.simulate.SimResult
-    summary: str
+
+    @cached_property
+    def result(self):
+        """``collsim.simulate.SimResult`` of the schedule on the topology (simulated on first use)."""
+        from collsim.simulate import simulate
+
+        return simulate(self.schedule, self.topology)
+
+    @property
+    def simulated(self) -> bool:
+        """Whether ``result`` has been computed."""
+        return "result" in self.__dict__
+
+    @property
+    def summary(self) -> str:
+        sched, topo = self.schedule, self.topology
+        return (f"{self.algo}, P={sched.ranks}, {sched.count * sched.itemsize} B per rank on "
+                f"{topo.describe()}: {sched.n_steps} steps, {sched.n_transfers} transfers, "
+                f"simulated {self.result.time_s * 1e6:.4g} µs")
 
     @cached_property
     def states(self):
@@ -62,14 +82,14 @@ class Exploration:
 
 
 def explore(algo: str, ranks: int, nbytes: int, preset: str, itemsize: int = 4) -> Exploration:
-    """Build and simulate ``algo`` on ``ranks`` GPUs of ``preset`` (``nbytes`` per rank).
+    """``algo`` on ``ranks`` GPUs of ``preset`` (``nbytes`` per rank), built (or reused) now.
 
-    The execution (grid states and ``verdict``, the last step's caption) and
-    the full checker (``.report``) run on first use, so a new configuration
-    costs only the build and the simulation.
+    Schedules are cached per (algorithm, P, size, GPUs per node for two-level
+    algorithms), so switching the topology of a flat algorithm builds nothing.
+    The simulation (``.result``, ``.summary``), the execution (grid states,
+    ``verdict``) and the full checker (``.report``) run on first use.
     """
-    from collsim.algorithms import ALGORITHMS, build_schedule
-    from collsim.simulate import simulate
+    from collsim.algorithms import ALGORITHMS
 
     if not 1 <= ranks <= MAX_RANKS:
         raise CollsimError(f"ranks must be between 1 and {MAX_RANKS}, got {ranks}")
@@ -77,13 +97,15 @@ def explore(algo: str, ranks: int, nbytes: int, preset: str, itemsize: int = 4) 
     if algo not in ALGORITHMS:
         raise CollsimError(f"unknown algorithm {algo!r}")
     two_level = "gpus_per_node" in ALGORITHMS[algo].params
-    sched = build_schedule(algo, ranks, nbytes // itemsize, itemsize,
-                           gpus_per_node=topo.gpus_per_node if two_level else None)
-    result = simulate(sched, topo)
-    summary = (f"{algo}, P={ranks}, {nbytes} B per rank on {topo.describe()}: "
-               f"{sched.n_steps} steps, {sched.n_transfers} transfers, "
-               f"simulated {result.time_s * 1e6:.4g} µs")
-    return Exploration(sched, topo, result, summary)
+    return Exploration(algo, _build(algo, ranks, nbytes // itemsize, itemsize,
+                              topo.gpus_per_node if two_level else None), topo)
+
+
+@lru_cache(maxsize=32)
+def _build(algo: str, ranks: int, count: int, itemsize: int, gpus_per_node):
+    from collsim.algorithms import build_schedule
+
+    return build_schedule(algo, ranks, count, itemsize, gpus_per_node=gpus_per_node)
 
 
 class ScheduleExplorer:
@@ -95,6 +117,8 @@ class ScheduleExplorer:
     configuration error (shown in the status line; the pictures keep the last
     valid configuration). Explorations of the last ``CACHE`` configurations are
     kept, and so are the pictures' backgrounds (``collsim.viz.render.FramePNG``).
+    While a new configuration waits for its simulation the timeline keeps the
+    previous picture under the caption "simulating…".
     """
 
     CACHE = 32
@@ -131,7 +155,7 @@ class ScheduleExplorer:
         self._time_fig.subplots_adjust(left=0.17, right=0.97, bottom=0.15, top=0.97)
         self._grid_png = FramePNG(self._grid_fig)
         self._time_png = FramePNG(self._time_fig)
-        self._grid = self._timeline = None
+        self._grid = self._timeline = self._timeline_state = None
         self._cache: OrderedDict = OrderedDict()
         self.state = None
         self._configuring = False
@@ -154,10 +178,7 @@ class ScheduleExplorer:
         return self._cache[key]
 
     def _on_config(self, change=None) -> None:
-        from matplotlib.ticker import MaxNLocator
-
         from collsim.viz.grid import GridView
-        from collsim.viz.timeline import TimelineView, result_data
 
         key = (self.algo.value, self.ranks.value, self.size.value, self.preset.value)
         try:
@@ -170,18 +191,10 @@ class ScheduleExplorer:
         if self._grid is None:
             self._grid = GridView(state.schedule, lambda: state.states, ax=self._grid_fig.add_subplot(),
                                   text=False, label_limit=LABEL_LIMIT)
-            sched, start, end, gpn = result_data(state.result)
-            ax = self._time_fig.add_subplot()
-            ax.xaxis.set_major_locator(MaxNLocator(4))    # tick text is the slow part of a new frame
-            self._timeline = TimelineView(sched, start, end, "link", gpn, ax=ax, max_rows=8, text=False)
         else:
             self._grid.set_schedule(state.schedule, lambda: state.states)
-            self._timeline.set_data(*result_data(state.result))
         self._grid_png.set_animated(self._grid.artists())
-        self._time_png.set_animated(self._timeline.artists())
-        self._grid_png.use(None, self._grid.axis_keys())         # all in the axes is animated
-        self._time_png.use(key, self._timeline.axis_keys())      # the bars belong to this configuration
-        self.status.value = _esc(state.summary)
+        self._grid_png.use(None, [self._grid.ax])       # all in the axes is animated; ticks by PIL
         n = state.schedule.n_steps
         self._configuring = True          # the step reset below must not render twice
         try:
@@ -189,7 +202,37 @@ class ScheduleExplorer:
             self.step.max = self.play.max = n
         finally:
             self._configuring = False
-        self._render(0)
+        loop = _running_loop()
+        if state.simulated or loop is None or self._timeline is None:
+            self._show_timeline(key, state)
+            self._render(0)
+        else:                             # grid first; simulate once this update has been sent
+            self.status.value = _esc(f"{key[0]}, P={key[1]}: simulating on {state.topology.describe()}…")
+            self.time_caption.value = "simulating…"
+            self._render(0)
+            loop.call_soon(self._show_timeline, key, state, True)
+
+    def _show_timeline(self, key, state, render: bool = False) -> None:
+        """Simulate ``state`` (if not yet) and put it on the timeline, unless the controls moved on."""
+        from matplotlib.ticker import MaxNLocator
+
+        from collsim.viz.timeline import TimelineView, result_data
+
+        if state is not self.state:
+            return
+        data = result_data(state.result)
+        if self._timeline is None:
+            ax = self._time_fig.add_subplot()
+            ax.xaxis.set_major_locator(MaxNLocator(4))
+            self._timeline = TimelineView(*data[:3], "link", data[3], ax=ax, max_rows=8, text=False)
+        else:
+            self._timeline.set_data(*data)
+        self._time_png.set_animated(self._timeline.artists())
+        self._time_png.use(key, [self._timeline.ax])    # the bars belong to this configuration
+        self._timeline_state = state
+        self.status.value = _esc(state.summary)
+        if render:
+            self._render_timeline(min(self.step.value, state.schedule.n_steps))
 
     def _on_step(self, change) -> None:
         if not self._configuring and self.state is not None:
@@ -197,10 +240,14 @@ class ScheduleExplorer:
 
     def _render(self, k: int) -> None:
         self._grid.show(k)
-        self._timeline.highlight(k)
         self.grid_caption.value = _esc(f"{self._grid.caption}; {self._grid.chunk_text}")
-        self.time_caption.value = _esc(self._timeline.caption)
         self.grid_img.value = self._grid_png.frame()
+        if self._timeline_state is self.state:
+            self._render_timeline(k)
+
+    def _render_timeline(self, k: int) -> None:
+        self._timeline.highlight(k)
+        self.time_caption.value = _esc(self._timeline.caption)
         self.time_img.value = self._time_png.frame()
 
     def _ipython_display_(self):
@@ -209,16 +256,31 @@ class ScheduleExplorer:
         display(self.widget)
 
 
+def _running_loop():
+    """The running asyncio loop (a Jupyter kernel's), or None outside one (tests, scripts)."""
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def _legend_html() -> str:
-    """The grid's colour legend as one line of HTML (cheaper than drawing it in the figure)."""
+    """The grid's colour legend as one line of HTML (cheaper than drawing it in the figure): a
+    gradient bar for the fraction of ranks whose data a cell holds, then the other colours."""
     from matplotlib.colors import to_hex
 
-    from collsim.viz.grid import legend_handles
+    from collsim.viz.grid import held_color, legend_handles
 
+    stops = ", ".join(to_hex(held_color(f)) for f in (0, 0.25, 0.5, 0.75, 1))
+    bar = (f"fraction of ranks' data held: 0<span style='display:inline-block;width:6em;height:0.9em;"
+           f"margin:0 0.3em;vertical-align:middle;background:linear-gradient(to right, {stops})'>"
+           f"</span>1")
     items = (f"<span style='display:inline-block;width:0.9em;height:0.9em;margin:0 0.3em 0 0.8em;"
              f"background:{to_hex(h.get_facecolor())}'></span>{_esc(h.get_label())}"
-             for h in legend_handles())
-    return "<div style='font-size:85%'>" + "".join(items) + "</div>"
+             for h in legend_handles() if "ranks' data" not in h.get_label())
+    return "<div style='font-size:85%'>" + bar + "".join(items) + "</div>"
 
 
 def _esc(text: str) -> str:
