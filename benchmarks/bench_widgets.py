@@ -134,9 +134,9 @@ def main() -> None:
     print(f"MeasuredVsPredicted ({len(first)} configurations): first visit {_stats(first)} ms, "
           f"revisit {_stats(again)} ms (median / max)")
     gc_only = sum(t - g <= 50 < t for t, g in _SLOW)
+    worst = ", ".join(f"{t:.0f} ms with {g:.0f} ms of GC" for t, g in sorted(_SLOW, reverse=True)[:5])
     print(f"updates over 50 ms, all widgets: {len(_SLOW)}, of which {gc_only} only because a full "
-          f"garbage collection of the Python process ran inside them "
-          f"({', '.join(f'{t:.0f} ms with {g:.0f} ms of GC' for t, g in _SLOW) or 'none'})")
+          f"garbage collection of the Python process ran inside them" + (f" (worst: {worst})" if worst else ""))
 
 
 if __name__ == "__main__":
