@@ -18,6 +18,7 @@ from collsim.errors import CollsimError
 
 COMMAND_MODULES = [
     "collsim.cli.core",
+    "collsim.cli.simulate",
     "collsim.cli.measure",
     "collsim.cli.model",
     "collsim.cli.demo",

@@ -1,0 +1,160 @@
+"""Arguments shared by the core sub-commands: sizes, counts, algorithm and topology options.
+
+Units: sizes in bytes (suffixes K, M, G = binary multiples, as nccl-tests), alpha in seconds,
+beta and gamma in seconds per byte. Bad values raise ``argparse.ArgumentTypeError`` (argparse's
+one-line error) or ``CollsimError`` (the CLI's one-line error, exit 2).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from collsim.errors import CollsimError
+
+
+def size_arg(text: str) -> int:
+    from collsim.measurements import parse_size
+    try:
+        return parse_size(text)
+    except CollsimError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def int_at_least(minimum: int):
+    """An argparse type: an integer >= ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {v}")
+        return v
+    return parse
+
+
+positive_int = int_at_least(1)
+nonneg_int = int_at_least(0)
+
+
+def nonneg_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return v
+
+
+def add_algo_args(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--algo", required=required, help="algorithm name (see `collsim schedule --list`)")
+    p.add_argument("--ranks", type=positive_int, help="number of ranks P >= 1")
+    p.add_argument("--gpus-per-node", type=positive_int, help="GPUs per node (hierarchical algorithms)")
+    p.add_argument("--slices", type=positive_int, default=1, help="ring pipeline slices per chunk")
+    p.add_argument("--chunks", type=positive_int, help="tree pipeline chunks (default: by size)")
+    p.add_argument("--inter", choices=("ring", "tree"), default="ring",
+                   help="inter-node algorithm of `hierarchical`")
+    p.add_argument("--itemsize", type=positive_int, default=4, help="bytes per element (default 4)")
+
+
+def algo_params(args) -> dict:
+    return {"gpus_per_node": args.gpus_per_node, "slices": args.slices, "chunks": args.chunks,
+            "inter": args.inter}
+
+
+def element_count(args) -> int:
+    """Element count from --count or --bytes (which must be a multiple of --itemsize)."""
+    if getattr(args, "count", None) is not None:
+        return args.count
+    nbytes = args.bytes
+    if nbytes is None:
+        raise CollsimError("give the buffer size with --bytes (or --count elements)")
+    if nbytes % args.itemsize:
+        raise CollsimError(f"--bytes {nbytes} is not a multiple of --itemsize {args.itemsize}")
+    return nbytes // args.itemsize
+
+
+def require_ranks(args) -> int:
+    if args.ranks is None:
+        raise CollsimError("--ranks is required")
+    return args.ranks
+
+
+def build_from_args(args):
+    from collsim.algorithms import build_schedule
+    return build_schedule(args.algo, require_ranks(args), element_count(args), args.itemsize, **algo_params(args))
+
+
+def add_topology_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("topology (one of: --preset, --topology FILE, or --alpha/--beta for a uniform one)")
+    g.add_argument("--preset", help="topology preset name (see `collsim simulate --list-presets`)")
+    g.add_argument("--nodes", type=positive_int, help="resize the preset to this many nodes")
+    g.add_argument("--topology", help="topology file (JSON or YAML; format in collsim.topology)")
+    g.add_argument("--alpha", type=nonneg_float, help="latency per message, seconds")
+    g.add_argument("--beta", type=nonneg_float, help="seconds per byte (1 / bandwidth)")
+    g.add_argument("--alpha-inter", type=nonneg_float, help="inter-node alpha, seconds (hierarchical)")
+    g.add_argument("--beta-inter", type=nonneg_float, help="inter-node beta, seconds per byte (hierarchical)")
+    g.add_argument("--gamma", type=nonneg_float, default=0.0, help="reduction cost, seconds per byte (default 0)")
+
+
+def topology_from_args(args, ranks: int):
+    """The topology the arguments ask for, checked against ``ranks``."""
+    from collsim.topology import Link, Topology, get_preset, load_topology
+    chosen = [x for x in ("preset", "topology") if getattr(args, x)]
+    if args.alpha is not None or args.beta is not None:
+        chosen.append("alpha/beta")
+    if len(chosen) != 1:
+        raise CollsimError("give exactly one topology: --preset NAME, --topology FILE, or --alpha and --beta"
+                           + (f" (got {', '.join(chosen)})" if chosen else ""))
+    if args.preset:
+        gpn = args.gpus_per_node
+        nodes = args.nodes
+        if nodes is None:
+            base = get_preset(args.preset, gpus_per_node=gpn)
+            if ranks % base.gpus_per_node:
+                raise CollsimError(f"--ranks {ranks} is not a multiple of the preset's {base.gpus_per_node} "
+                                   "GPUs per node (give --gpus-per-node)")
+            nodes = ranks // base.gpus_per_node
+        topo = get_preset(args.preset, nodes=nodes, gpus_per_node=gpn)
+    elif args.topology:
+        topo = load_topology(args.topology)
+        if not topo.name:
+            from dataclasses import replace
+            from pathlib import Path
+            topo = replace(topo, name=Path(args.topology).stem)
+    else:
+        if args.alpha is None or args.beta is None:
+            raise CollsimError("a uniform topology needs both --alpha and --beta")
+        if args.beta == 0:
+            raise CollsimError("--beta must be > 0 seconds per byte")
+        if args.gpus_per_node and args.gpus_per_node < ranks:
+            if args.alpha_inter is None or args.beta_inter is None:
+                raise CollsimError("--gpus-per-node with --alpha/--beta needs --alpha-inter and --beta-inter")
+            if ranks % args.gpus_per_node:
+                raise CollsimError(f"--ranks {ranks} is not a multiple of --gpus-per-node {args.gpus_per_node}")
+            gpn = args.gpus_per_node
+            topo = Topology(ranks // gpn, gpn, Link(args.alpha, args.beta), Link(args.alpha_inter, args.beta_inter),
+                            gpn, "two-level", "from --alpha/--beta/--alpha-inter/--beta-inter")
+        else:
+            topo = Topology.uniform(ranks, args.alpha, args.beta)
+    if topo.ranks != ranks:
+        raise CollsimError(f"the topology has {topo.ranks} GPUs ({topo.nodes} nodes x {topo.gpus_per_node}), "
+                           f"but --ranks is {ranks}")
+    return topo
+
+
+def round_seconds(t: float) -> float:
+    """A time rounded to 12 significant digits: the closed form and the simulation add the same
+    terms in different orders, so they agree to ~1e-16 relative, and print identically."""
+    return float(f"{t:.12g}")
+
+
+def emit(args, obj: dict, text: str) -> None:
+    print(json.dumps(obj) if args.json else text)
+
+
+def bandwidths_GBps(nbytes: int, ranks: int, time_s: float) -> tuple[float, float]:
+    from collsim.sweep import algbw_GBps, busbw_factor
+    alg = algbw_GBps(nbytes, time_s)
+    return alg, alg * busbw_factor(ranks)

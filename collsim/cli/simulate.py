@@ -1,0 +1,156 @@
+"""Simulation sub-commands: simulate (event simulation on a topology) and sweep (over sizes).
+
+Examples::
+
+    collsim simulate --algo ring --ranks 8 --bytes 1G --alpha 5e-6 --beta 1e-11 --json
+    collsim simulate --algo hierarchical --ranks 32 --bytes 256M --preset ib-400g --gpus-per-node 8
+    collsim simulate --list-presets
+    collsim sweep --algos ring,tree,hierarchical --ranks 32 --preset ib-400g --plot sweep.png
+
+Times printed in microseconds, ``time_s`` in JSON in seconds, bandwidths in GB/s (1e9 bytes/s)
+with nccl-tests' algbw/busbw definitions.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from collsim.cli.args import (
+    add_algo_args, add_topology_args, algo_params, bandwidths_GBps, build_from_args, positive_int,
+    require_ranks, round_seconds, size_arg, topology_from_args)
+from collsim.errors import CollsimError
+
+
+def cmd_simulate(args) -> int:
+    from collsim.simulate import simulate
+    from collsim.topology import PRESETS
+    if args.list_presets:
+        for name, topo in PRESETS.items():
+            print(f"{name:14s} {topo.describe()}")
+        return 0
+    if args.algo is None:
+        raise CollsimError("simulate needs --algo")
+    ranks = require_ranks(args)
+    topo = topology_from_args(args, ranks)
+    if args.gpus_per_node is None and args.algo.startswith("hierarchical"):
+        args.gpus_per_node = topo.gpus_per_node
+    s = build_from_args(args)
+    r = simulate(s, topo, gamma=args.gamma)
+    alg, bus = bandwidths_GBps(s.nbytes, ranks, r.time_s)
+    obj = {"algo": args.algo, "ranks": ranks, "bytes": s.nbytes, "topology": topo.name, "steps": s.n_steps,
+           "transfers": s.n_transfers, "time_s": round_seconds(r.time_s), "algbw_GBps": alg, "busbw_GBps": bus}
+    if args.json:
+        if args.transfers:
+            obj["result"] = r.to_dict(transfers=True)
+        print(json.dumps(obj))
+        return 0
+    print(f"{args.algo} P={ranks} {s.nbytes} B on {topo.name}: {r.time_s * 1e6:.3f} us  "
+          f"algbw {alg:.2f} GB/s  busbw {bus:.2f} GB/s  ({s.n_steps} steps, {s.n_transfers} transfers)")
+    _print_utilisation(r)
+    return 0
+
+
+def _print_utilisation(r) -> None:
+    """Busy share of the run per kind of resource (send/receive ports, NICs): max and mean."""
+    import re
+    if r.time_s <= 0:
+        return
+    kinds: dict[str, list[float]] = {}
+    for name, busy in r.resource_busy_s.items():
+        kinds.setdefault(re.sub(r"\d+", "N", name), []).append(busy / r.time_s)
+    print(f"{'resource':18s} {'count':>6s} {'busiest':>8s} {'mean':>7s}   (share of the run spent busy)")
+    for kind, shares in sorted(kinds.items(), key=lambda kv: -max(kv[1])):
+        print(f"{kind:18s} {len(shares):6d} {100 * max(shares):7.1f}% {100 * sum(shares) / len(shares):6.1f}%")
+
+
+def cmd_sweep(args) -> int:
+    from collsim.sweep import sizes, sweep
+    ranks = require_ranks(args)
+    algos = [a for a in args.algos.split(",") if a]
+    if not algos:
+        raise CollsimError("--algos needs at least one algorithm name")
+    size_list = sizes(args.min_bytes, args.max_bytes, args.factor)
+    if args.method == "simulate" or args.preset or args.topology:
+        topo = topology_from_args(args, ranks)
+        if args.gpus_per_node is None:
+            args.gpus_per_node = topo.gpus_per_node if topo.gpus_per_node < ranks else None
+        table = sweep(algos, ranks, size_list, method="simulate", topology=topo, gamma=args.gamma,
+                      **{k: v for k, v in algo_params(args).items() if v is not None})
+    else:
+        if args.alpha is None or args.beta is None:
+            raise CollsimError("sweep needs --alpha and --beta (closed form) or a topology with --method simulate")
+        params = {k: v for k, v in (("gpus_per_node", args.gpus_per_node), ("alpha_inter", args.alpha_inter),
+                                    ("beta_inter", args.beta_inter)) if v is not None}
+        table = sweep(algos, ranks, size_list, alpha=args.alpha, beta=args.beta, gamma=args.gamma,
+                      method="closed", **params)
+    rows = _rows(table)
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        print(f"{'algo':20s} {'size (B)':>14s} {'time (us)':>14s} {'algbw (GB/s)':>13s} {'busbw (GB/s)':>13s}")
+        for r in rows:
+            print(f"{r['algo']:20s} {r['size']:14d} {r['time_s'] * 1e6:14.3f} {r['algbw_GBps']:13.3f} "
+                  f"{r['busbw_GBps']:13.3f}")
+    if args.plot:
+        _plot_sweep(args.plot, algos, ranks, size_list, rows)
+        print(f"wrote {args.plot}", file=sys.stderr)
+    return 0
+
+
+def _plot_sweep(path: str, algos: list[str], ranks: int, size_list, rows: list[dict]) -> None:
+    """Time and busbw vs size, one curve per algorithm, crossovers marked (PNG at ``path``)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import numpy as np
+    from matplotlib.figure import Figure
+    from collsim.sweep import busbw_factor
+    from collsim.viz.curves import CurvesView
+    series = {a: np.array([r["time_s"] for r in rows if r["algo"] == a]) for a in algos}
+    fig = Figure(figsize=(13, 4.6), layout="constrained")
+    for ax, kind in zip(fig.subplots(1, 2), ("time", "busbw")):
+        CurvesView(algos, kind, ax=ax).update(size_list, series, factor=busbw_factor(ranks),
+                                              title=f"AllReduce on {ranks} ranks")
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as e:
+        raise CollsimError(f"cannot write plot {path}: {e.strerror}") from None
+
+
+def _rows(table) -> list[dict]:
+    """Normalise a sweep table (list of records or dict of columns) to a list of plain dicts."""
+    if isinstance(table, dict):
+        keys = list(table)
+        n = len(table[keys[0]]) if keys else 0
+        table = [{k: table[k][i] for k in keys} for i in range(n)]
+    out = []
+    for r in table:
+        out.append({"algo": str(r["algo"]), "size": int(r["size"]), "time_s": float(r["time_s"]),
+                    "algbw_GBps": float(r["algbw_GBps"]), "busbw_GBps": float(r["busbw_GBps"])})
+    return out
+
+
+def register(sub) -> None:
+    p = sub.add_parser("simulate", help="event-driven simulation of a schedule on a topology")
+    add_algo_args(p, required=False)
+    p.add_argument("--bytes", type=size_arg, help="bytes per rank buffer")
+    add_topology_args(p)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--transfers", action="store_true", help="with --json: include every transfer's start/end")
+    p.add_argument("--list-presets", action="store_true", help="list topology presets and their sources")
+    p.set_defaults(func=cmd_simulate, count=None)
+
+    p = sub.add_parser("sweep", help="time, algbw and busbw over sizes for several algorithms")
+    p.add_argument("--algos", default="ring,tree", help="comma-separated algorithm names")
+    p.add_argument("--ranks", type=positive_int)
+    p.add_argument("--gpus-per-node", type=positive_int)
+    p.add_argument("-b", "--min-bytes", type=size_arg, default=8)
+    p.add_argument("-e", "--max-bytes", type=size_arg, default=16 << 30)
+    p.add_argument("-f", "--factor", type=positive_int, default=2)
+    p.add_argument("--method", choices=("closed", "simulate"), default="closed")
+    add_topology_args(p)
+    p.add_argument("--slices", type=positive_int, default=1)
+    p.add_argument("--chunks", type=positive_int)
+    p.add_argument("--inter", choices=("ring", "tree"), default="ring")
+    p.add_argument("--plot", help="write a busbw/time vs size figure (PNG)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_sweep)
