@@ -228,6 +228,9 @@ def test_missing_files(capsys, tmp_path):
     assert_one_line_error(*run(capsys, "simulate", "--algo", "ring", "--ranks", 4, "--bytes", 64,
                                "--topology", tmp_path / "none.json"), "no such file")
     assert_one_line_error(*run(capsys, "check", "--file", tmp_path / "none.json"), "none.json")
+    assert_one_line_error(*run(capsys, "show", tmp_path), str(tmp_path), "directory")
+    assert_one_line_error(*run(capsys, "import-nccl-tests", tmp_path, "--label", "Ring/Simple",
+                               "-o", tmp_path / "x.jsonl"), "directory")
 
 
 @pytest.mark.parametrize("text, words", [

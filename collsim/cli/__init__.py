@@ -53,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as e:  # a directory, no permission, a full disk: still one line
+        print(f"collsim: error: {e.filename}: {e.strerror}" if e.filename else f"collsim: error: {e}",
+              file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
