@@ -36,9 +36,13 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.nccl_model import (ALGOS, L2_BYTES, LINK_CLASSES, PARAM_NAMES, REUSE, Config, ModelParams, canonical_pair,
-                                default_params, layout, predict_layout)
+                                default_params, layout, predict_layout, with_path)
 from collsim.nccl_tuning import PROTOS
-from collsim.points import Point, label_from_name, load_points, split  # noqa: F401 (public API)
+from collsim.points import Point, load_points, split
+
+__all__ = ["BOUNDS", "FITTED", "FORMAT", "LINK_NAMES", "Point", "abs_rel_errors", "config_suffix", "fit",
+           "harness_overheads", "holdout_report", "link_class", "load_params", "load_points", "params_from_dict",
+           "params_to_dict", "save_params", "split", "summary"]  # load_points, Point, split: from collsim.points
 
 BOUNDS = {"base_us": (1e-2, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0), "fill": (1e-3, 16.0),
           "host_us": (1e-2, 5000.0), "spill": (1e-3, 2.0), "warp_us": (1e-4, 5.0), "link_GBps": (1.0, 5000.0),
@@ -102,8 +106,7 @@ def _lm(residual, u0, lo, hi, iters=80):
 
 def _with(params: ModelParams, key, values: dict) -> ModelParams:
     """params with ``values`` set: per-path names on path ``key``, LINK_NAMES on its link."""
-    path = {n: v for n, v in values.items() if n not in LINK_NAMES}
-    out = replace(params, paths={**params.paths, key: {**params.path(*key), **path}})
+    out = with_path(params, key, **{n: v for n, v in values.items() if n not in LINK_NAMES})
     if "link_GBps" in values:
         out.link_GBps = {**params.link_GBps, key[0]: values["link_GBps"]}
     if "link_exp" in values:
