@@ -32,9 +32,8 @@ import re
 from dataclasses import dataclass, field
 
 from collsim.errors import CollsimError
+from collsim.nccl_tuning import NCCL_ALGOS as ALGOS, PROTOS  # NCCL's index order (2.23 logs print the index)
 
-ALGOS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
-PROTOS = ("LL", "LL128", "Simple")
 _ALGO_NAMES = {a.upper(): a for a in ALGOS} | {"NVLS_TREE": "NVLSTree",
                                                "COLLNET_DIRECT": "CollNetDirect",
                                                "COLLNET_CHAIN": "CollNetChain"}
@@ -113,24 +112,23 @@ class NcclLog:
         }
 
 
+def _canonical(name: str, spellings: dict, choices: tuple, what: str) -> str:
+    token = str(name).strip()
+    if token.isdigit() and int(token) < len(choices):
+        return choices[int(token)]
+    if token.upper() not in spellings:
+        raise CollsimError(f"unknown NCCL {what} {token!r} (known: {', '.join(choices)})")
+    return spellings[token.upper()]
+
+
 def canonical_algo(name: str) -> str:
     """NCCL algorithm name in NCCL's spelling (``ring`` / ``RING`` / ``1`` -> ``Ring``)."""
-    token = str(name).strip()
-    if token.isdigit() and int(token) < len(ALGOS):
-        return ALGOS[int(token)]
-    if token.upper() not in _ALGO_NAMES:
-        raise CollsimError(f"unknown NCCL algorithm {token!r} (known: {', '.join(ALGOS)})")
-    return _ALGO_NAMES[token.upper()]
+    return _canonical(name, _ALGO_NAMES, ALGOS, "algorithm")
 
 
 def canonical_proto(name: str) -> str:
     """NCCL protocol name in NCCL's spelling (``simple`` / ``SIMPLE`` / ``2`` -> ``Simple``)."""
-    token = str(name).strip()
-    if token.isdigit() and int(token) < len(PROTOS):
-        return PROTOS[int(token)]
-    if token.upper() not in _PROTO_NAMES:
-        raise CollsimError(f"unknown NCCL protocol {token!r} (known: {', '.join(PROTOS)})")
-    return _PROTO_NAMES[token.upper()]
+    return _canonical(name, _PROTO_NAMES, PROTOS, "protocol")
 
 
 def _named(fn, token: str, lineno: int) -> str:

@@ -31,7 +31,6 @@ from collsim.errors import CollsimError
 PROTOS = ("LL", "LL128", "Simple")
 # NCCL's algorithm index order (tie-breaking of the argmin follows it).
 NCCL_ALGOS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
-ARCHS = ("volta", "ampere", "hopper", "blackwell")
 
 BASE_LAT = {"Tree": (6.8, 14.0, 8.4), "Ring": (6.6, 14.0, 8.4)}  # tuning.cc:143-144
 HW_LAT = {  # tuning.cc:149-167, per link type then algorithm, (LL, LL128, Simple) in us
