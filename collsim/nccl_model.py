@@ -61,8 +61,9 @@ The structure follows what NCCL 2.28 does for one AllReduce (file references int
    interval, ``T_eager = max(T, host_us)`` (host_us per path: the kernels differ).
 
 ``explain`` splits T into latency, bandwidth (payload at full channel count), protocol overhead,
-channel count (fewer channels/threads than the maximum), pipeline fill, step overhead and
-launch, names the dominant term and gives each link class's utilisation.
+channel count (fewer channels/threads than the maximum), pipeline fill, step overhead, barriers
+("sync"), L2 spill ("l2"), harness overhead and launch, names the dominant term and gives each
+link class's utilisation.
 """
 from __future__ import annotations
 
@@ -71,6 +72,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from collsim.errors import CollsimError
+from collsim.measurements import bandwidths
 from collsim.nccl_tuning import PROTOS, canonical, nccl_channels
 
 ALGOS = ("Ring", "Tree")
@@ -81,7 +83,6 @@ DEFAULT_BUFFSIZE = {"LL": 524288, "LL128": 4915200, "Simple": 4194304}  # init.c
 EFFICIENCY = {"LL": 0.5, "LL128": 120 / 128, "Simple": 1.0}
 GRAIN = {"LL": 16, "LL128": 1920, "Simple": 512}  # device.h ncclProtoGrainSize, bytes
 PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill", "host_us", "spill", "warp_us")
-TERMS = ("latency", "bandwidth", "protocol", "channels", "fill", "steps", "sync", "l2", "harness", "launch")
 L2_BYTES = 52428800  # H100/H200 L2 (cudaDeviceProp.l2CacheSize), bytes
 REUSE = 2  # L2 bytes touched between two uses of a receive slot, per slot byte (module docstring)
 
@@ -155,6 +156,7 @@ def default_params() -> ModelParams:
 
 
 def canonical_pair(algo: str, proto: str) -> tuple[str, str]:
+    """(algorithm, protocol) spelled as in ALGOS and PROTOS (case-insensitive), else CollsimError."""
     return canonical(algo, ALGOS), canonical(proto, PROTOS)
 
 
@@ -218,6 +220,8 @@ class Layout:
 
 
 def layout(algo: str, proto: str, sizes, config: Config, channels: int = 24) -> Layout:
+    """The parameter-free part of the model for ``sizes`` (bytes); ``channels``: NCCL's collective
+    channel count when ``config`` pins none."""
     algo, proto = canonical_pair(algo, proto)
     sizes = np.atleast_1d(np.asarray(sizes, dtype=np.int64))
     if sizes.size == 0 or (sizes < 1).any():
@@ -242,8 +246,8 @@ def layout(algo: str, proto: str, sizes, config: Config, channels: int = 24) -> 
     return Layout(algo, proto, config, sizes, nc, nt, payload, steps, sl, footprint, hops_intra, hops_net, depth)
 
 
-def _terms(params: ModelParams, lay: Layout) -> dict:
-    """Each additive time term in us per size, plus per-class utilisation inputs."""
+def _terms(params: ModelParams, lay: Layout) -> tuple[dict, dict]:
+    """({term: us per size} of each additive time term, {link class: wire bytes per size})."""
     cfg, a, p = lay.config, lay.algo, lay.proto
     classes = [cfg.intra] if cfg.nodes == 1 else ([cfg.intra, "net"] if cfg.ranks > cfg.nodes else ["net"])
     main = params.path(classes[-1], a, p)
@@ -294,6 +298,7 @@ def predict(params: ModelParams, algo: str, proto: str, sizes, config: Config) -
 
 
 def predict_layout(params: ModelParams, lay: Layout) -> np.ndarray:
+    """``predict`` on a precomputed ``layout`` (us per size; the fit reuses layouts)."""
     return sum(_terms(params, lay)[0].values())
 
 
@@ -303,12 +308,11 @@ def explain(params: ModelParams, algo: str, proto: str, sizes, config: Config) -
     lay = layout(algo, proto, sizes, config, params.channels)
     terms, wire = _terms(params, lay)
     total = sum(terms.values())
-    factor = 2 * (config.ranks - 1) / config.ranks
     out = []
     for i, nb in enumerate(lay.sizes.tolist()):
         shares = {k: float(v[i] / total[i]) for k, v in terms.items()}
         out.append({
-            "size": nb, "time_us": float(total[i]), "busbw_GBps": nb / total[i] / 1e3 * factor,
+            "size": nb, "time_us": float(total[i]), "busbw_GBps": bandwidths(nb, total[i], config.ranks)[1],
             "channels": int(lay.nc[i]), "threads": int(lay.threads[i]), "steps": int(lay.steps[i]), "shares": shares,
             "dominant": max(shares, key=shares.get),
             "link_utilisation": {k: float(w[i] / (total[i] * params.link_GBps[k] * 1e3)) for k, w in wire.items()},
