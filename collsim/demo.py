@@ -98,11 +98,12 @@ def figure(path: str, preset: str, nodes: int | None, result: dict) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from collsim.sweep import busbw_factor, sizes as size_range
+    from collsim.viz.curves import busbw
     grid = size_range(8, 4 << 30, 2)
     times, topo = simulated(preset, nodes, grid)
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
     for a in ALGOS:
-        left.semilogx(grid, grid / times[a] / 1e9 * busbw_factor(topo.ranks), label=a)
+        left.semilogx(grid, busbw(grid, times[a], busbw_factor(topo.ranks)), label=a)
     left.set(xlabel="message size (bytes)", ylabel="busbw (GB/s)",
              title=f"simulated on {topo.name} ({topo.nodes} x {topo.gpus_per_node} GPUs)")
     left.legend(fontsize=8)

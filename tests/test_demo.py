@@ -1,0 +1,17 @@
+"""collsim demo (collsim/demo.py, collsim/cli/demo.py): the quick-start job of README."""
+from collsim.cli import main
+
+
+def test_demo_prints_both_tables_and_writes_the_figure(capsys, tmp_path):
+    out = tmp_path / "demo.png"
+    assert main(["demo", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Predicted AllReduce time (us), event simulation on ib-400g" in text
+    assert "fastest" in text and "all 105 points" in text
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+
+
+def test_demo_unknown_preset_is_one_line(capsys):
+    assert main(["demo", "--out", "", "--preset", "no-such-preset"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "no-such-preset" in err
