@@ -44,15 +44,12 @@ class GridStates:
         over: bool array, same shape: some contribution is held more than once.
         mult: float array (n_steps + 1, ranks, n_chunks, ranks) of multiplicities,
             or None when too large to keep.
-        seg: chunk index of every transfer's first chunk, and n_seg its chunk count.
     """
 
     bounds: np.ndarray
     distinct: np.ndarray
     over: np.ndarray
     mult: np.ndarray | None
-    seg: np.ndarray
-    n_seg: np.ndarray
 
     @property
     def n_chunks(self) -> int:
@@ -81,7 +78,7 @@ def grid_states(schedule: Schedule) -> GridStates:
         mult = None
         next(run_steps(schedule, one_hot[:, :, :0]))       # validates ranks and ranges
     distinct, over = _bitset_states(schedule, first, end, C)
-    return GridStates(bounds, distinct, over, mult, first, end - first)
+    return GridStates(bounds, distinct, over, mult)
 
 
 def _bitset_states(schedule: Schedule, first, end, C: int):
@@ -295,10 +292,3 @@ class GridView:
 def _tick_positions(n: int) -> range:
     """Every index up to 8, else every 2^k-th (4 to 7 labels: tick text is slow to draw)."""
     return range(0, n, 1 if n <= 8 else 2 ** int(np.ceil(np.log2(n / 7))))
-
-
-def draw_grid(schedule: Schedule, step: int = 0, ax=None):
-    """Draw one step of ``schedule``'s grid and return the matplotlib Figure."""
-    view = GridView(schedule, ax=ax)
-    view.show(step)
-    return view.fig
