@@ -31,7 +31,7 @@ A measurement file (what ``runners/allreduce_bench.py`` writes) is JSON Lines:
   ============  ======  ===================================================
 
 ``load`` returns a ``Measurements`` with one numpy array per field;
-````collsim.nccl_tests.import_nccl_tests`` turns nccl-tests output into
+``collsim.nccl_tests.import_nccl_tests`` turns nccl-tests output into
 the same records.
 """
 from __future__ import annotations
@@ -170,8 +170,8 @@ class Measurements:
     def save(self, path) -> None:
         """Write as JSON Lines (meta first)."""
         with open(path, "w", encoding="utf-8") as f:
-            for rec in [{"type": "meta", **self.meta}] + self.records:
-                f.write(json.dumps({"type": "result", **rec}) + "\n")
+            for rec in [{"type": "meta", **self.meta}] + [{"type": "result", **r} for r in self.records]:
+                f.write(json.dumps(rec) + "\n")
 
 
 def to_csv(m: Measurements, path) -> None:
