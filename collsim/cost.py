@@ -46,8 +46,7 @@ from functools import lru_cache
 import numpy as np
 
 from collsim.algorithms import ALGORITHMS, default_chunks, validate
-from collsim.algorithms.tree import (btree_parents, chain_tree_parents, dtree_parents, plan_trees,
-                                     step_keys)
+from collsim.algorithms.tree import tree_plan, tree_steps
 from collsim.errors import CollsimError
 
 FORMULAS = {
@@ -93,39 +92,30 @@ def _halving_doubling(p, nbytes, alpha, beta, gamma):
             + f * (2 * alpha + 2 * nbytes * beta + nbytes * gamma))
 
 
-@lru_cache(maxsize=64)
-def _tree_plan(name: str, p: int, g: int):
-    """(plan, inter-edge mask) of the tree algorithms' trees over positions."""
-    if name == "binary-tree":
-        parents = [btree_parents(p)]
-    elif name == "tree":
-        parents = list(dtree_parents(p))
-    elif name == "hierarchical-nccl":
-        parents = [chain_tree_parents(q, g) for q in dtree_parents(p // g)]
-    else:                       # hierarchical inter="tree": double tree over the n = p // g nodes
-        parents = list(dtree_parents(p // g))
-    plan = plan_trees(parents)
-    inter = plan.child // g != plan.parent // g if name == "hierarchical-nccl" else \
-        np.full(len(plan.child), name == "hierarchical")
-    return plan, inter
+def _tree_layout(name: str, p: int, g: int) -> tuple[str, int, int]:
+    """(layout, positions, gpus_per_node) of the trees of a tree algorithm (``tree.tree_plan``)."""
+    return {"binary-tree": ("binary", p, 1), "tree": ("double", p, 1),
+            "hierarchical-nccl": ("nccl", p, g)}.get(name, ("double", p // g, 1))
 
 
 @lru_cache(maxsize=4096)
 def tree_step_counts(name: str, p: int, g: int, chunks: int) -> dict:
     """Number of non-empty steps per (direction, link classes) of a tree schedule:
     keys ("up"|"down", "intra"|"inter"|"both")."""
-    plan, inter = _tree_plan(name, p, g)
+    layout = _tree_layout(name, p, g)
+    plan, steps = tree_plan(*layout), tree_steps(*layout, chunks)
     counts = {}
-    if len(plan.child) == 0:
+    if len(steps.step) == 0:
         return counts
-    key, up, e2, _ = step_keys(plan, chunks)
-    heads = np.r_[0, np.flatnonzero(np.diff(key)) + 1]
-    n_inter = np.add.reduceat(inter[e2].astype(np.int64), heads)
-    n_all = np.diff(np.r_[heads, len(key)])
+    inter = plan.child // g != plan.parent // g if name == "hierarchical-nccl" else \
+        np.full(len(plan.child), name == "hierarchical")
+    heads = np.flatnonzero(steps.slot == 0)
+    n_inter = np.add.reduceat(inter[steps.edge].astype(np.int64), heads)
+    n_all = np.diff(np.r_[heads, len(steps.step)])
     cls = np.where(n_inter == 0, 0, np.where(n_inter == n_all, 1, 2))
     for d, direction in ((True, "up"), (False, "down")):
         for c, name_c in enumerate(("intra", "inter", "both")):
-            n = int(((up[heads] == d) & (cls == c)).sum())
+            n = int(((steps.up == d) & (cls == c)).sum())
             if n:
                 counts[(direction, name_c)] = n
     return counts

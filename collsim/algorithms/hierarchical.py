@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from collsim.algorithms.ring import ring_phases, split_ranges
-from collsim.algorithms.tree import chain_tree_parents, dtree_parents, plan_trees, tree_phase
+from collsim.algorithms.tree import tree_phase, tree_steps
 from collsim.schedule import Schedule, ScheduleBuilder
 
 
@@ -36,7 +36,7 @@ def hierarchical(ranks: int, count: int, itemsize: int = 4, gpus_per_node: int =
         ring_phases(b, grid.T, off, ln, slices)
     else:
         seg_off, seg_len = split_ranges(off, ln, 2)
-        tree_phase(b, plan_trees(list(dtree_parents(nodes))), grid.T, seg_off, seg_len, chunks)
+        tree_phase(b, tree_steps("double", nodes, 1, chunks), grid.T, seg_off, seg_len)
     ring_phases(b, grid, zeros, np.full(nodes, count), slices, reduce_scatter=False)
     return b.build()
 
@@ -44,9 +44,8 @@ def hierarchical(ranks: int, count: int, itemsize: int = 4, gpus_per_node: int =
 def hierarchical_nccl(ranks: int, count: int, itemsize: int = 4, gpus_per_node: int = 1,
                       chunks: int = 1) -> Schedule:
     g = gpus_per_node
-    parents = [chain_tree_parents(p, g) for p in dtree_parents(ranks // g)]
     b = ScheduleBuilder(ranks, count, itemsize, name="hierarchical-nccl",
                         meta={"gpus_per_node": g, "chunks": chunks})
     off, ln = split_ranges(np.array([0]), np.array([count]), 2)
-    tree_phase(b, plan_trees(parents), np.arange(ranks)[None, :], off, ln, chunks)
+    tree_phase(b, tree_steps("nccl", ranks, g, chunks), np.arange(ranks)[None, :], off, ln)
     return b.build()

@@ -22,13 +22,14 @@ of an edge of height h in super-step c + h, colour by colour) and each is put
 in the first step after its children's transfers of that chunk and after its
 ports' previous use (``up_slots``): U steps, none empty, no port twice in a
 step, every transfer following one of the step before. The broadcast-down
-copies are those U steps mirrored in time (``step_keys``). Reduce and
+copies are those U steps mirrored in time (``tree_steps``). Reduce and
 broadcast steps are never mixed, so on one link class every step has one
 duration and time = U (up step) + U (down step).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -114,9 +115,9 @@ def _edge_colouring(child: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, 
     return colour, k
 
 
-@dataclass
+@dataclass(frozen=True)
 class TreePlan:
-    """Edges of several trees over positions 0..n-1 with their pipeline timing.
+    """Edges of ``trees`` trees over positions 0..n-1 with their pipeline timing.
 
     Per edge: ``tree``, ``child``, ``parent`` (positions), ``colour``,
     ``up0`` (super-step of chunk 0 going up: the child's height); ``k``
@@ -129,6 +130,7 @@ class TreePlan:
     colour: np.ndarray
     up0: np.ndarray
     k: int
+    trees: int
 
 
 def plan_trees(parents: list[np.ndarray]) -> TreePlan:
@@ -144,7 +146,43 @@ def plan_trees(parents: list[np.ndarray]) -> TreePlan:
         cols["up0"].append(height[e])
     c = {k: np.concatenate(v).astype(np.int64) for k, v in cols.items()}
     colour, k = _edge_colouring(c["child"], c["parent"])
-    return TreePlan(c["tree"], c["child"], c["parent"], colour, c["up0"], k)
+    return TreePlan(c["tree"], c["child"], c["parent"], colour, c["up0"], k, len(parents))
+
+
+def _read_only(*arrays: np.ndarray) -> None:
+    for a in arrays:
+        a.flags.writeable = False
+
+
+@lru_cache(maxsize=64)
+def tree_plan(layout: str, n: int, gpus_per_node: int = 1) -> TreePlan:
+    """Cached plan of the trees of ``layout`` over n positions (arrays read-only):
+    "binary" (``btree_parents(n)``), "double" (``dtree_parents(n)``) or "nccl"
+    (``chain_tree_parents`` of the double tree over n // gpus_per_node nodes)."""
+    if layout == "binary":
+        parents = [btree_parents(n)]
+    elif layout == "double":
+        parents = list(dtree_parents(n))
+    else:
+        parents = [chain_tree_parents(q, gpus_per_node) for q in dtree_parents(n // gpus_per_node)]
+    plan = plan_trees(parents)
+    _read_only(plan.tree, plan.child, plan.parent, plan.colour, plan.up0)
+    return plan
+
+
+def _kid_edges(plan: TreePlan, n_pos: int) -> np.ndarray:
+    """(E, m) edges just below every edge in its tree (its child's child edges), -1 padded."""
+    n_e = len(plan.child)
+    edge_at = np.full((plan.trees, n_pos), -1, np.int64)
+    edge_at[plan.tree, plan.child] = np.arange(n_e)
+    above = edge_at[plan.tree, plan.parent]              # edge above each edge, -1 below a root
+    f = np.flatnonzero(above >= 0)
+    f = f[np.argsort(above[f], kind="stable")]
+    a = above[f]
+    nth = np.arange(len(f)) - np.searchsorted(a, a)      # index among its siblings
+    kids = np.full((n_e, int(nth.max()) + 1 if len(f) else 0), -1, np.int64)
+    kids[a, nth] = f
+    return kids
 
 
 def up_slots(plan: TreePlan, chunks: int) -> np.ndarray:
@@ -158,89 +196,120 @@ def up_slots(plan: TreePlan, chunks: int) -> np.ndarray:
     transfer never shares a port within its step, and every transfer of step
     s >= 1 follows one of step s - 1 (a child's transfer of the same chunk, or
     the previous transfer on one of its ports): no step is ever empty.
+
+    Vectorised per key: the transfers of one key are edges of one colour (no
+    shared port) whose children's transfers have smaller keys, so they are
+    independent and placed together. ``ends`` holds the step after each port's
+    last use (send ports, then receive ports) and after each (edge, chunk).
     """
     n_e = len(plan.child)
     if n_e == 0:
         return np.zeros((0, chunks), np.int64)
     n_pos = int(max(plan.child.max(), plan.parent.max())) + 1
-    idx = np.arange(n_e * chunks)
-    e_of, c_of = idx % n_e, idx // n_e
-    order = np.argsort((plan.up0[e_of] + c_of) * plan.k + plan.colour[e_of], kind="stable")
-    kids = [[] for _ in range(n_e)]
-    edge_of = {(int(t), int(v)): e for e, (t, v) in enumerate(zip(plan.tree, plan.child))}
-    for e, (t, w) in enumerate(zip(plan.tree.tolist(), plan.parent.tolist())):
-        if (t, w) in edge_of:
-            kids[edge_of[(t, w)]].append(e)
-    send, recv = [0] * n_pos, [0] * n_pos
-    child, parent = plan.child.tolist(), plan.parent.tolist()
-    slot = [[0] * chunks for _ in range(n_e)]
-    for i in order.tolist():
-        c, e = divmod(i, n_e)
-        u, w = child[e], parent[e]
-        s = max(send[u], recv[w], max((slot[f][c] + 1 for f in kids[e]), default=0))
-        slot[e][c] = s
-        send[u] = recv[w] = s + 1
-    return np.array(slot, np.int64)
-
-
-def step_keys(plan: TreePlan, chunks: int):
-    """Every (edge, chunk) transfer of the plan, up and down, sorted by step.
-
-    Returns (key, up, edge, chunk): equal keys form one step, in key order;
-    ``up`` is true for the reduce (child -> parent) transfers. The U up steps
-    come from ``up_slots``; the broadcast is their mirror image in time: the
-    copy parent -> child of chunk c goes in step 2U - 1 - (its up step), so it
-    uses the ports its reduce used (send and receive swapped) in reverse order
-    and every copy precedes one of the next step.
-    """
-    slot = up_slots(plan, chunks).ravel()
-    n = len(slot)
-    u = int(slot.max()) + 1 if n else 0
-    key = np.concatenate([slot, 2 * u - 1 - slot])
-    up = np.arange(2 * n) < n
-    e = np.repeat(np.arange(len(plan.child)), chunks)
-    cc = np.tile(np.arange(chunks), len(plan.child))
-    e2, c2 = np.concatenate([e, e]), np.concatenate([cc, cc])
+    kids = _kid_edges(plan, n_pos)
+    e = np.repeat(np.arange(n_e), chunks)
+    c = np.tile(np.arange(chunks), n_e)
+    own = 1 + 2 * n_pos + e * chunks + c                 # index 0 is a constant 0
+    kid_end = np.where(kids[e] >= 0, 1 + 2 * n_pos + kids[e] * chunks + c[:, None], 0)
+    writes = np.column_stack([1 + plan.child[e], 1 + n_pos + plan.parent[e], own])
+    reads = np.column_stack([writes[:, :2], kid_end])
+    key = (plan.up0[e] + c) * plan.k + plan.colour[e]
     order = np.argsort(key, kind="stable")
-    return key[order], up[order], e2[order], c2[order]
+    key, reads, writes = key[order], reads[order], writes[order]
+    cuts = np.r_[0, np.flatnonzero(np.diff(key)) + 1, len(key)].tolist()
+    ends = np.zeros(1 + 2 * n_pos + n_e * chunks, np.int64)
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        ends[writes[lo:hi]] = ends[reads[lo:hi]].max(axis=1, keepdims=True) + 1
+    return ends[own].reshape(n_e, chunks) - 1
 
 
-def tree_phase(b: ScheduleBuilder, plan: TreePlan, groups: np.ndarray, seg_off, seg_len,
-               chunks: int) -> None:
-    """Append the pipelined reduce-up / broadcast-down steps of ``plan`` to ``b``.
+@dataclass(frozen=True)
+class TreeSteps:
+    """Every (edge, chunk) transfer of a plan, up and down, in schedule order.
+
+    Per transfer (int32, read-only): ``step``, ``slot`` (position in its step),
+    ``src``/``dst`` positions, ``tree``, ``chunk``, ``edge``; per step ``up``
+    (true: reduce child -> parent, else copy parent -> child); ``width``: most
+    transfers in a step; ``trees``, ``chunks``.
+    """
+
+    step: np.ndarray
+    slot: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    tree: np.ndarray
+    chunk: np.ndarray
+    edge: np.ndarray
+    up: np.ndarray
+    width: int
+    trees: int
+    chunks: int
+
+
+@lru_cache(maxsize=16)
+def tree_steps(layout: str, n: int, gpus_per_node: int, chunks: int) -> TreeSteps:
+    """Cached ``TreeSteps`` of ``tree_plan(layout, n, gpus_per_node)`` pipelined over chunks.
+
+    The U up steps come from ``up_slots``; the broadcast is their mirror image
+    in time: the copy parent -> child of chunk c goes in step 2U - 1 - (its up
+    step), so it uses the ports its reduce used (send and receive swapped) in
+    reverse order and every copy precedes one of the next step.
+    """
+    plan = tree_plan(layout, n, gpus_per_node)
+    slot = up_slots(plan, chunks).ravel()
+    u = int(slot.max()) + 1 if len(slot) else 0
+    key = np.concatenate([slot, 2 * u - 1 - slot])
+    order = np.argsort(key, kind="stable")
+    key, up = key[order], order < len(slot)
+    edge = order % max(len(slot), 1) // chunks
+    chunk = order % chunks
+    new = np.r_[True, key[1:] != key[:-1]] if len(key) else np.zeros(0, bool)
+    step = np.cumsum(new) - 1
+    heads = np.flatnonzero(new)
+    pos = np.arange(len(key)) - heads[step]
+    src = np.where(up, plan.child[edge], plan.parent[edge])
+    dst = np.where(up, plan.parent[edge], plan.child[edge])
+    cols = [a.astype(np.int32) for a in (step, pos, src, dst, plan.tree[edge], chunk, edge)]
+    steps = TreeSteps(*cols, up[heads], int(pos.max()) + 1 if len(pos) else 0, plan.trees, chunks)
+    _read_only(*cols, steps.up)
+    return steps
+
+
+def tree_phase(b: ScheduleBuilder, steps: TreeSteps, groups: np.ndarray, seg_off, seg_len) -> None:
+    """Append the pipelined reduce-up / broadcast-down steps of ``steps`` to ``b``.
 
     groups: (G, n) rank of every tree position in each of G disjoint groups.
     seg_off, seg_len: (G, T) the element range tree t handles in group g.
+    Every step holds its transfers group by group; it is laid out padded to
+    ``steps.width`` per group with zero-length transfers, which ``add_steps`` drops.
     """
     groups = np.atleast_2d(np.asarray(groups, np.int64))
-    if len(plan.child) == 0:
+    if len(steps.step) == 0:
         return
-    c_off, c_len = split_ranges(seg_off, seg_len, chunks)            # (G, T, C)
-    key, up, e2, c2 = step_keys(plan, chunks)
-    src_pos = np.where(up, plan.child[e2], plan.parent[e2])
-    dst_pos = np.where(up, plan.parent[e2], plan.child[e2])
-    tr = plan.tree[e2]
-    bounds = np.flatnonzero(np.diff(key)) + 1
-    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(key)]):
-        sl = slice(lo, hi)
-        b.add_step(groups[:, src_pos[sl]].ravel(), groups[:, dst_pos[sl]].ravel(),
-                   c_off[:, tr[sl], c2[sl]].ravel(), c_len[:, tr[sl], c2[sl]].ravel(),
-                   REDUCE if up[lo] else COPY)
+    c_off, c_len = split_ranges(seg_off, seg_len, steps.chunks)      # (G, T, C)
+    shape = (len(steps.up), len(groups), steps.width)
+    cols = []
+    for values in (groups[:, steps.src], groups[:, steps.dst], c_off[:, steps.tree, steps.chunk],
+                   c_len[:, steps.tree, steps.chunk]):
+        grid = np.zeros(shape, np.int64)
+        grid[steps.step, :, steps.slot] = values.T
+        cols.append(grid.reshape(shape[0], -1))
+    b.add_steps(*cols, np.where(steps.up, REDUCE, COPY)[:, None])
 
 
-def _run(name: str, parents: list[np.ndarray], ranks: int, count: int, itemsize: int,
-         chunks: int) -> Schedule:
+def _run(name: str, layout: str, ranks: int, count: int, itemsize: int, chunks: int) -> Schedule:
     b = ScheduleBuilder(ranks, count, itemsize, name=name, meta={"chunks": chunks})
-    off, ln = split_ranges(np.array([0]), np.array([count]), len(parents))
-    tree_phase(b, plan_trees(parents), np.arange(ranks)[None, :], off, ln, chunks)
+    steps = tree_steps(layout, ranks, 1, chunks)
+    off, ln = split_ranges(np.array([0]), np.array([count]), steps.trees)
+    tree_phase(b, steps, np.arange(ranks)[None, :], off, ln)
     return b.build()
 
 
 def binary_tree(ranks: int, count: int, itemsize: int = 4, chunks: int = 1) -> Schedule:
     """One NCCL binary tree carrying the whole buffer, pipelined over ``chunks``."""
-    return _run("binary-tree", [btree_parents(ranks)], ranks, count, itemsize, chunks)
+    return _run("binary-tree", "binary", ranks, count, itemsize, chunks)
 
 
 def double_tree(ranks: int, count: int, itemsize: int = 4, chunks: int = 1) -> Schedule:
     """NCCL's double binary tree: each tree carries half the buffer, pipelined over ``chunks``."""
-    return _run("tree", list(dtree_parents(ranks)), ranks, count, itemsize, chunks)
+    return _run("tree", "double", ranks, count, itemsize, chunks)
