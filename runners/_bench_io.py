@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from bench_support import FORCED_ENV, launcher_command, nccl_env, rank_info  # also puts the repo on sys.path
+from bench_support import (FORCED_ENV, launcher_command, nccl_env, nccl_header_version,  # also puts the repo on sys.path
+                           rank_info)
 
 
 def init(backend: str, timeout_s: float = 120.0):
@@ -88,17 +89,13 @@ def time_each(fn, clock: Clock, iters: int, warmup: int) -> list[float]:
     return [clock.seconds(a, b) for a, b in zip(marks, marks[1:])]
 
 
-def median(xs) -> float:
-    return float(statistics.median(xs))
-
-
 def summary(times: list[float]) -> tuple[float, float]:
     """(median, min) of per-call seconds, each the max over ranks (every rank must call it).
 
     The median is the usual figure; the min resists interference from other work on a
     shared machine (such noise only adds time).
     """
-    return max_over_ranks(median(times)), max_over_ranks(min(times))
+    return max_over_ranks(float(statistics.median(times))), max_over_ranks(min(times))
 
 
 def max_over_ranks(seconds: float) -> float:
@@ -126,7 +123,7 @@ def meta_record(runner: str, backend: str, world: int, device, args) -> dict:
         "command": shlex.join([sys.executable] + sys.argv), "launcher_command": launcher_command(),
         "backend": backend, "world_size": world, "rank0": rank_info(device),
         "torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0],
-        "nccl_compile_version": ".".join(map(str, torch.cuda.nccl.version())) if backend == "nccl" else None,
+        "nccl_compile_version": nccl_header_version(torch) if backend == "nccl" else None,
         "torch_threads": torch.get_num_threads(), "env": env, "env_problems": check_env(env),
         "forced_env": {k: os.environ.get(k) for k in FORCED_ENV},
     }

@@ -185,7 +185,8 @@ def rank_info(device) -> dict:
     return info
 
 
-def _nccl_header_version(torch) -> str:
+def nccl_header_version(torch) -> str:
+    """NCCL's version as "x.y.z" from the torch module passed in."""
     v = torch.cuda.nccl.version()  # the headers torch was built with, not the library that runs
     return ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
 
@@ -208,7 +209,7 @@ def build_meta(args, argv, world: int, infos: list, nccl_version: str | None) ->
         "driver": _first_line(_run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])),
         "cuda": torch.version.cuda, "torch": torch.__version__, "python": sys.version.split()[0],
         "nccl_version": nccl_version,
-        "nccl_compile_version": _nccl_header_version(torch) if args.backend == "nccl" else None,
+        "nccl_compile_version": nccl_header_version(torch) if args.backend == "nccl" else None,
         "env": nccl_env(), "command": shlex.join([sys.executable, sys.argv[0]] + list(argv)),
         "launcher_command": launcher_command(),
         "git_commit": commit, "git_dirty": bool(dirty) if commit else None,
