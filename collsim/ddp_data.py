@@ -11,10 +11,10 @@ collsim's buckets equal the ones DDP reported. Times in seconds, sizes in bytes.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from collsim.errors import CollsimError
+from collsim.measurements import read_records
 from collsim.overlap import BF16, FP16, Layer, simulate, table_cost
 
 HOOKS = {"bf16": BF16, "fp16": FP16}
@@ -45,16 +45,8 @@ def load(path, stat: str = "median") -> DdpRun:
     if stat not in ("median", "min"):
         raise CollsimError(f"stat must be 'median' or 'min', got {stat!r}")
     sfx = "_min" if stat == "min" else ""
-    recs = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    recs.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise CollsimError(f"{path}:{n}: not valid JSON ({e.msg})") from None
     by = {}
-    for r in recs:
+    for r in read_records(path):
         by.setdefault(r.get("type"), []).append(r)
     for needed in ("meta", "layer", "phase", "ddp", "result"):
         if needed not in by:

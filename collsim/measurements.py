@@ -184,6 +184,26 @@ def to_csv(m: Measurements, path) -> None:
             w.writerow(["" if r.get(c) is None else r.get(c) for c in cols])
 
 
+def _json_line(line: str, where: str):
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as e:
+        raise CollsimError(f"{where}: not valid JSON ({e.msg})") from None
+
+
+def read_records(path) -> list[dict]:
+    """Every record of any JSON Lines file (one JSON object a line, blank lines skipped); a line
+    that is not a JSON object raises ``CollsimError`` naming ``path:line``."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if line.strip():
+                out.append(_json_line(line, f"{path}:{lineno}"))
+                if not isinstance(out[-1], dict):
+                    raise CollsimError(f"{path}:{lineno}: expected a JSON object")
+    return out
+
+
 def parse_jsonl(lines, source: str, strict: bool = True) -> Measurements:
     """Parse measurement JSON Lines; see ``load``."""
     m = Measurements()
@@ -192,10 +212,7 @@ def parse_jsonl(lines, source: str, strict: bool = True) -> Measurements:
             continue
         where = f"{source}:{lineno}"
         try:
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise CollsimError(f"{where}: not valid JSON ({e.msg})") from None
+            rec = _json_line(line, where)
             if not isinstance(rec, dict) or rec.get("type") not in ("meta", "result"):
                 raise CollsimError(f"{where}: expected an object with type 'meta' or 'result'")
             if rec["type"] == "meta":

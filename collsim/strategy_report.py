@@ -18,7 +18,6 @@ Times in seconds (``*_us`` keys: microseconds), sizes in bytes. Reproduce the ta
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -43,10 +42,10 @@ def need(*paths) -> list[Path]:
 
 
 def _records(path) -> list[dict]:
+    from collsim.measurements import read_records
     try:
-        with open(path, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
-    except (OSError, json.JSONDecodeError) as e:
+        return read_records(path)
+    except OSError as e:
         raise CollsimError(f"{path}: cannot read ({e})") from None
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from collsim.errors import CollsimError
-from collsim.measurements import (Measurements, bandwidths, format_row, load, parse_size,
+from collsim.measurements import (Measurements, bandwidths, format_row, load, parse_size, read_records,
                                   result_record, to_csv)
 from collsim.nccl_tests import import_nccl_tests, parse_label
 
@@ -142,3 +142,15 @@ def test_parse_label():
     assert parse_label("Tree") == ("Tree", None) and parse_label("default") == (None, None)
     with pytest.raises(CollsimError, match="unknown NCCL algorithm"):
         parse_label("Spiral/LL")
+
+
+def test_read_records_names_the_bad_line(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_text('{"type": "meta"}\n\n{"type": "result", "size": 8}\n')
+    assert read_records(p) == [{"type": "meta"}, {"type": "result", "size": 8}]
+    p.write_text('{"type": "meta"}\n[1, 2]\n')
+    with pytest.raises(CollsimError, match=r"r.jsonl:2: expected a JSON object"):
+        read_records(p)
+    p.write_text('{"type": "meta"}\n{oops\n')
+    with pytest.raises(CollsimError, match=r"r.jsonl:2: not valid JSON"):
+        read_records(p)
