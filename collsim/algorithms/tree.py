@@ -93,26 +93,27 @@ def _edge_colouring(child: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, 
     k = 0
     if len(child):
         k = int(max(np.bincount(child).max(), np.bincount(parent).max()))
-    colour = np.full(len(child), -1, np.int64)
-    at = {}  # (side, vertex, colour) -> edge
-    for e, (u, w) in enumerate(zip(child.tolist(), parent.tolist())):
-        a = next(c for c in range(k) if ("L", u, c) not in at)
-        b = next(c for c in range(k) if ("R", w, c) not in at)
-        if ("R", w, a) in at:  # swap colours a/b along the path from w starting with colour a
-            path, side, v, c = [], "R", w, a
-            while (side, v, c) in at:
-                f = at[(side, v, c)]
+    child, parent = child.tolist(), parent.tolist()
+    n_pos = max(child + parent, default=-1) + 1
+    at_l = [[-1] * k for _ in range(n_pos)]   # [vertex][colour] -> edge on the child side
+    at_r = [[-1] * k for _ in range(n_pos)]   # ... on the parent side
+    colour = [-1] * len(child)
+    for e, (u, w) in enumerate(zip(child, parent)):
+        a, b = at_l[u].index(-1), at_r[w].index(-1)
+        if at_r[w][a] >= 0:  # swap colours a/b along the path from w starting with colour a
+            path, on_r, v, c = [], True, w, a
+            while (f := (at_r if on_r else at_l)[v][c]) >= 0:
                 path.append(f)
-                side, v = ("L", child[f]) if side == "R" else ("R", parent[f])
-                c = b if c == a else a
+                v = child[f] if on_r else parent[f]
+                on_r, c = not on_r, (b if c == a else a)
             for f in path:
-                del at[("L", child[f], colour[f])], at[("R", parent[f], colour[f])]
+                at_l[child[f]][colour[f]] = at_r[parent[f]][colour[f]] = -1
             for f in path:
                 colour[f] = b if colour[f] == a else a
-                at[("L", child[f], colour[f])] = at[("R", parent[f], colour[f])] = f
+                at_l[child[f]][colour[f]] = at_r[parent[f]][colour[f]] = f
         colour[e] = a
-        at[("L", u, a)] = at[("R", w, a)] = e
-    return colour, k
+        at_l[u][a] = at_r[w][a] = e
+    return np.array(colour, np.int64), k
 
 
 @dataclass(frozen=True)
@@ -206,21 +207,38 @@ def up_slots(plan: TreePlan, chunks: int) -> np.ndarray:
     if n_e == 0:
         return np.zeros((0, chunks), np.int64)
     n_pos = int(max(plan.child.max(), plan.parent.max())) + 1
-    kids = _kid_edges(plan, n_pos)
-    e = np.repeat(np.arange(n_e), chunks)
-    c = np.tile(np.arange(chunks), n_e)
-    own = 1 + 2 * n_pos + e * chunks + c                 # index 0 is a constant 0
-    kid_end = np.where(kids[e] >= 0, 1 + 2 * n_pos + kids[e] * chunks + c[:, None], 0)
-    writes = np.column_stack([1 + plan.child[e], 1 + n_pos + plan.parent[e], own])
-    reads = np.column_stack([writes[:, :2], kid_end])
-    key = (plan.up0[e] + c) * plan.k + plan.colour[e]
-    order = np.argsort(key, kind="stable")
-    key, reads, writes = key[order], reads[order], writes[order]
-    cuts = np.r_[0, np.flatnonzero(np.diff(key)) + 1, len(key)].tolist()
-    ends = np.zeros(1 + 2 * n_pos + n_e * chunks, np.int64)
+    e, c, cuts = _key_order(plan, chunks)
+    base = 1 + 2 * n_pos                                 # ends[0] stays 0: "no kid"
+    kids = _kid_edges(plan, n_pos)[e]
+    reads = np.empty((len(e), 2 + kids.shape[1]), np.int64)
+    reads[:, 0] = 1 + plan.child[e]
+    reads[:, 1] = 1 + n_pos + plan.parent[e]
+    reads[:, 2:] = np.where(kids >= 0, base + kids * chunks + c[:, None], 0)
+    writes = np.column_stack([reads[:, :2], base + e * chunks + c])
+    ends = np.zeros(base + n_e * chunks, np.int64)
     for lo, hi in zip(cuts[:-1], cuts[1:]):
         ends[writes[lo:hi]] = ends[reads[lo:hi]].max(axis=1, keepdims=True) + 1
-    return ends[own].reshape(n_e, chunks) - 1
+    return ends[base:].reshape(n_e, chunks) - 1
+
+
+def _key_order(plan: TreePlan, chunks: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """(edge, chunk) of every up transfer in super-step key order, and the cuts between
+    keys, without a sort over all transfers: the transfers of super-step s and colour q
+    are the edges of colour q with s - C < up0 <= s, a range of the edges sorted by
+    (colour, up0)."""
+    eo = np.lexsort((plan.up0, plan.colour))
+    span = int(plan.up0.max()) + 2 * chunks + 1           # (colour, up0) -> one sortable int
+    pair = plan.colour[eo] * span + plan.up0[eo] + chunks
+    s = np.repeat(np.arange(int(plan.up0.max()) + chunks), plan.k)
+    q = np.tile(np.arange(plan.k), len(s) // plan.k)
+    lo = np.searchsorted(pair, q * span + s + 1)
+    hi = np.searchsorted(pair, q * span + s + chunks, side="right")
+    n = hi - lo
+    first = np.cumsum(n) - n
+    at = np.repeat(lo - first, n) + np.arange(int(n.sum()))
+    e = eo[at]
+    c = np.repeat(s, n) - plan.up0[e]
+    return e, c, np.r_[0, np.cumsum(n[n > 0])].tolist()
 
 
 @dataclass(frozen=True)
@@ -256,21 +274,26 @@ def tree_steps(layout: str, n: int, gpus_per_node: int, chunks: int) -> TreeStep
     reverse order and every copy precedes one of the next step.
     """
     plan = tree_plan(layout, n, gpus_per_node)
-    slot = up_slots(plan, chunks).ravel()
-    u = int(slot.max()) + 1 if len(slot) else 0
-    key = np.concatenate([slot, 2 * u - 1 - slot])
-    order = np.argsort(key, kind="stable")
-    key, up = key[order], order < len(slot)
-    edge = order % max(len(slot), 1) // chunks
-    chunk = order % chunks
-    new = np.r_[True, key[1:] != key[:-1]] if len(key) else np.zeros(0, bool)
-    step = np.cumsum(new) - 1
-    heads = np.flatnonzero(new)
-    pos = np.arange(len(key)) - heads[step]
-    src = np.where(up, plan.child[edge], plan.parent[edge])
-    dst = np.where(up, plan.parent[edge], plan.child[edge])
+    slot = up_slots(plan, chunks).ravel()                # (edge, chunk) -> up step
+    n_up = len(slot)
+    u = int(slot.max()) + 1 if n_up else 0
+    # up steps in order, each in (edge, chunk) order (int16 keys: numpy's stable radix sort)
+    up_order = np.argsort(slot.astype(np.int16 if u < 1 << 15 else np.int64), kind="stable")
+    sizes = np.bincount(slot, minlength=u)
+    first = np.cumsum(sizes) - sizes
+    # down step j is up step u - 1 - j with the same transfer order
+    back = np.repeat(first[::-1] - (np.cumsum(sizes[::-1]) - sizes[::-1]), sizes[::-1])
+    order = np.r_[up_order, up_order[back + np.arange(n_up)] + n_up]
+    sizes = np.r_[sizes, sizes[::-1]]
+    up = np.arange(2 * u) < u
+    step = np.repeat(np.arange(int((sizes > 0).sum())), sizes[sizes > 0])
+    pos = np.arange(2 * n_up) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    is_up = order < n_up
+    edge, chunk = order % max(n_up, 1) // chunks, order % chunks
+    src = np.where(is_up, plan.child[edge], plan.parent[edge])
+    dst = np.where(is_up, plan.parent[edge], plan.child[edge])
     cols = [a.astype(np.int32) for a in (step, pos, src, dst, plan.tree[edge], chunk, edge)]
-    steps = TreeSteps(*cols, up[heads], int(pos.max()) + 1 if len(pos) else 0, plan.trees, chunks)
+    steps = TreeSteps(*cols, up[sizes > 0], int(sizes.max()) if n_up else 0, plan.trees, chunks)
     _read_only(*cols, steps.up)
     return steps
 
