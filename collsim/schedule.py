@@ -236,11 +236,6 @@ class Schedule:
             raise ScheduleError(f"not a schedule: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
         return cls.from_dict(d)
 
-    # ----------------------------------------------------------- composition
-    def then(self, other: "Schedule") -> "Schedule":
-        """This schedule followed by ``other`` (same ranks, count and itemsize)."""
-        return concat([self, other], name=self.name, meta=self.meta)
-
 
 def concat(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) -> Schedule:
     """Run schedules one after another (their steps are appended in order)."""
