@@ -4,7 +4,10 @@ Semantics and contention policy are documented in ``collsim.simulate``; this
 module makes them fast. ``Plan(schedule, topology)`` precomputes everything
 that does not depend on durations: element ranges as segment index ranges,
 resource indices, and per step whether its ranges are single segments, whether
-it has inter-node transfers or transfers that share a resource.
+it has inter-node transfers or transfers that share a resource (and their FIFO
+chains, ``collsim.simfifo``). Where ranges span many segments on average,
+readiness goes through per-rank segment trees (``collsim.simtree``) instead of
+the flat (rank, segment) table.
 ``Plan.run(durations)`` then walks the steps once; ``durations`` has one column
 per variant (e.g. message size) of the same structure, so a sweep pays the
 per-step overhead once for many sizes.
@@ -15,9 +18,11 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.schedule import Schedule
+from collsim.simfifo import chain_table, contended, fifo
+from collsim.simtree import tree_index, tree_size
 from collsim.topology import Topology
 
-MAX_FIXPOINT_ITERATIONS = 32   # in-step FIFO chains longer than this use the per-transfer loop
+TREE_SPAN_FACTOR = 2   # segment trees when ranges average over this x tree depth segments (else a flat table)
 
 
 def segments(offset: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -86,6 +91,11 @@ class Plan:
             raise CollsimError(f"schedule has an element range outside its buffer of {s.count} elements")
         self.sa, self.sb, self.nseg = segments(s.offset, end)
         self.table_size = max(1, self.ranks * self.nseg)
+        N, span = tree_size(self.nseg), self.sb - self.sa
+        self.tree = None                              # per-rank segment trees when ranges are long on average
+        if self.nseg > 1 and int(span.sum()) > TREE_SPAN_FACTOR * n * N.bit_length():
+            self.tree = tree_index(self.src, self.dst, self.sa, self.sb, N, self.ranks, s.step_ptr)
+            self.table_size = self.tree[4]
         # Data readiness reads the sender's (rank, segment) rows. A reduce also waits for earlier writes
         # on its receiver, but those arrived through the receiver's receive port, which serves in
         # schedule order: the port is free only after them, so the resource wait already covers it.
@@ -99,14 +109,25 @@ class Plan:
             spare = self.n_nics                                 # intra-node transfers use a spare row
             self.nic_out = np.where(cross, topology.nic_of(s.src), spare)
             self.nic_in = np.where(cross, topology.nic_of(s.dst), spare)
-            nic_shared = (_steps_with_shared(step_of[cross], self.nic_out[cross], self.n_nics, n_steps)
-                          | _steps_with_shared(step_of[cross], self.nic_in[cross], self.n_nics, n_steps))
+            nic_shared = [_steps_with_shared(step_of[cross], key[cross], self.n_nics, n_steps)
+                          for key in (self.nic_out, self.nic_in)]
         else:
             cross = np.zeros(n, dtype=bool)
             self.nic_out = self.nic_in = None
-            nic_shared = np.zeros(n_steps, dtype=bool)
-        shared = (nic_shared | _steps_with_shared(step_of, s.src, self.ranks, n_steps)
-                  | _steps_with_shared(step_of, s.dst, self.ranks, n_steps))
+            nic_shared = [np.zeros(n_steps, dtype=bool)] * 2
+        # per step: which resource kinds (send, recv, NIC out, NIC in) have two users, or None
+        kinds = np.stack([_steps_with_shared(step_of, s.src, self.ranks, n_steps),
+                          _steps_with_shared(step_of, s.dst, self.ranks, n_steps)] + nic_shared, axis=1)
+        shared = [tuple(k) if any(k) else None for k in kinds.tolist()]
+        lo, m = s.step_ptr[:-1], np.diff(s.step_ptr)
+        self.chain_tables = []
+        for r, (key, size) in enumerate(((s.src, self.ranks), (s.dst, self.ranks),
+                                         (self.nic_out, self.n_nics), (self.nic_in, self.n_nics))):
+            table = None
+            if kinds[:, r].any():
+                use = kinds[step_of, r] & (cross if r >= 2 else True)
+                table = chain_table(np.flatnonzero(use), step_of[use], key[use], size, lo, m)
+            self.chain_tables.append(table)
         nonempty = np.flatnonzero(np.diff(s.step_ptr) > 0)
         starts = s.step_ptr[nonempty]
 
@@ -118,7 +139,7 @@ class Plan:
 
         self.flags = list(zip(s.step_ptr[:-1].tolist(), s.step_ptr[1:].tolist(),
                               per_step(self.sb - self.sa == 1, np.logical_and).tolist(),
-                              per_step(cross).tolist(), shared.tolist()))
+                              per_step(cross).tolist(), shared))
 
     def same_structure(self, other: "Plan") -> bool:
         """True if ``other`` differs from this plan at most in durations."""
@@ -144,10 +165,12 @@ class Plan:
         send_free, recv_free = np.zeros(K * P), np.zeros(K * P)
         nic_out_free, nic_in_free = np.zeros(K * nics), np.zeros(K * nics)
         start, end = np.empty_like(dur), np.empty_like(dur)
-        for lo, hi, single, inter, shared in self.flags:
+        for k, (lo, hi, single, inter, shared) in enumerate(self.flags):
             if lo == hi:
                 continue
-            if single:
+            if self.tree is not None:
+                ready, writes, wend = self._ready_tree(W, k, lo, hi, lift)
+            elif single:
                 ready = W.take(lift(self.rs[lo:hi], tab))
                 writes, wend = lift(self.rd[lo:hi], tab), None
             else:
@@ -156,10 +179,37 @@ class Plan:
             if inter:
                 for free, key in ((nic_out_free, self.nic_out[lo:hi]), (nic_in_free, self.nic_in[lo:hi])):
                     res.append((free, lift(key, nics), np.broadcast_to((key < self.n_nics)[:, None], (hi - lo, K))))
-            st, en = (_contended if shared else _fifo)(ready, dur[lo:hi], res)
+            st, en = fifo(ready, dur[lo:hi], res) if shared is None else \
+                contended(ready, dur[lo:hi], res, self._chains(k, shared))
             start[lo:hi], end[lo:hi] = st, en
-            np.maximum.at(W, writes.ravel(), (en if wend is None else en[wend]).ravel())   # 1-D: fast path
+            vals = en if wend is None else en[wend]
+            if writes.ndim == 3:
+                vals = np.broadcast_to(en, writes.shape)
+            if shared is None or not shared[1]:         # one write per (rank, cell): receivers are distinct
+                W[writes] = np.maximum(W.take(writes), vals)
+            else:
+                np.maximum.at(W, writes.ravel(), vals.ravel())   # 1-D: fast path
         return start.T, end.T
+
+    def _chains(self, k: int, shared: tuple):
+        """Chains of step ``k`` per shared resource kind (None if one kind's are too uneven to pad)."""
+        out = []
+        for table, has in zip(self.chain_tables, shared):
+            if has:
+                if table is None:
+                    return None
+                a, b = table[2][k], table[2][k + 1]
+                out.append((table[0][a:b], table[1][a:b]))
+        return out
+
+    def _ready_tree(self, W, k, lo, hi, lift):
+        """``_ready_multi`` through the segment trees of ``collsim.simtree``, for step ``k``."""
+        read, rptr, write, wptr, tab = self.tree
+        m, K = hi - lo, len(W) // tab
+        cells, width = read[rptr[k]:rptr[k + 1]], (rptr[k + 1] - rptr[k]) // m
+        ready = W.take(lift(cells, tab)).reshape(width, m, K).max(axis=0) if width else np.zeros((m, K))
+        writes = lift(write[wptr[k]:wptr[k + 1]], tab).reshape((wptr[k + 1] - wptr[k]) // m, m, K)
+        return ready, writes, None
 
     def _ready_multi(self, W, lo, hi, lift):
         """Readiness of a step with multi-segment ranges; also its write rows and their owners."""
@@ -176,98 +226,3 @@ class Plan:
             ready[has] = np.maximum.reduceat(vals, first[has], axis=0)
         return ready, writes, owner
 
-
-def _fifo(ready: np.ndarray, d: np.ndarray, res: list) -> tuple[np.ndarray, np.ndarray]:
-    """Timing of transfers that share no resource: one vectorized update.
-
-    ``res`` holds (free times, key, valid) per resource kind, keys and valid
-    (None: all) of shape (transfers, variants); ``valid`` marks transfers that
-    use the resource (intra-node transfers use no NIC: their key is a spare row).
-    """
-    st = ready
-    for free, key, _ in res:
-        np.maximum(st, free.take(key), out=st)
-    en = st + d
-    for free, key, valid in res:
-        if valid is None:
-            free[key] = en
-        else:
-            free[key[valid]] = en[valid]
-    return st, en
-
-
-def _contended(ready: np.ndarray, d: np.ndarray, res: list) -> tuple[np.ndarray, np.ndarray]:
-    """Exact FIFO timing of one step whose transfers share resources.
-
-    Every transfer waits for the previous transfer of the step on each of its
-    resources (its in-step predecessor) and for the resource's free time before
-    the step. Three exact methods, by shape: (1) cut the step into maximal runs
-    without a shared resource, each a vectorized ``_fifo`` (when runs are long,
-    e.g. "send to rank + k" rounds); (2) iterate start = max(ready, free, end of
-    predecessors) to its least fixed point, reached in (longest chain + 1)
-    rounds (short chains, e.g. GPUs sharing a NIC); (3) a per-transfer loop.
-    """
-    m, K = ready.shape
-    preds, last = [], np.full(m, -1)
-    for free, key, valid in res:
-        order = np.argsort(key[:, 0], kind="stable")
-        sk = key[:, 0].take(order)
-        same = sk[1:] == sk[:-1]
-        if valid is not None:
-            same &= valid[:, 0].take(order[1:])
-        who, pred = order[1:][same], order[:-1][same]
-        preds.append((who, pred))
-        last[who] = np.maximum(last[who], pred)
-    adjacent = np.count_nonzero(last[1:] == np.arange(m - 1))   # each starts a run: a cheap lower bound
-    bounds = _run_bounds(last.tolist()) if adjacent < m // 16 else []
-    if 0 < len(bounds) - 1 <= m // 16:
-        st, en = np.empty_like(ready), np.empty_like(ready)
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            part = [(f, k[a:b], v if v is None else v[a:b]) for f, k, v in res]
-            st[a:b], en[a:b] = _fifo(ready[a:b], d[a:b], part)
-        return st, en
-    base = ready
-    for free, key, _ in res:
-        np.maximum(base, free.take(key), out=base)     # spare rows are 0; a predecessor ends later anyway
-    st = base
-    for _ in range(MAX_FIXPOINT_ITERATIONS):
-        en = st + d
-        new = base.copy()
-        for who, pred in preds:
-            new[who] = np.maximum(new[who], en[pred])
-        if np.array_equal(new, st):
-            break
-        st = new
-    else:
-        st = np.stack([_sequential(base[:, k], d[:, k], preds) for k in range(K)], axis=1)
-    en = st + d
-    for free, key, valid in res:
-        sel = (slice(None),) if valid is None else valid
-        np.maximum.at(free, key[sel].ravel(), en[sel].ravel())   # FIFO ends never decrease: max = last end
-    return st, en
-
-
-def _run_bounds(last: list) -> list:
-    """Boundaries of maximal runs of positions whose in-step predecessors lie before the run."""
-    bounds, run_start = [0], 0
-    for i, p in enumerate(last):
-        if p >= run_start:
-            bounds.append(i)
-            run_start = i
-    bounds.append(len(last))
-    return bounds
-
-
-def _sequential(base: np.ndarray, d: np.ndarray, preds: list) -> np.ndarray:
-    """Per-transfer loop in schedule order: start = max(base, ends of in-step predecessors)."""
-    m = len(base)
-    pred_lists = []
-    for who, pred in preds:
-        p = np.full(m, m, dtype=np.int64)               # m: no predecessor (reads the 0.0 sentinel)
-        p[who] = pred
-        pred_lists.append(p.tolist())
-    b, dd, st, en = base.tolist(), d.tolist(), [0.0] * m, [0.0] * (m + 1)
-    for i in range(m):
-        t = max([b[i]] + [en[p[i]] for p in pred_lists])
-        st[i], en[i] = t, t + dd[i]
-    return np.array(st)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from collsim import simplan
+from collsim import simfifo, simplan
 from collsim.errors import CollsimError
 from collsim.schedule import COPY, REDUCE, Schedule, ScheduleBuilder
 from collsim.simulate import simulate, simulate_times
@@ -155,9 +155,9 @@ def test_too_few_gpus_and_bad_ranges():
         simulate(bad, uni(2))
 
 
-def test_long_in_step_chain_uses_exact_loop():
-    # one sender, many receivers in one step: a FIFO chain longer than the fixed-point cap
-    m = simplan.MAX_FIXPOINT_ITERATIONS * 2
+def test_long_in_step_chain():
+    # one sender, many receivers in one step: one chain, solved by one cumulative max
+    m = simfifo.MAX_FIXPOINT_ITERATIONS * 2
     s = sched(m + 1, m, [[(0, k + 1, k, 1, "copy") for k in range(m)]])
     r = simulate(s, uni(m + 1))
     np.testing.assert_allclose(r.start, np.arange(m) * (A + B))
@@ -190,8 +190,49 @@ def test_matches_reference_on_random_schedules(case, gamma):
     start, end = reference(s, topo, gamma)
     np.testing.assert_allclose(r.start, start, rtol=1e-12, atol=0)
     np.testing.assert_allclose(r.end, end, rtol=1e-12, atol=0)
-    with mock.patch.object(simplan, "MAX_FIXPOINT_ITERATIONS", 1):   # force the per-transfer loop
+    with mock.patch.object(simfifo, "MAX_FIXPOINT_ITERATIONS", 1):   # force the per-transfer loop
         np.testing.assert_allclose(simulate(s, topo, gamma).start, start, rtol=1e-12, atol=0)
+    with mock.patch.object(simplan, "TREE_SPAN_FACTOR", 0):          # force the segment trees
+        tree = simulate(s, topo, gamma)
+    assert np.array_equal(tree.start, r.start) and np.array_equal(tree.end, r.end)
+
+
+@st.composite
+def crowded_step(draw):
+    # a few long steps on shared NICs and ports: several resource kinds chain within a step
+    nodes, gpn = draw(st.integers(2, 3)), draw(st.integers(2, 4))
+    P, count = nodes * gpn, draw(st.integers(1, 6))
+    steps = [[(draw(st.integers(0, P - 1)), draw(st.integers(0, P - 1)), 0, draw(st.integers(1, count)),
+               draw(st.sampled_from(["reduce", "copy"]))) for _ in range(draw(st.integers(10, 40)))]
+             for _ in range(draw(st.integers(1, 3)))]
+    topo = Topology(nodes, gpn, Link(1e-6, draw(st.sampled_from([1e-9, 3e-9]))), Link(3e-6, 4e-9),
+                    draw(st.integers(1, 2)))
+    return Schedule.from_steps(P, count, steps, itemsize=4), topo
+
+
+@settings(max_examples=60, deadline=None)
+@given(crowded_step())
+def test_crowded_steps_match_reference(case):
+    s, topo = case
+    start, end = reference(s, topo)
+    np.testing.assert_allclose(simulate(s, topo).start, start, rtol=1e-12, atol=0)
+    with mock.patch.object(simfifo, "MAX_FIXPOINT_ITERATIONS", 1):
+        np.testing.assert_allclose(simulate(s, topo).end, end, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("P, count", [(12, 1000), (16, 4096), (7, 99)])
+def test_segment_trees_equal_flat_table(P, count):
+    # halving-doubling reads ranges of up to half the buffer: trees and the flat table give the same bits
+    from collsim.algorithms import build_schedule
+    s = build_schedule("halving-doubling", P, count)
+    for topo in (uni(P), Topology(P // 4 or 1, 4 if P >= 4 else P, Link(1e-6, 1e-10), Link(4e-6, 1e-9), 1)):
+        if topo.ranks < P:
+            continue
+        with mock.patch.object(simplan, "TREE_SPAN_FACTOR", 0):
+            tree = simulate(s, topo, gamma=1e-11)
+        with mock.patch.object(simplan, "TREE_SPAN_FACTOR", 10**9):
+            flat = simulate(s, topo, gamma=1e-11)
+        assert np.array_equal(tree.start, flat.start) and np.array_equal(tree.end, flat.end)
 
 
 def test_simulate_times_batches_equal_single_runs():

@@ -1,0 +1,161 @@
+"""FIFO timing of one step's transfers on their resources (the simulator's contention policy).
+
+Policy (documented in ``collsim.simulate``): every resource serves its
+transfers one at a time in schedule order, so a transfer starts at
+max(ready, the resource's free time before the step, the end of its in-step
+predecessor on each of its resources). Times in seconds. Arrays are
+(transfers, variants); ``res`` holds (free times, key, valid) per resource
+kind: ``free`` a flat table, ``key`` the rows of the step's transfers in it,
+``valid`` (None: all) marks transfers that use the resource (intra-node
+transfers use no NIC: their key is a spare row).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+MAX_FIXPOINT_ITERATIONS = 32   # sweeps over the resources' chains before the per-transfer loop
+REL_TOL = 1e-14                # a sweep that moves no start by more than this (relative) has converged
+
+
+def fifo(ready: np.ndarray, d: np.ndarray, res: list) -> tuple[np.ndarray, np.ndarray]:
+    """Timing of transfers that share no resource: one vectorized update."""
+    st = ready
+    for free, key, _ in res:
+        np.maximum(st, free.take(key), out=st)
+    en = st + d
+    for free, key, valid in res:
+        if valid is None:
+            free[key] = en
+        else:
+            free[key[valid]] = en[valid]
+    return st, en
+
+
+def chain_table(at: np.ndarray, step_of: np.ndarray, key: np.ndarray, size: int, lo: np.ndarray, m: np.ndarray):
+    """In-step FIFO chains of one resource kind, for many steps at once.
+
+    ``at`` (position in the schedule), ``step_of`` and ``key`` (row in a
+    table of ``size`` rows) list the transfers that use the resource, in
+    schedule order; ``lo`` and ``m`` give
+    each step's first transfer and length. A chain is the transfers of one
+    step on one row when there are >= 2. Returns (pad, real, row_ptr): chains
+    as rows of step-local transfer indices in schedule order, padded with the
+    step's length m (``real`` marks the rest), rows ordered by first transfer
+    (so equal chain sets of two kinds compare equal); step k's rows are
+    row_ptr[k]:row_ptr[k + 1]. None when padding would take over 4 x the
+    transfers (very uneven chains).
+    """
+    if len(key) == 0:
+        return None
+    comb = step_of.astype(np.int64) * size + key
+    if len(lo) <= 1 << 16 and size <= 1 << 16:          # two radix sorts beat one comparison sort
+        order = np.argsort(key.astype(np.uint16), kind="stable")
+        order = order[np.argsort(step_of[order].astype(np.uint16), kind="stable")]
+    else:
+        order = np.argsort(comb, kind="stable")
+    sc = comb[order]
+    new = np.empty(len(order), dtype=bool)
+    new[:1] = True
+    np.not_equal(sc[1:], sc[:-1], out=new[1:])
+    first = np.flatnonzero(new)
+    length = np.diff(np.append(first, len(order)))
+    long_ = length >= 2
+    n_rows = int(long_.sum())
+    if n_rows == 0 or n_rows * int(length.max()) > 4 * len(key) + 4096:
+        return None
+    group = np.cumsum(new) - 1
+    keep = long_[group]
+    pad = np.full((n_rows, int(length[long_].max())), -1)
+    pad[(np.cumsum(long_) - 1)[group[keep]], (np.arange(len(order)) - first[group])[keep]] = at[order[keep]]
+    pad = pad[np.argsort(pad[:, 0])]
+    real = pad >= 0
+    pad = np.where(real, pad, 0)
+    row_step = np.searchsorted(lo, pad[:, 0], side="right") - 1
+    local = np.where(real, pad - lo[row_step][:, None], m[row_step][:, None])
+    row_ptr = np.searchsorted(row_step, np.arange(len(lo) + 1))
+    return local, real, row_ptr
+
+
+def contended(ready: np.ndarray, d: np.ndarray, res: list, chains) -> tuple[np.ndarray, np.ndarray]:
+    """Exact FIFO timing of one step whose transfers share resources.
+
+    ``chains``: (pad, real) per resource kind with chains, as rows of
+    ``chain_table`` (None: too uneven to pad). On one resource row the
+    transfers form a chain c_1, c_2, ... in schedule order, and
+    start(c_i) = max over j <= i of (x(c_j) + D_i - D_j), where x is the start
+    the other constraints allow and D the chain's prefix sums of durations: a
+    cumulative max. All chains of one kind are solved at once; kinds whose
+    chains coincide (a node's NIC out and its peer's NIC in) count once.
+    Sweeping the kinds in turn reaches the least fixed point: exact when one
+    kind has chains, else to within REL_TOL (checked by a sweep that moves
+    nothing). Without convergence in ``MAX_FIXPOINT_ITERATIONS`` sweeps, or
+    when from the third sweep on a sweep moves more than half as many starts
+    as the one before (long alternating chains, e.g. all-to-all on shared
+    NICs), a per-transfer loop in schedule order gives the exact answer.
+    """
+    m, K = ready.shape
+    base = ready
+    for free, key, _ in res:
+        np.maximum(base, free.take(key), out=base)     # spare rows are 0; a predecessor ends later anyway
+    st = None
+    if chains is not None:
+        kinds = []
+        for c in chains:
+            if not any(c[0].shape == o.shape and np.array_equal(c[0], o) for o, _ in kinds):
+                kinds.append(c)
+        ext = np.vstack([base, np.zeros((1, K))])       # padding reads row m, never written back
+        d_ext = np.vstack([d, np.zeros((1, K))])
+        prefix = []
+        for pad, _ in kinds:
+            dp = d_ext[pad]
+            prefix.append(np.cumsum(dp, axis=1) - dp)
+        before = m + 1
+        for sweep in range(MAX_FIXPOINT_ITERATIONS):
+            moved = 0
+            for (pad, real), D in zip(kinds, prefix):
+                old = ext[pad]
+                new = np.maximum.accumulate(old - D, axis=1) + D
+                grow = (new > old + REL_TOL * new) & real[..., None]
+                if grow.any():
+                    moved += int(np.count_nonzero(grow))
+                    ext[pad[real]] = np.maximum(old, new)[real]
+            if not moved or (len(kinds) == 1 and sweep == 0):
+                st = ext[:m]
+                break
+            if sweep >= 2 and 2 * moved > before:       # converging slowly: the loop is cheaper
+                break
+            before = moved
+    if st is None:
+        st = _sequential_all(base, d, res)
+    en = st + d
+    for free, key, valid in res:
+        sel = (slice(None),) if valid is None else valid
+        np.maximum.at(free, key[sel].ravel(), en[sel].ravel())   # FIFO ends never decrease: max = last end
+    return st, en
+
+
+def _sequential_all(base: np.ndarray, d: np.ndarray, res: list) -> np.ndarray:
+    """Per-transfer loop for every variant: each transfer waits for its predecessor on each resource."""
+    m = len(base)
+    preds = []
+    for _, key, valid in res:
+        idx = np.arange(m) if valid is None else np.flatnonzero(valid[:, 0])
+        order = idx[np.argsort(key[idx, 0], kind="stable")]
+        same = key[order[1:], 0] == key[order[:-1], 0]
+        p = np.full(m, m, dtype=np.int64)
+        p[order[1:][same]] = order[:-1][same]
+        preds.append(p.tolist())
+    return np.stack([_sequential(base[:, k], d[:, k], preds) for k in range(base.shape[1])], axis=1)
+
+
+def _sequential(base: np.ndarray, d: np.ndarray, preds: list) -> np.ndarray:
+    """Start = max(base, ends of in-step predecessors), transfer by transfer in schedule order."""
+    m = len(base)
+    none = [m] * m                                      # m: no predecessor (reads the 0.0 sentinel)
+    p0, p1, p2, p3 = (preds + [none] * 4)[:4]           # at most 4 resources per transfer
+    st, en = [0.0] * m, [0.0] * (m + 1)
+    for i, (b, d_, a0, a1, a2, a3) in enumerate(zip(base.tolist(), d.tolist(), p0, p1, p2, p3)):
+        t = max(b, en[a0], en[a1], en[a2], en[a3])
+        st[i] = t
+        en[i] = t + d_
+    return np.array(st)
