@@ -36,8 +36,8 @@ def chain_table(at: np.ndarray, step_of: np.ndarray, key: np.ndarray, size: int,
 
     ``at`` (position in the schedule), ``step_of`` and ``key`` (row in a
     table of ``size`` rows) list the transfers that use the resource, in
-    schedule order; ``lo`` and ``m`` give
-    each step's first transfer and length. A chain is the transfers of one
+    schedule order; ``lo`` and ``m`` give each step's first transfer and
+    length. A chain is the transfers of one
     step on one row when there are >= 2. Returns (pad, real, row_ptr): chains
     as rows of step-local transfer indices in schedule order, padded with the
     step's length m (``real`` marks the rest), rows ordered by first transfer
@@ -48,7 +48,9 @@ def chain_table(at: np.ndarray, step_of: np.ndarray, key: np.ndarray, size: int,
     if len(key) == 0:
         return None
     comb = step_of.astype(np.int64) * size + key
-    if len(lo) <= 1 << 16 and size <= 1 << 16:          # two radix sorts beat one comparison sort
+    if len(lo) * size <= 1 << 16:                       # radix sorts beat a comparison sort
+        order = np.argsort(comb.astype(np.uint16), kind="stable")
+    elif len(lo) <= 1 << 16 and size <= 1 << 16:
         order = np.argsort(key.astype(np.uint16), kind="stable")
         order = order[np.argsort(step_of[order].astype(np.uint16), kind="stable")]
     else:
@@ -63,17 +65,24 @@ def chain_table(at: np.ndarray, step_of: np.ndarray, key: np.ndarray, size: int,
     n_rows = int(long_.sum())
     if n_rows == 0 or n_rows * int(length.max()) > 4 * len(key) + 4096:
         return None
-    group = np.cumsum(new) - 1
-    keep = long_[group]
-    pad = np.full((n_rows, int(length[long_].max())), -1)
-    pad[(np.cumsum(long_) - 1)[group[keep]], (np.arange(len(order)) - first[group])[keep]] = at[order[keep]]
-    pad = pad[np.argsort(pad[:, 0])]
-    real = pad >= 0
-    pad = np.where(real, pad, 0)
-    row_step = np.searchsorted(lo, pad[:, 0], side="right") - 1
-    local = np.where(real, pad - lo[row_step][:, None], m[row_step][:, None])
+    group = np.cumsum(new, dtype=np.int32) - 1
+    pos = np.arange(len(order), dtype=np.int32) - first[group]
+    if not long_.all():
+        keep = long_[group]
+        order, pos, group = order[keep], pos[keep], (np.cumsum(long_) - 1)[group[keep]]
+    start = at[order[pos == 0]]                         # each chain's first transfer, chains by (step, key)
+    rank = np.empty(n_rows, dtype=np.int64)
+    rank[np.argsort(start)] = np.arange(n_rows)         # rows by first transfer
+    row_step = np.searchsorted(lo, np.sort(start), side="right") - 1
+    width = int(pos.max()) + 1
+    row = rank[group]
+    flat = row * width + pos
+    local = np.repeat(m[row_step], width)               # padding: the step's length
+    local[flat] = at[order] - lo[step_of[order]]
+    real = np.zeros(n_rows * width, dtype=bool)
+    real[flat] = True
     row_ptr = np.searchsorted(row_step, np.arange(len(lo) + 1))
-    return local, real, row_ptr
+    return local.reshape(n_rows, width), real.reshape(n_rows, width), row_ptr
 
 
 def contended(ready: np.ndarray, d: np.ndarray, res: list, chains) -> tuple[np.ndarray, np.ndarray]:
@@ -89,7 +98,7 @@ def contended(ready: np.ndarray, d: np.ndarray, res: list, chains) -> tuple[np.n
     Sweeping the kinds in turn reaches the least fixed point: exact when one
     kind has chains, else to within REL_TOL (checked by a sweep that moves
     nothing). Without convergence in ``MAX_FIXPOINT_ITERATIONS`` sweeps, or
-    when from the third sweep on a sweep moves more than half as many starts
+    when a sweep after the first moves more than half as many starts
     as the one before (long alternating chains, e.g. all-to-all on shared
     NICs), a per-transfer loop in schedule order gives the exact answer.
     """
@@ -122,7 +131,7 @@ def contended(ready: np.ndarray, d: np.ndarray, res: list, chains) -> tuple[np.n
             if not moved or (len(kinds) == 1 and sweep == 0):
                 st = ext[:m]
                 break
-            if sweep >= 2 and 2 * moved > before:       # converging slowly: the loop is cheaper
+            if sweep and 2 * moved > before:            # converging slowly: the loop is cheaper
                 break
             before = moved
     if st is None:
