@@ -77,6 +77,19 @@ def _steps_with_shared(step_of: np.ndarray, key: np.ndarray, size: int, n_steps:
     return flags
 
 
+def _mirrored(step_of: np.ndarray, a: np.ndarray, b: np.ndarray, size: int, n_steps: int) -> bool:
+    """True if within every step row ``a`` determines row ``b`` and back (then both have the same chains)."""
+    if n_steps * size > 1 << 24:
+        return False
+    for x, y in ((a, b), (b, a)):
+        idx = step_of * size + x
+        stamp = np.empty(n_steps * size, dtype=y.dtype)
+        stamp[idx] = y                                  # one writer per slot survives
+        if not np.array_equal(stamp[idx], y):
+            return False
+    return True
+
+
 class Plan:
     """Duration-independent structure of ``schedule`` on ``topology``."""
 
@@ -124,7 +137,10 @@ class Plan:
         for r, (key, size) in enumerate(((s.src, self.ranks), (s.dst, self.ranks),
                                          (self.nic_out, self.n_nics), (self.nic_in, self.n_nics))):
             table = None
-            if kinds[:, r].any():
+            if r == 3 and self.chain_tables[2] is not None and _mirrored(step_of[cross], self.nic_out[cross],
+                                                                         self.nic_in[cross], self.n_nics, n_steps):
+                table = self.chain_tables[2]             # node pairs: NIC in chains are the NIC out chains
+            elif kinds[:, r].any():
                 use = kinds[step_of, r] & (cross if r >= 2 else True)
                 table = chain_table(np.flatnonzero(use), step_of[use], key[use], size, lo, m)
             self.chain_tables.append(table)

@@ -239,11 +239,13 @@ def test_simulate_times_batches_equal_single_runs():
     from collsim.algorithms import build_schedule
     topo = Topology(2, 4, Link(1e-6, 1e-11), Link(5e-6, 1e-10), 1)
     counts = [0, 3, 8, 1000, 4096, 4097, 1 << 16]
-    for name in ("ring", "tree"):
+    for name in ("ring", "tree", "halving-doubling"):
         scheds = [build_schedule(name, 8, c) for c in counts]
-        got = simulate_times(iter(scheds), topo, gamma=1e-12)
         want = [simulate(s, topo, gamma=1e-12).time_s for s in scheds]
-        np.testing.assert_allclose(got, want, rtol=1e-15)
+        for factor in (simplan.TREE_SPAN_FACTOR, 0):                    # 0: batched through segment trees
+            with mock.patch.object(simplan, "TREE_SPAN_FACTOR", factor):
+                got = simulate_times(iter(scheds), topo, gamma=1e-12)
+            np.testing.assert_allclose(got, want, rtol=1e-15)
 
 
 @pytest.mark.parametrize("order", ["shift-major", "rank-major"])
