@@ -199,12 +199,9 @@ class Plan:
                 contended(ready, dur[lo:hi], res, self._chains(k, shared))
             start[lo:hi], end[lo:hi] = st, en
             vals = en if wend is None else en[wend]
-            if writes.ndim == 3:
+            if writes.ndim == 3:                        # segment trees: (cells, transfers, variants)
                 vals = np.broadcast_to(en, writes.shape)
-            if shared is None or not shared[1]:         # one write per (rank, cell): receivers are distinct
-                W[writes] = np.maximum(W.take(writes), vals)
-            else:
-                np.maximum.at(W, writes.ravel(), vals.ravel())   # 1-D: fast path
+            np.maximum.at(W, writes.ravel(), vals.ravel())   # 1-D: fast path
         return start.T, end.T
 
     def _chains(self, k: int, shared: tuple):
