@@ -8,3 +8,15 @@
   configuration beside collsim's model and NCCL's own.
 - ``check_answer`` (``collsim.widgets.exercise``): the checker of notebook exercises.
 """
+
+
+def settle_heap() -> None:
+    """Collect garbage once, then move every object alive now (numpy, matplotlib, ipywidgets, a
+    widget's caches) to Python's permanent generation (``gc.freeze``), so that a full collection
+    that happens to run inside a later update scans only objects made since. Without it such a
+    collection costs 40-65 ms in a notebook process on a 2-core machine, more than the 50 ms an
+    update may take (benchmarks/bench_widgets.py reports collections inside slow updates).
+    Frozen objects are never collected; only what is alive when a widget is built is frozen."""
+    import gc
+    gc.collect()
+    gc.freeze()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from collsim.errors import CollsimError
+from collsim.widgets import settle_heap
 
 CURVES = ("ring", "tree", "recursive-doubling", "hierarchical")
 
@@ -97,6 +98,7 @@ class CostExplorer:
                               W.HBox([self.inter_latency, self.inter_bandwidth]),
                               W.HBox([self.ranks, self.gpus_per_node]),
                               W.HBox([self.sizes, self.kind]), self.status, self.image])
+        settle_heap()
 
     def _update(self, change=None) -> None:
         from collsim.sweep import busbw_factor

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from collsim.errors import CollsimError
+from collsim.widgets import settle_heap
 
 
 def config_label(point) -> str:
@@ -114,6 +115,7 @@ class MeasuredVsPredicted:
         self.config.observe(self._update, names="value")
         self._update()
         self.widget = W.VBox([self.config, self.status, self.image])
+        settle_heap()
 
     def _update(self, change=None) -> None:
         from collsim.fit import summary

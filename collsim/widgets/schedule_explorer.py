@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from collsim.errors import CollsimError
+from collsim.widgets import settle_heap
 
 SIZES = [2**k for k in range(10, 31, 2)]          # 1 KiB .. 1 GiB, bytes per rank
 MAX_RANKS = 64
@@ -166,6 +167,7 @@ class ScheduleExplorer:
         self.widget = W.VBox([W.HBox([self.algo, self.preset]), W.HBox([self.ranks, self.size]),
                               W.HBox([self.play, self.step]), self.status, W.HTML(_legend_html()),
                               self.grid_caption, self.grid_img, self.time_caption, self.time_img])
+        settle_heap()
 
     def _explore(self, key):
         """``explore`` of configuration ``key``, from the cache when seen recently."""
