@@ -24,7 +24,7 @@ m = N / (T C) bytes per chunk (T = 1 tree for binary-tree, 2 otherwise; for
 hierarchical N/G in place of N and alpha_i, beta_i, plus the two intra-node
 ring terms). U is the number of reduce-up steps of the schedule, an integer
 that depends on the tree shapes and C only (not on bytes or links):
-``collsim.algorithms.tree.up_slots`` list-schedules every (edge, chunk) with
+``collsim.algorithms.tree_pipeline.up_slots`` list-schedules every (edge, chunk) with
 unit durations, each in the first step after its children's chunk and after
 its ports' previous use; the broadcast is the same U steps mirrored in time.
 Typically U = 2C + 2D - 2 or 2C + 2D - 1 for tree depth D (the ports of an
@@ -46,7 +46,8 @@ from functools import lru_cache
 import numpy as np
 
 from collsim.algorithms import ALGORITHMS, default_chunks, validate
-from collsim.algorithms.tree import tree_plan, tree_steps
+from collsim.algorithms.tree import tree_plan
+from collsim.algorithms.tree_pipeline import tree_steps
 from collsim.errors import CollsimError
 
 FORMULAS = {
@@ -60,8 +61,8 @@ FORMULAS = {
                     " + 2(n-1) S alpha_i + 2 (n-1)/n (N/G) beta_i + (n-1)/n (N/G) gamma;"
                     " [tree] the inter ring term replaced by U (2 alpha_i + 2 m beta_i + m gamma),"
                     " m = N/(2 G C)",
-    "tree": "U (2 alpha + 2 m beta + m gamma), m = N/(2C), U up steps from tree.up_slots",
-    "binary-tree": "U (2 alpha + 2 m beta + m gamma), m = N/C, U up steps from tree.up_slots",
+    "tree": "U (2 alpha + 2 m beta + m gamma), m = N/(2C), U up steps from tree_pipeline.up_slots",
+    "binary-tree": "U (2 alpha + 2 m beta + m gamma), m = N/C, U up steps from tree_pipeline.up_slots",
     "hierarchical-nccl": "U (2 alpha + 2 m beta + m gamma), m = N/(2C) on one link class; with "
                          "alpha_i, beta_i: sum over steps of max over the link classes in the step "
                          "of alpha_L + m beta_L (+ m gamma up), an upper bound",

@@ -1,4 +1,4 @@
-"""collsim.algorithms.tree: the fast, cached tree schedule build equals a slow reference.
+"""collsim.algorithms.tree(_pipeline): the fast, cached tree schedule build equals a slow reference.
 
 The reference below is the straightforward build the fast one replaced (kept
 here only): dict-based edge colouring, one Python step per (edge, chunk) of the
@@ -16,6 +16,7 @@ from collsim.algorithms.ring import split_ranges
 from collsim.schedule import COPY, REDUCE
 
 tree_mod = importlib.import_module("collsim.algorithms.tree")
+pipeline_mod = importlib.import_module("collsim.algorithms.tree_pipeline")
 hier_mod = importlib.import_module("collsim.algorithms.hierarchical")   # the package shadows its name
 
 
@@ -133,8 +134,8 @@ def test_fast_build_equals_reference_on_1000_ranks(monkeypatch):
 
 
 def test_cached_steps_are_read_only():
-    steps = tree_mod.tree_steps("double", 16, 1, 4)
-    assert steps is tree_mod.tree_steps("double", 16, 1, 4)
+    steps = pipeline_mod.tree_steps("double", 16, 1, 4)
+    assert steps is pipeline_mod.tree_steps("double", 16, 1, 4)
     with pytest.raises(ValueError):
         steps.src[0] = 1
     with pytest.raises(ValueError):

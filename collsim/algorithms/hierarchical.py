@@ -9,14 +9,14 @@ all G groups at once; (3) ring all-gather inside every node.
 ``hierarchical-nccl``: NCCL's multi-node tree: inside a node a chain
 (GPU l's parent is GPU l-1), GPU 0 of every node joined by the inter-node
 double binary tree over nodes; each of the two trees carries half the buffer,
-pipelined over chunks (see ``tree.tree_phase``).
+pipelined over chunks (see ``tree_pipeline.tree_phase``).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from collsim.algorithms.ring import ring_phases, split_ranges
-from collsim.algorithms.tree import tree_phase, tree_steps
+from collsim.algorithms.tree_pipeline import tree_phase, tree_steps
 from collsim.schedule import Schedule, ScheduleBuilder
 
 

@@ -14,17 +14,9 @@ Tree shapes follow NCCL's src/graph/trees.cc (re-derived here, not copied):
 Each tree reduces and broadcasts its own segment of the buffer (the double
 tree gives each tree half), cut into ``chunks`` pipeline chunks.
 
-Step structure (what makes the cost exact, see ``collsim.cost``): the tree
-edges are coloured with K colours so that no rank sends, nor receives, on two
-edges of one colour (a bipartite edge colouring; K = 2 for the double tree).
-The reduce-up transfers (edge, chunk) are taken in super-step order (chunk c
-of an edge of height h in super-step c + h, colour by colour) and each is put
-in the first step after its children's transfers of that chunk and after its
-ports' previous use (``up_slots``): U steps, none empty, no port twice in a
-step, every transfer following one of the step before. The broadcast-down
-copies are those U steps mirrored in time (``tree_steps``). Reduce and
-broadcast steps are never mixed, so on one link class every step has one
-duration and time = U (up step) + U (down step).
+The edges are coloured with K colours (``plan_trees``: no rank sends, nor
+receives, on two edges of one colour); ``collsim.algorithms.tree_pipeline``
+orders the (edge, chunk) transfers into reduce and broadcast steps.
 """
 from __future__ import annotations
 
@@ -34,7 +26,8 @@ from functools import lru_cache
 import numpy as np
 
 from collsim.algorithms.ring import split_ranges
-from collsim.schedule import COPY, REDUCE, Schedule, ScheduleBuilder
+from collsim.algorithms.tree_pipeline import tree_phase, tree_steps
+from collsim.schedule import Schedule, ScheduleBuilder
 
 
 def btree_parents(n: int) -> np.ndarray:
@@ -169,155 +162,6 @@ def tree_plan(layout: str, n: int, gpus_per_node: int = 1) -> TreePlan:
     plan = plan_trees(parents)
     _read_only(plan.tree, plan.child, plan.parent, plan.colour, plan.up0)
     return plan
-
-
-def _kid_edges(plan: TreePlan, n_pos: int) -> np.ndarray:
-    """(E, m) edges just below every edge in its tree (its child's child edges), -1 padded."""
-    n_e = len(plan.child)
-    edge_at = np.full((plan.trees, n_pos), -1, np.int64)
-    edge_at[plan.tree, plan.child] = np.arange(n_e)
-    above = edge_at[plan.tree, plan.parent]              # edge above each edge, -1 below a root
-    f = np.flatnonzero(above >= 0)
-    f = f[np.argsort(above[f], kind="stable")]
-    a = above[f]
-    nth = np.arange(len(f)) - np.searchsorted(a, a)      # index among its siblings
-    kids = np.full((n_e, int(nth.max()) + 1 if len(f) else 0), -1, np.int64)
-    kids[a, nth] = f
-    return kids
-
-
-def up_slots(plan: TreePlan, chunks: int) -> np.ndarray:
-    """Step of every (edge, chunk) reduce-up transfer: (E, C) int array.
-
-    List scheduling with unit durations: transfers taken in the order of the
-    super-step keys (chunk c of an edge of height h at super-step c + h, its
-    colour inside it) each go to the first step after its children's
-    transfers of that chunk and after the last step its sender's send port and
-    its receiver's receive port were used (ports in first-come order). So a
-    transfer never shares a port within its step, and every transfer of step
-    s >= 1 follows one of step s - 1 (a child's transfer of the same chunk, or
-    the previous transfer on one of its ports): no step is ever empty.
-
-    Vectorised per key: the transfers of one key are edges of one colour (no
-    shared port) whose children's transfers have smaller keys, so they are
-    independent and placed together. ``ends`` holds the step after each port's
-    last use (send ports, then receive ports) and after each (edge, chunk).
-    """
-    n_e = len(plan.child)
-    if n_e == 0:
-        return np.zeros((0, chunks), np.int64)
-    n_pos = int(max(plan.child.max(), plan.parent.max())) + 1
-    e, c, cuts = _key_order(plan, chunks)
-    base = 1 + 2 * n_pos                                 # ends[0] stays 0: "no kid"
-    kids = _kid_edges(plan, n_pos)[e]
-    reads = np.empty((len(e), 2 + kids.shape[1]), np.int64)
-    reads[:, 0] = 1 + plan.child[e]
-    reads[:, 1] = 1 + n_pos + plan.parent[e]
-    reads[:, 2:] = np.where(kids >= 0, base + kids * chunks + c[:, None], 0)
-    writes = np.column_stack([reads[:, :2], base + e * chunks + c])
-    ends = np.zeros(base + n_e * chunks, np.int64)
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
-        ends[writes[lo:hi]] = ends[reads[lo:hi]].max(axis=1, keepdims=True) + 1
-    return ends[base:].reshape(n_e, chunks) - 1
-
-
-def _key_order(plan: TreePlan, chunks: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """(edge, chunk) of every up transfer in super-step key order, and the cuts between
-    keys, without a sort over all transfers: the transfers of super-step s and colour q
-    are the edges of colour q with s - C < up0 <= s, a range of the edges sorted by
-    (colour, up0)."""
-    eo = np.lexsort((plan.up0, plan.colour))
-    span = int(plan.up0.max()) + 2 * chunks + 1           # (colour, up0) -> one sortable int
-    pair = plan.colour[eo] * span + plan.up0[eo] + chunks
-    s = np.repeat(np.arange(int(plan.up0.max()) + chunks), plan.k)
-    q = np.tile(np.arange(plan.k), len(s) // plan.k)
-    lo = np.searchsorted(pair, q * span + s + 1)
-    hi = np.searchsorted(pair, q * span + s + chunks, side="right")
-    n = hi - lo
-    first = np.cumsum(n) - n
-    at = np.repeat(lo - first, n) + np.arange(int(n.sum()))
-    e = eo[at]
-    c = np.repeat(s, n) - plan.up0[e]
-    return e, c, np.r_[0, np.cumsum(n[n > 0])].tolist()
-
-
-@dataclass(frozen=True)
-class TreeSteps:
-    """Every (edge, chunk) transfer of a plan, up and down, in schedule order.
-
-    Per transfer (int32, read-only): ``step``, ``slot`` (position in its step),
-    ``src``/``dst`` positions, ``tree``, ``chunk``, ``edge``; per step ``up``
-    (true: reduce child -> parent, else copy parent -> child); ``width``: most
-    transfers in a step; ``trees``, ``chunks``.
-    """
-
-    step: np.ndarray
-    slot: np.ndarray
-    src: np.ndarray
-    dst: np.ndarray
-    tree: np.ndarray
-    chunk: np.ndarray
-    edge: np.ndarray
-    up: np.ndarray
-    width: int
-    trees: int
-    chunks: int
-
-
-@lru_cache(maxsize=16)
-def tree_steps(layout: str, n: int, gpus_per_node: int, chunks: int) -> TreeSteps:
-    """Cached ``TreeSteps`` of ``tree_plan(layout, n, gpus_per_node)`` pipelined over chunks.
-
-    The U up steps come from ``up_slots``; the broadcast is their mirror image
-    in time: the copy parent -> child of chunk c goes in step 2U - 1 - (its up
-    step), so it uses the ports its reduce used (send and receive swapped) in
-    reverse order and every copy precedes one of the next step.
-    """
-    plan = tree_plan(layout, n, gpus_per_node)
-    slot = up_slots(plan, chunks).ravel()                # (edge, chunk) -> up step
-    n_up = len(slot)
-    u = int(slot.max()) + 1 if n_up else 0
-    # up steps in order, each in (edge, chunk) order (int16 keys: numpy's stable radix sort)
-    up_order = np.argsort(slot.astype(np.int16 if u < 1 << 15 else np.int64), kind="stable")
-    sizes = np.bincount(slot, minlength=u)
-    first = np.cumsum(sizes) - sizes
-    # down step j is up step u - 1 - j with the same transfer order
-    back = np.repeat(first[::-1] - (np.cumsum(sizes[::-1]) - sizes[::-1]), sizes[::-1])
-    order = np.r_[up_order, up_order[back + np.arange(n_up)] + n_up]
-    sizes = np.r_[sizes, sizes[::-1]]
-    up = np.arange(2 * u) < u
-    step = np.repeat(np.arange(int((sizes > 0).sum())), sizes[sizes > 0])
-    pos = np.arange(2 * n_up) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    is_up = order < n_up
-    edge, chunk = order % max(n_up, 1) // chunks, order % chunks
-    src = np.where(is_up, plan.child[edge], plan.parent[edge])
-    dst = np.where(is_up, plan.parent[edge], plan.child[edge])
-    cols = [a.astype(np.int32) for a in (step, pos, src, dst, plan.tree[edge], chunk, edge)]
-    steps = TreeSteps(*cols, up[sizes > 0], int(sizes.max()) if n_up else 0, plan.trees, chunks)
-    _read_only(*cols, steps.up)
-    return steps
-
-
-def tree_phase(b: ScheduleBuilder, steps: TreeSteps, groups: np.ndarray, seg_off, seg_len) -> None:
-    """Append the pipelined reduce-up / broadcast-down steps of ``steps`` to ``b``.
-
-    groups: (G, n) rank of every tree position in each of G disjoint groups.
-    seg_off, seg_len: (G, T) the element range tree t handles in group g.
-    Every step holds its transfers group by group; it is laid out padded to
-    ``steps.width`` per group with zero-length transfers, which ``add_steps`` drops.
-    """
-    groups = np.atleast_2d(np.asarray(groups, np.int64))
-    if len(steps.step) == 0:
-        return
-    c_off, c_len = split_ranges(seg_off, seg_len, steps.chunks)      # (G, T, C)
-    shape = (len(steps.up), len(groups), steps.width)
-    cols = []
-    for values in (groups[:, steps.src], groups[:, steps.dst], c_off[:, steps.tree, steps.chunk],
-                   c_len[:, steps.tree, steps.chunk]):
-        grid = np.zeros(shape, np.int64)
-        grid[steps.step, :, steps.slot] = values.T
-        cols.append(grid.reshape(shape[0], -1))
-    b.add_steps(*cols, np.where(steps.up, REDUCE, COPY)[:, None])
 
 
 def _run(name: str, layout: str, ranks: int, count: int, itemsize: int, chunks: int) -> Schedule:
