@@ -106,11 +106,11 @@ def test_emulated_nodes_env_and_sweep():
 
 def test_node_count_check():
     sys.modules.setdefault("bench_support", bench_support)
-    import allreduce_bench
-    allreduce_bench.check_node_count(2, 2, "/tmp/x")
+    import nccl_probe
+    nccl_probe.check_node_count(2, 2, "/tmp/x")
     for reported in (1, None):
         with pytest.raises(bench_support.BenchError, match=f"--emulate-nodes 2: NCCL reports nNodes {reported}"):
-            allreduce_bench.check_node_count(2, reported, "/tmp/x")
+            nccl_probe.check_node_count(2, reported, "/tmp/x")
 
 
 def test_graph_timing_turns_off_nccl_graph_mixing_unless_set():
