@@ -194,7 +194,8 @@ def _link_from_dict(d, where: str) -> Link:
 
 
 def load_topology(path) -> Topology:
-    """Read a topology file (format in the module docstring); bad files raise ``CollsimError``."""
+    """Read a topology file (format in the module docstring; without ``name`` it is named after the
+    file); bad files raise ``CollsimError``."""
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in (".json", ".yaml", ".yml"):
@@ -222,7 +223,8 @@ def load_topology(path) -> Topology:
             mark = getattr(e, "problem_mark", None)
             at = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
             raise CollsimError(f"topology file {p}: invalid YAML{at}") from None
-    return Topology.from_dict(data, where=f"topology file {p}")
+    topo = Topology.from_dict(data, where=f"topology file {p}")
+    return topo if topo.name else replace(topo, name=p.stem)  # an unnamed file is named after itself
 
 
 # ---------------------------------------------------------------- presets

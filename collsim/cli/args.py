@@ -119,10 +119,6 @@ def topology_from_args(args, ranks: int):
         topo = get_preset(args.preset, nodes=nodes, gpus_per_node=gpn)
     elif args.topology:
         topo = load_topology(args.topology)
-        if not topo.name:
-            from dataclasses import replace
-            from pathlib import Path
-            topo = replace(topo, name=Path(args.topology).stem)
     else:
         if args.alpha is None or args.beta is None:
             raise CollsimError("a uniform topology needs both --alpha and --beta")
