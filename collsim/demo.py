@@ -66,8 +66,11 @@ def _fmt_us(t_s: float) -> str:
 
 def run(out: str | None, preset: str = "ib-400g", nodes: int | None = None) -> int:
     from collsim.measurements import format_size
+    from collsim.sweep import sizes as size_range
+    grid = size_range(8, 4 << 30, 2)  # the figure's sizes; the table shows TABLE_SIZES of them
+    grid_times, topo = simulated(preset, nodes, grid)
     sizes = np.array(TABLE_SIZES, dtype=np.int64)
-    times, topo = simulated(preset, nodes, sizes)
+    times = {a: t[np.searchsorted(grid, sizes)] for a, t in grid_times.items()}
     print(f"Predicted AllReduce time (us), event simulation on {topo.name}: {topo.nodes} nodes x "
           f"{topo.gpus_per_node} GPUs = {topo.ranks} ranks")
     print(f"  ({topo.source})")
@@ -86,21 +89,19 @@ def run(out: str | None, preset: str = "ib-400g", nodes: int | None = None) -> i
     for name, ours, theirs in rows:
         print(f"{name:52s} {_pct(ours):>20s} {_pct(theirs):>23s}")
     if out:
-        figure(out, preset, nodes, result)
+        figure(out, grid, grid_times, topo, result)
         print(f"\nwrote {out}")
     return 0
 
 
-def figure(path: str, preset: str, nodes: int | None, result: dict) -> None:
-    """Left: simulated busbw vs size per algorithm on the preset. Right: measured vs predicted time
-    for NCCL's default choice on 2 x H200."""
+def figure(path: str, grid, times: dict, topo, result: dict) -> None:
+    """Left: simulated busbw vs size (``times``: {algo: seconds at ``grid`` bytes} on ``topo``).
+    Right: measured vs predicted time on 2 x H200 (``result`` of ``measured_vs_models``)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from collsim.sweep import busbw_factor, sizes as size_range
+    from collsim.sweep import busbw_factor
     from collsim.viz.curves import busbw
-    grid = size_range(8, 4 << 30, 2)
-    times, topo = simulated(preset, nodes, grid)
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
     for a in ALGOS:
         left.semilogx(grid, busbw(grid, times[a], busbw_factor(topo.ranks)), label=a)
