@@ -30,6 +30,7 @@ A measurement file (what ``runners/allreduce_bench.py`` writes) is JSON Lines:
   ranks         int     ranks taking part
   ============  ======  ===================================================
 
+``JsonlWriter`` writes such files record by record (the runners; ``Measurements.save``);
 ``load`` returns a ``Measurements`` with one numpy array per field;
 ``collsim.nccl_tests.import_nccl_tests`` turns nccl-tests output into
 the same records.
@@ -40,6 +41,7 @@ import csv
 import json
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -169,9 +171,43 @@ class Measurements:
 
     def save(self, path) -> None:
         """Write as JSON Lines (meta first)."""
-        with open(path, "w", encoding="utf-8") as f:
-            for rec in [{"type": "meta", **self.meta}] + [{"type": "result", **r} for r in self.records]:
-                f.write(json.dumps(rec) + "\n")
+        with JsonlWriter(path) as out:
+            out.write("meta", self.meta)
+            for r in self.records:
+                out.write("result", r)
+
+
+class JsonlWriter:
+    """Writes a JSON Lines file record by record: each line is ``{"type": kind, **record}``
+    ("type" first), flushed as written, so a run that dies keeps every line written before.
+    The folder must exist. A context manager; or call ``close``."""
+
+    def __init__(self, path):
+        self._f = open(path, "w", encoding="utf-8")
+
+    def write(self, kind: str, record: dict) -> None:
+        """One line: ``kind`` as "type", then the record's other fields in order."""
+        line = {"type": kind, **record}
+        line["type"] = kind
+        self._f.write(json.dumps(line) + "\n")
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def write_jsonl(path, records) -> None:
+    """Write records that each carry their ``"type"`` as JSON Lines, creating the folder."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with JsonlWriter(path) as out:
+        for r in records:
+            out.write(r["type"], r)
 
 
 def to_csv(m: Measurements, path) -> None:

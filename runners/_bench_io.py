@@ -1,22 +1,21 @@
 """Shared plumbing for the strategy runners (ddp_bench.py, graph_step_bench.py).
 
 Process-group start-up with the forced environment, a clock that times CUDA work
-with events and CPU work with perf_counter, the metadata record and the JSON
-Lines writer. The environment, rank facts and launcher line come from
-allreduce_bench's ``bench_support``, AllReduce records from
-``collsim.measurements.result_record``, so every runner writes the same
-vocabulary. Times are seconds; sizes bytes. torch is imported inside functions.
+with events and CPU work with perf_counter, and the metadata record. The
+environment, rank facts and launcher line come from allreduce_bench's
+``bench_support``, AllReduce records from ``collsim.measurements.result_record``
+and the JSON Lines writer is ``collsim.measurements.write_jsonl``, so every
+runner writes the same vocabulary. Times are seconds; sizes bytes. torch is
+imported inside functions.
 """
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import shlex
 import statistics
 import sys
 import time
-from pathlib import Path
 
 from bench_support import (FORCED_ENV, launcher_command, nccl_env, nccl_header_version,  # also puts the repo on sys.path
                            rank_info)
@@ -128,11 +127,3 @@ def meta_record(runner: str, backend: str, world: int, device, args) -> dict:
         "forced_env": {k: os.environ.get(k) for k in FORCED_ENV},
     }
 
-
-def write_jsonl(path: str, records: list[dict]) -> None:
-    """Write records as JSON Lines (one object a line), creating the folder."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    with p.open("w") as f:
-        for r in records:
-            f.write(json.dumps(r) + "\n")

@@ -55,7 +55,6 @@ Test hook: ``COLLSIM_TEST_FAULT=die@rank1:size=4096`` (or ``hang@...``, ``corrup
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -68,7 +67,7 @@ from bench_support import (DTYPES, BenchError, build_meta, debug_file_version, p
 from nccl_probe import probe_child, run_probe
 
 from collsim.errors import CollsimError
-from collsim.measurements import TABLE_HEADER, format_row, result_record
+from collsim.measurements import TABLE_HEADER, JsonlWriter, format_row, result_record
 
 CHUNK = 1 << 26  # elements per fill/check kernel batch (bounds temporary memory)
 
@@ -201,9 +200,8 @@ def run(args, argv, rank, world, log_dir, fault) -> int:
             meta["nccl_probe"], meta["nodes_nccl"] = probe, probe["n_nodes"]
         if args.out:
             os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-            out = open(args.out, "w", encoding="utf-8")
-            out.write(json.dumps({"type": "meta", **meta}) + "\n")
-            out.flush()
+            out = JsonlWriter(args.out)
+            out.write("meta", meta)
     timer, sizes = Timer(args, cpu_group), args.size_list
     try:
         from tqdm import tqdm
@@ -246,8 +244,7 @@ def run(args, argv, rank, world, log_dir, fault) -> int:
         if rank == 0:
             say(format_row(rec))
             if out:
-                out.write(json.dumps({"type": "result", **rec}) + "\n")
-                out.flush()
+                out.write("result", rec)
     if out:
         out.close()
     dist.barrier(group=cpu_group)

@@ -33,8 +33,8 @@ import argparse
 import copy
 import gc
 
-from _bench_io import Clock, init, meta_record, summary, time_each, write_jsonl
-from collsim.measurements import result_record
+from _bench_io import Clock, init, meta_record, summary, time_each
+from collsim.measurements import result_record, write_jsonl
 
 def build_model(layers: int, width: int, device):
     import torch.nn as nn

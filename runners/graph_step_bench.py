@@ -26,8 +26,8 @@ import argparse
 import os
 import sys
 
-from _bench_io import Clock, init, meta_record, summary, write_jsonl
-from collsim.measurements import parse_size, result_record
+from _bench_io import Clock, init, meta_record, summary
+from collsim.measurements import parse_size, result_record, write_jsonl
 
 
 def per_call(fn, calls, reps, clock, graph):

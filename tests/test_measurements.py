@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from collsim.errors import CollsimError
-from collsim.measurements import (Measurements, bandwidths, format_row, load, parse_size, read_records,
-                                  result_record, to_csv)
+from collsim.measurements import (JsonlWriter, Measurements, bandwidths, format_row, load, parse_size,
+                                  read_records, result_record, to_csv, write_jsonl)
 from collsim.nccl_tests import import_nccl_tests, parse_label
 
 FIX = Path(__file__).parent / "fixtures"
@@ -88,6 +88,22 @@ def test_save_round_trip(tmp_path):
     m.save(tmp_path / "r.jsonl")
     back = load(tmp_path / "r.jsonl")
     assert back.meta == {"harness": "x"} and back.records == m.records and np.isnan(back.wrong[0])
+
+
+def test_jsonl_writer_puts_type_first_and_flushes_each_record(tmp_path):
+    path = tmp_path / "w.jsonl"
+    with JsonlWriter(path) as out:
+        out.write("meta", {"harness": "x", "type": "ignored"})
+        assert path.read_text() == '{"type": "meta", "harness": "x"}\n'  # on disk before close
+        out.write("result", {"size": 8, "type": "result"})
+        assert path.read_text().splitlines()[1] == '{"type": "result", "size": 8}'
+
+
+def test_write_jsonl_creates_the_folder_and_keeps_each_records_type(tmp_path):
+    recs = [{"type": "meta", "runner": "r"}, {"type": "op", "op": "mm"}, result_record(8, 2, "float32", 5.0, 2, 0)]
+    write_jsonl(tmp_path / "new" / "x.jsonl", recs)
+    lines = (tmp_path / "new" / "x.jsonl").read_text().splitlines()
+    assert lines == [json.dumps(r) for r in recs] and read_records(tmp_path / "new" / "x.jsonl") == recs
 
 
 def test_import_nccl_tests_text_with_interleaved_log():
