@@ -79,12 +79,18 @@ def format_size(nbytes: int) -> str:
 
 
 def bandwidths(size: int, time_us: float, ranks: int) -> tuple[float, float]:
-    """nccl-tests AllReduce (algbw, busbw) in GB/s for ``size`` bytes in ``time_us``."""
-    if time_us <= 0:
-        return math.nan, math.nan
+    """nccl-tests AllReduce (algbw, busbw) in GB/s (1e9 B/s) for ``size`` bytes in ``time_us``
+    microseconds on ``ranks`` ranks: algbw = size / time, busbw = algbw x 2(n-1)/n. Zero bytes give
+    algbw 0 and a zero time inf (with one rank busbw is then NaN); a negative time, or ranks < 1 for
+    busbw, gives NaN."""
+    if size == 0 or time_us == 0:
+        algbw = 0.0 if size == 0 else math.inf
+    else:
+        algbw = size / 1e3 / time_us if time_us > 0 else math.nan  # bytes / 1e9 / seconds
+    if ranks < 1:
+        return algbw, math.nan
     from collsim.sweep import busbw_factor
-    algbw = size / 1e3 / time_us  # bytes / 1e9 / seconds
-    return algbw, algbw * busbw_factor(ranks) if ranks > 0 else math.nan
+    return algbw, algbw * busbw_factor(ranks)
 
 
 def result_record(size, count, dtype, time_us, ranks, wrong, **extra) -> dict:

@@ -33,6 +33,15 @@ def test_bandwidths_follow_nccl_tests():
     assert busbw == pytest.approx(algbw * 2 * 7 / 8)
 
 
+def test_bandwidths_edge_cases():
+    assert bandwidths(0, 0.0, 4) == (0.0, 0.0) and bandwidths(0, 3.0, 4) == (0.0, 0.0)
+    assert bandwidths(8, 0.0, 4) == (np.inf, np.inf)
+    alg, bus = bandwidths(8, 0.0, 1)  # one rank: no time, no bus traffic
+    assert alg == np.inf and np.isnan(bus)
+    assert all(np.isnan(bandwidths(8, -1.0, 4))) and np.isnan(bandwidths(8, 2.0, 0)[1])
+    assert bandwidths(8, 2.0, 0)[0] == pytest.approx(8 / 1e3 / 2.0)
+
+
 def test_load_arrays_meta_and_csv(tmp_path):
     recs = [META] + [result_record(s, s // 4, "float32", 10.0 + i, 4, 0, inplace=True, algo="Ring")
                      for i, s in enumerate((8, 1024, 1 << 20))]

@@ -148,9 +148,3 @@ def round_seconds(t: float) -> float:
 
 def emit(args, obj: dict, text: str) -> None:
     print(json.dumps(obj) if args.json else text)
-
-
-def bandwidths_GBps(nbytes: int, ranks: int, time_s: float) -> tuple[float, float]:
-    from collsim.sweep import algbw_GBps, busbw_factor
-    alg = algbw_GBps(nbytes, time_s)
-    return alg, alg * busbw_factor(ranks)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 
 from collsim.cli.args import (
-    add_algo_args, bandwidths_GBps, build_from_args, element_count, emit, nonneg_float, nonneg_int,
+    add_algo_args, build_from_args, element_count, emit, nonneg_float, nonneg_int,
     positive_int, require_ranks, round_seconds, size_arg)
 from collsim.errors import CollsimError
 
@@ -85,6 +85,7 @@ def cmd_check(args) -> int:
 
 def cmd_predict(args) -> int:
     from collsim.cost import closed_form
+    from collsim.measurements import bandwidths
     ranks = require_ranks(args)
     nbytes = args.bytes
     if args.alpha is None or args.beta is None:
@@ -98,7 +99,7 @@ def cmd_predict(args) -> int:
     if args.inter != "ring":
         params["inter"] = args.inter
     t = closed_form(args.algo, ranks, nbytes, args.alpha, args.beta, args.gamma, **params)
-    alg, bus = bandwidths_GBps(nbytes, ranks, t)
+    alg, bus = bandwidths(nbytes, t * 1e6, ranks)
     obj = {"algo": args.algo, "ranks": ranks, "bytes": nbytes, "alpha": args.alpha, "beta": args.beta,
            "gamma": args.gamma, **params, "time_s": round_seconds(t), "algbw_GBps": alg, "busbw_GBps": bus}
     emit(args, obj, f"{args.algo} P={ranks} {nbytes} B: {t * 1e6:.3f} us  algbw {alg:.2f} GB/s  busbw {bus:.2f} GB/s")

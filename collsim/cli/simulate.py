@@ -16,12 +16,13 @@ import json
 import sys
 
 from collsim.cli.args import (
-    add_algo_args, add_topology_args, algo_params, bandwidths_GBps, build_from_args, positive_int,
+    add_algo_args, add_topology_args, algo_params, build_from_args, positive_int,
     require_ranks, round_seconds, size_arg, topology_from_args)
 from collsim.errors import CollsimError
 
 
 def cmd_simulate(args) -> int:
+    from collsim.measurements import bandwidths
     from collsim.simulate import simulate
     from collsim.topology import PRESETS
     if args.list_presets:
@@ -36,7 +37,7 @@ def cmd_simulate(args) -> int:
         args.gpus_per_node = topo.gpus_per_node
     s = build_from_args(args)
     r = simulate(s, topo, gamma=args.gamma)
-    alg, bus = bandwidths_GBps(s.nbytes, ranks, r.time_s)
+    alg, bus = bandwidths(s.nbytes, r.time_s * 1e6, ranks)
     obj = {"algo": args.algo, "ranks": ranks, "bytes": s.nbytes, "topology": topo.name, "steps": s.n_steps,
            "transfers": s.n_transfers, "time_s": round_seconds(r.time_s), "algbw_GBps": alg, "busbw_GBps": bus}
     if args.json:
