@@ -5,7 +5,6 @@ argument errors are reported before torch loads (one line, exit code 2).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import socket
@@ -17,6 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from collsim import cli  # noqa: E402
 from collsim.errors import CollsimError  # noqa: E402
 from collsim.measurements import parse_size  # noqa: E402
 from collsim.nccl_log import canonical_algo, canonical_proto, parse_file  # noqa: E402
@@ -36,13 +36,12 @@ class BenchError(Exception):
     """A failure during the run, reported as one line (exit code 1)."""
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """Bad arguments: one line on stderr (rank 0 only under torchrun), exit code 2."""
+class OneLineParser(cli.OneLineParser):
+    """collsim's parser (bad arguments: one line on stderr, exit code 2) that prints on rank 0
+    only under torchrun."""
 
-    def error(self, message):  # noqa: D401 - argparse API
-        if os.environ.get("RANK", "0") == "0":
-            sys.stderr.write(f"allreduce_bench: error: {message}\n")
-        sys.exit(2)
+    def exit(self, status=0, message=None):
+        super().exit(status, message if os.environ.get("RANK", "0") == "0" else None)
 
 
 def _sizes_arg(text):
