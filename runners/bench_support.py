@@ -1,4 +1,4 @@
-"""Support for ``allreduce_bench.py``: arguments, environment, metadata, NCCL probe.
+"""Support for ``allreduce_bench.py``: arguments, environment, metadata.
 
 Everything here runs on every rank; torch is imported inside functions only, so
 argument errors are reported before torch loads (one line, exit code 2).
@@ -25,7 +25,6 @@ from collsim.sweep import sizes as size_range  # noqa: E402
 # Forced in every environment this runner builds (multicast/NVLS stays off).
 FORCED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
               "NVSHMEM_DISABLE_NVLS": "1"}
-PROBE_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,GRAPH,TUNING"}
 # dtype -> (itemsize in bytes, largest integer the dtype holds exactly)
 DTYPES = {"float32": (4, 2**24), "float16": (2, 2048), "bfloat16": (2, 256), "float64": (8, 2**53),
           "int32": (4, 2**31 - 1), "int64": (8, 2**63 - 1), "int8": (1, 127), "uint8": (1, 255)}
@@ -224,15 +223,6 @@ def debug_file_version(path) -> str | None:
         return parse_file(path).version
     except (OSError, CollsimError):
         return None
-
-
-def launch_probe(args, rank: int, world: int, addr: str, port: int, log_dir: str):
-    """Start this rank's probe child: the same script with NCCL INFO logging on."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHELASTIC_")}
-    env.update(PROBE_ENV, NCCL_DEBUG_FILE=os.path.join(log_dir, f"probe.{rank}.log"),
-               COLLSIM_PROBE=f"{addr}:{port}", RANK=str(rank), WORLD_SIZE=str(world))
-    cmd = [sys.executable, str(Path(__file__).with_name("allreduce_bench.py"))] + sys.argv[1:]
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def probe_log_dir() -> str:

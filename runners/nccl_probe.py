@@ -2,7 +2,7 @@
 
 With ``--nccl-probe`` (implied by ``--emulate-nodes``) ``allreduce_bench.py``
 makes a separate, logged run before timing: every rank starts one child
-process, the same script (``bench_support.launch_probe``)::
+process, the same script (``launch_probe``)::
 
     COLLSIM_PROBE=ADDR:PORT NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING \\
         NCCL_DEBUG_FILE=LOG_DIR/probe.RANK.log RANK=r WORLD_SIZE=n \\
@@ -19,11 +19,25 @@ that logging (NCCL_DEBUG=WARN at most, to read the version).
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 
-from bench_support import DTYPES, BenchError, launch_probe, probe_log_dir
+from bench_support import DTYPES, BenchError, probe_log_dir
 
 from collsim.nccl_log import parse_file
+
+PROBE_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,GRAPH,TUNING"}
+
+
+def launch_probe(args, rank: int, world: int, addr: str, port: int, log_dir: str):
+    """Start this rank's probe child: the same script with NCCL INFO logging on."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHELASTIC_")}
+    env.update(PROBE_ENV, NCCL_DEBUG_FILE=os.path.join(log_dir, f"probe.{rank}.log"),
+               COLLSIM_PROBE=f"{addr}:{port}", RANK=str(rank), WORLD_SIZE=str(world))
+    cmd = [sys.executable, str(Path(__file__).with_name("allreduce_bench.py"))] + sys.argv[1:]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def probe_child(args, rank: int, world: int) -> int:

@@ -113,6 +113,21 @@ def test_node_count_check():
             nccl_probe.check_node_count(2, reported, "/tmp/x")
 
 
+def test_launch_probe_reruns_the_bench_with_nccl_info_logging(monkeypatch, tmp_path):
+    sys.modules.setdefault("bench_support", bench_support)
+    import nccl_probe
+    monkeypatch.setattr(sys, "argv", [str(BENCH), "-b", "8", "-e", "1K"])
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "x")
+    seen = {}
+    monkeypatch.setattr(nccl_probe.subprocess, "Popen", lambda cmd, env, **kw: seen.update(cmd=cmd, env=env))
+    nccl_probe.launch_probe(None, 1, 2, "127.0.0.1", 1234, str(tmp_path))
+    assert seen["cmd"] == [sys.executable, str(BENCH), "-b", "8", "-e", "1K"]
+    env = seen["env"]
+    assert env["NCCL_DEBUG"] == "INFO" and env["NCCL_DEBUG_SUBSYS"] == "INIT,GRAPH,TUNING"
+    assert env["NCCL_DEBUG_FILE"] == str(tmp_path / "probe.1.log") and env["COLLSIM_PROBE"] == "127.0.0.1:1234"
+    assert env["RANK"] == "1" and env["WORLD_SIZE"] == "2" and "TORCHELASTIC_RUN_ID" not in env
+
+
 def test_graph_timing_turns_off_nccl_graph_mixing_unless_set():
     graph = bench_support.build_parser().parse_args(["--timing", "graph"])
     eager = bench_support.build_parser().parse_args(["--timing", "eager"])
