@@ -109,7 +109,9 @@ def config_name(p: Point) -> str:
 
 def compare(params: ModelParams, points: list[Point], holdout: str = "auto", algo=None, proto=None,
             ranks=None) -> dict:
-    """Errors of collsim and of NCCL's model: overall and per configuration (fractions)."""
+    """Errors of collsim and of NCCL's model: overall and per configuration (fractions).
+    "unknown_harness" lists the harness keys of the points whose per-call overhead ``params``
+    does not hold (predicted with none: give their A/B files to ``fit.with_overheads``)."""
     points, which = select(points, params, holdout, algo, proto, ranks)
     ours, theirs, sources = predictions(params, points)
     meas = np.array([p.time_us for p in points])
@@ -123,8 +125,10 @@ def compare(params: ModelParams, points: list[Point], holdout: str = "auto", alg
                         "nccl_model": summary(e_theirs[idx][np.isfinite(e_theirs[idx])]),
                         "sizes": [points[i].size for i in idx], "measured_us": meas[idx].tolist(),
                         "collsim_us": ours[idx].tolist(), "nccl_model_us": theirs[idx].tolist()})
+    unknown = sorted({p.config.harness for p in points} - {"bare"} - set(params.harness_us))
     return {"points": which, "collsim": summary(e_ours[np.isfinite(e_ours)]),
-            "nccl_model": summary(e_theirs[np.isfinite(e_theirs)]), "configs": configs}
+            "nccl_model": summary(e_theirs[np.isfinite(e_theirs)]), "configs": configs,
+            "unknown_harness": unknown}
 
 
 def plot(result: dict, params: ModelParams, points: list[Point], path) -> None:

@@ -41,7 +41,7 @@ from collsim.nccl_tuning import PROTOS
 from collsim.points import Point, load_points, split
 
 __all__ = ["BOUNDS", "FITTED", "FORMAT", "LINK_NAMES", "Point", "abs_rel_errors", "config_suffix", "fit",
-           "harness_overheads", "holdout_report", "link_class", "load_params", "load_points", "params_from_dict",
+           "harness_overheads", "holdout_report", "with_overheads", "link_class", "load_params", "load_points", "params_from_dict",
            "params_to_dict", "save_params", "split", "summary"]  # load_points, Point, split: from collsim.points
 
 BOUNDS = {"base_us": (1e-2, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0), "fill": (1e-3, 16.0),
@@ -164,9 +164,13 @@ def summary(errors) -> dict:
 def harness_overheads(points: list[Point], max_size: int = 65536) -> dict:
     """{harness key: per-call overhead in us} from A/B measurements on one machine: for each
     harness other than "bare", the median over sizes <= ``max_size`` of (its time - the bare
-    time) for points of the same size, algorithm/protocol label and rank count."""
-    bare = {(p.size, p.algo, p.proto, p.config.ranks): p.time_us for p in points
-            if p.config.harness == "bare" and p.config.timing == "graph" and p.size <= max_size}
+    time) for points of the same size, algorithm/protocol label and rank count; repeated runs of
+    the bare runner count by their median time per size."""
+    runs: dict = {}
+    for p in points:
+        if p.config.harness == "bare" and p.config.timing == "graph" and p.size <= max_size:
+            runs.setdefault((p.size, p.algo, p.proto, p.config.ranks), []).append(p.time_us)
+    bare = {k: float(np.median(v)) for k, v in runs.items()}
     diffs: dict = {}
     for p in points:
         ref = bare.get((p.size, p.algo, p.proto, p.config.ranks))
@@ -178,6 +182,11 @@ def harness_overheads(points: list[Point], max_size: int = 65536) -> dict:
     return {k: max(float(np.median(v)), 0.0) for k, v in sorted(diffs.items())}
 
 
+def with_overheads(params: ModelParams, overhead_points: list[Point]) -> ModelParams:
+    """``params`` with the harness overheads measured from ``overhead_points`` (A/B files)."""
+    return replace(params, harness_us={**params.harness_us, **harness_overheads(overhead_points)})
+
+
 def fit(points: list[Point], holdout: str = "odd", start: ModelParams | None = None,
         overhead_points: list[Point] | None = None) -> tuple[ModelParams, dict]:
     """Fit on the training points of ``holdout``; return (params, report). The report holds,
@@ -186,7 +195,7 @@ def fit(points: list[Point], holdout: str = "odd", start: ModelParams | None = N
     train, test = split(points, holdout)
     params = start or default_params()
     if overhead_points:
-        params = replace(params, harness_us={**params.harness_us, **harness_overheads(overhead_points)})
+        params = with_overheads(params, overhead_points)
     tr = [p for p, k in zip(points, train) if k]
     groups = _groups(tr)
     if not groups:

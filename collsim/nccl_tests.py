@@ -14,7 +14,10 @@ Two inputs, told apart by their first non-blank character:
 Each row gives two records (``inplace`` false then true), tagged with
 ``harness: "nccl-tests"`` in the meta. Text logs do not say which algorithm or
 protocol ran, so the caller gives a label ``ALGO/PROTO`` (``Ring/LL``,
-``Tree``, ``default`` for NCCL's own choice) stored as ``algo``/``proto``.
+``Tree``, ``default`` for NCCL's own choice) stored as ``algo``/``proto``; nor
+which NCCL_* variables were set, so the caller may give them (``env``, stored as
+meta ``env``; for ``-J`` JSON they add to the recorded ones). They matter to
+``collsim.points.harness_key``: NCCL_GRAPH_MIXING_SUPPORT changes a graph call's cost.
 """
 from __future__ import annotations
 
@@ -162,10 +165,27 @@ def _parse_json(text, source, label) -> Measurements:
     return m
 
 
-def import_nccl_tests(path, label: str | None = None, strict: bool = True) -> Measurements:
-    """Read nccl-tests text output or ``-J`` JSON from ``path`` into ``Measurements``."""
+def import_nccl_tests(path, label: str | None = None, strict: bool = True,
+                      env: dict | None = None) -> Measurements:
+    """Read nccl-tests text output or ``-J`` JSON from ``path`` into ``Measurements``;
+    ``env``: NCCL_* variables the run had (``{"NCCL_GRAPH_MIXING_SUPPORT": "0"}``)."""
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read()
     if text.lstrip().startswith("{"):
-        return _parse_json(text, str(path), label)
-    return _parse_text(text.splitlines(), str(path), label, strict)
+        m = _parse_json(text, str(path), label)
+    else:
+        m = _parse_text(text.splitlines(), str(path), label, strict)
+    if env:
+        m.meta["env"] = {**(m.meta.get("env") or {}), **{str(k): str(v) for k, v in env.items()}}
+    return m
+
+
+def parse_env(items) -> dict:
+    """``["NCCL_GRAPH_MIXING_SUPPORT=0", ...]`` -> dict; a malformed item is a one-line error."""
+    env = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise CollsimError(f"--env {item!r}: expected NAME=VALUE, e.g. NCCL_GRAPH_MIXING_SUPPORT=0")
+        env[key] = value
+    return env

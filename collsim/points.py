@@ -46,15 +46,18 @@ class Point:
 def harness_key(meta: dict, timing: str) -> str:
     """Which per-call overhead a measurement carries beyond NCCL's own kernel time:
     "torch-graph-mixing" (torch's all_reduce captured in a CUDA graph with NCCL's default
-    NCCL_GRAPH_MIXING_SUPPORT=1), "nccl-tests-graph" (nccl-tests -G, one process driving every
-    GPU; its text logs do not record NCCL_* variables, so NCCL's defaults are assumed), else
-    "bare" (the runner's graph timing with NCCL_GRAPH_MIXING_SUPPORT=0, and eager timing, whose
-    host floor is fitted per path as host_us)."""
+    NCCL_GRAPH_MIXING_SUPPORT=1); for nccl-tests -G, "nccl-tests-graph" (NCCL's default mixing,
+    which text logs assume unless the import was given ``env``), with "-mix0" when
+    NCCL_GRAPH_MIXING_SUPPORT=0 and "-mpi" when each process drives one GPU of several (its host
+    clock over barrier + launches differs from one process driving every GPU); else "bare" (the
+    runner's graph timing with NCCL_GRAPH_MIXING_SUPPORT=0, and eager timing, whose host floor is
+    fitted per path as host_us)."""
     if timing != "graph":
         return "bare"
     mixing = str((meta.get("env") or {}).get("NCCL_GRAPH_MIXING_SUPPORT", "1")) != "0"
     if meta.get("harness") == "nccl-tests":
-        return "nccl-tests-graph" if mixing else "bare"
+        mpi = meta.get("gpus_per_process") == 1 and (meta.get("world_size") or 1) > 1
+        return "nccl-tests-graph" + ("" if mixing else "-mix0") + ("-mpi" if mpi else "")
     return "torch-graph-mixing" if mixing else "bare"
 
 

@@ -233,6 +233,17 @@ def test_missing_files(capsys, tmp_path):
                                "-o", tmp_path / "x.jsonl"), "directory")
 
 
+def test_import_nccl_tests_env(capsys, tmp_path):
+    log = Path(__file__).parent / "fixtures" / "nccl_tests_allreduce.txt"
+    out = tmp_path / "x.jsonl"
+    assert_one_line_error(*run(capsys, "import-nccl-tests", log, "--label", "Ring/LL", "--env", "MIXING",
+                               "-o", out), "--env 'MIXING'", "NAME=VALUE")
+    assert not out.exists()
+    code, _, _ = run(capsys, "import-nccl-tests", log, "--label", "Ring/LL", "--env",
+                     "NCCL_GRAPH_MIXING_SUPPORT=0", "-o", out)
+    assert code == 0 and json.loads(out.read_text().splitlines()[0])["env"] == {"NCCL_GRAPH_MIXING_SUPPORT": "0"}
+
+
 @pytest.mark.parametrize("text, words", [
     ("", ["not a schedule"]),
     ("hello", ["not a schedule", "invalid JSON"]),

@@ -42,6 +42,34 @@ def test_fit_run_holdout_and_nccl_tests_label(tmp_path, run):
     assert code == 0 and "(run)" in out
 
 
+def _shifted(src, dst, env=None, add_us=0.0):
+    """A copy of runner file ``src`` with its meta env replaced and every time + ``add_us``."""
+    lines = [json.loads(x) for x in src.read_text().splitlines()]
+    for rec in lines:
+        if rec["type"] == "meta" and env is not None:
+            rec["env"] = env
+        for k in ("time_us", "time_us_mean", "time_us_min"):
+            if k in rec:
+                rec[k] += add_us
+    dst.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return dst
+
+
+def test_compare_warns_on_unknown_harness_and_takes_overhead_from(tmp_path, run):
+    """Graph records timed with NCCL's default graph mixing carry the harness key
+    "torch-graph-mixing"; params fitted without its overhead warn, --overhead-from A/B files
+    (bare runner vs the harness, same sizes) supply it."""
+    a, b = write_run(tmp_path / "a.jsonl", 1, timings=("graph",)), write_run(tmp_path / "b.jsonl", 2, timings=("graph",))
+    run("fit", a, "-o", tmp_path / "p.json")
+    code, out, _ = run("compare", "--params", tmp_path / "p.json", "--measured", b)
+    assert code == 0 and "warning: no per-call overhead known for torch-graph-mixing" in out
+    bare = _shifted(b, tmp_path / "bare.jsonl", env={"NCCL_GRAPH_MIXING_SUPPORT": "0"})
+    mixed = _shifted(b, tmp_path / "mixed.jsonl", add_us=5.0)
+    code, out, _ = run("compare", "--params", tmp_path / "p.json", "--measured", b, "--json",
+                       "--overhead-from", bare, mixed)
+    assert code == 0 and json.loads(out)["unknown_harness"] == []
+
+
 @pytest.mark.parametrize("argv,msg", [
     (["fit", "missing.jsonl", "-o", "p.json"], "no such file"),
     (["fit", "BAD", "-o", "p.json"], "cannot tell algorithm/protocol"),

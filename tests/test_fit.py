@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from collsim.errors import CollsimError
-from collsim.fit import (BOUNDS, FITTED, Point, fit, load_params, load_points, save_params, split)
+from collsim.fit import (BOUNDS, FITTED, Point, fit, harness_overheads, load_params, load_points, save_params, split,
+                         with_overheads)
 from collsim.nccl_model import Config, default_params, predict, with_path
 
 SIZES = 2 ** np.arange(3, 33)
@@ -118,3 +119,16 @@ def test_load_points_from_runner_jsonl(tmp_path):
     assert pts[0].config == Config(2, 1, "nvlink", 1048576, 8, "graph", "torch-graph-mixing")
     with pytest.raises(CollsimError, match="no labelled"):
         fit(pts[1:] * 4, "odd")
+
+
+def test_harness_overheads_median_over_bare_repeats_and_with_overheads():
+    bare, mixed = Config(2, timing="graph"), Config(2, timing="graph", harness="nccl-tests-graph-mix0-mpi")
+    pts = [Point(s, t, None, None, bare, r, {}) for r, ts in enumerate(([5.0, 5.2], [5.4, 5.6], [9.0, 5.3]))
+           for s, t in zip((8, 16), ts)]
+    pts += [Point(8, 5.4, None, None, mixed, 3, {}), Point(16, 5.8, None, None, mixed, 3, {}),
+            Point(1 << 20, 99.0, None, None, mixed, 3, {})]  # above 64 KiB: not an A/B size
+    # bare medians 5.4 (8 B: 5.0, 5.4, 9.0) and 5.3 (16 B); differences 0.0 and 0.5 -> median 0.25
+    assert harness_overheads(pts) == pytest.approx({"nccl-tests-graph-mix0-mpi": 0.25})
+    assert with_overheads(default_params(), pts).harness_us["nccl-tests-graph-mix0-mpi"] == pytest.approx(0.25)
+    with pytest.raises(CollsimError, match="need graph points of a harness and of the bare runner"):
+        harness_overheads([p for p in pts if p.config.harness == "bare"])

@@ -9,7 +9,7 @@ import pytest
 from collsim.errors import CollsimError
 from collsim.measurements import (JsonlWriter, Measurements, bandwidths, format_row, load, parse_size,
                                   read_records, result_record, to_csv, write_jsonl)
-from collsim.nccl_tests import import_nccl_tests, parse_label
+from collsim.nccl_tests import import_nccl_tests, parse_env, parse_label
 
 FIX = Path(__file__).parent / "fixtures"
 META = {"type": "meta", "harness": "collsim", "world_size": 4}
@@ -126,6 +126,18 @@ def test_import_nccl_tests_text_with_interleaved_log():
     assert m.ranks.tolist() == [2] * 10
 
 
+def test_import_nccl_tests_env_given_by_the_caller(tmp_path):
+    """Text logs do not record NCCL_* variables; the caller's env lands in the meta (and wins
+    over what -J JSON recorded)."""
+    m = import_nccl_tests(FIX / "nccl_tests_allreduce.txt", "Ring/LL", env={"NCCL_GRAPH_MIXING_SUPPORT": 0})
+    assert m.meta["env"] == {"NCCL_GRAPH_MIXING_SUPPORT": "0"}
+    assert parse_env(["NCCL_GRAPH_MIXING_SUPPORT=0", "NCCL_ALGO=Ring=x"]) == {
+        "NCCL_GRAPH_MIXING_SUPPORT": "0", "NCCL_ALGO": "Ring=x"}
+    for bad in ("NCCL_ALGO", "=1", "1X=2"):
+        with pytest.raises(CollsimError, match="expected NAME=VALUE"):
+            parse_env([bad])
+
+
 def test_import_nccl_tests_malformed_row(tmp_path):
     lines = (FIX / "nccl_tests_allreduce.txt").read_text().splitlines()
     i = next(k for k, line in enumerate(lines) if line.strip().startswith("65536"))
@@ -156,6 +168,8 @@ def test_import_nccl_tests_json(tmp_path):
     m = import_nccl_tests(path, "Tree/Simple")
     assert m.time_us.tolist() == [10.0, 9.5] and m.meta["world_size"] == 2
     assert m.meta["env"] == {"NCCL_ALGO": "Tree"} and m.meta["nccl_library_version"] == "2.28.9"
+    assert import_nccl_tests(path, "Tree", env={"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL"}).meta["env"] == {
+        "NCCL_ALGO": "Ring", "NCCL_PROTO": "LL"}
     assert m.meta["timing"] == "graph" and list(m.proto) == ["Simple", "Simple"]
     path.write_text(json.dumps(doc, indent=1)[:-40])
     with pytest.raises(CollsimError, match=r"t.json:\d+: not valid nccl-tests JSON"):

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from collsim.measurements import result_record
-from collsim.points import load_points
+from collsim.points import harness_key, load_points
 
 
 def _write(path, records):
@@ -19,3 +19,17 @@ def test_time_is_min_over_ranks_then_mean_then_max(tmp_path):
                result_record(16, 4, "float32", 11.0, 2, 0, algo="Ring", proto="LL", inplace=True, time_us_mean=10.8),
                result_record(32, 8, "float32", 10.7, 2, 0, algo="Ring", proto="LL", inplace=True)])
     assert [p.time_us for p in load_points([f])] == pytest.approx([10.9, 10.8, 10.7])
+
+
+@pytest.mark.parametrize("meta,timing,key", [
+    ({"harness": "collsim", "env": {}}, "graph", "torch-graph-mixing"),
+    ({"harness": "collsim", "env": {"NCCL_GRAPH_MIXING_SUPPORT": "0"}}, "graph", "bare"),
+    ({"harness": "collsim", "env": {}}, "eager", "bare"),
+    ({"harness": "nccl-tests", "gpus_per_process": 2, "world_size": 2}, "graph", "nccl-tests-graph"),
+    ({"harness": "nccl-tests", "gpus_per_process": 1, "world_size": 2}, "graph", "nccl-tests-graph-mpi"),
+    ({"harness": "nccl-tests", "gpus_per_process": 1, "world_size": 2,
+      "env": {"NCCL_GRAPH_MIXING_SUPPORT": "0"}}, "graph", "nccl-tests-graph-mix0-mpi"),
+    ({"harness": "nccl-tests", "gpus_per_process": 1, "world_size": 1}, "graph", "nccl-tests-graph"),
+])
+def test_harness_key(meta, timing, key):
+    assert harness_key(meta, timing) == key

@@ -1,19 +1,20 @@
 """``collsim import-nccl-tests`` and ``collsim show``: measurement files.
 
-    collsim import-nccl-tests LOG --label Ring/LL -o OUT.jsonl
+    collsim import-nccl-tests LOG --label Ring/LL [--env NCCL_GRAPH_MIXING_SUPPORT=0 ...] -o OUT.jsonl
     collsim show FILE.jsonl [--csv OUT.csv]
 
 ``import-nccl-tests`` reads nccl-tests text output (NCCL log lines may be
 interleaved) or its ``-J`` JSON and writes collsim records (sizes in bytes,
-times in microseconds, bandwidths in GB/s = 1e9 B/s). ``show`` prints a file's
-records as an nccl-tests-style table and can export them as CSV.
+times in microseconds, bandwidths in GB/s = 1e9 B/s); ``--env`` records the
+NCCL_* variables the run had, which text logs do not say. ``show`` prints a
+file's records as an nccl-tests-style table and can export them as CSV.
 """
 from __future__ import annotations
 
 
 def _import(args) -> int:
-    from collsim.nccl_tests import import_nccl_tests
-    m = import_nccl_tests(args.log, args.label)
+    from collsim.nccl_tests import import_nccl_tests, parse_env
+    m = import_nccl_tests(args.log, args.label, env=parse_env(args.env))
     m.save(args.output)
     print(f"{len(m)} records ({len(m) // 2} sizes x out-of-place/in-place) -> {args.output}")
     return 0
@@ -41,6 +42,8 @@ def register(sub) -> None:
     p.add_argument("log", help="nccl-tests stdout (text) or its -J JSON file")
     p.add_argument("--label", required=True,
                    help="what ran, as ALGO/PROTO (e.g. Ring/LL, Tree, default): logs do not say")
+    p.add_argument("--env", nargs="+", metavar="NAME=VALUE",
+                   help="NCCL_* variables the run had (text logs do not record them)")
     p.add_argument("-o", "--output", required=True, help="output .jsonl")
     p.set_defaults(func=_import)
     p = sub.add_parser("show", help="print a measurement file as a table")

@@ -4,7 +4,7 @@
                 [--out-of-place] [--overhead-from AB_FILES...]
     collsim compare --params PARAMS.json --measured FILE... [--algo A --proto P --ranks N]
                     [--holdout auto|all|odd|even|timing] [--nccl-log LOG] [--out-of-place]
-                    [--plot PNG] [--json]
+                    [--overhead-from AB_FILES...] [--plot PNG] [--json]
     collsim explain --params PARAMS.json --algo A --proto P --ranks N [--nodes M]
                     [--sizes 8 1M 4G] [--buffsize BYTES] [--timing graph|eager]
 
@@ -12,7 +12,8 @@ nccl-tests logs are labelled from their names (``graph_Ring_LL.log`` -> Ring/LL)
 is given. ``--overhead-from`` gives A/B files (the same sizes timed by each harness and by the
 runner with NCCL_GRAPH_MIXING_SUPPORT=0; nccl-tests logs among them are read as NCCL's default
 choice) from which each harness's per-call overhead is measured
-(``collsim.fit.harness_overheads``) and held fixed in the fit. In-place results are used unless
+(``collsim.fit.harness_overheads``) and held fixed in the fit; given to compare, they add the
+overheads of harnesses measured on another machine or day than the params. In-place results are used unless
 --out-of-place. ``--nccl-log`` gives NCCL's printed
 TUNING table and per-size choices (an NCCL_DEBUG=INFO log, or a runner .jsonl whose meta holds
 ``nccl_probe``) to files that do not carry them.
@@ -48,8 +49,10 @@ def _fit(args) -> int:
 
 def _compare(args) -> int:
     from collsim.compare import attach_probe, compare, plot, select
-    from collsim.fit import load_params, load_points
+    from collsim.fit import load_params, load_points, with_overheads
     params = load_params(args.params)
+    if args.overhead_from:
+        params = with_overheads(params, load_points(args.overhead_from, "default", not args.out_of_place))
     points = load_points(args.measured, args.label, not args.out_of_place)
     if args.nccl_log:
         attach_probe(points, args.nccl_log)
@@ -66,6 +69,9 @@ def _compare(args) -> int:
     for name, ours, theirs, source in rows:
         print(f"{name:48s} {ours['n']:4d} {_pct(ours['median_abs_rel_error'])} / {_pct(ours['p90_abs_rel_error'])}"
               f" {_pct(theirs['median_abs_rel_error'])} / {_pct(theirs['p90_abs_rel_error'])}  {source}")
+    if result["unknown_harness"]:
+        print("warning: no per-call overhead known for " + ", ".join(result["unknown_harness"])
+              + " (predicted with none; measure it with --overhead-from A/B files)")
     if args.plot:
         print(f"plot -> {args.plot}")
     return 0
@@ -89,6 +95,11 @@ def _explain(args) -> int:
     return 0
 
 
+def _overhead_argument(p) -> None:
+    p.add_argument("--overhead-from", nargs="+", metavar="FILE",
+                   help="A/B files measuring each harness's per-call overhead against the bare runner")
+
+
 def register(sub) -> None:
     p = sub.add_parser("fit", help="fit the NCCL-shaped model to measurements, report held-out error")
     p.add_argument("files", nargs="+", help="runner .jsonl files or nccl-tests output")
@@ -98,8 +109,7 @@ def register(sub) -> None:
                         "(timing), first file->others (run)")
     p.add_argument("--label", help="ALGO/PROTO for nccl-tests logs (default: from the file name)")
     p.add_argument("--out-of-place", action="store_true", help="use out-of-place results, not in-place")
-    p.add_argument("--overhead-from", nargs="+", metavar="FILE",
-                   help="A/B files measuring each harness's per-call overhead against the bare runner")
+    _overhead_argument(p)
     p.set_defaults(func=_fit)
 
     p = sub.add_parser("compare", help="errors of collsim and of NCCL's own model against measurements")
@@ -113,6 +123,7 @@ def register(sub) -> None:
     p.add_argument("--ranks", type=int)
     p.add_argument("--holdout", default="auto",
                    help="auto (the params' held-out points), all, odd, even or timing")
+    _overhead_argument(p)
     p.add_argument("--plot", help="write a PNG: log-log time vs size and an error panel")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_compare)
