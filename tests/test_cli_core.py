@@ -303,3 +303,14 @@ def test_sweep_plot_writes_a_png(capsys, tmp_path):
     rc, out, err = run(capsys, "sweep", "--algos", "ring", "--ranks", 8, "--alpha", "5e-6", "--beta", "1e-11",
                        "--plot", str(tmp_path / "no" / "dir.png"))
     assert rc == 2 and err.count("\n") == 1 and "cannot write plot" in err
+
+
+def test_fidelity_cli(capsys):
+    f = Path(__file__).resolve().parents[1] / "data" / "h200x2" / "run2" / "fidelity"
+    runner, ref = sorted(f.glob("runner_n400_r?.jsonl")), sorted(f.glob("nt_mpi_mix0_G20_r?.log"))
+    rc, out, _ = run(capsys, "fidelity", "--runner", *runner, "--reference", *ref, "--max-bytes", "64K")
+    assert rc == 0 and out.splitlines()[-1].startswith("14 sizes: ratio min") and "3/3" in out
+    assert_one_line_error(*run(capsys, "fidelity", "--runner", *runner, "--reference", *ref, "--min-bytes", "1G"),
+                          "share no sizes")
+    assert_one_line_error(*run(capsys, "fidelity", "--runner", *runner, "--reference", *ref, "--max-bytes", "lots"),
+                          "lots")

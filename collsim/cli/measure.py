@@ -1,13 +1,16 @@
-"""``collsim import-nccl-tests`` and ``collsim show``: measurement files.
+"""``collsim import-nccl-tests``, ``collsim show`` and ``collsim fidelity``: measurement files.
 
     collsim import-nccl-tests LOG --label Ring/LL [--env NCCL_GRAPH_MIXING_SUPPORT=0 ...] -o OUT.jsonl
     collsim show FILE.jsonl [--csv OUT.csv]
+    collsim fidelity --runner RUN.jsonl... --reference LOG... [--min-bytes B] [--max-bytes B]
+                     [--out-of-place] [--json]
 
 ``import-nccl-tests`` reads nccl-tests text output (NCCL log lines may be
 interleaved) or its ``-J`` JSON and writes collsim records (sizes in bytes,
 times in microseconds, bandwidths in GB/s = 1e9 B/s); ``--env`` records the
 NCCL_* variables the run had, which text logs do not say. ``show`` prints a
 file's records as an nccl-tests-style table and can export them as CSV.
+``fidelity`` compares two harnesses size by size (``collsim.fidelity``).
 """
 from __future__ import annotations
 
@@ -37,6 +40,26 @@ def _show(args) -> int:
     return 0
 
 
+def _fidelity(args) -> int:
+    import json
+
+    from collsim.fidelity import fidelity
+    from collsim.measurements import format_size, parse_size
+    res = fidelity(args.runner, args.reference, parse_size(args.min_bytes),
+                   parse_size(args.max_bytes) if args.max_bytes else None, not args.out_of_place)
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    print(f"{'size':>6s} {'runner us':>10s} {'reference us':>12s} {'ratio':>6s}  runs")
+    for r in res["sizes"]:
+        print(f"{format_size(r['size']):>6s} {r['runner_us']:10.2f} {r['reference_us']:12.2f}"
+              f" {r['ratio']:6.3f}  {r['runs'][0]}/{r['runs'][1]}")
+    s = res["summary"]
+    print(f"{s['n']} sizes: ratio min {s['min_ratio']:.3f} median {s['median_ratio']:.3f} max {s['max_ratio']:.3f}"
+          f" (largest deviation {100 * s['max_abs_deviation']:.1f}%)")
+    return 0
+
+
 def register(sub) -> None:
     p = sub.add_parser("import-nccl-tests", help="convert nccl-tests output to collsim JSON Lines")
     p.add_argument("log", help="nccl-tests stdout (text) or its -J JSON file")
@@ -52,3 +75,11 @@ def register(sub) -> None:
     p.add_argument("--lenient", action="store_true",
                    help="stop at a malformed line instead of failing, keeping what precedes it")
     p.set_defaults(func=_show)
+    p = sub.add_parser("fidelity", help="per-size time ratio of the runner to a reference harness (nccl-tests)")
+    p.add_argument("--runner", required=True, nargs="+", help="runner .jsonl files (repeated runs)")
+    p.add_argument("--reference", required=True, nargs="+", help="nccl-tests output or .jsonl (repeated runs)")
+    p.add_argument("--min-bytes", default="0", help="smallest size compared (K/M/G suffixes)")
+    p.add_argument("--max-bytes", help="largest size compared")
+    p.add_argument("--out-of-place", action="store_true", help="compare out-of-place results")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_fidelity)
