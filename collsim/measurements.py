@@ -80,17 +80,12 @@ def format_size(nbytes: int) -> str:
 
 def bandwidths(size: int, time_us: float, ranks: int) -> tuple[float, float]:
     """nccl-tests AllReduce (algbw, busbw) in GB/s (1e9 B/s) for ``size`` bytes in ``time_us``
-    microseconds on ``ranks`` ranks: algbw = size / time, busbw = algbw x 2(n-1)/n. Zero bytes give
-    algbw 0 and a zero time inf (with one rank busbw is then NaN); a negative time, or ranks < 1 for
-    busbw, gives NaN."""
-    if size == 0 or time_us == 0:
-        algbw = 0.0 if size == 0 else math.inf
-    else:
-        algbw = size / 1e3 / time_us if time_us > 0 else math.nan  # bytes / 1e9 / seconds
-    if ranks < 1:
-        return algbw, math.nan
-    from collsim.sweep import busbw_factor
-    return algbw, algbw * busbw_factor(ranks)
+    microseconds on ``ranks`` ranks: algbw = size / time (``collsim.sweep.algbw_GBps``: 0 for 0
+    bytes, inf for a zero time, NaN for a negative one), busbw = algbw x 2(n-1)/n (NaN for
+    ranks < 1, and for one rank with a zero time)."""
+    from collsim.sweep import algbw_GBps, busbw_factor
+    algbw = algbw_GBps(size, time_us / 1e6)
+    return algbw, (algbw * busbw_factor(ranks) if ranks >= 1 else math.nan)
 
 
 def result_record(size, count, dtype, time_us, ranks, wrong, **extra) -> dict:
@@ -210,6 +205,9 @@ class JsonlWriter:
 
 def write_jsonl(path, records) -> None:
     """Write records that each carry their ``"type"`` as JSON Lines, creating the folder."""
+    untyped = [i for i, r in enumerate(records) if "type" not in r]
+    if untyped:
+        raise CollsimError(f"record {untyped[0]} has no \"type\" (meta, result, ...): nothing written to {path}")
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with JsonlWriter(path) as out:
         for r in records:

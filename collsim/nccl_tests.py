@@ -144,6 +144,7 @@ def _parse_json(text, source, label) -> Measurements:
     timing = "graph" if cfg.get("graph", 0) else "eager"
     meta = {"harness": "nccl-tests", "collective": "allreduce", "label": label, "algo": algo,
             "proto": proto, "world_size": ranks, "timing": timing, "iters": cfg.get("iterations"),
+            "gpus_per_process": cfg.get("nthreads", 1) * cfg.get("ngpus", 1),
             "warmup": cfg.get("warmup_iters"), "graph": cfg.get("graph"), "devices": cfg.get("devices"),
             "command": " ".join(doc.get("args", [])),
             "env": {k: v for k, _, v in (e.partition("=") for e in doc.get("env", []))

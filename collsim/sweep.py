@@ -48,10 +48,11 @@ def busbw_factor(ranks: int) -> float:
 
 
 def algbw_GBps(nbytes, time_s):
-    """Algorithm bandwidth in GB/s (1e9 B/s): bytes / 1e9 / seconds (inf for a zero time, 0 for 0 bytes)."""
+    """Algorithm bandwidth in GB/s (1e9 B/s): bytes / 1e9 / seconds; 0 for 0 bytes, inf for a
+    zero time, NaN for a negative (invalid) time."""
     nb, t = np.asarray(nbytes, dtype=np.float64), np.asarray(time_s, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(nb == 0, 0.0, nb / 1e9 / t)
+        out = np.where(t < 0, np.nan, np.where(nb == 0, 0.0, nb / 1e9 / t))
     return out if out.ndim else float(out)
 
 

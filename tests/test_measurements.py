@@ -39,6 +39,7 @@ def test_bandwidths_edge_cases():
     alg, bus = bandwidths(8, 0.0, 1)  # one rank: no time, no bus traffic
     assert alg == np.inf and np.isnan(bus)
     assert all(np.isnan(bandwidths(8, -1.0, 4))) and np.isnan(bandwidths(8, 2.0, 0)[1])
+    assert all(np.isnan(bandwidths(0, -1.0, 4)))  # a negative time is invalid whatever the size
     assert bandwidths(8, 2.0, 0)[0] == pytest.approx(8 / 1e3 / 2.0)
 
 
@@ -108,6 +109,12 @@ def test_jsonl_writer_puts_type_first_and_flushes_each_record(tmp_path):
         assert path.read_text().splitlines()[1] == '{"type": "result", "size": 8}'
 
 
+def test_write_jsonl_refuses_an_untyped_record_before_writing(tmp_path):
+    with pytest.raises(CollsimError, match='record 1 has no "type"'):
+        write_jsonl(tmp_path / "x.jsonl", [{"type": "meta"}, {"size": 8}])
+    assert not (tmp_path / "x.jsonl").exists()
+
+
 def test_write_jsonl_creates_the_folder_and_keeps_each_records_type(tmp_path):
     recs = [{"type": "meta", "runner": "r"}, {"type": "op", "op": "mm"}, result_record(8, 2, "float32", 5.0, 2, 0)]
     write_jsonl(tmp_path / "new" / "x.jsonl", recs)
@@ -171,6 +178,7 @@ def test_import_nccl_tests_json(tmp_path):
     assert import_nccl_tests(path, "Tree", env={"NCCL_ALGO": "Ring", "NCCL_PROTO": "LL"}).meta["env"] == {
         "NCCL_ALGO": "Ring", "NCCL_PROTO": "LL"}
     assert m.meta["timing"] == "graph" and list(m.proto) == ["Simple", "Simple"]
+    assert m.meta["gpus_per_process"] == 2  # one process drove both GPUs (-g 2): not the -mpi harness
     path.write_text(json.dumps(doc, indent=1)[:-40])
     with pytest.raises(CollsimError, match=r"t.json:\d+: not valid nccl-tests JSON"):
         import_nccl_tests(path, "default")
