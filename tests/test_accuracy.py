@@ -102,8 +102,9 @@ def _run_files(run, kind):
 
 
 def _ab(run):
-    f = D / run / "fidelity"
-    return load_points(sorted(f.glob("runner_n400_r?.jsonl")) + sorted(f.glob("nt_mpi_mix0_G20_r?.jsonl")), "default")
+    """The harness A/B at the sweeps' own call counts: NCCL's default choice, runner sweep
+    (100 calls) vs nccl-tests sweep (400 calls), same run (ACCURACY.md "Runs 2-4")."""
+    return load_points([D / run / "runner" / "nvlink_default_graph.jsonl", D / run / "nccl-tests" / "graph_default.jsonl"])
 
 
 def _by_pair(res):
@@ -118,7 +119,8 @@ def test_fixed_runner_run2_fit_and_committed_params():
     for a, p in PAIRS:
         r = report[f"nvlink/{a}/{p}/2r1n/graph"]
         assert r["n"] == 15 and r["median_abs_rel_error"] <= 0.03 and r["p90_abs_rel_error"] <= 0.075, (a, p, r)
-    assert params.harness_us["nccl-tests-graph-mix0-mpi"] == pytest.approx(0.16, abs=0.03)
+    # at the sweeps' call counts the two harnesses' fixed costs per measurement cancel
+    assert 0 <= params.harness_us["nccl-tests-graph-mix0-mpi"] <= 0.05
     committed = load_params(D / "run2" / "params.json")
     assert committed.harness_us == pytest.approx(params.harness_us)
     for key, values in params.paths.items():
@@ -127,17 +129,18 @@ def test_fixed_runner_run2_fit_and_committed_params():
 
 def test_other_harness_other_machine_as_good_as_own_sweeps():
     """run2/params.json predicts run 2's nccl-tests, run 4's runner and run 4's nccl-tests (none
-    fitted): within 3% median overall, and the other harness on the other machine within a point
-    of the runner there, overall and per pair; NCCL's own model is at least 5x worse (about 10x)."""
+    fitted): within 2.5% median overall (p90 6.5%), and the other harness on the other machine as
+    well as the runner there overall, within 0.9 points per pair; NCCL's own model is at least
+    10x worse."""
     params = load_params(D / "run2" / "params.json")
     same_run = compare(params, load_points(_run_files("run2", "nccl-tests")), "all")
     runner4 = compare(params, load_points(_run_files("run4", "runner")), "all")
     nt4 = compare(with_overheads(params, _ab("run4")), load_points(_run_files("run4", "nccl-tests")), "all")
     assert nt4["unknown_harness"] == [] and same_run["unknown_harness"] == []
     for res in (same_run, runner4, nt4):
-        assert res["collsim"]["median_abs_rel_error"] <= 0.03 and res["collsim"]["p90_abs_rel_error"] <= 0.075
-        assert res["nccl_model"]["median_abs_rel_error"] > 5 * res["collsim"]["median_abs_rel_error"]
-    assert nt4["collsim"]["median_abs_rel_error"] - runner4["collsim"]["median_abs_rel_error"] <= 0.01
+        assert res["collsim"]["median_abs_rel_error"] <= 0.025 and res["collsim"]["p90_abs_rel_error"] <= 0.065
+        assert res["nccl_model"]["median_abs_rel_error"] > 10 * res["collsim"]["median_abs_rel_error"]
+    assert nt4["collsim"]["median_abs_rel_error"] <= runner4["collsim"]["median_abs_rel_error"] + 0.002
     own, other = _by_pair(runner4), _by_pair(nt4)
     for pair in own:
-        assert other[pair]["median_abs_rel_error"] - own[pair]["median_abs_rel_error"] <= 0.011, pair
+        assert abs(other[pair]["median_abs_rel_error"] - own[pair]["median_abs_rel_error"]) <= 0.009, pair
