@@ -17,7 +17,8 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.fit import Point, abs_rel_errors, config_suffix, split, summary
-from collsim.nccl_model import Config, ModelParams, canonical_pair, predict
+from collsim.nccl_layout import Config, canonical_pair
+from collsim.nccl_model import ModelParams, predict
 from collsim.nccl_tuning import Hardware, TuningTable, algo_time_us, choose, table_from_printed, tuning_table
 
 

@@ -35,8 +35,9 @@ from dataclasses import replace
 import numpy as np
 
 from collsim.errors import CollsimError
-from collsim.nccl_model import (ALGOS, L2_BYTES, LINK_CLASSES, PARAM_NAMES, REUSE, Config, ModelParams, canonical_pair,
-                                default_params, layout, predict_layout, with_path)
+from collsim.nccl_layout import ALGOS, Config, canonical_pair, layout
+from collsim.nccl_model import (L2_BYTES, LINK_CLASSES, PARAM_NAMES, REUSE, ModelParams, default_params, predict_layout,
+                                with_path)
 from collsim.nccl_tuning import PROTOS
 from collsim.points import Point, load_points, split
 

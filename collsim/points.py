@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from collsim.errors import CollsimError
-from collsim.nccl_model import Config, canonical_pair
+from collsim.nccl_layout import Config, canonical_pair
 
 SPLITS = ("odd", "even", "timing", "run")
 
