@@ -67,7 +67,17 @@ def test_compare_warns_on_unknown_harness_and_takes_overhead_from(tmp_path, run)
     mixed = _shifted(b, tmp_path / "mixed.jsonl", add_us=5.0)
     code, out, _ = run("compare", "--params", tmp_path / "p.json", "--measured", b, "--json",
                        "--overhead-from", bare, mixed)
-    assert code == 0 and json.loads(out)["unknown_harness"] == []
+    res = json.loads(out)
+    assert code == 0 and res["unknown_harness"] == [] and res["unused_overheads"] == []
+    # the measured 5 us is applied: the same points without it are predicted 5 us faster
+    cfg = res["configs"][0]
+    _, out0, _ = run("compare", "--params", tmp_path / "p.json", "--measured", b, "--json")
+    base = json.loads(out0)["configs"][0]
+    assert cfg["config"] == base["config"]
+    assert [x - y for x, y in zip(cfg["collsim_us"], base["collsim_us"])] == pytest.approx([5.0] * len(cfg["sizes"]), rel=0.05)
+    # an A/B whose harness no measured point has is named, not silently dropped
+    code, out, _ = run("compare", "--params", tmp_path / "p.json", "--measured", bare, "--overhead-from", bare, mixed)
+    assert code == 0 and "warning: --overhead-from measured torch-graph-mixing, which no measured point uses" in out
 
 
 @pytest.mark.parametrize("argv,msg", [

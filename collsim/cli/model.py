@@ -51,14 +51,17 @@ def _compare(args) -> int:
     from collsim.compare import attach_probe, compare, plot, select
     from collsim.fit import load_params, load_points, with_overheads
     params = load_params(args.params)
-    if args.overhead_from:
-        params = with_overheads(params, load_points(args.overhead_from, "default", not args.out_of_place))
+    ab = load_points(args.overhead_from, "default", not args.out_of_place) if args.overhead_from else []
+    if ab:
+        params = with_overheads(params, ab)
     points = load_points(args.measured, args.label, not args.out_of_place)
+    unused = sorted({p.config.harness for p in ab} - {"bare"} - {p.config.harness for p in points})
     if args.nccl_log:
         attach_probe(points, args.nccl_log)
     result = compare(params, points, args.holdout, args.algo, args.proto, args.ranks)
     if args.plot:
         plot(result, params, select(points, params, args.holdout, args.algo, args.proto, args.ranks)[0], args.plot)
+    result["unused_overheads"] = unused
     if args.json:
         print(json.dumps(result))
         return 0
@@ -69,6 +72,9 @@ def _compare(args) -> int:
     for name, ours, theirs, source in rows:
         print(f"{name:48s} {ours['n']:4d} {_pct(ours['median_abs_rel_error'])} / {_pct(ours['p90_abs_rel_error'])}"
               f" {_pct(theirs['median_abs_rel_error'])} / {_pct(theirs['p90_abs_rel_error'])}  {source}")
+    if unused:
+        print("warning: --overhead-from measured " + ", ".join(unused) + ", which no measured point uses"
+              " (an nccl-tests log without its NCCL_* settings? import it with --env)")
     if result["unknown_harness"]:
         print("warning: no per-call overhead known for " + ", ".join(result["unknown_harness"])
               + " (predicted with none; measure it with --overhead-from A/B files)")
