@@ -96,17 +96,24 @@ def _logged_protocols(meta: dict) -> dict:
             for c in (meta.get("nccl_probe") or {}).get("choices", []) if c.get("func", "AllReduce") == "AllReduce"}
 
 
+def load_file(path, label: str | None = None):
+    """``collsim.measurements.Measurements`` from a runner ``.jsonl`` file or nccl-tests output
+    (labelled ``label``, else from the file name)."""
+    from collsim.measurements import load
+    from collsim.nccl_tests import import_nccl_tests
+    if str(path).endswith(".jsonl"):
+        return load(path)
+    return import_nccl_tests(path, label=label or label_from_name(path))
+
+
 def load_points(paths, label: str | None = None, inplace: bool = True) -> list[Point]:
     """Points from measurement files (``.jsonl``: runner records; other files: nccl-tests
     output, labelled ``label`` such as "Ring/LL", else from the file name). Keeps in-place
     records (what torch's all_reduce does) or, with ``inplace=False``, out-of-place ones;
     records that do not say are kept either way."""
-    from collsim.measurements import load
-    from collsim.nccl_tests import import_nccl_tests
     points = []
     for run, path in enumerate(paths):
-        jsonl = str(path).endswith(".jsonl")
-        m = load(path) if jsonl else import_nccl_tests(path, label=label or label_from_name(path))
+        m = load_file(path, label)
         logged = _logged_protocols(m.meta)
         for rec in m.records:
             t = rec.get("time_us_min") or rec.get("time_us_mean") or rec.get("time_us")

@@ -12,10 +12,14 @@ from collsim.measurements import result_record
 D = Path(__file__).resolve().parents[1] / "data" / "h200x2"
 
 
-def _runner(path, times, inplace=True):
-    meta = {"type": "meta", "harness": "collsim", "world_size": 2, "timing": "graph"}
-    recs = [{"type": "result", **result_record(s, s // 4, "float32", t + 1.0, 2, 0, inplace=inplace,
-                                               time_us_mean=t, time_us_min=t - 1.0)} for s, t in times.items()]
+def _runner(path, times, inplace=True, algo=None, timing="graph", mean=True, wrong=0):
+    meta = {"type": "meta", "harness": "collsim", "world_size": 2, "timing": timing}
+    recs = []
+    for s, t in times.items():
+        extra = {"time_us_mean": t, "time_us_min": t - 1.0} if mean else {}
+        recs.append({"type": "result", **result_record(s, s // 4, "float32", t + 1.0 if mean else t, 2, wrong,
+                                                       inplace=inplace, algo=algo, proto=algo and "LL",
+                                                       timing=timing, **extra)})
     path.write_text("\n".join(json.dumps(r) for r in [meta, *recs]) + "\n")
     return path
 
@@ -29,11 +33,42 @@ def test_medians_over_runs_and_ratio(tmp_path):
     assert [r["size"] for r in res["sizes"]] == [8, 16]  # sizes on both sides only
     assert [r["runner_us"] for r in res["sizes"]] == [5.5, 6.0]  # median over runs of time_us_mean
     assert res["summary"]["max_ratio"] == pytest.approx(1.2) and res["sizes"][0]["runs"] == [3, 1]
+    assert res["runner_statistic"] == "time_us_mean" and res["config"] == "default/default graph float32 2 ranks"
     assert fidelity([a], [ref], max_bytes=8)["summary"]["n"] == 1
     with pytest.raises(CollsimError, match="share no sizes"):
         fidelity([a], [ref], min_bytes=1 << 30)
-    with pytest.raises(CollsimError, match="share no sizes"):
+    with pytest.raises(CollsimError, match="no out-of-place results"):
         fidelity([a], [ref], inplace=False)
+    old = _runner(tmp_path / "old.jsonl", {8: 6.0}, mean=False)  # no time_us_mean: the max, said so
+    assert fidelity([old], [ref])["runner_statistic"] == "time_us"
+
+
+def test_configurations_must_match_and_not_mix(tmp_path):
+    ring = _runner(tmp_path / "ring.jsonl", {8: 5.0}, algo="Ring")
+    default = _runner(tmp_path / "d.jsonl", {8: 5.0})
+    eager = _runner(tmp_path / "e.jsonl", {8: 5.0}, timing="eager")
+    with pytest.raises(CollsimError, match="runner files mix configurations: Ring/LL graph"):
+        fidelity([ring, default], [default])
+    with pytest.raises(CollsimError, match="different configurations: default/default eager .* vs default/default graph"):
+        fidelity([eager], [default])
+    log = D / "run4" / "diag" / "diag_nt_c1.log"  # the name does not say: NCCL's choice unless --label
+    runner = D / "run4" / "diag" / "diag_runner_inplace.jsonl"
+    with pytest.raises(CollsimError, match="Ring/LL graph float32 2 ranks vs default/default"):
+        fidelity([runner], [log])
+    assert fidelity([runner], [log], label="Ring/LL")["summary"]["n"] == 7
+
+
+@pytest.mark.parametrize("bad,match", [('"x"', "time_us_mean 'x' is not a positive"),
+                                       ("NaN", "time_us_mean nan"), ("-1.0", "time_us_mean -1.0")])
+def test_bad_times_are_errors(tmp_path, bad, match):
+    ref = _runner(tmp_path / "ref.jsonl", {8: 5.0})
+    f = _runner(tmp_path / "a.jsonl", {8: 5.0})
+    f.write_text(f.read_text().replace('"time_us_mean": 5.0', f'"time_us_mean": {bad}'))
+    with pytest.raises(CollsimError, match=f"a.jsonl: size 8: {match}"):
+        fidelity([f], [ref])
+    wrong = _runner(tmp_path / "w.jsonl", {8: 5.0}, wrong=3)
+    with pytest.raises(CollsimError, match="w.jsonl: size 8: 3 wrong elements"):
+        fidelity([wrong], [ref])
 
 
 def _ab(run, runner="runner_n400_r?.jsonl", reference="nt_mpi_mix0_G20_r?.log"):

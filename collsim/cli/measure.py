@@ -2,8 +2,8 @@
 
     collsim import-nccl-tests LOG --label Ring/LL [--env NCCL_GRAPH_MIXING_SUPPORT=0 ...] -o OUT.jsonl
     collsim show FILE.jsonl [--csv OUT.csv]
-    collsim fidelity --runner RUN.jsonl... --reference LOG... [--min-bytes B] [--max-bytes B]
-                     [--out-of-place] [--json]
+    collsim fidelity --runner RUN.jsonl... --reference LOG... [--label ALGO/PROTO]
+                     [--min-bytes B] [--max-bytes B] [--out-of-place] [--json]
 
 ``import-nccl-tests`` reads nccl-tests text output (NCCL log lines may be
 interleaved) or its ``-J`` JSON and writes collsim records (sizes in bytes,
@@ -46,10 +46,13 @@ def _fidelity(args) -> int:
     from collsim.fidelity import fidelity
     from collsim.measurements import format_size, parse_size
     res = fidelity(args.runner, args.reference, parse_size(args.min_bytes),
-                   parse_size(args.max_bytes) if args.max_bytes else None, not args.out_of_place)
+                   parse_size(args.max_bytes) if args.max_bytes else None, not args.out_of_place, args.label)
     if args.json:
         print(json.dumps(res))
         return 0
+    note = "" if res["runner_statistic"] == "time_us_mean" else \
+        f" (runner files without time_us_mean: {res['runner_statistic']}, time_us is the max over ranks)"
+    print(f"# {res['config']}; runner {res['runner_statistic']} / reference in-place time{note}")
     print(f"{'size':>6s} {'runner us':>10s} {'reference us':>12s} {'ratio':>6s}  runs")
     for r in res["sizes"]:
         print(f"{format_size(r['size']):>6s} {r['runner_us']:10.2f} {r['reference_us']:12.2f}"
@@ -78,6 +81,7 @@ def register(sub) -> None:
     p = sub.add_parser("fidelity", help="per-size time ratio of the runner to a reference harness (nccl-tests)")
     p.add_argument("--runner", required=True, nargs="+", help="runner .jsonl files (repeated runs)")
     p.add_argument("--reference", required=True, nargs="+", help="nccl-tests output or .jsonl (repeated runs)")
+    p.add_argument("--label", help="ALGO/PROTO of nccl-tests logs (default: from the file name, else NCCL's choice)")
     p.add_argument("--min-bytes", default="0", help="smallest size compared (K/M/G suffixes)")
     p.add_argument("--max-bytes", help="largest size compared")
     p.add_argument("--out-of-place", action="store_true", help="compare out-of-place results")
