@@ -92,6 +92,16 @@ def test_bad_arguments_one_line_exit_2(args, message):
     assert message in p.stderr
 
 
+def test_bad_arguments_print_on_rank_0_only(monkeypatch, capsys):
+    """Every torchrun rank parses the same bad line; one message, not one per rank."""
+    for rank, printed in (("0", True), ("1", False)):
+        monkeypatch.setenv("RANK", rank)
+        with pytest.raises(SystemExit) as e:
+            bench_support.parse_args(["-e", "12Q"])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and (("bad size '12Q'" in err) == printed) and (err == "") != printed
+
+
 def test_emulated_nodes_env_and_sweep():
     args = bench_support.build_parser().parse_args(["--emulate-nodes", "2", "--algo", "Ring", "--proto", "LL"])
     envs = [bench_support.rank_env(args, r, 4, {}) for r in range(4)]
