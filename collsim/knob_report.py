@@ -4,7 +4,7 @@ model, and what NCCL chose per size (the runner's NCCL_DEBUG probe).
 * ``SWEEPS``: each variable's files and settings; the first setting is the reference.
 * ``vars_rows(data, params)``: per (variable, setting, size) the measured time, collsim's
   prediction (``collsim.compare.predictions``: the file's NCCL_BUFFSIZE, channel bound, P2P and
-  node count go into ``nccl_model.Config``) and NCCL's model's (its table ignores NCCL_BUFFSIZE and
+  node count go into ``nccl_layout.Config``) and NCCL's model's (its table ignores NCCL_BUFFSIZE and
   NCCL_MAX_NCHANNELS). ``knob_effects`` turns them into "which knob matters when": the ratio of
   each setting's time to the reference's at the smallest and largest size, measured and predicted.
 * ``probe_rows(data, params)``: per size the (algorithm, protocol) NCCL logged, its table's

@@ -10,7 +10,7 @@ divided by the calls timed; the rank that starts last measures NCCL's time (on 2
 runner's per-size max - min over ranks is 0-4 us at 8 B-64 KiB, scattered from size to size,
 while the minimum is smooth; nccl-tests drives every GPU from one thread and has no such skew).
 
-A record's configuration (``nccl_model.Config``) comes from the record and its file's meta:
+A record's configuration (``nccl_layout.Config``) comes from the record and its file's meta:
 ``ranks`` (or meta ``world_size``), meta ``nodes``, NCCL_BUFFSIZE and NCCL_MIN/MAX_NCHANNELS from
 meta ``env`` (else the channel count NCCL's probe logged, meta ``nccl_probe.coll_channels``),
 ``timing``; the intra-node link class is "pci" when NCCL_P2P_DISABLE=1 else "nvlink"; the harness
