@@ -38,6 +38,10 @@ those averages; ``time_us_min`` the minimum and ``time_us_mean`` the mean
 (nccl-tests 2.19 reports the mean over ranks by default, ``-a 1``; ``-a 3`` max).
 ``--out-of-place``: torch has no out-of-place AllReduce, so each call is a
 device copy into the output then an in-place all_reduce (the copy is timed).
+``--rotate``: call i uses slice i mod (max size // size) of the buffer, as nccl-tests
+does ("to avoid cache effects"), so the calls cycle through up to max-size bytes instead of
+reusing one slice that stays in L2. On 2 x H200 this is worth 10-20% at 2-16 MiB for Ring LL
+(data/h200x2/README.md "run5/"); compare with nccl-tests with it, and with the same -e.
 
 Checking. Rank r fills element i with (i + r) % 4; after timing the buffer is
 filled again, reduced once and every element compared with the exact sum;
@@ -117,6 +121,14 @@ def wait_event(event, timeout: float, what: str) -> None:
         delay = min(2 * delay, 0.01)
 
 
+def call_buffers(buf, count: int, rotate: bool, calls: int) -> list:
+    """The views of ``buf`` that calls 0, 1, ... use, call i taking entry i mod len: one
+    ``count``-element slice, or with ``rotate`` consecutive slices, as many as fit in ``buf``
+    and at most ``calls`` (nccl-tests: offset = size x (iteration mod max_bytes // size))."""
+    n = min(buf.numel() // count, max(calls, 1)) if rotate and count else 1
+    return [buf[j * count:(j + 1) * count] for j in range(n)]
+
+
 class Timer:
     """Times ``call`` (one all_reduce) on one size, per the module docstring."""
 
@@ -131,32 +143,33 @@ class Timer:
         wait_event(ev, self.args.timeout, what)
 
     def __call__(self, call, size) -> float:
+        """``call(i)`` runs the i-th all_reduce of the size (``call_buffers``)."""
         a, torch, dist = self.args, self.torch, self.dist
         what = f"all_reduce of {size} B"
         if a.backend == "gloo":
-            for _ in range(a.warmup):
-                call()
+            for i in range(a.warmup):
+                call(i)
             dist.barrier(group=self.cpu_group)
             t0 = time.perf_counter()
-            for _ in range(a.iters):
-                call()
+            for i in range(a.iters):
+                call(i)
             return (time.perf_counter() - t0) * 1e6 / a.iters
-        for _ in range(max(a.warmup, 1 if a.timing == "graph" else 0)):
-            call()
+        for i in range(max(a.warmup, 1 if a.timing == "graph" else 0)):
+            call(i)
         self.sync(what)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         if a.timing == "eager":
             dist.barrier(group=self.cpu_group)
             start.record()
-            for _ in range(a.iters):
-                call()
+            for i in range(a.iters):
+                call(i)
             end.record()
             wait_event(end, a.timeout, what)
             return start.elapsed_time(end) * 1e3 / a.iters
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            for _ in range(a.graph_calls):
-                call()
+            for i in range(a.graph_calls):
+                call(i)
         graph.replay()
         self.sync(what)
         replays = max(1, math.ceil(a.iters / a.graph_calls))
@@ -221,19 +234,21 @@ def run(args, argv, rank, world, log_dir, fault) -> int:
             sys.stderr.flush()
             os._exit(3) if fault[0] == "die" else time.sleep(10**6)
         count = size // itemsize
-        t = buf[:count]
-        s = None if src is None else src[:count]
-        if s is None:
-            def call():
-                dist.all_reduce(t)
+        calls = max(args.warmup, args.iters, args.graph_calls if args.timing == "graph" else 0)
+        outs = call_buffers(buf, count, args.rotate, calls)
+        ins = None if src is None else call_buffers(src, count, args.rotate, calls)
+        if ins is None:
+            def call(i):
+                dist.all_reduce(outs[i % len(outs)])
         else:
-            def call():
-                t.copy_(s)
-                dist.all_reduce(t)
-        fill(t if s is None else s, rank)
+            def call(i):
+                outs[i % len(outs)].copy_(ins[i % len(ins)])
+                dist.all_reduce(outs[i % len(outs)])
+        t = outs[0]
+        fill(t if ins is None else ins[0], rank)
         time_us = timer(call, size)
-        fill(t if s is None else s, rank)  # timing changed the data: check a fresh call
-        call()
+        fill(t if ins is None else ins[0], rank)  # timing changed the data: check a fresh call
+        call(0)
         if hit:  # corrupt (die/hang never get here)
             t[:1] += 1
         wrong = count_wrong(t, world)

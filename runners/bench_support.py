@@ -65,6 +65,8 @@ def build_parser() -> OneLineParser:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--inplace", dest="inplace", action="store_true", default=True)
     g.add_argument("--out-of-place", dest="inplace", action="store_false")
+    p.add_argument("--rotate", action="store_true",
+                   help="call i uses slice i mod (max size // size) of the buffer, like nccl-tests (no L2 reuse)")
     p.add_argument("--timing", choices=("eager", "graph"), default="eager")
     p.add_argument("--graph-calls", type=int, default=20, help="all_reduce calls per CUDA graph (graph timing)")
     p.add_argument("--algo", help="NCCL_ALGO, e.g. Ring, Tree, ^NVLS")
@@ -199,7 +201,7 @@ def build_meta(args, argv, world: int, infos: list, nccl_version: str | None) ->
     return {
         "harness": "collsim", "collective": "allreduce", "backend": args.backend,
         "timing": args.timing, "graph_calls": args.graph_calls if args.timing == "graph" else None,
-        "dtype": args.dtype, "inplace": args.inplace, "warmup": args.warmup, "iters": args.iters,
+        "dtype": args.dtype, "inplace": args.inplace, "rotate": args.rotate, "warmup": args.warmup, "iters": args.iters,
         "algo": args.algo, "proto": args.proto, "world_size": world, "nodes": nodes,
         "ranks_per_node": world // nodes, "emulated_nodes": args.emulate_nodes,
         "hosts": sorted(set(hosts)), "ranks": infos,

@@ -15,6 +15,7 @@ from collsim.measurements import load
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "runners" / "allreduce_bench.py"
 sys.path.insert(0, str(REPO / "runners"))
+import allreduce_bench  # noqa: E402
 import bench_support  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -44,6 +45,7 @@ def test_two_ranks_in_place(tmp_path):
     meta = m.meta
     assert meta["world_size"] == 2 and meta["nodes"] == 1 and meta["backend"] == "gloo"
     assert meta["timing"] == "host" and meta["inplace"] is True and len(meta["ranks"]) == 2
+    assert meta["rotate"] is False
     assert meta["env"]["NCCL_NVLS_ENABLE"] == "0" and "allreduce_bench.py" in meta["command"]
     assert meta["time_combine"].startswith("time_us: max over ranks")
     assert (m["time_us_min"] <= m["time_us_mean"]).all() and (m["time_us_mean"] <= m.time_us).all()
@@ -51,7 +53,7 @@ def test_two_ranks_in_place(tmp_path):
 
 def test_four_ranks_out_of_place_bf16_and_the_check_catches_corruption(tmp_path):
     out = tmp_path / "g4.jsonl"
-    p, _ = torchrun(4, "--sizes", "8,4K,64K,1M", "--dtype", "bfloat16", "--out-of-place", "-w", "1",
+    p, _ = torchrun(4, "--sizes", "8,4K,64K,1M", "--dtype", "bfloat16", "--out-of-place", "--rotate", "-w", "1",
                     "-n", "2", "--out", str(out), fault="corrupt@rank2:size=4096")
     assert p.returncode == 0, p.stderr[-2000:]
     m = load(out)
@@ -59,6 +61,19 @@ def test_four_ranks_out_of_place_bf16_and_the_check_catches_corruption(tmp_path)
     assert m.wrong.tolist() == [0, 1, 0, 0]  # the injected error is seen, nothing else
     assert m.busbw_GBps.tolist() == pytest.approx([a * 1.5 for a in m.algbw_GBps])
     assert m.meta["world_size"] == 4 and m.meta["inplace"] is False and set(m.inplace) == {False}
+    assert m.meta["rotate"] is True
+
+
+def test_rotate_cycles_through_the_buffer_like_nccl_tests():
+    """nccl-tests: call i at offset size x (i mod max_bytes // size); without --rotate one slice."""
+    import torch
+    buf = torch.zeros(1024)
+    start = lambda views: [v.data_ptr() - buf.data_ptr() for v in views]  # noqa: E731
+    assert start(allreduce_bench.call_buffers(buf, 256, False, 20)) == [0]
+    assert start(allreduce_bench.call_buffers(buf, 256, True, 20)) == [0, 1024, 2048, 3072]  # 4 fit
+    assert start(allreduce_bench.call_buffers(buf, 2, True, 3)) == [0, 8, 16]  # no more than the calls
+    assert start(allreduce_bench.call_buffers(buf, 1024, True, 20)) == [0]  # the largest size: one
+    assert all(v.numel() == 256 for v in allreduce_bench.call_buffers(buf, 256, True, 20))
 
 
 @pytest.mark.parametrize("kind", ["hang", "die"])
