@@ -16,7 +16,11 @@ Levenberg-Marquardt in log-parameter space (numpy only), from a few starting poi
 Fitted: base_us, step_us, chan_GBps, fill, warp_us (``BOUNDS``; warp_us is told apart from step_us
 by the sizes where NCCL runs fewer threads per channel); spill too when the path's training
 points have NCCL's receive buffers both within and beyond L2 (sizes >= 4 MiB, where bandwidth
-shows; else it stays 0: nothing could tell it apart from chan_GBps); and, for a path whose
+shows; else it stays 0: nothing could tell it apart from chan_GBps); warm only when some size
+>= 2 MiB was measured both with the user buffer still in L2 and not (an A/B such as the runner
+with and without --rotate; a sweep alone has it in L2 up to 16 MiB and not above, which the fit
+would confuse with how bandwidth grows with size) and not for the "net" class (its bandwidth is
+the network's), else it stays at its start value (1: no effect); and, for a path whose
 training points ran at three or more channel counts (NCCL_MAX/MIN_NCHANNELS sweeps), the link
 cap link_GBps and its sharpness link_exp, shared by the paths fitted after it (those paths
 first); that path's own parameters are then re-fitted on its runs at the default channel count
@@ -36,8 +40,8 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.nccl_layout import ALGOS, Config, canonical_pair, layout
-from collsim.nccl_model import (L2_BYTES, LINK_CLASSES, PARAM_NAMES, REUSE, ModelParams, default_params, predict_layout,
-                                with_path)
+from collsim.nccl_model import (L2_BYTES, LINK_CLASSES, OPTIONAL, PARAM_NAMES, REUSE, ModelParams, default_params,
+                                predict_layout, with_path)
 from collsim.nccl_tuning import PROTOS
 from collsim.points import Point, load_points, split
 
@@ -46,7 +50,8 @@ __all__ = ["BOUNDS", "FITTED", "FORMAT", "LINK_NAMES", "Point", "abs_rel_errors"
            "params_to_dict", "save_params", "split", "summary"]  # load_points, Point, split: from collsim.points
 
 BOUNDS = {"base_us": (1e-2, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0), "fill": (1e-3, 16.0),
-          "host_us": (1e-2, 5000.0), "spill": (1e-3, 2.0), "warp_us": (1e-4, 5.0), "link_GBps": (1.0, 5000.0),
+          "host_us": (1e-2, 5000.0), "spill": (1e-3, 2.0), "warp_us": (1e-4, 5.0), "warm": (0.3, 3.0),
+          "link_GBps": (1.0, 5000.0),
           "link_exp": (0.5, 16.0)}
 LINK_NAMES = ("link_GBps", "link_exp")  # fitted values that are not per path
 FITTED = ("base_us", "step_us", "chan_GBps", "fill", "warp_us")
@@ -128,9 +133,9 @@ def _fit_path(params: ModelParams, key, data: dict, names) -> ModelParams:
     floor = min(np.exp(lt).min() for _, lt in layouts)
     link = {n: current[n] for n in LINK_NAMES}
     guesses = [current, {**link, "base_us": floor * 0.8, "step_us": 0.05, "chan_GBps": 20.0, "fill": 1.0, "spill": 0.1,
-                "warp_us": 0.05},
+                "warp_us": 0.05, "warm": 0.9},
                {**link, "base_us": floor * 0.5, "step_us": 2.0, "chan_GBps": 5.0, "fill": 0.2, "spill": 0.3,
-                "warp_us": 0.001}]
+                "warp_us": 0.001, "warm": 1.1}]
     starts = [np.log([max(g.get(n, floor), BOUNDS[n][0]) for n in names]) for g in guesses]
     best = min((_lm(residual, u, lo, hi) for u in starts), key=lambda x: x[1])
     return _with(params, key, dict(zip(names, map(float, np.exp(best[0])))))
@@ -143,6 +148,13 @@ def _names(params: ModelParams, key, data: dict) -> tuple:
     big = np.concatenate([lay.footprint[lay.sizes >= 4 << 20] for lay in lays])
     if (REUSE * big > params.l2_bytes).any() and (REUSE * big <= params.l2_bytes).any():
         names += ("spill",)
+    warm = {}  # size (>= 2 MiB) -> {user buffer still in L2?} over the path's configurations
+    for lay in lays:
+        for size, hot in zip(lay.sizes.tolist(), REUSE * lay.user_footprint <= params.l2_bytes):
+            if size >= 2 << 20:
+                warm.setdefault(size, set()).add(bool(hot))
+    if key[0] != "net" and any(len(v) == 2 for v in warm.values()):
+        names += ("warm",)
     if len({cfg.channels or params.channels for cfg in data}) >= 3:
         names += LINK_NAMES
     return names
@@ -235,7 +247,8 @@ def holdout_report(params: ModelParams, points: list[Point]) -> dict:
 def params_to_dict(params: ModelParams) -> dict:
     return {"format": FORMAT, "version": 1,
             "units": "us for *_us, GB/s (1e9 B/s) for *_GBps, fill in slice times per pipeline depth level, "
-                     "spill as a fraction of the bandwidth time, l2_bytes in bytes, link_exp dimensionless",
+                     "spill as a fraction of the bandwidth time, warm as a ratio of bandwidth times, l2_bytes in "
+                     "bytes, link_exp dimensionless",
             "channels": params.channels, "link_GBps": params.link_GBps,
             "paths": [{"link": k[0], "algo": k[1], "proto": k[2], **v} for k, v in sorted(params.paths.items())],
             "link_exp": params.link_exp, "l2_bytes": params.l2_bytes,
@@ -259,7 +272,7 @@ def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
             key = (e["link"], *canonical_pair(e["algo"], e["proto"]))
             if key[0] not in LINK_CLASSES:
                 raise CollsimError(f"{where}: unknown link class {key[0]!r}")
-            paths[key] = {n: float(e.get(n, 0.0) if n in ("spill", "warp_us") else e[n]) for n in PARAM_NAMES}
+            paths[key] = {n: float(e.get(n, OPTIONAL[n]) if n in OPTIONAL else e[n]) for n in PARAM_NAMES}
         harness = {str(k): float(v) for k, v in (d.get("harness_us") or {}).items()}
         params = ModelParams(paths, links, int(d["channels"]), d.get("meta") or {}, harness,
                              float(d.get("link_exp", 0.0)), float(d.get("l2_bytes", L2_BYTES)))

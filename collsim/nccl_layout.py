@@ -15,7 +15,9 @@ turns it into microseconds). Sizes and buffers are in bytes. File references int
    the tree; on the wire it is payload / ``EFFICIENCY`` (LL 1/2, LL128 15/16, Simple 1).
 4. Receive-buffer footprint: the slots a call cycles through, channels x NCCL_STEPS x the wire
    bytes of one step (one connection per channel: the ring's previous rank, the 2-rank tree's
-   peer); ``collsim.nccl_model`` compares it with the GPU's L2.
+   peer); ``collsim.nccl_model`` compares it with the GPU's L2. User footprint: the user-buffer
+   bytes consecutive calls cycle through (``Config.slices``; infinite when never reused), also
+   compared with L2 there.
 5. Hops follow NCCL's count (ring 2(n-1) steps, 2(nNodes-1) of them over the network; tree
    2 x ((ppn-1) + log2 nNodes)); pipeline depth is 1 for the ring, 2 x tree depth for the tree.
 
@@ -44,7 +46,12 @@ class Config:
     """One measured configuration: ranks, nodes, the intra-node link class, NCCL_BUFFSIZE
     (Simple buffer bytes; None = 4 MiB), a pinned channel count (None = params.channels), the
     timing mode ("graph": CUDA graph or nccl-tests -G, "eager": back-to-back launches) and the
-    harness key naming its per-call overhead (``collsim.points.harness_key``; "bare": none)."""
+    harness key naming its per-call overhead (``collsim.points.harness_key``; "bare": none).
+    How consecutive calls use the user buffer: ``slices`` = 0 never the same bytes again (a
+    training step: other buckets and kernels in between), 1 the same slice every call (the
+    runner's default), k > 1 cycling through k slices of ``buffer_bytes`` (nccl-tests: k = its
+    -n, buffer = its -e; the runner's --rotate); ``inplace`` False doubles the bytes (input and
+    output)."""
     ranks: int
     nodes: int = 1
     intra: str = "nvlink"
@@ -52,6 +59,9 @@ class Config:
     channels: int | None = None
     timing: str = "graph"
     harness: str = "bare"
+    slices: int = 0
+    buffer_bytes: int | None = None
+    inplace: bool = True
 
     def __post_init__(self):
         if self.ranks < 2 or self.nodes < 1 or self.ranks % self.nodes:
@@ -62,6 +72,8 @@ class Config:
             raise CollsimError(f"timing must be graph or eager, got {self.timing!r}")
         if self.buffsize is not None and self.buffsize < 8 * 4096:
             raise CollsimError(f"NCCL_BUFFSIZE {self.buffsize} is too small")
+        if self.slices < 0 or (self.buffer_bytes is not None and self.buffer_bytes < 1):
+            raise CollsimError(f"need slices >= 0 and buffer_bytes >= 1, got {self.slices} and {self.buffer_bytes}")
 
 
 def canonical_pair(algo: str, proto: str) -> tuple[str, str]:
@@ -123,6 +135,7 @@ class Layout:
     steps: np.ndarray     # pipeline steps per channel and direction
     slice: np.ndarray     # largest step payload (bytes)
     footprint: np.ndarray  # receive-buffer bytes one call cycles through (all channels)
+    user_footprint: np.ndarray  # user-buffer bytes consecutive calls cycle through (inf: no reuse)
     hops_intra: int
     hops_net: int
     depth: int
@@ -147,9 +160,14 @@ def layout(algo: str, proto: str, sizes, config: Config, channels: int = 24) -> 
     footprint = nc * NCCL_STEPS * per_slot / EFFICIENCY[proto]
     ppn = n // nodes
     log_nodes = int(np.log2(nodes))
+    user = np.full(sizes.shape, np.inf)
+    if config.slices:
+        fit = config.slices if config.buffer_bytes is None else config.buffer_bytes // sizes
+        user = np.clip(fit, 1, config.slices) * sizes * (1.0 if config.inplace else 2.0)
     if algo == "Ring":
         hops_net = 0 if nodes == 1 else 2 * (nodes - 1)
         hops_intra, depth = 2 * (n - 1) - hops_net, 1
     else:
         hops_intra, hops_net, depth = 2 * (ppn - 1), 2 * log_nodes, 2 * max(1, ppn - 1 + log_nodes)
-    return Layout(algo, proto, config, sizes, nc, nt, payload, steps, sl, footprint, hops_intra, hops_net, depth)
+    return Layout(algo, proto, config, sizes, nc, nt, payload, steps, sl, footprint, user, hops_intra, hops_net,
+                  depth)

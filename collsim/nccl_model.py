@@ -14,6 +14,7 @@ NVIDIA/nccl):
          + steps * step_us                                              (per-step overhead)
          + steps * warp_us * threads / 32                               (per-step barriers)
          + spill * W_total / R   if 2 x footprint > l2_bytes            (L2 spill of NCCL's buffers)
+         + (warm - 1) * W_total / R   if 2 x user footprint <= l2_bytes  (user buffer still in L2)
 
    W_total = channels x wire bytes per channel and direction (the layout's payload / efficiency).
    A channel (one thread block) moves at most chan_GBps of wire bytes, whatever its thread count
@@ -34,6 +35,13 @@ NVIDIA/nccl):
    Tree LL128 shows it: calcCollChunking (enqueue.cc; per-channel bytes, integer division)
    doubles the chunk from 71040 to 144000 B at 256 MiB, the footprint goes from 14.5 to
    29.5 MB (reuse distance 59 MB > 52.4 MB), and bytes per us drop 9% and stay there.
+   L2 reuse of the user buffer: when consecutive calls cycle through few enough user bytes
+   (the layout's ``user_footprint``, from ``Config.slices``; same ``REUSE`` rule) the buffer is
+   still in L2 when the next call reads it, and the bandwidth time is ``warm`` times the cold
+   one (``warm`` per path, 1 = no effect). On 2 x H200 (data/h200x2/README.md "run5/rotate")
+   the runner reusing one slice against the same runner cycling like nccl-tests, 2-16 MiB: Ring
+   LL up to 20% and Tree LL128 10% faster, Tree LL 12% slower, the same within 3% from 32 MiB
+   on. nccl-tests cycles -n slices of its -e buffer, so it is warm only up to ~1 MiB.
    Barriers: every step of NCCL's primitives synchronises the channel's threads (prims_simple.h:
    waitPeer, subBarrier, reduceCopy, barrier, postPeer per slice; LL128 and LL barrier per op
    too), and a block barrier completes when the slowest of its warps arrives, so a step costs
@@ -53,7 +61,7 @@ NVIDIA/nccl):
 
 ``explain`` splits T into latency, bandwidth (payload at full channel count), protocol overhead,
 channel count (fewer channels/threads than the maximum), pipeline fill, step overhead, barriers
-("sync"), L2 spill ("l2"), harness overhead and launch, names the dominant term and gives each
+("sync"), L2 spill ("l2"), L2 reuse of the user buffer ("reuse"), harness overhead and launch, names the dominant term and gives each
 link class's utilisation.
 """
 from __future__ import annotations
@@ -68,7 +76,8 @@ from collsim.nccl_layout import ALGOS, EFFICIENCY, Config, Layout, layout
 from collsim.nccl_tuning import PROTOS
 
 LINK_CLASSES = ("nvlink", "pci", "net")
-PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill", "host_us", "spill", "warp_us")
+PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill", "host_us", "spill", "warp_us", "warm")
+OPTIONAL = {"spill": 0.0, "warp_us": 0.0, "warm": 1.0}  # values of terms a path may lack (no effect)
 L2_BYTES = 52428800  # H100/H200 L2 (cudaDeviceProp.l2CacheSize), bytes
 REUSE = 2  # L2 bytes touched between two uses of a receive slot, per slot byte (module docstring)
 
@@ -80,7 +89,8 @@ class ModelParams:
     pipeline step and channel, us), chan_GBps (wire GB/s one full channel moves), fill (pipeline
     fill in slice times per depth level), host_us (eager launch interval, us), spill (fraction
     of the bandwidth time added when NCCL's receive buffers exceed L2; 0 when absent), warp_us
-    (barrier cost per pipeline step and warp of the channel's threads, us; 0 when absent).
+    (barrier cost per pipeline step and warp of the channel's threads, us; 0 when absent), warm
+    (bandwidth time with the user buffer still in L2 / without; 1 when absent).
     ``link_GBps[link]``: per-direction capacity shared by all channels; ``link_exp``: how
     sharply channels saturate it (0: hard min). ``l2_bytes``: the GPU's L2 capacity (bytes). ``channels``: NCCL's
     collective channel count. ``meta``: provenance (what it was fitted on, hold-out errors).
@@ -112,7 +122,7 @@ def default_params() -> ModelParams:
                 paths[(link, algo, proto)] = {
                     "base_us": BASE_LAT[algo][i], "hop_us": HW_LAT[link][algo][i],
                     "step_us": 0.5, "chan_GBps": 15.0 if link != "net" else 3.0, "fill": 1.0,
-                    "host_us": 0.0, "spill": 0.0, "warp_us": 0.0}
+                    "host_us": 0.0, **OPTIONAL}
     return ModelParams(paths, {"nvlink": 478.8, "pci": 24.0, "net": 3.0}, meta={"source": "priors"})
 
 
@@ -146,6 +156,7 @@ def _terms(params: ModelParams, lay: Layout) -> tuple[dict, dict]:
         "steps": main["step_us"] * lay.steps,
         "sync": main.get("warp_us", 0.0) * lay.steps * lay.threads / 32,
         "l2": main.get("spill", 0.0) * bw_time * (REUSE * lay.footprint > params.l2_bytes),
+        "reuse": np.where(REUSE * lay.user_footprint <= params.l2_bytes, (main.get("warm", 1.0) - 1.0) * bw_time, 0.0),
         "harness": np.full(lay.sizes.shape, float(params.harness_us.get(cfg.harness, 0.0))),
     }
     gpu = sum(terms.values())

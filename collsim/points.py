@@ -14,7 +14,7 @@ A record's configuration (``nccl_layout.Config``) comes from the record and its 
 ``ranks`` (or meta ``world_size``), meta ``nodes``, NCCL_BUFFSIZE and NCCL_MIN/MAX_NCHANNELS from
 meta ``env`` (else the channel count NCCL's probe logged, meta ``nccl_probe.coll_channels``),
 ``timing``; the intra-node link class is "pci" when NCCL_P2P_DISABLE=1 else "nvlink"; the harness
-(``harness_key``). A record that names its algorithm but not its protocol (the runner run with
+(``harness_key``); how calls reuse the user buffer (``buffer_reuse``). A record that names its algorithm but not its protocol (the runner run with
 ``--algo`` only) takes the protocol NCCL logged for that size in the file's probe.
 """
 from __future__ import annotations
@@ -61,7 +61,20 @@ def harness_key(meta: dict, timing: str) -> str:
     return "torch-graph-mixing" if mixing else "bare"
 
 
-def _config(rec: dict, meta: dict) -> Config:
+def buffer_reuse(meta: dict, timing: str, max_size: int) -> tuple[int, int]:
+    """(slices, buffer bytes) of ``Config``: nccl-tests moves its buffers by one size per call
+    (offset = size x (iteration mod max_bytes // size), iterations 0 .. -n - 1); the runner uses
+    one slice, or with --rotate (meta "rotate") nccl-tests' rule over its calls per graph (graph
+    timing) or per measurement (eager), in a buffer of its largest size."""
+    if meta.get("harness") == "nccl-tests":
+        return int(meta.get("iters") or 1), int(meta.get("max_bytes") or max_size)
+    if not meta.get("rotate"):
+        return 1, max_size
+    calls = meta.get("graph_calls") if timing == "graph" else max(meta.get("warmup") or 0, meta.get("iters") or 0)
+    return int(calls or 1), max_size
+
+
+def _config(rec: dict, meta: dict, max_size: int) -> Config:
     env = meta.get("env") or {}
     ranks = rec.get("ranks") or meta.get("world_size")
     if not ranks:
@@ -73,9 +86,11 @@ def _config(rec: dict, meta: dict) -> Config:
         raise CollsimError("NCCL_BUFFSIZE / NCCL_*_NCHANNELS in the meta env must be integers") from None
     probed = (meta.get("nccl_probe") or {}).get("coll_channels")
     timing = rec.get("timing") or meta.get("timing") or "graph"
+    slices, buffer = buffer_reuse(meta, timing, max_size)
     return Config(int(ranks), int(meta.get("nodes") or 1),
                   "pci" if str(env.get("NCCL_P2P_DISABLE", "0")) == "1" else "nvlink",
-                  buff, chans[0] if chans else (int(probed) if probed else None), timing, harness_key(meta, timing))
+                  buff, chans[0] if chans else (int(probed) if probed else None), timing, harness_key(meta, timing),
+                  slices, buffer, rec.get("inplace") is not False)
 
 
 def label_from_name(path) -> str:
@@ -115,6 +130,7 @@ def load_points(paths, label: str | None = None, inplace: bool = True) -> list[P
     for run, path in enumerate(paths):
         m = load_file(path, label)
         logged = _logged_protocols(m.meta)
+        max_size = max((int(rec.get("size") or 0) for rec in m.records), default=1)
         for rec in m.records:
             t = rec.get("time_us_min") or rec.get("time_us_mean") or rec.get("time_us")
             if t is None or not t > 0 or rec["size"] < 1:
@@ -126,7 +142,7 @@ def load_points(paths, label: str | None = None, inplace: bool = True) -> list[P
                 proto = logged.get((rec["size"], str(algo).lower()))
             if algo and proto:
                 algo, proto = canonical_pair(algo, proto)
-            points.append(Point(rec["size"], float(t), algo or None, proto or None, _config(rec, m.meta), run, m.meta))
+            points.append(Point(rec["size"], float(t), algo or None, proto or None, _config(rec, m.meta, max_size), run, m.meta))
     if not points:
         raise CollsimError("no usable measurement records in " + ", ".join(map(str, paths)))
     return points

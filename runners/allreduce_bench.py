@@ -29,7 +29,7 @@ warm-up (at least one call), then ``--graph-calls`` k calls captured in one
 ``torch.cuda.CUDAGraph``, one untimed replay, then ceil(n/k) replays between
 CUDA events; time per call = elapsed / (replays x k). The start event is recorded
 before the first launch, so each timed size carries a fixed 10-25 us (2 x H200,
-data/h200x2/ACCURACY.md "Runs 2-4") spread over its calls: 0.1-0.25 us per call at
+data/h200x2/ACCURACY.md "Runs 2-5") spread over its calls: 0.1-0.25 us per call at
 ``-n 100``, 0.03-0.06 at ``-n 400``; time small sizes with -n 400 or more. Graph timing sets
 ``NCCL_GRAPH_MIXING_SUPPORT=0`` unless you set it (NCCL's default costs a
 captured torch all_reduce ~6 us per call; data/h200x2/README.md). ``gloo``: host clock.

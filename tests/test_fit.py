@@ -116,7 +116,7 @@ def test_load_points_from_runner_jsonl(tmp_path):
     f.write_text("\n".join(json.dumps(r) for r in [meta] + recs) + "\n")
     pts = load_points([f])
     assert [(p.algo, p.proto) for p in pts] == [("Ring", "LL"), (None, None)]
-    assert pts[0].config == Config(2, 1, "nvlink", 1048576, 8, "graph", "torch-graph-mixing")
+    assert pts[0].config == Config(2, 1, "nvlink", 1048576, 8, "graph", "torch-graph-mixing", 1, 2048)
     with pytest.raises(CollsimError, match="no labelled"):
         fit(pts[1:] * 4, "odd")
 
@@ -132,3 +132,19 @@ def test_harness_overheads_median_over_bare_repeats_and_with_overheads():
     assert with_overheads(default_params(), pts).harness_us["nccl-tests-graph-mix0-mpi"] == pytest.approx(0.25)
     with pytest.raises(CollsimError, match="need graph points of a harness and of the bare runner"):
         harness_overheads([p for p in pts if p.config.harness == "bare"])
+
+
+def test_warm_is_fitted_only_from_an_ab_of_the_same_sizes():
+    """warm (L2 reuse of the user buffer) needs sizes >= 2 MiB measured both in L2 and not (the
+    runner with and without --rotate); a one-slice sweep alone leaves it at 1."""
+    p = with_path(truth(), ("nvlink", "Ring", "LL"), warm=0.75)
+    one_slice = Config(2, slices=1, buffer_bytes=1 << 26)
+    rotated = Config(2, slices=20, buffer_bytes=1 << 26)
+    rng, pts = np.random.default_rng(3), []
+    for cfg in (one_slice, rotated):
+        t = predict(p, "Ring", "LL", SIZES[SIZES <= 1 << 26], cfg) * np.exp(rng.normal(0, 0.005, 24))
+        pts += [Point(int(s), float(x), "Ring", "LL", cfg, 0, {}) for s, x in zip(SIZES, t)]
+    fitted, _ = fit(pts, "odd")
+    assert fitted.path("nvlink", "Ring", "LL")["warm"] == pytest.approx(0.75, abs=0.03)
+    alone, _ = fit([q for q in pts if q.config == one_slice], "odd")
+    assert alone.path("nvlink", "Ring", "LL")["warm"] == 1.0

@@ -74,3 +74,17 @@ def test_names_are_case_insensitive():
 def test_bad_input_is_a_collsim_error(make, message):
     with pytest.raises(CollsimError, match=message):
         make()
+
+
+def test_user_footprint_follows_how_calls_reuse_the_buffer():
+    """Config.slices: 0 never reused (inf), 1 one slice (the size), k slices of buffer_bytes
+    (nccl-tests: k = -n, at most buffer // size of them), doubled out of place."""
+    sizes = [1 << 20, 1 << 24, 1 << 26]
+    assert (layout("Ring", "LL", sizes, TWO).user_footprint == float("inf")).all()
+    assert list(layout("Ring", "LL", sizes, Config(2, slices=1, buffer_bytes=1 << 26)).user_footprint) == sizes
+    nt = layout("Ring", "LL", sizes, Config(2, slices=20, buffer_bytes=1 << 26))
+    assert list(nt.user_footprint) == [20 << 20, 4 << 24, 1 << 26]
+    oop = layout("Ring", "LL", sizes, Config(2, slices=1, buffer_bytes=1 << 26, inplace=False))
+    assert list(oop.user_footprint) == [2 * s for s in sizes]
+    with pytest.raises(CollsimError, match="slices"):
+        Config(2, slices=-1)

@@ -113,3 +113,19 @@ def test_bad_input_is_a_collsim_error():
     del missing.paths[("nvlink", "Ring", "LL")]
     with pytest.raises(CollsimError, match="no entry for nvlink/Ring/LL"):
         explain(missing, "Ring", "LL", [8], TWO)
+
+
+def test_warm_user_buffer_scales_the_bandwidth_time_only_while_it_fits_in_l2():
+    """(warm - 1) x bandwidth time when 2 x the user footprint fits in L2 (50 MiB): one reused
+    slice up to 16 MiB in place; never when calls do not reuse the buffer (slices = 0)."""
+    p = with_path(default_params(), ("nvlink", "Ring", "LL"), warm=0.75)
+    sizes = [1 << 20, 1 << 24, 1 << 25]
+    one_slice = Config(2, slices=1, buffer_bytes=1 << 25)
+    cold = predict(p, "Ring", "LL", sizes, TWO)
+    assert list(cold) == pytest.approx(list(predict(default_params(), "Ring", "LL", sizes, TWO)))
+    warm = predict(p, "Ring", "LL", sizes, one_slice)
+    rows = explain(default_params(), "Ring", "LL", sizes, TWO)
+    bw = [sum(r["shares"][k] for k in ("bandwidth", "protocol", "channels")) * r["time_us"] for r in rows]
+    assert warm[:2] - cold[:2] == pytest.approx([-0.25 * b for b in bw[:2]])
+    assert warm[2] == pytest.approx(cold[2])  # 32 MiB: 64 MiB reuse distance > L2
+    assert explain(p, "Ring", "LL", sizes, one_slice)[1]["shares"]["reuse"] < 0

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from collsim.measurements import result_record
-from collsim.points import harness_key, load_points
+from collsim.points import buffer_reuse, harness_key, load_points
 
 
 def _write(path, records):
@@ -36,3 +36,13 @@ def test_time_is_min_over_ranks_then_mean_then_max(tmp_path):
 ])
 def test_harness_key(meta, timing, key):
     assert harness_key(meta, timing) == key
+
+
+@pytest.mark.parametrize("meta,timing,expect", [
+    ({"harness": "nccl-tests", "iters": 20, "max_bytes": 1 << 32}, "graph", (20, 1 << 32)),
+    ({"harness": "collsim"}, "graph", (1, 1 << 20)),
+    ({"harness": "collsim", "rotate": True, "graph_calls": 20, "iters": 100}, "graph", (20, 1 << 20)),
+    ({"harness": "collsim", "rotate": True, "graph_calls": None, "warmup": 5, "iters": 100}, "eager", (100, 1 << 20)),
+])
+def test_buffer_reuse_of_each_harness(meta, timing, expect):
+    assert buffer_reuse(meta, timing, 1 << 20) == expect
