@@ -1,10 +1,13 @@
 """collsim fit / compare / explain through the CLI entry point."""
 import json
+from pathlib import Path
 
 import pytest
 
 import collsim.cli as cli
 from model_data import write_run
+
+cli_data = (Path(__file__).resolve().parents[1] / "data" / "h200x2").joinpath
 
 
 @pytest.fixture
@@ -34,6 +37,20 @@ def test_fit_compare_explain(tmp_path, run):
                        "--sizes", "8", "4G")
     lines = out.splitlines()
     assert code == 0 and "latency" in lines[1] and "bandwidth" in lines[2] and "nvlink util" in lines[0]
+
+
+def test_explain_with_a_reused_buffer_uses_the_committed_warm_factor(run):
+    """run2/params.json: Ring LL with one reused slice (the runner's default) is faster at 16 MiB
+    (warm 0.74: the buffer stays in L2) and the same at 64 MiB; nccl-tests' 20 slices are cold."""
+    params = cli_data("run2/params.json")
+    times = {}
+    for k in ("0", "1", "20"):
+        code, out, _ = run("explain", "--params", params, "--algo", "Ring", "--proto", "LL", "--ranks", 2,
+                           "--sizes", "16M", "64M", "--reused-slices", k)
+        assert code == 0
+        times[k] = [float(line.split()[1]) for line in out.splitlines()[1:]]
+    assert times["1"][0] < 0.85 * times["0"][0] and times["1"][1] == times["0"][1]
+    assert times["20"] == times["0"]
 
 
 def test_fit_run_holdout_and_nccl_tests_label(tmp_path, run):
@@ -89,6 +106,7 @@ def test_compare_warns_on_unknown_harness_and_takes_overhead_from(tmp_path, run)
     (["explain", "--params", "P", "--algo", "Ring", "--proto", "LL", "--ranks", "3", "--nodes", "2"], "divisible"),
     (["explain", "--params", "P", "--algo", "Ring", "--proto", "LL", "--ranks", "2", "--sizes", "lots"], "bad size"),
     (["fit", "A", "-o", "p.json", "--holdout", "timing"], "eager and graph"),
+    (["explain", "--params", "P", "--algo", "Ring", "--proto", "LL", "--ranks", "2", "--reused-slices", "-1"], "slices"),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, run, argv, msg):
     (tmp_path / "BAD").write_text("{not json\n")

@@ -6,7 +6,7 @@
                     [--holdout auto|all|odd|even|timing] [--nccl-log LOG] [--out-of-place]
                     [--overhead-from AB_FILES...] [--plot PNG] [--json]
     collsim explain --params PARAMS.json --algo A --proto P --ranks N [--nodes M]
-                    [--sizes 8 1M 4G] [--buffsize BYTES] [--timing graph|eager]
+                    [--sizes 8 1M 4G] [--buffsize BYTES] [--timing graph|eager] [--reused-slices K]
 
 nccl-tests logs are labelled from their names (``graph_Ring_LL.log`` -> Ring/LL) unless --label
 is given. ``--overhead-from`` gives A/B files (the same sizes timed by each harness and by the
@@ -89,7 +89,8 @@ def _explain(args) -> int:
     from collsim.nccl_model import Config, explain
     params = load_params(args.params)
     sizes = [parse_size(s) for s in args.sizes]
-    cfg = Config(args.ranks, args.nodes, args.intra, args.buffsize, args.channels, args.timing)
+    cfg = Config(args.ranks, args.nodes, args.intra, args.buffsize, args.channels, args.timing,
+                 slices=args.reused_slices)
     rows = explain(params, args.algo, args.proto, sizes, cfg)
     links = list(rows[0]["link_utilisation"])
     print(f"{'size':>6s} {'time us':>10s} {'busbw':>7s} {'ch':>3s} {'steps':>6s} {'dominant':>10s}  "
@@ -144,5 +145,8 @@ def register(sub) -> None:
     p.add_argument("--buffsize", type=int, help="NCCL_BUFFSIZE in bytes (default 4 MiB)")
     p.add_argument("--channels", type=int, help="channel count (default: the params')")
     p.add_argument("--timing", default="graph", choices=["graph", "eager"])
+    p.add_argument("--reused-slices", type=int, default=0, metavar="K",
+                   help="consecutive calls cycle through K buffer slices of the size: 0 never reuse the "
+                        "bytes (a training step, default), 1 reuse one (a benchmark loop), 20 nccl-tests -n 20")
     p.add_argument("--sizes", nargs="+", default=["8", "1K", "64K", "1M", "16M", "256M", "4G"])
     p.set_defaults(func=_explain)
