@@ -156,6 +156,18 @@ def test_other_harness_other_machine_as_good_as_own_sweeps(other):
         assert abs(harness[pair]["median_abs_rel_error"] - own[pair]["median_abs_rel_error"]) <= 0.009, pair
 
 
+def test_rotated_runner_sweeps_are_predicted_cold_like_nccl_tests():
+    """run5/rotate_sweeps (runner --rotate, a lease nothing was fitted on): run2/params.json
+    reads the moving buffer as cold (no warm term) and predicts it within 2% median, Ring LL
+    within 1.5% (a sweep that reused one slice shows Ring LL up to a fifth faster at 2-16 MiB)."""
+    params = load_params(D / "run2" / "params.json")
+    pts = load_points(sorted((D / "run5" / "rotate_sweeps").glob("*.jsonl")))
+    assert {p.config.slices for p in pts} == {20}
+    res = compare(params, pts, "all")
+    assert res["collsim"]["median_abs_rel_error"] <= 0.02 and res["collsim"]["p90_abs_rel_error"] <= 0.06
+    assert _by_pair(res)["Ring/LL"]["median_abs_rel_error"] <= 0.015
+
+
 def test_run1_params_on_run2_carry_run1s_graph_mixing_estimate():
     """ACCURACY.md "Why run 1's parameters transfer worse": run 1's fit removed graph mixing as one
     measured 5.32 us, but the cost differs by kernel, so its LL floors are off on run 2's bare
