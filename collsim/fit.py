@@ -40,7 +40,7 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.nccl_layout import ALGOS, Config, canonical_pair, layout
-from collsim.nccl_model import (L2_BYTES, LINK_CLASSES, OPTIONAL, PARAM_NAMES, REUSE, ModelParams, default_params,
+from collsim.nccl_model import (L2_BYTES, LINK_CLASSES, OPTIONAL, PARAM_NAMES, ModelParams, default_params,
                                 predict_layout, with_path)
 from collsim.nccl_tuning import PROTOS
 from collsim.points import Point, load_points, split
@@ -146,11 +146,11 @@ def _names(params: ModelParams, key, data: dict) -> tuple:
     names = FITTED
     lays = [layout(key[1], key[2], s, cfg, params.channels) for cfg, (s, _) in data.items()]
     big = np.concatenate([lay.footprint[lay.sizes >= 4 << 20] for lay in lays])
-    if (REUSE * big > params.l2_bytes).any() and (REUSE * big <= params.l2_bytes).any():
+    if (~params.in_l2(big)).any() and params.in_l2(big).any():
         names += ("spill",)
     warm = {}  # size (>= 2 MiB) -> {user buffer still in L2?} over the path's configurations
     for lay in lays:
-        for size, hot in zip(lay.sizes.tolist(), REUSE * lay.user_footprint <= params.l2_bytes):
+        for size, hot in zip(lay.sizes.tolist(), params.in_l2(lay.user_footprint)):
             if size >= 2 << 20:
                 warm.setdefault(size, set()).add(bool(hot))
     if key[0] != "net" and any(len(v) == 2 for v in warm.values()):

@@ -61,8 +61,8 @@ NVIDIA/nccl):
 
 ``explain`` splits T into latency, bandwidth (payload at full channel count), protocol overhead,
 channel count (fewer channels/threads than the maximum), pipeline fill, step overhead, barriers
-("sync"), L2 spill ("l2"), L2 reuse of the user buffer ("reuse"), harness overhead and launch, names the dominant term and gives each
-link class's utilisation.
+("sync"), L2 spill ("l2"), L2 reuse of the user buffer ("reuse"), harness overhead and launch,
+names the dominant term and gives each link class's utilisation.
 """
 from __future__ import annotations
 
@@ -103,6 +103,10 @@ class ModelParams:
     harness_us: dict = field(default_factory=dict)
     link_exp: float = 0.0
     l2_bytes: float = L2_BYTES
+
+    def in_l2(self, footprint) -> np.ndarray:
+        """Whether bytes cycled through (per size) stay in L2: REUSE x footprint <= l2_bytes."""
+        return REUSE * np.asarray(footprint) <= self.l2_bytes
 
     def path(self, link: str, algo: str, proto: str) -> dict:
         try:
@@ -154,9 +158,9 @@ def _terms(params: ModelParams, lay: Layout) -> tuple[dict, dict]:
         "channels": bw_time - protocol - bandwidth,
         "fill": main["fill"] * lay.depth * (lay.slice / eff) * lay.nc / rate,
         "steps": main["step_us"] * lay.steps,
-        "sync": main.get("warp_us", 0.0) * lay.steps * lay.threads / 32,
-        "l2": main.get("spill", 0.0) * bw_time * (REUSE * lay.footprint > params.l2_bytes),
-        "reuse": np.where(REUSE * lay.user_footprint <= params.l2_bytes, (main.get("warm", 1.0) - 1.0) * bw_time, 0.0),
+        "sync": main.get("warp_us", OPTIONAL["warp_us"]) * lay.steps * lay.threads / 32,
+        "l2": main.get("spill", OPTIONAL["spill"]) * bw_time * ~params.in_l2(lay.footprint),
+        "reuse": np.where(params.in_l2(lay.user_footprint), (main.get("warm", OPTIONAL["warm"]) - 1.0) * bw_time, 0.0),
         "harness": np.full(lay.sizes.shape, float(params.harness_us.get(cfg.harness, 0.0))),
     }
     gpu = sum(terms.values())

@@ -14,8 +14,9 @@ A record's configuration (``nccl_layout.Config``) comes from the record and its 
 ``ranks`` (or meta ``world_size``), meta ``nodes``, NCCL_BUFFSIZE and NCCL_MIN/MAX_NCHANNELS from
 meta ``env`` (else the channel count NCCL's probe logged, meta ``nccl_probe.coll_channels``),
 ``timing``; the intra-node link class is "pci" when NCCL_P2P_DISABLE=1 else "nvlink"; the harness
-(``harness_key``); how calls reuse the user buffer (``buffer_reuse``). A record that names its algorithm but not its protocol (the runner run with
-``--algo`` only) takes the protocol NCCL logged for that size in the file's probe.
+(``harness_key``); how calls reuse the user buffer (``buffer_reuse``). A record that names its
+algorithm but not its protocol (the runner run with ``--algo`` only) takes the protocol NCCL
+logged for that size in the file's probe.
 """
 from __future__ import annotations
 
@@ -142,7 +143,8 @@ def load_points(paths, label: str | None = None, inplace: bool = True) -> list[P
                 proto = logged.get((rec["size"], str(algo).lower()))
             if algo and proto:
                 algo, proto = canonical_pair(algo, proto)
-            points.append(Point(rec["size"], float(t), algo or None, proto or None, _config(rec, m.meta, max_size), run, m.meta))
+            points.append(Point(rec["size"], float(t), algo or None, proto or None, _config(rec, m.meta, max_size),
+                                run, m.meta))
     if not points:
         raise CollsimError("no usable measurement records in " + ", ".join(map(str, paths)))
     return points
