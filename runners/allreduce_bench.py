@@ -27,15 +27,22 @@ Timing. ``eager``: ``-w`` untimed calls, a GPU sync and a host barrier, then
 call: buffers are views of one allocation, no host syncs). ``graph``: eager
 warm-up (at least one call), then ``--graph-calls`` k calls captured in one
 ``torch.cuda.CUDAGraph``, one untimed replay, then ceil(n/k) replays between
-CUDA events; time per call = elapsed / (replays x k). The start event is recorded
-before the first launch, so each timed size carries a fixed 10-25 us (2 x H200,
-data/h200x2/ACCURACY.md "Runs 2-5") spread over its calls: 0.1-0.25 us per call at
-``-n 100``, 0.03-0.06 at ``-n 400``; time small sizes with -n 400 or more. Graph timing sets
+CUDA events; time per call = elapsed / (replays x k). The timed calls are queued
+before the clocks start (below), so a timed size carries a fixed cost of only 1-3 us
+spread over its calls, 0.01-0.03 us per call at ``-n 100`` (2 x H200,
+data/h200x2/run6/start/; with the start event recorded before the first launch, as
+until run 5, it was 10-25 us). Graph timing sets
 ``NCCL_GRAPH_MIXING_SUPPORT=0`` unless you set it (NCCL's default costs a
 captured torch all_reduce ~6 us per call; data/h200x2/README.md). ``gloo``: host clock.
 Each rank averages its own calls; ``time_us`` is the maximum over ranks of
 those averages; ``time_us_min`` the minimum and ``time_us_mean`` the mean
 (nccl-tests 2.19 reports the mean over ranks by default, ``-a 1``; ``-a 3`` max).
+The ranks' clocks start together: after a host barrier each rank enqueues a GPU spin of
+about 1 ms (``torch.cuda._sleep``), an untimed one-element all_reduce, the start event
+and the timed calls, so every clock starts when that all_reduce ends, the same moment on
+every GPU however far apart the hosts left the barrier, with the first timed call already
+queued (a host barrier alone left the ranks up to a few hundred us apart, and the early
+rank's average carried that skew / calls).
 ``--out-of-place``: torch has no out-of-place AllReduce, so each call is a
 device copy into the output then an in-place all_reduce (the copy is timed).
 ``--rotate``: call i uses slice i mod (max size // size) of the buffer, as nccl-tests
@@ -77,6 +84,7 @@ from collsim.errors import CollsimError
 from collsim.measurements import TABLE_HEADER, JsonlWriter, format_row, result_record
 
 CHUNK = 1 << 26  # elements per fill/check kernel batch (bounds temporary memory)
+GATE_CYCLES = 2_000_000  # GPU clock cycles the timed calls wait behind (~1 ms at 2 GHz)
 
 
 def fill(buf, rank: int) -> None:
@@ -136,6 +144,14 @@ class Timer:
         import torch
         import torch.distributed as dist
         self.torch, self.dist, self.args, self.cpu_group = torch, dist, args, cpu_group
+        self.one = torch.zeros(1, device="cuda") if args.backend == "nccl" else None
+
+    def align(self):
+        """Start the ranks' clocks together (module docstring): a host barrier, a GPU spin
+        long enough for the host to queue what follows, a one-element all_reduce."""
+        self.dist.barrier(group=self.cpu_group)
+        self.torch.cuda._sleep(GATE_CYCLES)
+        self.dist.all_reduce(self.one)
 
     def sync(self, what):
         ev = self.torch.cuda.Event()
@@ -159,7 +175,7 @@ class Timer:
         self.sync(what)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         if a.timing == "eager":
-            dist.barrier(group=self.cpu_group)
+            self.align()
             start.record()
             for i in range(a.iters):
                 call(i)
@@ -173,7 +189,7 @@ class Timer:
         graph.replay()
         self.sync(what)
         replays = max(1, math.ceil(a.iters / a.graph_calls))
-        dist.barrier(group=self.cpu_group)
+        self.align()
         start.record()
         for _ in range(replays):
             graph.replay()
@@ -204,8 +220,9 @@ def run(args, argv, rank, world, log_dir, fault) -> int:
     buf = torch.empty(max(args.size_list) // itemsize, dtype=dtype, device=device or "cpu")
     src = None if args.inplace else torch.empty_like(buf)
     dist.all_reduce(buf[:1])  # creates the communicator: NCCL has printed its version now
+    timer = Timer(args, cpu_group)
     if device is not None:
-        Timer(args, cpu_group).sync("the first all_reduce")
+        timer.sync("the first all_reduce")
     version = debug_file_version(os.path.join(log_dir, f"run.{rank}.log")) if log_dir else None
     version = version or (probe or {}).get("version")
 
@@ -218,7 +235,7 @@ def run(args, argv, rank, world, log_dir, fault) -> int:
             os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
             out = JsonlWriter(args.out)
             out.write("meta", meta)
-    timer, sizes = Timer(args, cpu_group), args.size_list
+    sizes = args.size_list
     try:
         from tqdm import tqdm
         sizes = tqdm(sizes, desc="allreduce", unit="size", disable=rank != 0, file=sys.stderr)

@@ -201,7 +201,9 @@ def build_meta(args, argv, world: int, infos: list, nccl_version: str | None) ->
     return {
         "harness": "collsim", "collective": "allreduce", "backend": args.backend,
         "timing": args.timing, "graph_calls": args.graph_calls if args.timing == "graph" else None,
-        "dtype": args.dtype, "inplace": args.inplace, "rotate": args.rotate, "warmup": args.warmup, "iters": args.iters,
+        "dtype": args.dtype, "inplace": args.inplace, "rotate": args.rotate,
+        "clock_start": "gated" if args.backend == "nccl" else "barrier",
+        "warmup": args.warmup, "iters": args.iters,
         "algo": args.algo, "proto": args.proto, "world_size": world, "nodes": nodes,
         "ranks_per_node": world // nodes, "emulated_nodes": args.emulate_nodes,
         "hosts": sorted(set(hosts)), "ranks": infos,
