@@ -7,8 +7,10 @@ here). Records whose algorithm or protocol is NCCL's own choice (null) are not f
 Harness overhead (``harness_overheads``): the per-call time a harness adds beyond NCCL's kernel
 time (``points.harness_key``) is not fitted with the sweeps but measured by an A/B pair on the
 same machine: the median difference, over sizes up to 64 KiB, between the harness's time and the
-runner's "bare" graph time (NCCL_GRAPH_MIXING_SUPPORT=0) for the same NCCL choice and size. It is
-then a fixed term of the model (``ModelParams.harness_us``) while the paths are fitted.
+runner's "bare" graph time (NCCL_GRAPH_MIXING_SUPPORT=0) for the same NCCL choice and size. So is
+each clock's fixed cost per measurement (``start_costs``), from the same harness timed at two
+call counts. Both are then fixed terms of the model (``ModelParams.harness_us``, ``start_us``)
+while the paths are fitted.
 
 Method: per (link class, algorithm, protocol), least squares on log(predicted / measured) over
 the training points of every configuration sharing those parameters, by a bounded
@@ -46,7 +48,7 @@ from collsim.nccl_tuning import PROTOS
 from collsim.points import Point, load_points, split
 
 __all__ = ["BOUNDS", "FITTED", "FORMAT", "LINK_NAMES", "Point", "abs_rel_errors", "config_suffix", "fit",
-           "harness_overheads", "holdout_report", "with_overheads", "link_class", "load_params", "load_points", "params_from_dict",
+           "harness_overheads", "holdout_report", "start_costs", "with_overheads", "link_class", "load_params", "load_points", "params_from_dict",
            "params_to_dict", "save_params", "split", "summary"]  # load_points, Point, split: from collsim.points
 
 BOUNDS = {"base_us": (1e-2, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0), "fill": (1e-3, 16.0),
@@ -174,21 +176,46 @@ def summary(errors) -> dict:
             "p90_abs_rel_error": float(np.percentile(e, 90))}
 
 
-def harness_overheads(points: list[Point], max_size: int = 65536) -> dict:
+def start_costs(points: list[Point], max_size: int = 65536) -> dict:
+    """{clock: fixed cost per measurement in us} from measurements of one harness at two or more
+    call counts (``Config.calls``; e.g. the runner's -n 100 and -n 400, nccl-tests' -G 20 and
+    -G 100): with t = t_call + F / calls, F = (t_few - t_many) / (1/few - 1/many) from the
+    fewest and the most calls (median time per count), median over the graph points of sizes <=
+    ``max_size`` of the same label, rank count and harness. Clocks timed at one count only are
+    not listed."""
+    runs: dict = {}
+    for p in points:
+        c = p.config
+        if c.calls and c.timing == "graph" and p.size <= max_size:
+            key = (c.clock, c.harness, p.size, p.algo, p.proto, c.ranks)
+            runs.setdefault(key, {}).setdefault(c.calls, []).append(p.time_us)
+    est: dict = {}
+    for key, by_calls in runs.items():
+        if len(by_calls) > 1:
+            few, many = min(by_calls), max(by_calls)
+            dt = float(np.median(by_calls[few]) - np.median(by_calls[many]))
+            est.setdefault(key[0], []).append(dt / (1 / few - 1 / many))
+    return {k: max(float(np.median(v)), 0.0) for k, v in sorted(est.items())}
+
+
+def harness_overheads(points: list[Point], max_size: int = 65536, start_us: dict | None = None) -> dict:
     """{harness key: per-call overhead in us} from A/B measurements on one machine: for each
     harness other than "bare", the median over sizes <= ``max_size`` of (its time - the bare
-    time) for points of the same size, algorithm/protocol label and rank count; repeated runs of
-    the bare runner count by their median time per size."""
+    time) for points of the same size, algorithm/protocol label and rank count, each time less
+    its clock's share of ``start_us`` (``ModelParams.harness_time``); repeated runs of the bare
+    runner count by their median time per size."""
+    clocks = ModelParams({}, {}, start_us=start_us or {})
     runs: dict = {}
     for p in points:
         if p.config.harness == "bare" and p.config.timing == "graph" and p.size <= max_size:
-            runs.setdefault((p.size, p.algo, p.proto, p.config.ranks), []).append(p.time_us)
+            runs.setdefault((p.size, p.algo, p.proto, p.config.ranks), []).append(
+                p.time_us - clocks.harness_time(p.config))
     bare = {k: float(np.median(v)) for k, v in runs.items()}
     diffs: dict = {}
     for p in points:
         ref = bare.get((p.size, p.algo, p.proto, p.config.ranks))
         if p.config.harness != "bare" and ref is not None:
-            diffs.setdefault(p.config.harness, []).append(p.time_us - ref)
+            diffs.setdefault(p.config.harness, []).append(p.time_us - clocks.harness_time(p.config) - ref)
     if not diffs:
         raise CollsimError(f"harness overheads need graph points of a harness and of the bare runner "
                            f"(NCCL_GRAPH_MIXING_SUPPORT=0) at the same sizes up to {max_size} B")
@@ -196,8 +223,11 @@ def harness_overheads(points: list[Point], max_size: int = 65536) -> dict:
 
 
 def with_overheads(params: ModelParams, overhead_points: list[Point]) -> ModelParams:
-    """``params`` with the harness overheads measured from ``overhead_points`` (A/B files)."""
-    return replace(params, harness_us={**params.harness_us, **harness_overheads(overhead_points)})
+    """``params`` with the clocks' fixed costs (``start_costs``) and the harness overheads
+    measured from ``overhead_points`` (A/B files)."""
+    start = {**params.start_us, **start_costs(overhead_points)}
+    return replace(params, start_us=start,
+                   harness_us={**params.harness_us, **harness_overheads(overhead_points, start_us=start)})
 
 
 def fit(points: list[Point], holdout: str = "odd", start: ModelParams | None = None,
@@ -252,7 +282,7 @@ def params_to_dict(params: ModelParams) -> dict:
             "channels": params.channels, "link_GBps": params.link_GBps,
             "paths": [{"link": k[0], "algo": k[1], "proto": k[2], **v} for k, v in sorted(params.paths.items())],
             "link_exp": params.link_exp, "l2_bytes": params.l2_bytes,
-            "harness_us": params.harness_us, "meta": params.meta}
+            "harness_us": params.harness_us, "start_us": params.start_us, "meta": params.meta}
 
 
 def save_params(params: ModelParams, path) -> None:
@@ -274,12 +304,14 @@ def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
                 raise CollsimError(f"{where}: unknown link class {key[0]!r}")
             paths[key] = {n: float(e.get(n, OPTIONAL[n]) if n in OPTIONAL else e[n]) for n in PARAM_NAMES}
         harness = {str(k): float(v) for k, v in (d.get("harness_us") or {}).items()}
+        start = {str(k): float(v) for k, v in (d.get("start_us") or {}).items()}
         params = ModelParams(paths, links, int(d["channels"]), d.get("meta") or {}, harness,
-                             float(d.get("link_exp", 0.0)), float(d.get("l2_bytes", L2_BYTES)))
+                             float(d.get("link_exp", 0.0)), float(d.get("l2_bytes", L2_BYTES)), start)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise CollsimError(f"{where}: malformed parameters ({type(e).__name__}: {e})") from None
     bad = [f"{k}.{n}" for k, v in paths.items() for n, x in v.items() if not np.isfinite(x) or x < 0]
-    bad += [f"harness_us.{k}" for k, v in params.harness_us.items() if not np.isfinite(v) or v < 0]
+    bad += [f"{n}.{k}" for n in ("harness_us", "start_us") for k, v in getattr(params, n).items()
+            if not np.isfinite(v) or v < 0]
     bad += [n for n in ("link_exp", "l2_bytes") if not np.isfinite(getattr(params, n)) or getattr(params, n) < 0]
     if bad or any(v <= 0 for v in links.values()) or params.channels < 1 or params.l2_bytes <= 0:
         raise CollsimError(f"{where}: negative or non-finite values ({', '.join(bad[:3]) or 'link_GBps/channels'})")

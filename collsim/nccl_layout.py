@@ -51,7 +51,9 @@ class Config:
     training step: other buckets and kernels in between), 1 the same slice every call (the
     runner's default), k > 1 cycling through k slices of ``buffer_bytes`` (nccl-tests: k = its
     -n, buffer = its -e; the runner's --rotate); ``inplace`` False doubles the bytes (input and
-    output)."""
+    output). ``clock`` names the fixed cost per measurement of the harness's clock (its start
+    and stop; ``collsim.points.clock_key``), spread over the ``calls`` timed per measurement
+    (0: not known, no such term)."""
     ranks: int
     nodes: int = 1
     intra: str = "nvlink"
@@ -62,6 +64,8 @@ class Config:
     slices: int = 0
     buffer_bytes: int | None = None
     inplace: bool = True
+    clock: str = ""
+    calls: int = 0
 
     def __post_init__(self):
         if self.ranks < 2 or self.nodes < 1 or self.ranks % self.nodes:
@@ -72,6 +76,8 @@ class Config:
             raise CollsimError(f"timing must be graph or eager, got {self.timing!r}")
         if self.buffsize is not None and self.buffsize < 8 * 4096:
             raise CollsimError(f"NCCL_BUFFSIZE {self.buffsize} is too small")
+        if self.calls < 0:
+            raise CollsimError(f"need calls >= 0, got {self.calls}")
         if self.slices < 0 or (self.buffer_bytes is not None and self.buffer_bytes < 1):
             raise CollsimError(f"need slices >= 0 and buffer_bytes >= 1, got {self.slices} and {self.buffer_bytes}")
 

@@ -53,7 +53,9 @@ NVIDIA/nccl):
    flags), then stays flat while channels go 1 -> 16, which neither bandwidth nor step count can
    give. At the full thread count this is part of the per-step cost.
    A harness adds its measured per-call overhead (``harness_us``, e.g. torch's captured call
-   with NCCL_GRAPH_MIXING_SUPPORT=1) to T.
+   with NCCL_GRAPH_MIXING_SUPPORT=1) to T, and its clock's fixed cost per measurement spread
+   over the calls timed (``start_us[clock] / calls``; on 2 x H200 nccl-tests' host timer 75 us,
+   the runner's clocks 7-25 us before run 6 and 2.3 us since: data/h200x2/README.md "run6/").
    Hops and depth are the layout's. Multi-node paths take base, step_us and fill from the "net"
    link class and the bandwidth of the slowest class.
 2. Eager timing: calls issued back to back from the host cannot go faster than one launch
@@ -95,7 +97,9 @@ class ModelParams:
     sharply channels saturate it (0: hard min). ``l2_bytes``: the GPU's L2 capacity (bytes). ``channels``: NCCL's
     collective channel count. ``meta``: provenance (what it was fitted on, hold-out errors).
     ``harness_us[key]``: per-call overhead (us) a harness adds to NCCL's time (``Config.harness``;
-    measured by ``collsim.fit.harness_overheads``, 0 for keys not listed)."""
+    measured by ``collsim.fit.harness_overheads``, 0 for keys not listed). ``start_us[clock]``:
+    fixed cost (us) per measurement of a clock (``Config.clock``), spread over ``Config.calls``
+    (``collsim.fit.start_costs``; 0 for clocks not listed)."""
     paths: dict
     link_GBps: dict
     channels: int = 24
@@ -103,6 +107,12 @@ class ModelParams:
     harness_us: dict = field(default_factory=dict)
     link_exp: float = 0.0
     l2_bytes: float = L2_BYTES
+    start_us: dict = field(default_factory=dict)
+
+    def harness_time(self, cfg: Config) -> float:
+        """Per-call time (us) ``cfg``'s harness adds: its overhead and its clock's share."""
+        start = self.start_us.get(cfg.clock, 0.0) / cfg.calls if cfg.calls else 0.0
+        return float(self.harness_us.get(cfg.harness, 0.0)) + start
 
     def in_l2(self, footprint) -> np.ndarray:
         """Whether bytes cycled through (per size) stay in L2: REUSE x footprint <= l2_bytes."""
@@ -161,7 +171,7 @@ def _terms(params: ModelParams, lay: Layout) -> tuple[dict, dict]:
         "sync": main.get("warp_us", OPTIONAL["warp_us"]) * lay.steps * lay.threads / 32,
         "l2": main.get("spill", OPTIONAL["spill"]) * bw_time * ~params.in_l2(lay.footprint),
         "reuse": np.where(params.in_l2(lay.user_footprint), (main.get("warm", OPTIONAL["warm"]) - 1.0) * bw_time, 0.0),
-        "harness": np.full(lay.sizes.shape, float(params.harness_us.get(cfg.harness, 0.0))),
+        "harness": np.full(lay.sizes.shape, params.harness_time(cfg)),
     }
     gpu = sum(terms.values())
     host = main["host_us"] if cfg.timing == "eager" else 0.0

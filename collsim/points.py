@@ -14,7 +14,8 @@ A record's configuration (``nccl_layout.Config``) comes from the record and its 
 ``ranks`` (or meta ``world_size``), meta ``nodes``, NCCL_BUFFSIZE and NCCL_MIN/MAX_NCHANNELS from
 meta ``env`` (else the channel count NCCL's probe logged, meta ``nccl_probe.coll_channels``),
 ``timing``; the intra-node link class is "pci" when NCCL_P2P_DISABLE=1 else "nvlink"; the harness
-(``harness_key``); how calls reuse the user buffer (``buffer_reuse``). A record that names its
+(``harness_key``); how calls reuse the user buffer (``buffer_reuse``); the clock's fixed cost per
+measurement and the calls it is spread over (``clock_key``, ``timed_calls``). A record that names its
 algorithm but not its protocol (the runner run with ``--algo`` only) takes the protocol NCCL
 logged for that size in the file's probe.
 """
@@ -44,6 +45,11 @@ class Point:
     meta: dict
 
 
+def _mpi(meta: dict) -> str:
+    """"-mpi" for nccl-tests run as one process per GPU of several, else ""."""
+    return "-mpi" if meta.get("gpus_per_process") == 1 and (meta.get("world_size") or 1) > 1 else ""
+
+
 def harness_key(meta: dict, timing: str) -> str:
     """Which per-call overhead a measurement carries beyond NCCL's own kernel time:
     "torch-graph-mixing" (torch's all_reduce captured in a CUDA graph with NCCL's default
@@ -57,9 +63,29 @@ def harness_key(meta: dict, timing: str) -> str:
         return "bare"
     mixing = str((meta.get("env") or {}).get("NCCL_GRAPH_MIXING_SUPPORT", "1")) != "0"
     if meta.get("harness") == "nccl-tests":
-        mpi = meta.get("gpus_per_process") == 1 and (meta.get("world_size") or 1) > 1
-        return "nccl-tests-graph" + ("" if mixing else "-mix0") + ("-mpi" if mpi else "")
+        return "nccl-tests-graph" + ("" if mixing else "-mix0") + _mpi(meta)
     return "torch-graph-mixing" if mixing else "bare"
+
+
+def clock_key(meta: dict) -> str:
+    """Which fixed cost per measurement a file's clock carries (``Config.clock``): "nccl-tests"
+    (a host timer over a barrier, the launches and the final poll; "-mpi" with one process per
+    GPU), "runner-gated" (the runner's clocks start together with the timed calls queued: meta
+    clock_start "gated"), else "runner-barrier" (runner files from before run 6: each rank's
+    start event after a host barrier, before its first launch)."""
+    if meta.get("harness") == "nccl-tests":
+        return "nccl-tests" + _mpi(meta)
+    return "runner-" + str(meta.get("clock_start") or "barrier")
+
+
+def timed_calls(meta: dict, timing: str) -> int:
+    """Calls timed per measurement (``Config.calls``): nccl-tests -n x -G (-n alone without a
+    graph); the runner's graph timing ceil(-n / --graph-calls) x --graph-calls, eager -n."""
+    iters = int(meta.get("iters") or 0)
+    if meta.get("harness") == "nccl-tests":
+        return iters * max(int(meta.get("graph") or 0), 1)
+    k = int(meta.get("graph_calls") or 0)
+    return -(-iters // k) * k if timing == "graph" and k else iters
 
 
 def buffer_reuse(meta: dict, timing: str, max_size: int) -> tuple[int, int]:
@@ -91,7 +117,7 @@ def _config(rec: dict, meta: dict, max_size: int) -> Config:
     return Config(int(ranks), int(meta.get("nodes") or 1),
                   "pci" if str(env.get("NCCL_P2P_DISABLE", "0")) == "1" else "nvlink",
                   buff, chans[0] if chans else (int(probed) if probed else None), timing, harness_key(meta, timing),
-                  slices, buffer, rec.get("inplace") is not False)
+                  slices, buffer, rec.get("inplace") is not False, clock_key(meta), timed_calls(meta, timing))
 
 
 def label_from_name(path) -> str:

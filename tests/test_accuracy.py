@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from collsim.compare import compare
-from collsim.fit import fit, load_params, load_points, with_overheads
+from collsim.fit import fit, load_params, load_points, start_costs, with_overheads
+from collsim.measurements import load
 
 D = Path(__file__).resolve().parents[1] / "data" / "h200x2"
 AB = [D / "fidelity" / f for f in ("fid_graph.jsonl", "fid_graph_mix0_small.jsonl", "nt_graph.txt")]
@@ -104,10 +105,11 @@ def _run_files(run, kind):
 ROTATE_AB = sorted((D / "run5" / "rotate").glob("rot_*.jsonl"))  # runner one slice vs --rotate
 
 
-def _ab(run):
-    """The harness A/B at the sweeps' own call counts: NCCL's default choice, runner sweep
-    (100 calls) vs nccl-tests sweep (400 calls), same run (ACCURACY.md "Runs 2-5")."""
-    return load_points([D / run / "runner" / "nvlink_default_graph.jsonl", D / run / "nccl-tests" / "graph_default.jsonl"])
+def _ab(run, *more):
+    """The harness A/B: NCCL's default choice, runner sweep (100 calls) vs nccl-tests sweep (400
+    calls), same run (ACCURACY.md "Runs 2-6"), and ``more`` files of that run (other call counts)."""
+    return load_points([D / run / "runner" / "nvlink_default_graph.jsonl", D / run / "nccl-tests" / "graph_default.jsonl",
+                        *(D / run / f for f in more)])
 
 
 def _by_pair(res):
@@ -115,12 +117,13 @@ def _by_pair(res):
 
 
 def test_fixed_runner_run2_fit_and_committed_params():
-    """Runs 2-5 (ACCURACY.md): the fixed runner's graph sweeps of run 2 and the L2-reuse A/B of
+    """Runs 2-6 (ACCURACY.md): the fixed runner's graph sweeps of run 2 and the L2-reuse A/B of
     run5/rotate, fitted on even sizes, meet the targets held out on run 2 (another machine than
     run 1); the A/B gives each path's warm factor as measured there (Ring LL and Tree LL128
     faster with the buffer in L2, Tree LL slower, Simple within 10%); run2/params.json is that fit."""
     runner = [f for f in _run_files("run2", "runner") if "default" not in f.name]
-    params, _ = fit(load_points(runner + ROTATE_AB), "odd", overhead_points=_ab("run2"))
+    n400 = [f"fidelity/runner_n400_r{i}.jsonl" for i in (1, 2, 3)]
+    params, _ = fit(load_points(runner + ROTATE_AB), "odd", overhead_points=_ab("run2", *n400))
     report = compare(params, load_points(runner), "odd")
     for c in report["configs"]:
         r = c["collsim"]
@@ -128,18 +131,23 @@ def test_fixed_runner_run2_fit_and_committed_params():
     warm = {(a, p): params.path("nvlink", a, p)["warm"] for a, p in PAIRS}
     assert warm["Ring", "LL"] < 0.85 and warm["Tree", "LL128"] < 0.95 and warm["Tree", "LL"] > 1.05
     assert abs(warm["Ring", "Simple"] - 1) < 0.1 and abs(warm["Tree", "Simple"] - 1) < 0.1
-    # at the sweeps' call counts the two harnesses' fixed costs per measurement cancel
-    assert 0 <= params.harness_us["nccl-tests-graph-mix0-mpi"] <= 0.05
+    # the runner's clock before run 6 (-n 100 vs 400): 10-30 us per measurement; nccl-tests'
+    # per-call overhead then holds its own clock's share at 400 calls (~75 us / 400, run6/start)
+    assert 10 <= params.start_us["runner-barrier"] <= 30
+    assert 0.1 <= params.harness_us["nccl-tests-graph-mix0-mpi"] <= 0.3
     committed = load_params(D / "run2" / "params.json")
     assert committed.harness_us == pytest.approx(params.harness_us)
+    assert committed.start_us == pytest.approx(params.start_us)
     for key, values in params.paths.items():
         assert committed.path(*key) == pytest.approx(values, rel=1e-6), key
 
 
-@pytest.mark.parametrize("other", ["run4", "run5"])
+@pytest.mark.parametrize("other", ["run4", "run5", "run6"])
 def test_other_harness_other_machine_as_good_as_own_sweeps(other):
     """run2/params.json predicts run 2's nccl-tests and another lease's runner and nccl-tests
-    (run 4; run 5, a later session; none fitted): within 2.5% median overall (p90 6.5%), and
+    (run 4; run 5, a later session; run 6, a later session again with the runner's gated clocks,
+    whose fixed cost per measurement the params' runner-barrier clock does not carry; none
+    fitted): within 2.5% median overall (p90 6.5%), and
     the other harness there as well as the runner there overall, within 0.9 points per pair;
     NCCL's own model is at least 10x worse."""
     params = load_params(D / "run2" / "params.json")
@@ -154,6 +162,20 @@ def test_other_harness_other_machine_as_good_as_own_sweeps(other):
     own, harness = _by_pair(runner), _by_pair(nt)
     for pair in own:
         assert abs(harness[pair]["median_abs_rel_error"] - own[pair]["median_abs_rel_error"]) <= 0.009, pair
+
+
+def test_run6_clocks_start_costs_and_rank_agreement():
+    """run6/start (one lease, 8 B-64 KiB, NCCL's choice, each harness at two call counts): the
+    runner's gated clocks cost a few us per measurement, the earlier clocks 5-30 us, nccl-tests'
+    host timer 60-90 us; the gated runner's ranks agree within 0.5% at every size of every run 6
+    sweep (0.02 us up to 64 KiB), where run 5's ranks were up to 69% apart (Ring LL, 256 B)."""
+    files = sorted((D / "run6" / "start").glob("*.jsonl")) + [D / "run6" / "nccl-tests" / "graph_default.jsonl"]
+    start = start_costs(load_points(files, "default"))
+    assert start["runner-gated"] <= 4 and 5 <= start["runner-barrier"] <= 30 and 60 <= start["nccl-tests-mpi"] <= 90
+    def spread(f):
+        return max(r["time_us"] / r["time_us_min"] - 1 for r in load(f).records)
+    assert all(load(f).meta["clock_start"] == "gated" and spread(f) <= 0.005 for f in _run_files("run6", "runner"))
+    assert max(spread(f) for f in _run_files("run5", "runner")) > 0.5
 
 
 def test_rotated_runner_sweeps_are_predicted_cold_like_nccl_tests():

@@ -116,3 +116,13 @@ def test_bad_input_one_line_exit_2(tmp_path, run, argv, msg):
     argv = [str(tmp_path / x) if x in ("BAD", "P") else (str(tmp_path / "A.jsonl") if x == "A" else x) for x in argv]
     code, out, err = run(*argv)
     assert code == 2 and msg in err and len(err.strip().splitlines()) == 1
+
+
+def test_fit_prints_each_clocks_cost_from_two_call_counts(tmp_path, run):
+    """run6 (committed): the runner's sweep and -n 400 file, nccl-tests' -G 20 and -G 100 logs."""
+    d = Path(__file__).resolve().parents[1] / "data" / "h200x2" / "run6"
+    ab = [d / "runner" / "nvlink_default_graph.jsonl", d / "start" / "gated_n400.jsonl",
+          d / "nccl-tests" / "graph_default.jsonl", d / "start" / "nt_G100.jsonl"]
+    code, out, _ = run("fit", d / "runner" / "nvlink_Ring_LL_graph.jsonl", "-o", tmp_path / "p.json", "--overhead-from", *ab)
+    assert code == 0 and "clock cost per measurement: nccl-tests-mpi 75.0 us" in out
+    assert json.loads((tmp_path / "p.json").read_text())["start_us"]["nccl-tests-mpi"] == pytest.approx(75.0)

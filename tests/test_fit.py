@@ -6,7 +6,7 @@ import pytest
 
 from collsim.errors import CollsimError
 from collsim.fit import (BOUNDS, FITTED, Point, fit, harness_overheads, load_params, load_points, save_params, split,
-                         with_overheads)
+                         start_costs, with_overheads)
 from collsim.nccl_model import Config, default_params, predict, with_path
 
 SIZES = 2 ** np.arange(3, 33)
@@ -83,15 +83,17 @@ def test_timing_and_run_splits():
 
 def test_params_roundtrip_and_errors(tmp_path):
     params, _ = fit(synthetic(timings=("graph",)), "odd")
+    params.start_us = {"runner-barrier": 14.0}
     path = tmp_path / "p.json"
     save_params(params, path)
     back = load_params(path)
-    assert back.paths == params.paths and back.channels == params.channels
+    assert back.paths == params.paths and back.channels == params.channels and back.start_us == {"runner-barrier": 14.0}
     d = json.loads(path.read_text())
     assert d["format"] == "collsim.nccl_model.params" and d["meta"]["holdout"] == "odd"
     for mutate, msg in [(lambda d: d.update(format="x"), "not a collsim parameters"),
                         (lambda d: d["paths"].pop(), "missing entries"),
                         (lambda d: d["paths"][0].update(chan_GBps=-1), "negative"),
+                        (lambda d: d["start_us"].update({"runner-barrier": -1}), "start_us.runner-barrier"),
                         (lambda d: d["paths"][0].pop("fill"), "malformed")]:
         bad = json.loads(path.read_text())
         mutate(bad)
@@ -116,7 +118,8 @@ def test_load_points_from_runner_jsonl(tmp_path):
     f.write_text("\n".join(json.dumps(r) for r in [meta] + recs) + "\n")
     pts = load_points([f])
     assert [(p.algo, p.proto) for p in pts] == [("Ring", "LL"), (None, None)]
-    assert pts[0].config == Config(2, 1, "nvlink", 1048576, 8, "graph", "torch-graph-mixing", 1, 2048)
+    assert pts[0].config == Config(2, 1, "nvlink", 1048576, 8, "graph", "torch-graph-mixing", 1, 2048,
+                                   clock="runner-barrier")
     with pytest.raises(CollsimError, match="no labelled"):
         fit(pts[1:] * 4, "odd")
 
@@ -132,6 +135,26 @@ def test_harness_overheads_median_over_bare_repeats_and_with_overheads():
     assert with_overheads(default_params(), pts).harness_us["nccl-tests-graph-mix0-mpi"] == pytest.approx(0.25)
     with pytest.raises(CollsimError, match="need graph points of a harness and of the bare runner"):
         harness_overheads([p for p in pts if p.config.harness == "bare"])
+
+
+def test_start_costs_from_two_call_counts_and_overheads_net_of_them():
+    """t = NCCL's time + harness per call + F / calls: start_costs recovers each clock's F from
+    two call counts, and harness_overheads compares the harnesses net of those shares."""
+    nccl = {8: 5.0, 16: 5.1, 1024: 5.5}
+    runner = {n: Config(2, clock="runner-barrier", calls=n) for n in (100, 400)}
+    tests = {n: Config(2, harness="nccl-tests-graph-mix0-mpi", clock="nccl-tests-mpi", calls=n) for n in (400, 2000)}
+    pts = [Point(s, t + 20.0 / n, None, None, c, 0, {}) for n, c in runner.items() for s, t in nccl.items()]
+    pts += [Point(s, t + 0.05 + 75.0 / n, None, None, c, 1, {}) for n, c in tests.items() for s, t in nccl.items()]
+    assert start_costs(pts) == pytest.approx({"nccl-tests-mpi": 75.0, "runner-barrier": 20.0})
+    p = with_overheads(default_params(), pts)
+    assert p.start_us == pytest.approx({"nccl-tests-mpi": 75.0, "runner-barrier": 20.0})
+    assert p.harness_us["nccl-tests-graph-mix0-mpi"] == pytest.approx(0.05)
+    assert p.harness_time(tests[400]) == pytest.approx(0.05 + 75.0 / 400)
+    assert p.harness_time(Config(2, clock="runner-gated", calls=100)) == 0.0  # a clock not measured
+    # one call count per clock: nothing to tell F from; the overhead then holds the clock's share
+    one = [q for q in pts if q.config in (runner[100], tests[400])]
+    assert start_costs(one) == {}
+    assert harness_overheads(one) == pytest.approx({"nccl-tests-graph-mix0-mpi": 0.05 + 75.0 / 400 - 20.0 / 100})
 
 
 def test_warm_is_fitted_only_from_an_ab_of_the_same_sizes():

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from collsim.measurements import result_record
-from collsim.points import buffer_reuse, harness_key, load_points
+from collsim.points import buffer_reuse, clock_key, harness_key, load_points, timed_calls
 
 
 def _write(path, records):
@@ -46,3 +46,17 @@ def test_harness_key(meta, timing, key):
 ])
 def test_buffer_reuse_of_each_harness(meta, timing, expect):
     assert buffer_reuse(meta, timing, 1 << 20) == expect
+
+
+@pytest.mark.parametrize("meta,timing,clock,calls", [
+    ({"harness": "collsim", "clock_start": "gated", "graph_calls": 20, "iters": 100}, "graph", "runner-gated", 100),
+    ({"harness": "collsim", "graph_calls": 20, "iters": 30}, "graph", "runner-barrier", 40),  # 2 replays of 20
+    ({"harness": "collsim", "clock_start": "gated", "graph_calls": None, "iters": 50}, "eager", "runner-gated", 50),
+    ({"harness": "nccl-tests", "gpus_per_process": 1, "world_size": 2, "iters": 20, "graph": 20}, "graph",
+     "nccl-tests-mpi", 400),
+    ({"harness": "nccl-tests", "gpus_per_process": 2, "world_size": 2, "iters": 20, "graph": 0}, "eager",
+     "nccl-tests", 20),
+    ({"harness": "collsim"}, "graph", "runner-barrier", 0),  # -n unknown: no clock term
+])
+def test_clock_and_calls_of_each_harness(meta, timing, clock, calls):
+    assert (clock_key(meta), timed_calls(meta, timing)) == (clock, calls)

@@ -38,6 +38,8 @@ def _fit(args) -> int:
     if overhead:
         params.meta["overhead_files"] = [str(f) for f in args.overhead_from]
         print("harness overhead per call: " + ", ".join(f"{k} {v:.2f} us" for k, v in params.harness_us.items()))
+        if params.start_us:
+            print("clock cost per measurement: " + ", ".join(f"{k} {v:.1f} us" for k, v in params.start_us.items()))
     save_params(params, args.output)
     print(f"fitted on {params.meta['n_train']} points, tested on {params.meta['n_test']} held out"
           f" ({args.holdout}) -> {args.output}")
