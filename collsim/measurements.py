@@ -7,8 +7,8 @@ A measurement file (what ``runners/allreduce_bench.py`` writes) is JSON Lines:
   ``timing`` ("eager" or "graph"), ``dtype``, ``inplace``, ``rotate`` (calls move
   through the buffer as nccl-tests does; absent in older files: one slice), ``clock_start``
   ("gated": the ranks' clocks start together with the timed calls queued; "barrier": the gloo
-  backend's host clocks after a barrier; absent in NCCL files
-  from before run 6: after a host barrier, the start event before the first launch), ``world_size``,
+  backend's host clocks after a barrier; absent in NCCL files from before run 6: the start
+  event after a host barrier, before the first launch), ``world_size``,
   ``nodes``, ``ranks_per_node``, ``hosts``, ``gpu``, ``gpu_count``, ``driver``,
   ``cuda``, ``torch``, ``nccl_version`` (NCCL's runtime log line),
   ``env`` (every ``NCCL_*``/``TORCH_NCCL_*`` variable), ``command``,
