@@ -42,8 +42,8 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.nccl_layout import ALGOS, Config, canonical_pair, layout
-from collsim.nccl_model import (L2_BYTES, LINK_CLASSES, OPTIONAL, PARAM_NAMES, ModelParams, default_params,
-                                predict_layout, with_path)
+from collsim.nccl_model import (L2_BYTES, LINK_CLASSES, OPTIONAL, PARAM_NAMES, ModelParams, clock_share,
+                                default_params, predict_layout, with_path)
 from collsim.nccl_tuning import PROTOS
 from collsim.points import Point, load_points, split
 
@@ -202,20 +202,20 @@ def harness_overheads(points: list[Point], max_size: int = 65536, start_us: dict
     """{harness key: per-call overhead in us} from A/B measurements on one machine: for each
     harness other than "bare", the median over sizes <= ``max_size`` of (its time - the bare
     time) for points of the same size, algorithm/protocol label and rank count, each time less
-    its clock's share of ``start_us`` (``ModelParams.harness_time``); repeated runs of the bare
+    its clock's share of ``start_us`` (``nccl_model.clock_share``); repeated runs of the bare
     runner count by their median time per size."""
-    clocks = ModelParams({}, {}, start_us=start_us or {})
+    start_us = start_us or {}
     runs: dict = {}
     for p in points:
         if p.config.harness == "bare" and p.config.timing == "graph" and p.size <= max_size:
             runs.setdefault((p.size, p.algo, p.proto, p.config.ranks), []).append(
-                p.time_us - clocks.harness_time(p.config))
+                p.time_us - clock_share(start_us, p.config))
     bare = {k: float(np.median(v)) for k, v in runs.items()}
     diffs: dict = {}
     for p in points:
         ref = bare.get((p.size, p.algo, p.proto, p.config.ranks))
         if p.config.harness != "bare" and ref is not None:
-            diffs.setdefault(p.config.harness, []).append(p.time_us - clocks.harness_time(p.config) - ref)
+            diffs.setdefault(p.config.harness, []).append(p.time_us - clock_share(start_us, p.config) - ref)
     if not diffs:
         raise CollsimError(f"harness overheads need graph points of a harness and of the bare runner "
                            f"(NCCL_GRAPH_MIXING_SUPPORT=0) at the same sizes up to {max_size} B")

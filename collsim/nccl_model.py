@@ -111,8 +111,7 @@ class ModelParams:
 
     def harness_time(self, cfg: Config) -> float:
         """Per-call time (us) ``cfg``'s harness adds: its overhead and its clock's share."""
-        start = self.start_us.get(cfg.clock, 0.0) / cfg.calls if cfg.calls else 0.0
-        return float(self.harness_us.get(cfg.harness, 0.0)) + start
+        return float(self.harness_us.get(cfg.harness, 0.0)) + clock_share(self.start_us, cfg)
 
     def in_l2(self, footprint) -> np.ndarray:
         """Whether bytes cycled through (per size) stay in L2: REUSE x footprint <= l2_bytes."""
@@ -123,6 +122,12 @@ class ModelParams:
             return self.paths[(link, algo, proto)]
         except KeyError:
             raise CollsimError(f"the parameters have no entry for {link}/{algo}/{proto}") from None
+
+
+def clock_share(start_us: dict, cfg: Config) -> float:
+    """Per-call share (us) of ``cfg``'s clock's fixed cost per measurement: start_us[clock] /
+    calls (0 for a clock not in ``start_us`` or calls not known)."""
+    return start_us.get(cfg.clock, 0.0) / cfg.calls if cfg.calls else 0.0
 
 
 def default_params() -> ModelParams:
