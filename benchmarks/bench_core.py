@@ -24,7 +24,8 @@ import numpy as np
 from collsim.algorithms import ALGORITHMS, build_schedule
 from collsim.simulate import simulate
 from collsim.sweep import sizes, sweep
-from collsim.topology import Topology, get_preset
+from collsim.simulate.presets import get_preset
+from collsim.simulate.topology import Topology
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA, BETA = 5e-6, 1e-11

@@ -46,8 +46,7 @@ from functools import lru_cache
 import numpy as np
 
 from collsim.algorithms import ALGORITHMS, default_chunks, validate
-from collsim.algorithms.tree import tree_plan
-from collsim.algorithms.tree_pipeline import tree_steps
+from collsim.algorithms.tree_pipeline import tree_plan, tree_steps
 from collsim.errors import CollsimError
 
 FORMULAS = {
@@ -205,3 +204,13 @@ def _trees(name, p, g, nb, chunks, alpha, beta, gamma, alpha_i, beta_i, slices):
         counts = tree_step_counts(name, p, g, int(c))
         out[sel] += _tree_sum(counts, per[sel] / (trees * c), gamma, links)
     return out
+
+
+def fit_alpha_beta(sizes, times_s, algorithm: str = "ring", ranks: int = 2) -> tuple[float, float]:
+    """alpha (s), beta (s/byte) of ``cost.closed_form`` by least squares on relative error."""
+    s, t = np.asarray(sizes, float), np.asarray(times_s, float)
+    if s.size < 2 or s.shape != t.shape or (t <= 0).any():
+        raise CollsimError("fit_alpha_beta needs at least two (size, time > 0) pairs")
+    a = np.column_stack([closed_form(algorithm, ranks, s, 1.0, 0.0), closed_form(algorithm, ranks, s, 0.0, 1.0)])
+    (alpha, beta), *_ = np.linalg.lstsq(a / t[:, None], np.ones_like(t), rcond=None)
+    return max(float(alpha), 0.0), max(float(beta), 0.0)

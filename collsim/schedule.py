@@ -323,3 +323,17 @@ def split_even(count: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.zeros(parts, dtype=np.int64)
     np.cumsum(lengths[:-1], out=offsets[1:])
     return offsets, lengths
+
+
+def split_ranges(offset: np.ndarray, length: np.ndarray, parts: int) -> tuple[np.ndarray, np.ndarray]:
+    """Split every range (offset[g], length[g]) into ``parts`` even pieces.
+
+    Vectorized ``split_even``: returns (offsets, lengths) of shape (G, parts),
+    the first ``length % parts`` pieces one element longer.
+    """
+    offset, length = np.asarray(offset, np.int64), np.asarray(length, np.int64)
+    q, r = np.divmod(length, parts)
+    j = np.arange(parts, dtype=np.int64)
+    lens = q[..., None] + (j < r[..., None])
+    offs = offset[..., None] + q[..., None] * j + np.minimum(j, r[..., None])
+    return offs, lens

@@ -17,43 +17,21 @@
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from collsim.errors import CollsimError
-from collsim.topology import Topology
-
-def _positive_int(what: str, v, minimum: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
-        raise CollsimError(f"{what} must be an integer >= {minimum}, got {v!r}")
-    return int(v)
-
+from collsim.errors import CollsimError, require_int
+from collsim.simulate.topology import Topology
+from collsim.units import algbw_GBps, busbw_factor
 
 def sizes(min_bytes: int = 8, max_bytes: int = 16 * 2**30, factor: int = 2) -> np.ndarray:
     """Message sizes in bytes: min_bytes, min_bytes*factor, ... up to max_bytes (int64)."""
-    lo = _positive_int("min_bytes", min_bytes, 1)
-    hi = _positive_int("max_bytes", max_bytes, lo)
-    f = _positive_int("factor", factor, 2)
+    lo = require_int("min_bytes", min_bytes, 1)
+    hi = require_int("max_bytes", max_bytes, lo)
+    f = require_int("factor", factor, 2)
     out = [lo]
     while out[-1] * f <= hi:
         out.append(out[-1] * f)
     return np.array(out, dtype=np.int64)
-
-
-def busbw_factor(ranks: int) -> float:
-    """nccl-tests' AllReduce bus bandwidth factor 2(n-1)/n (0 for one rank)."""
-    n = _positive_int("ranks", ranks, 1)
-    return 2.0 * (n - 1) / n
-
-
-def algbw_GBps(nbytes, time_s):
-    """Algorithm bandwidth in GB/s (1e9 B/s): bytes / 1e9 / seconds; 0 for 0 bytes, inf for a
-    zero time, NaN for a negative (invalid) time."""
-    nb, t = np.asarray(nbytes, dtype=np.float64), np.asarray(time_s, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(t < 0, np.nan, np.where(nb == 0, 0.0, nb / 1e9 / t))
-    return out if out.ndim else float(out)
 
 
 def _params_for(name: str, params: dict, topology: Topology | None) -> tuple[dict, dict]:
@@ -92,8 +70,8 @@ def sweep(algos, ranks: int, sizes, *, alpha: float | None = None, beta: float |
     hierarchical algorithm defaults gpus_per_node to the topology's.
     """
     algos = [algos] if isinstance(algos, str) else list(algos)
-    ranks = _positive_int("ranks", ranks, 1)
-    itemsize = _positive_int("itemsize", itemsize, 1)
+    ranks = require_int("ranks", ranks, 1)
+    itemsize = require_int("itemsize", itemsize, 1)
     size_arr = np.asarray(sizes)
     if size_arr.ndim != 1 or len(size_arr) == 0 or not np.issubdtype(size_arr.dtype, np.integer) \
             or size_arr.min() < 0:

@@ -55,7 +55,7 @@ filled again, reduced once and every element compared with the exact sum;
 ``wrong`` is the count of differing elements summed over ranks.
 
 Output (``--out``): JSON Lines, a meta record then one result record per size,
-flushed as measured (schema in ``collsim/measurements.py``). NCCL runs set
+flushed as measured (schema in ``collsim/measure/__init__.py``). NCCL runs set
 ``NCCL_DEBUG=WARN`` into a temporary file (unless NCCL_DEBUG is set) to read
 NCCL's runtime version; ``--nccl-probe`` (implied by ``--emulate-nodes``) runs
 each rank once more as a child process with ``NCCL_DEBUG=INFO
@@ -76,12 +76,12 @@ import sys
 import time
 from datetime import timedelta
 
-from bench_support import (DTYPES, BenchError, build_meta, debug_file_version, parse_args,
+from common import (DTYPES, BenchError, build_meta, debug_file_version, parse_args,
                            probe_log_dir, rank_env, rank_info)
 from nccl_probe import probe_child, run_probe
 
 from collsim.errors import CollsimError
-from collsim.measurements import TABLE_HEADER, JsonlWriter, format_row, result_record
+from collsim.measure import TABLE_HEADER, JsonlWriter, format_row, result_record
 
 CHUNK = 1 << 26  # elements per fill/check kernel batch (bounds temporary memory)
 GATE_CYCLES = 2_000_000  # GPU clock cycles the timed calls wait behind (~1 ms at 2 GHz)

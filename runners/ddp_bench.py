@@ -3,16 +3,16 @@
 Measures, on every rank at once (each figure is the max over ranks of each rank's median,
 and under *_min_s / time_min_us of each rank's minimum; rank 0 writes):
 1. Without DDP: forward, each layer's backward (one block at a time, last first), the
-   optimizer step, and the casts a bf16 hook does: the inputs collsim.overlap needs.
+   optimizer step, and the casts a bf16 hook does: the inputs collsim.strategies.overlap needs.
 2. With DDP, for each bucket_cap_mb and hook: seconds per iteration (forward, backward
    with DDP's bucketed AllReduce overlapped, optimizer step) and DDP's own bucket sizes.
 3. dist.all_reduce alone at every bucket size seen (float32, and bfloat16 for the hook),
    so the model can be fed measured communication times.
 
 Output: JSON Lines, first a "meta" record, then records with "type" = "layer", "phase",
-"cast", "ddp" and "result" (one AllReduce size, collsim.measurements vocabulary: size, count,
+"cast", "ddp" and "result" (one AllReduce size, collsim.measure vocabulary: size, count,
 dtype, time_us, algbw_GBps, busbw_GBps, wrong, ranks). Times in seconds unless the key says
-_us; sizes in bytes. collsim.ddp_data.load reads it back and compares it with collsim.overlap.
+_us; sizes in bytes. collsim.strategies.ddp.load reads it back and compares it with collsim.strategies.overlap.
 
 Command lines (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
 NVSHMEM_DISABLE_NVLS=1 are forced by the script):
@@ -33,8 +33,8 @@ import argparse
 import copy
 import gc
 
-from _bench_io import Clock, init, meta_record, summary, time_each
-from collsim.measurements import result_record, write_jsonl
+from common import Clock, init, meta_record, summary, time_each
+from collsim.measure import result_record, write_jsonl
 
 def build_model(layers: int, width: int, device):
     import torch.nn as nn

@@ -4,9 +4,9 @@ NCCL only (CUDA graphs capture NCCL kernels); without CUDA it prints why and exi
 Measures, per rank (figures are the max over ranks of each rank's median over --reps):
 1. dist.all_reduce per call at each size: ``calls`` eager calls back to back, and one CUDA
    graph of ``calls`` captured calls replayed (as nccl-tests -G): "result" records with
-   timing "eager" / "graph" (collsim.measurements vocabulary, wrong = elements != world).
+   timing "eager" / "graph" (collsim.measure vocabulary, wrong = elements != world).
 2. The step's operations alone, per call, eager loop and graph: "op" records (mm, the
-   step's all_reduce, the update), so collsim.launch can be fed host and device times.
+   step's all_reduce, the update), so collsim.strategies.launch_overhead can be fed host and device times.
 3. The step itself: ``layers`` matmuls (batch x width by width x width), an all_reduce of
    the gradient buffer (width x width float32), an SGD-style update p -= lr * g; eager and
    as one graph replay: "step" records, seconds per step.
@@ -26,8 +26,9 @@ import argparse
 import os
 import sys
 
-from _bench_io import Clock, init, meta_record, summary
-from collsim.measurements import parse_size, result_record, write_jsonl
+from common import Clock, init, meta_record, summary
+from collsim.measure import result_record, write_jsonl
+from collsim.units import parse_size
 
 
 def per_call(fn, calls, reps, clock, graph):

@@ -11,7 +11,7 @@ process, the same script (``launch_probe``)::
 whose ``main`` sees ``COLLSIM_PROBE`` and calls ``probe_child``: a fresh NCCL
 communicator (rendezvous on rank 0's TCPStore at ADDR:PORT), one all_reduce
 per size of the sweep, nothing timed. ``run_probe`` waits for the child
-(at most 2 x --timeout + 60 s), parses its log (``collsim.nccl_log``) and
+(at most 2 x --timeout + 60 s), parses its log (``collsim.nccl.log``) and
 gathers every rank's view on rank 0, which stores it under ``nccl_probe`` in
 the meta record (``nodes_nccl``: NCCL's nNodes). The timed runs never run with
 that logging (NCCL_DEBUG=WARN at most, to read the version).
@@ -24,9 +24,9 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from bench_support import DTYPES, BenchError, probe_log_dir
+from common import DTYPES, BenchError, probe_log_dir
 
-from collsim.nccl_log import parse_file
+from collsim.nccl.log import parse_file
 
 PROBE_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,GRAPH,TUNING"}
 

@@ -4,9 +4,11 @@ import json
 
 import numpy as np
 
-from collsim.measurements import result_record
-from collsim.nccl_model import Config, default_params, predict, with_path
-from collsim.nccl_tuning import Hardware, tuning_table
+from collsim.measure import result_record
+from collsim.nccl.layout import Config
+from collsim.nccl.model import predict
+from collsim.nccl.params import default_params, with_path
+from collsim.nccl.tuning import Hardware, tuning_table
 
 PAIRS = (("Ring", "Simple"), ("Ring", "LL"), ("Tree", "LL128"))
 

@@ -6,9 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from collsim.compare import compare
-from collsim.fit import fit, load_params, load_points, start_costs, with_overheads
-from collsim.measurements import load
+from collsim.fit.compare import compare
+from collsim.fit import fit
+from collsim.fit.overheads import start_costs, with_overheads
+from collsim.fit.points import load_points
+from collsim.nccl.params import load_params
+from collsim.measure import load
 
 D = Path(__file__).resolve().parents[1] / "data" / "h200x2"
 AB = [D / "fidelity" / f for f in ("fid_graph.jsonl", "fid_graph_mix0_small.jsonl", "nt_graph.txt")]
@@ -85,7 +88,7 @@ def test_channel_sweep_fit_predicts_held_out_channel_counts():
     and 0.76)."""
     params = load_params(D / "params.json")
     assert 0.5 < params.link_exp < 16 and params.link_GBps["nvlink"] < 478.8
-    from collsim.nccl_model import predict
+    from collsim.nccl.model import predict
     ref = load_points([D / "vars" / "vars_buffsize_4M.jsonl"])
     for stem in ("vars_maxch_16", "vars_minch_32"):
         pts = load_points([D / "vars" / f"{stem}.jsonl"])

@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from collsim.algorithms import ALGORITHMS, build_schedule, default_chunks
-from collsim.algorithms.tree import btree_parents, dtree_parents, plan_trees
+from collsim.algorithms.tree_pipeline import plan_trees
+from collsim.algorithms.tree_shapes import btree_parents, dtree_parents
 from collsim.checker import check
 from collsim.errors import CollsimError
 

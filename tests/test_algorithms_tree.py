@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from collsim.algorithms import build_schedule
-from collsim.algorithms.ring import split_ranges
+from collsim.schedule import split_ranges
 from collsim.schedule import COPY, REDUCE
 
 tree_mod = importlib.import_module("collsim.algorithms.tree")
@@ -92,7 +92,7 @@ def ref_tree_phase(b, ref, groups, seg_off, seg_len):
 
 
 def ref_tree_steps(layout, n, g, chunks):
-    plan = tree_mod.tree_plan(layout, n, g)   # its parents and heights; colours are recomputed
+    plan = pipeline_mod.tree_plan(layout, n, g)   # its parents and heights; colours are recomputed
     return SimpleNamespace(plan=plan, chunks=chunks, trees=plan.trees)
 
 
@@ -139,4 +139,4 @@ def test_cached_steps_are_read_only():
     with pytest.raises(ValueError):
         steps.src[0] = 1
     with pytest.raises(ValueError):
-        tree_mod.tree_plan("double", 16).colour[0] = 1
+        pipeline_mod.tree_plan("double", 16).colour[0] = 1

@@ -9,7 +9,7 @@ from collsim.algorithms import ALGORITHMS, build_schedule
 from collsim.cost import FORMULAS, closed_form, granularity
 from collsim.errors import CollsimError
 from collsim.simulate import simulate
-from collsim.topology import Link, Topology
+from collsim.simulate.topology import Link, Topology
 
 A, B, G = 5e-6, 1e-11, 3e-12          # s, s/byte, s/byte
 AI, BI = 2e-5, 8e-11                  # inter-node link

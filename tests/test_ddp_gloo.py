@@ -1,7 +1,7 @@
-"""runners/ddp_bench.py under torchrun on 2 CPU processes (gloo), compared with collsim.overlap.
+"""runners/ddp_bench.py under torchrun on 2 CPU processes (gloo), compared with collsim.strategies.overlap.
 
 Checks the records, that collsim's DDP buckets are exactly the ones DDP reported, and that
-the iteration time collsim.overlap predicts from the run's own measured per-layer compute,
+the iteration time collsim.strategies.overlap predicts from the run's own measured per-layer compute,
 forward, optimizer step, casts and AllReduce times is within a factor BOUND of the measured
 one. The prediction error is printed (pytest -s).
 
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-from collsim.ddp_data import load, predict  # noqa: E402
+from collsim.strategies.ddp import load, predict  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BOUND = 2.5

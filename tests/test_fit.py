@@ -5,9 +5,13 @@ import numpy as np
 import pytest
 
 from collsim.errors import CollsimError
-from collsim.fit import (BOUNDS, FITTED, Point, fit, harness_overheads, load_params, load_points, save_params, split,
-                         start_costs, with_overheads)
-from collsim.nccl_model import Config, default_params, predict, with_path
+from collsim.fit import BOUNDS, FITTED, fit
+from collsim.fit.overheads import harness_overheads, start_costs, with_overheads
+from collsim.fit.points import Point, load_points, split
+from collsim.nccl.params import load_params, save_params
+from collsim.nccl.layout import Config
+from collsim.nccl.model import predict
+from collsim.nccl.params import default_params, with_path
 
 SIZES = 2 ** np.arange(3, 33)
 TRUE = {("nvlink", "Ring", "Simple"): dict(base_us=12.0, step_us=1.5, chan_GBps=14.8, fill=1.5, host_us=40.0),

@@ -1,9 +1,9 @@
-"""The parameter-free layout of collsim's NCCL-shaped model (``collsim.nccl_layout``): channel
+"""The parameter-free layout of collsim's NCCL-shaped model (``collsim.nccl.layout``): channel
 split, pipeline steps and slices, receive-buffer footprint, hops, and configuration checks."""
 import pytest
 
 from collsim.errors import CollsimError
-from collsim.nccl_layout import Config, channel_bytes, layout
+from collsim.nccl.layout import Config, channel_bytes, layout
 
 TWO = Config(ranks=2)
 
@@ -29,7 +29,7 @@ def test_channel_counts_match_nccl_log():
     # NCCL 2.28.9 on 2 x H200 logged "channel{Lo..Hi}" for each size of an 8 B..4 GiB sweep.
     from pathlib import Path
 
-    from collsim.nccl_log import parse_file
+    from collsim.nccl.log import parse_file
     log = parse_file(Path(__file__).parent.parent / "data/h200x2/nccl-tests/probe_default.log")
     logged = {c["bytes"]: c for c in log.choices if c["func"] == "AllReduce"}
     assert len(logged) == 30

@@ -1,10 +1,10 @@
-"""collsim.nccl_log on logs built from NCCL 2.28.9's printf formats (see the fixture header)."""
+"""collsim.nccl.log on logs built from NCCL 2.28.9's printf formats (see the fixture header)."""
 from pathlib import Path
 
 import pytest
 
 from collsim.errors import CollsimError
-from collsim.nccl_log import canonical_algo, canonical_proto, parse_file, parse_text
+from collsim.nccl.log import canonical_algo, canonical_proto, parse_file, parse_text
 
 FIXTURE = Path(__file__).parent / "fixtures" / "nccl_2.28_rank0.log"
 PRE = "node1:77:78 [1] NCCL INFO "

@@ -1,10 +1,11 @@
-"""Shape properties of collsim's NCCL-shaped time model (``collsim.nccl_model``)."""
+"""Shape properties of collsim's NCCL-shaped time model (``collsim.nccl.model``)."""
 import numpy as np
 import pytest
 
 from collsim.errors import CollsimError
-from collsim.nccl_layout import Config, layout
-from collsim.nccl_model import default_params, explain, predict, with_path
+from collsim.nccl.layout import Config, layout
+from collsim.nccl.model import explain, predict
+from collsim.nccl.params import default_params, with_path
 
 SIZES = 2 ** np.arange(3, 33)
 TWO = Config(ranks=2)

@@ -3,8 +3,7 @@ import numpy as np
 import pytest
 
 from collsim.errors import CollsimError
-from collsim.nccl_tuning import (Hardware, algo_time_us, choose, nccl_channels, table_from_printed,
-                                 tuning_table)
+from collsim.nccl.tuning import Hardware, algo_time_us, choose, nccl_channels, table_from_printed, tuning_table
 
 
 def test_two_h200_table_by_hand():
@@ -101,7 +100,7 @@ def test_hardware_inputs_reproduce_printed_2xh200_table():
     # tree 12 x 60 GB/s, pattern 1 = balanced tree).
     from pathlib import Path
 
-    from collsim.nccl_log import parse_file
+    from collsim.nccl.log import parse_file
     log = parse_file(Path(__file__).parent.parent / "data/h200x2/nccl-tests/probe_default.log")
     printed = log.tuning["AllReduce"]
     ours = tuning_table(Hardware(2, channels=12, bw_intra=30.0, tree_channels=12, tree_bw_intra=60.0)).rows()

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from collsim.measurements import load
+from collsim.measure import load
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "runners" / "allreduce_bench.py"
 sys.path.insert(0, str(REPO / "runners"))
 import allreduce_bench  # noqa: E402
-import bench_support  # noqa: E402
+import common as bench_support  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -130,7 +130,7 @@ def test_emulated_nodes_env_and_sweep():
 
 
 def test_node_count_check():
-    sys.modules.setdefault("bench_support", bench_support)
+    sys.modules.setdefault("common", bench_support)
     import nccl_probe
     nccl_probe.check_node_count(2, 2, "/tmp/x")
     for reported in (1, None):
@@ -139,7 +139,7 @@ def test_node_count_check():
 
 
 def test_launch_probe_reruns_the_bench_with_nccl_info_logging(monkeypatch, tmp_path):
-    sys.modules.setdefault("bench_support", bench_support)
+    sys.modules.setdefault("common", bench_support)
     import nccl_probe
     monkeypatch.setattr(sys, "argv", [str(BENCH), "-b", "8", "-e", "1K"])
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "x")

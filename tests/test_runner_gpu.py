@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from collsim.measurements import load
+from collsim.measure import load
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]

@@ -1,16 +1,16 @@
-"""Tests of collsim.simulate: hand-made schedules with hand-computed times, and a
-brute-force reference simulator (the shared semantics written as a plain loop)."""
+"""Tests of collsim.simulate: hand-made schedules with hand-computed times, and agreement with
+collsim.simulate.reference (the shared semantics written as a plain loop)."""
 from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from collsim import simfifo, simplan
 from collsim.errors import CollsimError
 from collsim.schedule import COPY, REDUCE, Schedule, ScheduleBuilder
-from collsim.simulate import simulate, simulate_times
-from collsim.topology import Link, Topology
+from collsim.simulate import engine, fifo, simulate, simulate_times
+from collsim.simulate.reference import simulate_reference as reference
+from collsim.simulate.topology import Link, Topology
 
 A, B = 1e-6, 1e-9          # alpha 1 us, beta 1 ns/byte (1 GB/s)
 
@@ -21,34 +21,6 @@ def uni(P, a=A, b=B):
 
 def sched(P, count, steps, itemsize=1):
     return Schedule.from_steps(P, count, steps, itemsize=itemsize)
-
-
-def reference(s: Schedule, topo: Topology, gamma=0.0):
-    """The timing semantics of the team brief, transfer by transfer, O(n^2)."""
-    step = s.step_index
-    start, end = np.zeros(s.n_transfers), np.zeros(s.n_transfers)
-    free = {}
-    for i in range(s.n_transfers):
-        src, dst, lo, ln, op = (int(s.src[i]), int(s.dst[i]), int(s.offset[i]), int(s.length[i]), int(s.op[i]))
-        ready = 0.0
-        for j in range(i):
-            if step[j] < step[i] and lo < s.offset[j] + s.length[j] and s.offset[j] < lo + ln and \
-                    (s.dst[j] == src or (op == REDUCE and s.dst[j] == dst)):
-                ready = max(ready, end[j])
-        res = [("send", src), ("recv", dst)]
-        cross = topo.node_of(src) != topo.node_of(dst)
-        if cross:
-            res += [("out", topo.nic_of(src)), ("in", topo.nic_of(dst))]
-        link = topo.inter if cross else topo.intra
-        nb = ln * s.itemsize
-        dur = link.alpha + nb * link.beta
-        if gamma and op == REDUCE:
-            dur += nb * gamma
-        start[i] = max([ready] + [free.get(r, 0.0) for r in res])
-        end[i] = start[i] + dur
-        for r in res:
-            free[r] = end[i]
-    return start, end
 
 
 def test_single_transfer_time_and_stats():
@@ -157,7 +129,7 @@ def test_too_few_gpus_and_bad_ranges():
 
 def test_long_in_step_chain():
     # one sender, many receivers in one step: one chain, solved by one cumulative max
-    m = simfifo.MAX_FIXPOINT_ITERATIONS * 2
+    m = fifo.MAX_FIXPOINT_ITERATIONS * 2
     s = sched(m + 1, m, [[(0, k + 1, k, 1, "copy") for k in range(m)]])
     r = simulate(s, uni(m + 1))
     np.testing.assert_allclose(r.start, np.arange(m) * (A + B))
@@ -190,9 +162,9 @@ def test_matches_reference_on_random_schedules(case, gamma):
     start, end = reference(s, topo, gamma)
     np.testing.assert_allclose(r.start, start, rtol=1e-12, atol=0)
     np.testing.assert_allclose(r.end, end, rtol=1e-12, atol=0)
-    with mock.patch.object(simfifo, "MAX_FIXPOINT_ITERATIONS", 1):   # force the per-transfer loop
+    with mock.patch.object(fifo, "MAX_FIXPOINT_ITERATIONS", 1):   # force the per-transfer loop
         np.testing.assert_allclose(simulate(s, topo, gamma).start, start, rtol=1e-12, atol=0)
-    with mock.patch.object(simplan, "TREE_SPAN_FACTOR", 0):          # force the segment trees
+    with mock.patch.object(engine, "TREE_SPAN_FACTOR", 0):          # force the segment trees
         tree = simulate(s, topo, gamma)
     assert np.array_equal(tree.start, r.start) and np.array_equal(tree.end, r.end)
 
@@ -216,7 +188,7 @@ def test_crowded_steps_match_reference(case):
     s, topo = case
     start, end = reference(s, topo)
     np.testing.assert_allclose(simulate(s, topo).start, start, rtol=1e-12, atol=0)
-    with mock.patch.object(simfifo, "MAX_FIXPOINT_ITERATIONS", 1):
+    with mock.patch.object(fifo, "MAX_FIXPOINT_ITERATIONS", 1):
         np.testing.assert_allclose(simulate(s, topo).end, end, rtol=1e-12, atol=0)
 
 
@@ -228,9 +200,9 @@ def test_segment_trees_equal_flat_table(P, count):
     for topo in (uni(P), Topology(P // 4 or 1, 4 if P >= 4 else P, Link(1e-6, 1e-10), Link(4e-6, 1e-9), 1)):
         if topo.ranks < P:
             continue
-        with mock.patch.object(simplan, "TREE_SPAN_FACTOR", 0):
+        with mock.patch.object(engine, "TREE_SPAN_FACTOR", 0):
             tree = simulate(s, topo, gamma=1e-11)
-        with mock.patch.object(simplan, "TREE_SPAN_FACTOR", 10**9):
+        with mock.patch.object(engine, "TREE_SPAN_FACTOR", 10**9):
             flat = simulate(s, topo, gamma=1e-11)
         assert np.array_equal(tree.start, flat.start) and np.array_equal(tree.end, flat.end)
 
@@ -242,8 +214,8 @@ def test_simulate_times_batches_equal_single_runs():
     for name in ("ring", "tree", "halving-doubling"):
         scheds = [build_schedule(name, 8, c) for c in counts]
         want = [simulate(s, topo, gamma=1e-12).time_s for s in scheds]
-        for factor in (simplan.TREE_SPAN_FACTOR, 0):                    # 0: batched through segment trees
-            with mock.patch.object(simplan, "TREE_SPAN_FACTOR", factor):
+        for factor in (engine.TREE_SPAN_FACTOR, 0):                    # 0: batched through segment trees
+            with mock.patch.object(engine, "TREE_SPAN_FACTOR", factor):
                 got = simulate_times(iter(scheds), topo, gamma=1e-12)
             np.testing.assert_allclose(got, want, rtol=1e-15)
 

@@ -57,7 +57,7 @@ def test_grid_states_flags_double_counting_of_lecture_ring():
 
 
 @pytest.mark.parametrize("make", [lambda: ring(5, 23), lambda: whole_buffer_ring(4, 8),
-                                  lambda: __import__("collsim.lecture").lecture.lecture_tree(4, 8),
+                                  lambda: __import__("collsim.algorithms.lecture").algorithms.lecture.lecture_tree(4, 8),
                                   lambda: __import__("collsim.algorithms").algorithms.build_schedule(
                                       "tree", 6, 12, chunks=2)])
 def test_bitset_states_agree_with_executed_multiplicities(make):
@@ -221,7 +221,7 @@ def test_animation_gif_and_html(tmp_path):
     from PIL import Image, ImageChops
 
     from collsim.simulate import simulate
-    from collsim.topology import Topology
+    from collsim.simulate.topology import Topology
     from collsim.viz.animate import animate_schedule, save_gif, to_html
 
     s = ring(3, 6)

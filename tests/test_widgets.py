@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from collsim.errors import CollsimError
-from collsim.measurements import result_record
+from collsim.measure import result_record
 from collsim.widgets import cost_explorer as ce
 from collsim.widgets import measured as mv
 from collsim.widgets import schedule_explorer as se
@@ -151,7 +151,9 @@ def test_cost_explorer_updates_curves_and_crossovers():
 # ------------------------------------------------------------------ MeasuredVsPredicted
 def _synthetic_run(path, algo, proto, scale):
     """A runner-style JSONL file whose times are ``scale`` x the model's own prediction."""
-    from collsim.nccl_model import Config, default_params, predict
+    from collsim.nccl.layout import Config
+    from collsim.nccl.model import predict
+    from collsim.nccl.params import default_params
 
     sizes = [2**k for k in range(3, 25, 3)]
     pred = predict(default_params(), algo, proto, sizes, Config(2))
@@ -165,8 +167,8 @@ def _synthetic_run(path, algo, proto, scale):
 
 
 def test_measured_vs_predicted_on_synthetic_files(tmp_path):
-    from collsim.fit import save_params
-    from collsim.nccl_model import default_params
+    from collsim.nccl.params import save_params
+    from collsim.nccl.params import default_params
 
     a, b = tmp_path / "ring_ll.jsonl", tmp_path / "tree_simple.jsonl"
     sizes = _synthetic_run(a, "Ring", "LL", 1.10)       # model 10% fast on this one
@@ -186,7 +188,7 @@ def test_measured_vs_predicted_on_synthetic_files(tmp_path):
 
 
 def test_configurations_need_labelled_points(tmp_path):
-    from collsim.fit import load_points
+    from collsim.fit.points import load_points
 
     p = tmp_path / "x.jsonl"
     with open(p, "w") as f:

@@ -10,7 +10,7 @@ import numbers
 from dataclasses import dataclass
 
 from collsim.algorithms.hierarchical import hierarchical, hierarchical_nccl
-from collsim.algorithms.reference import direct, halving_doubling, recursive_doubling
+from collsim.algorithms.classic import direct, halving_doubling, recursive_doubling
 from collsim.algorithms.ring import ring
 from collsim.algorithms.tree import binary_tree, double_tree
 from collsim.errors import CollsimError

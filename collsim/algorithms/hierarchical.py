@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from collsim.algorithms.ring import ring_phases, split_ranges
+from collsim.algorithms.ring import ring_phases
 from collsim.algorithms.tree_pipeline import tree_phase, tree_steps
-from collsim.schedule import Schedule, ScheduleBuilder
+from collsim.schedule import Schedule, ScheduleBuilder, split_ranges
 
 
 def hierarchical(ranks: int, count: int, itemsize: int = 4, gpus_per_node: int = 1,

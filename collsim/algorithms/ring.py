@@ -15,21 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from collsim.schedule import COPY, REDUCE, Schedule, ScheduleBuilder
-
-
-def split_ranges(offset: np.ndarray, length: np.ndarray, parts: int) -> tuple[np.ndarray, np.ndarray]:
-    """Split every range (offset[g], length[g]) into ``parts`` even pieces.
-
-    Vectorized ``split_even``: returns (offsets, lengths) of shape (G, parts),
-    the first ``length % parts`` pieces one element longer.
-    """
-    offset, length = np.asarray(offset, np.int64), np.asarray(length, np.int64)
-    q, r = np.divmod(length, parts)
-    j = np.arange(parts, dtype=np.int64)
-    lens = q[..., None] + (j < r[..., None])
-    offs = offset[..., None] + q[..., None] * j + np.minimum(j, r[..., None])
-    return offs, lens
+from collsim.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, split_ranges
 
 
 def ring_phases(b: ScheduleBuilder, groups: np.ndarray, offset, length, slices: int = 1,

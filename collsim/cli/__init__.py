@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from collsim.errors import CollsimError
 
 COMMAND_MODULES = [
-    "collsim.cli.core",
+    "collsim.cli.schedule",
     "collsim.cli.simulate",
     "collsim.cli.measure",
-    "collsim.cli.model",
+    "collsim.cli.fit",
     "collsim.cli.demo",
 ]
 
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("MPLBACKEND", "Agg")   # figures go to files: no display needed
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -13,7 +13,7 @@ from collsim.errors import CollsimError
 
 
 def size_arg(text: str) -> int:
-    from collsim.measurements import parse_size
+    from collsim.units import parse_size
     try:
         return parse_size(text)
     except CollsimError as e:
@@ -90,7 +90,7 @@ def add_topology_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("topology (one of: --preset, --topology FILE, or --alpha/--beta for a uniform one)")
     g.add_argument("--preset", help="topology preset name (see `collsim simulate --list-presets`)")
     g.add_argument("--nodes", type=positive_int, help="resize the preset to this many nodes")
-    g.add_argument("--topology", help="topology file (JSON or YAML; format in collsim.topology)")
+    g.add_argument("--topology", help="topology file (JSON or YAML; format in collsim.simulate.topology)")
     g.add_argument("--alpha", type=nonneg_float, help="latency per message, seconds")
     g.add_argument("--beta", type=nonneg_float, help="seconds per byte (1 / bandwidth)")
     g.add_argument("--alpha-inter", type=nonneg_float, help="inter-node alpha, seconds (hierarchical)")
@@ -100,7 +100,8 @@ def add_topology_args(p: argparse.ArgumentParser) -> None:
 
 def topology_from_args(args, ranks: int):
     """The topology the arguments ask for, checked against ``ranks``."""
-    from collsim.topology import Link, Topology, get_preset, load_topology
+    from collsim.simulate.presets import get_preset
+    from collsim.simulate.topology import Link, Topology, load_topology
     chosen = [x for x in ("preset", "topology") if getattr(args, x)]
     if args.alpha is not None or args.beta is not None:
         chosen.append("alpha/beta")

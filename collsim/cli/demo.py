@@ -1,10 +1,130 @@
-"""``collsim demo``: the quick-start job (see ``collsim.demo``)."""
+"""``collsim demo``: the quick-start job, predicted AllReduce times next to real measurements.
+
+``collsim demo [--out PNG] [--preset NAME] [--nodes N] [--data FOLDER]`` (what ``bash scripts/demo.sh`` runs) prints two tables and writes one figure:
+
+1. Predicted time of every algorithm on a preset cluster (event simulation on
+   ``ib-400g`` by default: 4 nodes x 8 H100, NVLink inside, one 400 Gb/s
+   InfiniBand NIC per GPU), at sizes from 8 B to 1 GiB.
+2. The bundled 2 x H200 NCCL measurements (``data/h200x2/runner``, graph
+   timing) beside collsim's NCCL-shaped model (parameters
+   ``data/h200x2/params.json``; fitted on the spot if that file is missing)
+   and NCCL's own tuning model (the table NCCL printed in the run), with the
+   median and p90 |relative error| of each.
+
+Times are per AllReduce in microseconds, bandwidths in GB/s (nccl-tests' busbw).
+"""
 from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from collsim.errors import CollsimError
+
+DATA = Path("data") / "h200x2"   # from the repository root, as README runs it
+ALGOS = ["ring", "tree", "hierarchical", "hierarchical-nccl", "halving-doubling", "recursive-doubling", "direct"]
+TABLE_SIZES = [8, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30]
+
+
+def simulated(preset: str, nodes: int | None, sizes) -> tuple[dict, object]:
+    """{algo: time_s array} on the preset, and the topology."""
+    from collsim.sweep import sweep
+    from collsim.simulate.presets import get_preset
+    topo = get_preset(preset, nodes=nodes)
+    table = sweep(ALGOS, topo.ranks, sizes, method="simulate", topology=topo)
+    out = {a: np.asarray(table["time_s"][table["algo"] == a], float) for a in ALGOS}
+    return out, topo
+
+
+def measured_vs_models(data_dir: Path):
+    """(result of collsim.fit.compare.compare on every point, params, points, how params were obtained)."""
+    from collsim.fit.compare import attach_probe, compare
+    from collsim.fit import fit
+    from collsim.fit.points import load_points
+    from collsim.nccl.params import load_params
+    files = sorted((data_dir / "runner").glob("nvlink_*_graph.jsonl"))
+    if not files:
+        raise CollsimError(f"no bundled measurements under {data_dir / 'runner'}")
+    points = load_points(files)
+    attach_probe(points, data_dir / "runner" / "nvlink_default_eager.jsonl")  # NCCL's printed table
+    pfile = data_dir / "params.json"
+    if pfile.exists():
+        params, how = load_params(pfile), f"parameters {pfile}"
+    else:
+        params, how = fit(points)[0], "parameters fitted now on even powers of two"
+    return compare(params, points, holdout="auto"), params, points, how
+
+
+def _pct(summary: dict) -> str:
+    """'median% / p90%' of a collsim.fit.summary, or 'n/a' where it has no points."""
+    if not summary["n"]:
+        return "n/a"
+    return f"{100 * summary['median_abs_rel_error']:.1f}% / {100 * summary['p90_abs_rel_error']:.1f}%"
+
+
+def _fmt_us(t_s: float) -> str:
+    return f"{t_s * 1e6:10.1f}" if t_s < 1 else f"{t_s * 1e6:10.3g}"
+
+
+def run(out: str | None, preset: str = "ib-400g", nodes: int | None = None, data: Path = DATA) -> int:
+    from collsim.units import format_size
+    from collsim.sweep import sizes as size_range
+    grid = size_range(8, 4 << 30, 2)  # the figure's sizes; the table shows TABLE_SIZES of them
+    grid_times, topo = simulated(preset, nodes, grid)
+    sizes = np.array(TABLE_SIZES, dtype=np.int64)
+    times = {a: t[np.searchsorted(grid, sizes)] for a, t in grid_times.items()}
+    print(f"Predicted AllReduce time (us), event simulation on {topo.name}: {topo.nodes} nodes x "
+          f"{topo.gpus_per_node} GPUs = {topo.ranks} ranks")
+    print(f"  ({topo.source})")
+    print(f"{'algorithm':20s}" + "".join(f"{format_size(int(s)):>10s}" for s in sizes))
+    for a in ALGOS:
+        print(f"{a:20s}" + "".join(_fmt_us(t) for t in times[a]))
+    best = [min(ALGOS, key=lambda a: times[a][i]) for i in range(len(sizes))]
+    print(f"{'fastest':20s}" + "".join(f"{b[:9]:>10s}" for b in best))
+
+    result, params, points, how = measured_vs_models(Path(data))
+    print(f"\nMeasured on 2 x H200 (NVLink, NCCL 2.28.9, runner graph timing) vs predicted, "
+          f"error on {result['points']} points; collsim: {how}")
+    print(f"{'configuration':52s} {'collsim median/p90':>20s} {'NCCL model median/p90':>23s}")
+    rows = [(c["config"], c["collsim"], c["nccl_model"]) for c in result["configs"]]
+    rows.append((f"all {result['collsim']['n']} points", result["collsim"], result["nccl_model"]))
+    for name, ours, theirs in rows:
+        print(f"{name:52s} {_pct(ours):>20s} {_pct(theirs):>23s}")
+    if out:
+        figure(out, grid, grid_times, topo, result, params, points)
+        print(f"\nwrote {out}")
+    return 0
+
+
+def figure(path: str, grid, times: dict, topo, result: dict, params, points) -> None:
+    """Left: simulated busbw vs size (``times``: {algo: seconds at ``grid`` bytes} on ``topo``).
+    Right: measured vs predicted time on 2 x H200 (``result`` of ``measured_vs_models``) and the
+    error strip below it (``collsim.viz.measured.draw_measured``)."""
+    from matplotlib.figure import Figure
+
+    from collsim.units import busbw_factor
+    from collsim.viz.curves import busbw
+    from collsim.viz.measured import draw_measured
+    fig = Figure(figsize=(13, 5.5))
+    grid_spec = fig.add_gridspec(2, 2, height_ratios=[3, 1.3])
+    left = fig.add_subplot(grid_spec[:, 0])
+    top = fig.add_subplot(grid_spec[0, 1])
+    bottom = fig.add_subplot(grid_spec[1, 1], sharex=top)
+    for a in ALGOS:
+        left.semilogx(grid, busbw(grid, times[a], busbw_factor(topo.ranks)), label=a)
+    left.set(xlabel="message size (bytes)", ylabel="busbw (GB/s)",
+             title=f"simulated on {topo.name} ({topo.nodes} x {topo.gpus_per_node} GPUs)")
+    left.legend(fontsize=8)
+    shown = [c["config"] for c in result["configs"] if c["config"].startswith(("default", "Ring/Simple", "Tree/LL/"))]
+    draw_measured(top, bottom, result, params, points, configs=shown)
+    top.set_title("2 x H200 NVLink: measured vs predicted")
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
 
 
 def cmd_demo(args) -> int:
-    from collsim.demo import run
-    return run(args.out or None, args.preset, args.nodes)
+    return run(args.out or None, args.preset, args.nodes, args.data)
 
 
 def register(sub) -> None:
@@ -12,4 +132,6 @@ def register(sub) -> None:
     p.add_argument("--out", default="out/demo.png", help="figure to write (PNG); '' for none")
     p.add_argument("--preset", default="ib-400g", help="topology preset for the predictions")
     p.add_argument("--nodes", type=int, default=None, help="resize the preset to this many nodes")
+    p.add_argument("--data", default=str(DATA), help="folder of the bundled measurements (default data/h200x2, "
+                   "relative to the repository root)")
     p.set_defaults(func=cmd_demo)

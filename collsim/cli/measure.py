@@ -10,13 +10,13 @@ interleaved) or its ``-J`` JSON and writes collsim records (sizes in bytes,
 times in microseconds, bandwidths in GB/s = 1e9 B/s); ``--env`` records the
 NCCL_* variables the run had, which text logs do not say. ``show`` prints a
 file's records as an nccl-tests-style table and can export them as CSV.
-``fidelity`` compares two harnesses size by size (``collsim.fidelity``).
+``fidelity`` compares two harnesses size by size (``collsim.measure.fidelity``).
 """
 from __future__ import annotations
 
 
 def _import(args) -> int:
-    from collsim.nccl_tests import import_nccl_tests, parse_env
+    from collsim.measure.nccl_tests import import_nccl_tests, parse_env
     m = import_nccl_tests(args.log, args.label, env=parse_env(args.env))
     m.save(args.output)
     print(f"{len(m)} records ({len(m) // 2} sizes x out-of-place/in-place) -> {args.output}")
@@ -24,7 +24,7 @@ def _import(args) -> int:
 
 
 def _show(args) -> int:
-    from collsim.measurements import TABLE_HEADER, format_row, load, to_csv
+    from collsim.measure import TABLE_HEADER, format_row, load, to_csv
     m = load(args.file, strict=not args.lenient)
     meta = m.meta
     print(f"# {meta.get('harness', '?')} {meta.get('collective', '')}: ranks {meta.get('world_size')}"
@@ -43,8 +43,8 @@ def _show(args) -> int:
 def _fidelity(args) -> int:
     import json
 
-    from collsim.fidelity import fidelity
-    from collsim.measurements import format_size, parse_size
+    from collsim.measure.fidelity import fidelity
+    from collsim.units import format_size, parse_size
     res = fidelity(args.runner, args.reference, parse_size(args.min_bytes),
                    parse_size(args.max_bytes) if args.max_bytes else None, not args.out_of_place, args.label)
     if args.json:

@@ -22,9 +22,9 @@ from collsim.errors import CollsimError
 
 
 def cmd_simulate(args) -> int:
-    from collsim.measurements import bandwidths
+    from collsim.units import bandwidths
     from collsim.simulate import simulate
-    from collsim.topology import PRESETS
+    from collsim.simulate.presets import PRESETS
     if args.list_presets:
         for name, topo in PRESETS.items():
             print(f"{name:14s} {topo.describe()}")
@@ -100,11 +100,9 @@ def cmd_sweep(args) -> int:
 
 def _plot_sweep(path: str, algos: list[str], ranks: int, size_list, rows: list[dict]) -> None:
     """Time and busbw vs size, one curve per algorithm, crossovers marked (PNG at ``path``)."""
-    import matplotlib
-    matplotlib.use("Agg")
     import numpy as np
     from matplotlib.figure import Figure
-    from collsim.sweep import busbw_factor
+    from collsim.units import busbw_factor
     from collsim.viz.curves import CurvesView
     series = {a: np.array([r["time_s"] for r in rows if r["algo"] == a]) for a in algos}
     fig = Figure(figsize=(13, 4.6), layout="constrained")

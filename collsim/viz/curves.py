@@ -72,7 +72,7 @@ def fastest(sizes, series: Mapping[str, np.ndarray]) -> list[str]:
 def busbw(sizes, times, factor: float) -> np.ndarray:
     """nccl-tests bus bandwidth in GB/s (1e9 B/s) of ``sizes`` bytes in ``times`` seconds: algbw x
     ``factor`` (``collsim.sweep.busbw_factor``, 2(P-1)/P for AllReduce)."""
-    from collsim.sweep import algbw_GBps
+    from collsim.units import algbw_GBps
     return np.asarray(algbw_GBps(sizes, times)) * factor
 
 

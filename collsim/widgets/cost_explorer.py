@@ -101,7 +101,7 @@ class CostExplorer:
         settle_heap()
 
     def _update(self, change=None) -> None:
-        from collsim.sweep import busbw_factor
+        from collsim.units import busbw_factor
 
         P = self.ranks.value
         try:

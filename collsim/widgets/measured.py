@@ -5,7 +5,7 @@ Inputs: measurement files (runner JSON Lines, or nccl-tests output labelled
 parameters file written by ``collsim fit`` (``collsim.fit.load_params``) and
 optionally an NCCL probe (``nccl_log``: an NCCL_DEBUG log or a runner file
 with ``--nccl-probe``) whose printed tuning table gives NCCL's model
-(``collsim.compare.predictions``; without one NCCL's table is computed from
+(``collsim.fit.compare.predictions``; without one NCCL's table is computed from
 hardware defaults). Times are microseconds per AllReduce, sizes bytes per rank.
 """
 from __future__ import annotations
@@ -56,8 +56,8 @@ class Comparison:
 
 
 def compare_points(points, params) -> Comparison:
-    """Predict every point of one configuration with both models (``collsim.compare.predictions``)."""
-    from collsim.compare import predictions
+    """Predict every point of one configuration with both models (``collsim.fit.compare.predictions``)."""
+    from collsim.fit.compare import predictions
     from collsim.fit import abs_rel_errors
 
     if not points:
@@ -84,12 +84,13 @@ class MeasuredVsPredicted:
         import ipywidgets as W
         from matplotlib.figure import Figure
 
-        from collsim.fit import load_params, load_points
+        from collsim.fit.points import load_points
+        from collsim.nccl.params import load_params
         from collsim.viz.render import FramePNG
 
         points = load_points(list(files), label=label)
         if nccl_log is not None:
-            from collsim.compare import attach_probe
+            from collsim.fit.compare import attach_probe
 
             attach_probe(points, nccl_log)
         self.groups = configurations(points)

@@ -23,7 +23,7 @@ LABEL_LIMIT = 16          # cells written as text (each costs ~1-4 ms a frame) u
 
 def topology_for(preset: str, ranks: int):
     """The preset resized to ``ranks`` GPUs: one node when ranks fit in a node, else full nodes."""
-    from collsim.topology import PRESETS, get_preset
+    from collsim.simulate.presets import PRESETS, get_preset
 
     if preset not in PRESETS:
         raise CollsimError(f"unknown topology preset {preset!r}")
@@ -40,7 +40,7 @@ class Exploration:
 
     algo: str
     schedule: object        # collsim.schedule.Schedule
-    topology: object        # collsim.topology.Topology
+    topology: object        # collsim.simulate.topology.Topology
 
     @cached_property
     def result(self):
@@ -130,8 +130,8 @@ class ScheduleExplorer:
         from matplotlib.figure import Figure
 
         from collsim.algorithms import ALGORITHMS
-        from collsim.measurements import format_size
-        from collsim.topology import PRESETS
+        from collsim.units import format_size
+        from collsim.simulate.presets import PRESETS
         from collsim.viz.render import FramePNG
 
         self.algo = W.Dropdown(options=list(ALGORITHMS), value=algo, description="algorithm")

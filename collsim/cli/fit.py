@@ -1,0 +1,160 @@
+"""``collsim fit``, ``collsim compare`` and ``collsim explain``: the NCCL-shaped model.
+
+    collsim fit FILES... -o PARAMS.json [--holdout odd|even|timing|run] [--label ALGO/PROTO]
+                [--out-of-place] [--overhead-from AB_FILES...]
+    collsim compare --params PARAMS.json --measured FILE... [--algo A --proto P --ranks N]
+                    [--holdout auto|all|odd|even|timing] [--nccl-log LOG] [--out-of-place]
+                    [--overhead-from AB_FILES...] [--plot PNG] [--json]
+    collsim explain --params PARAMS.json --algo A --proto P --ranks N [--nodes M]
+                    [--sizes 8 1M 4G] [--buffsize BYTES] [--timing graph|eager] [--reused-slices K]
+
+nccl-tests logs are labelled from their names (``graph_Ring_LL.log`` -> Ring/LL) unless --label
+is given. ``--overhead-from`` gives A/B files (the same sizes timed by each harness and by the
+runner with NCCL_GRAPH_MIXING_SUPPORT=0; nccl-tests logs among them are read as NCCL's default
+choice) from which each harness's per-call overhead is measured
+(``collsim.fit.harness_overheads``) and held fixed in the fit; given to compare, they add the
+overheads of harnesses measured on another machine or day than the params. In-place results are used unless
+--out-of-place. ``--nccl-log`` gives NCCL's printed
+TUNING table and per-size choices (an NCCL_DEBUG=INFO log, or a runner .jsonl whose meta holds
+``nccl_probe``) to files that do not carry them.
+Times are microseconds, sizes bytes (8, 64K, 1M, 4G), bandwidths GB/s (1e9 B/s), errors are
+|predicted / measured - 1| as fractions (``--json``) or percent (text).
+"""
+from __future__ import annotations
+
+import json
+
+
+def _pct(x) -> str:
+    return "   n/a" if x is None else f"{100 * x:5.1f}%"
+
+
+def _fit(args) -> int:
+    from collsim.fit import fit
+    from collsim.fit.points import load_points
+    from collsim.nccl.params import save_params
+    overhead = load_points(args.overhead_from, "default", not args.out_of_place) if args.overhead_from else None
+    params, report = fit(load_points(args.files, args.label, not args.out_of_place), args.holdout,
+                         overhead_points=overhead)
+    params.meta["files"] = [str(f) for f in args.files]
+    if overhead:
+        params.meta["overhead_files"] = [str(f) for f in args.overhead_from]
+        print("harness overhead per call: " + ", ".join(f"{k} {v:.2f} us" for k, v in params.harness_us.items()))
+        if params.start_us:
+            print("clock cost per measurement: " + ", ".join(f"{k} {v:.1f} us" for k, v in params.start_us.items()))
+    save_params(params, args.output)
+    print(f"fitted on {params.meta['n_train']} points, tested on {params.meta['n_test']} held out"
+          f" ({args.holdout}) -> {args.output}")
+    print(f"{'configuration':48s} {'n':>4s} {'median':>7s} {'p90':>7s}")
+    for name, r in report.items():
+        print(f"{name:48s} {r['n']:4d} {_pct(r['median_abs_rel_error']):>7s} {_pct(r['p90_abs_rel_error']):>7s}")
+    return 0
+
+
+def _compare(args) -> int:
+    from collsim.fit.compare import attach_probe, compare, select
+    from collsim.viz.measured import plot_compare
+    from collsim.fit.overheads import with_overheads
+    from collsim.fit.points import load_points
+    from collsim.nccl.params import load_params
+    params = load_params(args.params)
+    ab = load_points(args.overhead_from, "default", not args.out_of_place) if args.overhead_from else []
+    if ab:
+        params = with_overheads(params, ab)
+    points = load_points(args.measured, args.label, not args.out_of_place)
+    unused = sorted({p.config.harness for p in ab} - {"bare"} - {p.config.harness for p in points})
+    if args.nccl_log:
+        attach_probe(points, args.nccl_log)
+    result = compare(params, points, args.holdout, args.algo, args.proto, args.ranks)
+    if args.plot:
+        plot_compare(result, params, select(points, params, args.holdout, args.algo, args.proto, args.ranks)[0], args.plot)
+    result["unused_overheads"] = unused
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"{result['points']} points; |relative error| median / p90")
+    print(f"{'configuration':48s} {'n':>4s} {'collsim':>15s} {'NCCL model':>15s}  table")
+    rows = [(c["config"], c["collsim"], c["nccl_model"], c["nccl_table"]) for c in result["configs"]]
+    rows.append(("all", result["collsim"], result["nccl_model"], ""))
+    for name, ours, theirs, source in rows:
+        print(f"{name:48s} {ours['n']:4d} {_pct(ours['median_abs_rel_error'])} / {_pct(ours['p90_abs_rel_error'])}"
+              f" {_pct(theirs['median_abs_rel_error'])} / {_pct(theirs['p90_abs_rel_error'])}  {source}")
+    if unused:
+        print("warning: --overhead-from measured " + ", ".join(unused) + ", which no measured point uses"
+              " (an nccl-tests log without its NCCL_* settings? import it with --env)")
+    if result["unknown_harness"]:
+        print("warning: no per-call overhead known for " + ", ".join(result["unknown_harness"])
+              + " (predicted with none; measure it with --overhead-from A/B files)")
+    if args.plot:
+        print(f"plot -> {args.plot}")
+    return 0
+
+
+def _explain(args) -> int:
+    from collsim.nccl.params import load_params
+    from collsim.units import format_size, parse_size
+    from collsim.nccl.layout import Config
+    from collsim.nccl.model import explain
+    params = load_params(args.params)
+    sizes = [parse_size(s) for s in args.sizes]
+    cfg = Config(args.ranks, args.nodes, args.intra, args.buffsize, args.channels, args.timing,
+                 slices=args.reused_slices)
+    rows = explain(params, args.algo, args.proto, sizes, cfg)
+    links = list(rows[0]["link_utilisation"])
+    print(f"{'size':>6s} {'time us':>10s} {'busbw':>7s} {'ch':>3s} {'steps':>6s} {'dominant':>10s}  "
+          + " ".join(f"{t[:5]:>5s}" for t in rows[0]["shares"]) + "  " + " ".join(f"{k} util" for k in links))
+    for r in rows:
+        print(f"{format_size(r['size']):>6s} {r['time_us']:10.2f} {r['busbw_GBps']:7.1f} {r['channels']:3d}"
+              f" {r['steps']:6d} {r['dominant']:>10s}  " + " ".join(f"{100 * v:4.0f}%" for v in r["shares"].values())
+              + "  " + " ".join(f"{100 * r['link_utilisation'][k]:8.1f}%" for k in links))
+    return 0
+
+
+def _overhead_argument(p) -> None:
+    p.add_argument("--overhead-from", nargs="+", metavar="FILE",
+                   help="A/B files measuring each harness's per-call overhead against the bare runner")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("fit", help="fit the NCCL-shaped model to measurements, report held-out error")
+    p.add_argument("files", nargs="+", help="runner .jsonl files or nccl-tests output")
+    p.add_argument("-o", "--output", required=True, help="parameters JSON to write")
+    p.add_argument("--holdout", default="odd", choices=["odd", "even", "timing", "run"],
+                   help="fit even powers of two/test odd (odd), the reverse (even), eager->graph "
+                        "(timing), first file->others (run)")
+    p.add_argument("--label", help="ALGO/PROTO for nccl-tests logs (default: from the file name)")
+    p.add_argument("--out-of-place", action="store_true", help="use out-of-place results, not in-place")
+    _overhead_argument(p)
+    p.set_defaults(func=_fit)
+
+    p = sub.add_parser("compare", help="errors of collsim and of NCCL's own model against measurements")
+    p.add_argument("--params", required=True, help="parameters JSON from collsim fit")
+    p.add_argument("--measured", required=True, nargs="+", help="runner .jsonl files or nccl-tests output")
+    p.add_argument("--label", help="ALGO/PROTO for nccl-tests logs (default: from the file name)")
+    p.add_argument("--nccl-log", help="NCCL debug log with the TUNING table, or a runner .jsonl with a probe, for files without one")
+    p.add_argument("--out-of-place", action="store_true", help="use out-of-place results, not in-place")
+    p.add_argument("--algo")
+    p.add_argument("--proto")
+    p.add_argument("--ranks", type=int)
+    p.add_argument("--holdout", default="auto",
+                   help="auto (the params' held-out points), all, odd, even or timing")
+    _overhead_argument(p)
+    p.add_argument("--plot", help="write a PNG: log-log time vs size and an error panel")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_compare)
+
+    p = sub.add_parser("explain", help="per size: the dominant term and link utilisation")
+    p.add_argument("--params", required=True)
+    p.add_argument("--algo", required=True)
+    p.add_argument("--proto", required=True)
+    p.add_argument("--ranks", type=int, required=True)
+    p.add_argument("--nodes", type=int, default=1)
+    p.add_argument("--intra", default="nvlink", choices=["nvlink", "pci"])
+    p.add_argument("--buffsize", type=int, help="NCCL_BUFFSIZE in bytes (default 4 MiB)")
+    p.add_argument("--channels", type=int, help="channel count (default: the params')")
+    p.add_argument("--timing", default="graph", choices=["graph", "eager"])
+    p.add_argument("--reused-slices", type=int, default=0, metavar="K",
+                   help="consecutive calls cycle through K buffer slices of the size: 0 never reuse the "
+                        "bytes (a training step, default), 1 reuse one (a benchmark loop), 20 nccl-tests -n 20")
+    p.add_argument("--sizes", nargs="+", default=["8", "1K", "64K", "1M", "16M", "256M", "4G"])
+    p.set_defaults(func=_explain)

@@ -1,0 +1,138 @@
+"""Core sub-commands: schedule, check, predict (simulate and sweep: ``collsim.cli.simulate``).
+
+Examples::
+
+    collsim schedule --algo ring --ranks 4 --count 8 --json
+    collsim check --algo tree --ranks 7 --count 1000
+    collsim check --file my_schedule.json
+    collsim predict --algo ring --ranks 8 --bytes 1073741824 --alpha 5e-6 --beta 1e-11 --json
+    collsim simulate --algo ring --ranks 8 --bytes 1G --alpha 5e-6 --beta 1e-11 --json
+    collsim simulate --algo hierarchical --ranks 32 --bytes 256M --preset ib-400g --gpus-per-node 8
+    collsim sweep --algos ring,tree,hierarchical --ranks 32 --preset ib-400g --plot sweep.png
+
+Units: sizes in bytes (suffixes K, M, G = binary multiples, as nccl-tests),
+alpha in seconds, beta in seconds per byte, gamma in seconds per byte, times
+printed in microseconds (``time_us``) and returned as seconds (``time_s``) in
+JSON, bandwidths in GB/s (1e9 bytes/s) with nccl-tests' algbw/busbw.
+"""
+from __future__ import annotations
+
+import json
+
+from collsim.cli.args import (
+    add_algo_args, build_from_args, element_count, emit, nonneg_float, nonneg_int,
+    positive_int, require_ranks, round_seconds, size_arg)
+from collsim.errors import CollsimError
+
+
+# ------------------------------------------------------------------ commands
+def cmd_schedule(args) -> int:
+    from collsim.algorithms import ALGORITHMS
+    if args.list:
+        for name, info in ALGORITHMS.items():
+            print(f"{name:20s} {info.description}")
+        return 0
+    if args.algo is None or args.count is None:
+        raise CollsimError("schedule needs --algo, --ranks and --count (or --list)")
+    s = build_from_args(args)
+    if args.json:
+        print(s.to_json())
+        return 0
+    print(f"{s!r}")
+    for k, step in enumerate(s.steps[: args.max_steps]):
+        moves = ", ".join(f"{t.src}->{t.dst}[{t.offset}:{t.offset + t.count}]{'+' if t.op == 'reduce' else '='}"
+                          for t in step[:8])
+        more = f" ... (+{len(step) - 8})" if len(step) > 8 else ""
+        print(f"step {k:4d}: {moves}{more}")
+    if s.n_steps > args.max_steps:
+        print(f"... {s.n_steps - args.max_steps} more steps (use --json for all)")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from collsim.checker import check
+    from collsim.schedule import Schedule
+    if args.file:
+        if args.algo:
+            raise CollsimError("give either --file or --algo, not both")
+        try:
+            with open(args.file) as f:
+                text = f.read()
+        except OSError as e:
+            raise CollsimError(f"cannot read schedule file {args.file}: {e.strerror}") from None
+        s = Schedule.from_json(text)
+    elif args.algo:
+        if args.algo.startswith("lecture-"):
+            from collsim.algorithms import lecture
+            fn = {"lecture-ring": lecture.lecture_ring, "lecture-tree": lecture.lecture_tree}.get(args.algo)
+            if fn is None:
+                raise CollsimError(f"unknown lecture schedule {args.algo!r} (lecture-ring, lecture-tree)")
+            s = fn(require_ranks(args), element_count(args))
+        else:
+            s = build_from_args(args)
+    else:
+        raise CollsimError("check needs --algo NAME (with --ranks and --count) or --file SCHEDULE.json")
+    r = check(s, seed=args.seed)
+    if args.json:
+        print(json.dumps({"ok": r.ok, "error": r.error, "step": r.step, "transfer": r.transfer,
+                          "steps": r.n_steps, "transfers": r.n_transfers,
+                          "bytes_sent": [int(x) for x in r.bytes_sent],
+                          "bytes_recv": [int(x) for x in r.bytes_recv]}))
+    else:
+        print(r.summary())
+    return 0 if r.ok else 1
+
+
+def cmd_predict(args) -> int:
+    from collsim.cost import closed_form
+    from collsim.units import bandwidths
+    ranks = require_ranks(args)
+    nbytes = args.bytes
+    if args.alpha is None or args.beta is None:
+        raise CollsimError("predict needs --alpha (s) and --beta (s/byte)")
+    params = {k: v for k, v in (("gpus_per_node", args.gpus_per_node), ("alpha_inter", args.alpha_inter),
+                                ("beta_inter", args.beta_inter)) if v is not None}
+    if args.chunks is not None:
+        params["chunks"] = args.chunks
+    if args.slices != 1:
+        params["slices"] = args.slices
+    if args.inter != "ring":
+        params["inter"] = args.inter
+    t = closed_form(args.algo, ranks, nbytes, args.alpha, args.beta, args.gamma, **params)
+    alg, bus = bandwidths(nbytes, t * 1e6, ranks)
+    obj = {"algo": args.algo, "ranks": ranks, "bytes": nbytes, "alpha": args.alpha, "beta": args.beta,
+           "gamma": args.gamma, **params, "time_s": round_seconds(t), "algbw_GBps": alg, "busbw_GBps": bus}
+    emit(args, obj, f"{args.algo} P={ranks} {nbytes} B: {t * 1e6:.3f} us  algbw {alg:.2f} GB/s  busbw {bus:.2f} GB/s")
+    return 0
+
+
+# ------------------------------------------------------------------ register
+def register(sub) -> None:
+    p = sub.add_parser("schedule", help="print an algorithm's schedule (steps of transfers)")
+    add_algo_args(p, required=False)
+    p.add_argument("--count", type=nonneg_int, help="elements per rank buffer (>= 0)")
+    p.add_argument("--json", action="store_true", help="print the schedule as JSON (schema in collsim.schedule)")
+    p.add_argument("--list", action="store_true", help="list the algorithms")
+    p.add_argument("--max-steps", type=positive_int, default=20, help="steps shown in text mode")
+    p.set_defaults(func=cmd_schedule)
+
+    p = sub.add_parser("check", help="execute a schedule on random integers and prove every rank gets the sum")
+    add_algo_args(p, required=False)
+    p.add_argument("--count", type=nonneg_int, help="elements per rank buffer")
+    p.add_argument("--bytes", type=size_arg, help="bytes per rank buffer (instead of --count)")
+    p.add_argument("--file", help="a schedule JSON file (as written by `collsim schedule --json`)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("predict", help="closed-form alpha-beta-gamma time of one AllReduce")
+    add_algo_args(p)
+    p.add_argument("--bytes", type=size_arg, required=True, help="bytes per rank buffer")
+    p.add_argument("--alpha", type=nonneg_float, help="seconds per message")
+    p.add_argument("--beta", type=nonneg_float, help="seconds per byte")
+    p.add_argument("--alpha-inter", type=nonneg_float, help="inter-node alpha (hierarchical)")
+    p.add_argument("--beta-inter", type=nonneg_float, help="inter-node beta (hierarchical)")
+    p.add_argument("--gamma", type=nonneg_float, default=0.0, help="seconds per byte reduced (default 0)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_predict)
+

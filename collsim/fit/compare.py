@@ -1,0 +1,135 @@
+"""Measured vs predicted AllReduce times: collsim's model and NCCL's own tuning model.
+
+Per configuration (algorithm, protocol, ranks, nodes, timing, buffer, channels) the median and
+p90 of |predicted / measured - 1| for ``collsim.nccl.model`` and for NCCL's model
+(``collsim.nccl.tuning``). NCCL's table is the one NCCL printed in the run (meta
+``nccl_probe.tuning``, with its ``coll_channels``) when present, else computed from hardware
+inputs (the probe's graph search result, else 2 x H200 defaults: 12 channels x 30 GB/s); the
+result says which. Records labelled with NCCL's own choice (algo null) are predicted with the
+(algorithm, protocol) NCCL logged for that size, else the argmin of NCCL's table.
+
+Which points: with ``holdout="auto"`` the points the parameters were not fitted on when the
+params' hold-out mode can be re-applied here ("odd", "even", "timing"); "all" takes every point.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from collsim.errors import CollsimError
+from collsim.fit import abs_rel_errors, config_suffix, summary
+from collsim.fit.points import Point, split
+from collsim.nccl import canonical_pair
+from collsim.nccl.layout import Config
+from collsim.nccl.model import predict
+from collsim.nccl.params import ModelParams
+from collsim.nccl.tuning import Hardware, TuningTable, algo_time_us, choose, table_from_printed, tuning_table
+
+
+def nccl_table(meta: dict, cfg: Config) -> tuple[TuningTable, str]:
+    """NCCL's AllReduce table for a run: (table, "printed" or "hardware")."""
+    probe = meta.get("nccl_probe") or {}
+    rows = (probe.get("tuning") or {}).get("AllReduce")
+    channels = probe.get("coll_channels")
+    if rows:
+        return table_from_printed(rows, cfg.ranks, cfg.nodes, channels or 24), "printed"
+    graphs = probe.get("graphs") or []
+    if graphs:  # pattern 4 is NCCL_TOPO_PATTERN_RING, 1 to 3 the tree patterns
+        g = next((x for x in graphs if x["pattern"] == 4), graphs[0])
+        t = next((x for x in graphs if x["pattern"] in (1, 2, 3)), g)
+        hw = Hardware(cfg.ranks, cfg.nodes, g["n_channels"], g["bw_intra_GBps"], g["bw_inter_GBps"],
+                      intra=cfg.intra, tree_pattern_tree=t["pattern"] == 3, coll_channels=channels,
+                      tree_channels=t["n_channels"], tree_bw_intra=t["bw_intra_GBps"])
+    else:
+        hw = Hardware(cfg.ranks, cfg.nodes, intra=cfg.intra)
+    return tuning_table(hw), "hardware"
+
+
+def attach_probe(points: list[Point], path) -> None:
+    """Give points whose run recorded no NCCL probe the probe of ``path``: an NCCL debug log
+    with the TUNING table, or a runner .jsonl whose meta holds one (``--nccl-probe``)."""
+    if str(path).endswith(".jsonl"):
+        from collsim.measure import load
+        probe = load(path).meta.get("nccl_probe") or {}
+    else:
+        from collsim.nccl.log import parse_file
+        probe = parse_file(path).to_dict()
+    for p in points:
+        if not p.meta.get("nccl_probe"):
+            p.meta = {**p.meta, "nccl_probe": probe}
+
+
+def _choice(meta: dict, table: TuningTable, size: int) -> tuple[str, str]:
+    logged = {int(c["bytes"]): (c["algo"], c["proto"]) for c in (meta.get("nccl_probe") or {}).get("choices", [])
+              if c.get("func", "AllReduce") == "AllReduce"}
+    if size in logged:
+        return logged[size]
+    a, p, _ = choose(table, [size])[0]
+    return a, p
+
+
+def predictions(params: ModelParams, points: list[Point]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(collsim us, NCCL-model us, NCCL table source) per point; nan where a model has no answer
+    (NCCL chose an algorithm collsim does not model, or the table disables the pair)."""
+    ours, theirs, sources = [], [], []
+    for p in points:
+        table, source = nccl_table(p.meta, p.config)
+        algo, proto = (p.algo, p.proto) if p.algo and p.proto else _choice(p.meta, table, p.size)
+        try:
+            a, pr = canonical_pair(algo, proto)
+            ours.append(float(predict(params, a, pr, [p.size], p.config)[0]))
+        except CollsimError:
+            ours.append(np.nan)
+        theirs.append(float(algo_time_us(table, algo, proto, [p.size])[0]) if (algo, proto) in table.bw else np.nan)
+        sources.append(source)
+    return np.array(ours), np.array(theirs), sources
+
+
+def select(points: list[Point], params: ModelParams, holdout: str = "auto", algo=None, proto=None,
+           ranks=None) -> tuple[list[Point], str]:
+    """Points to compare on, filtered by labels, and a description of which they are."""
+    if algo or proto:
+        want = canonical_pair(algo or "Ring", proto or "Simple")
+        points = [p for p in points if (not algo or p.algo == want[0]) and (not proto or p.proto == want[1])]
+    if ranks:
+        points = [p for p in points if p.config.ranks == int(ranks)]
+    if not points:
+        raise CollsimError("no measured points match the --algo/--proto/--ranks filters")
+    mode = params.meta.get("holdout") if holdout == "auto" else holdout
+    if mode in ("odd", "even", "timing"):
+        _, test = split(points, mode)
+        points = [p for p, k in zip(points, test) if k]
+        if not points:
+            raise CollsimError(f"no held-out points ({mode}) among the selected measurements")
+        return points, f"held out ({mode})"
+    if holdout not in ("auto", "all", "run"):
+        raise CollsimError(f"unknown --holdout {holdout!r}; expected auto, all, odd, even or timing")
+    return points, "all"
+
+
+def config_name(p: Point) -> str:
+    c = p.config
+    return f"{p.algo or 'default'}/{p.proto or 'default'}/{c.ranks}r{c.nodes}n/{c.intra}/{c.timing}" + config_suffix(c)
+
+
+def compare(params: ModelParams, points: list[Point], holdout: str = "auto", algo=None, proto=None,
+            ranks=None) -> dict:
+    """Errors of collsim and of NCCL's model: overall and per configuration (fractions).
+    "unknown_harness" lists the harness keys of the points whose per-call overhead ``params``
+    does not hold (predicted with none: give their A/B files to ``fit.with_overheads``)."""
+    points, which = select(points, params, holdout, algo, proto, ranks)
+    ours, theirs, sources = predictions(params, points)
+    meas = np.array([p.time_us for p in points])
+    e_ours, e_theirs = abs_rel_errors(ours, meas), abs_rel_errors(theirs, meas)
+    names = [config_name(p) for p in points]
+    configs = []
+    for name in sorted(set(names)):
+        idx = [i for i, n in enumerate(names) if n == name]
+        configs.append({"config": name, "nccl_table": sources[idx[0]],
+                        "collsim": summary(e_ours[idx][np.isfinite(e_ours[idx])]),
+                        "nccl_model": summary(e_theirs[idx][np.isfinite(e_theirs[idx])]),
+                        "sizes": [points[i].size for i in idx], "measured_us": meas[idx].tolist(),
+                        "collsim_us": ours[idx].tolist(), "nccl_model_us": theirs[idx].tolist()})
+    unknown = sorted({p.config.harness for p in points} - {"bare"} - set(params.harness_us))
+    return {"points": which, "collsim": summary(e_ours[np.isfinite(e_ours)]),
+            "nccl_model": summary(e_theirs[np.isfinite(e_theirs)]), "configs": configs,
+            "unknown_harness": unknown}

@@ -1,0 +1,39 @@
+"""Any measurement file as ``Measurements``: runner JSON Lines as they are, nccl-tests output
+(text log or -J JSON) through ``collsim.measure.nccl_tests``, labelled ALGO/PROTO from the caller
+or the file name."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from collsim.errors import CollsimError
+from collsim.measure import Measurements, load
+from collsim.measure.nccl_tests import import_nccl_tests
+from collsim.nccl import canonical_pair
+
+
+def label_from_name(path) -> str:
+    """nccl-tests log label from its file name: ``graph_Ring_LL.log`` -> "Ring/LL",
+    ``eager_default.log`` -> "default"."""
+    tokens = Path(path).stem.split("_")
+    if tokens[-1].lower() == "default":
+        return "default"
+    try:
+        return "/".join(canonical_pair(*tokens[-2:]))
+    except (CollsimError, TypeError):
+        raise CollsimError(f"{path}: cannot tell algorithm/protocol from the name; pass --label ALGO/PROTO") from None
+
+
+def load_file(path, label: str | None = None) -> Measurements:
+    """``Measurements`` from a runner ``.jsonl`` file or nccl-tests output
+    (labelled ``label``, else from the file name)."""
+    if str(path).endswith(".jsonl"):
+        return load(path)
+    return import_nccl_tests(path, label=label or label_from_name(path))
+
+
+def require_files(*paths) -> list[Path]:
+    """The paths, or one CollsimError naming the first that is not a file."""
+    for p in paths:
+        if not Path(p).is_file():
+            raise CollsimError(f"{p}: missing (see the README beside the data for how it is measured)")
+    return [Path(p) for p in paths]

@@ -1,0 +1,28 @@
+"""NCCL, modelled twice: NCCL's own tuning model (``tuning``, a line-referenced port) and collsim's
+NCCL-shaped model (``layout``: channels and pipeline, no fitted numbers; ``model``: time from
+``params``), plus NCCL_DEBUG logs (``log``) and NCCL_* variables (``env``).
+
+NCCL's names, spelled once: ``ALGOS`` (the algorithms collsim's model covers), ``PROTOS``,
+``NCCL_ALGOS`` (NCCL's algorithm index order), ``canonical`` and ``canonical_pair``.
+"""
+from __future__ import annotations
+
+from collsim.errors import CollsimError
+
+PROTOS = ("LL", "LL128", "Simple")
+# NCCL's algorithm index order (tie-breaking of NCCL's argmin follows it; 2.23 logs print the index).
+NCCL_ALGOS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
+ALGOS = ("Ring", "Tree")
+
+
+def canonical(name: str, choices) -> str:
+    """``name`` spelled as in ``choices`` (case-insensitive), else a one-line CollsimError."""
+    for c in choices:
+        if str(name).lower() == c.lower():
+            return c
+    raise CollsimError(f"unknown name {name!r}; expected one of {', '.join(choices)}")
+
+
+def canonical_pair(algo: str, proto: str) -> tuple[str, str]:
+    """(algorithm, protocol) spelled as in ALGOS and PROTOS (case-insensitive), else CollsimError."""
+    return canonical(algo, ALGOS), canonical(proto, PROTOS)

@@ -1,0 +1,149 @@
+"""Parameters of collsim's NCCL-shaped model (``collsim.nccl.model``) and their JSON file.
+
+``ModelParams`` holds, per (link class, algorithm, protocol) path, the values of ``PARAM_NAMES``
+(units in its docstring), the link capacities, the channel count and the harness terms;
+``default_params`` the priors before fitting; ``save_params`` / ``load_params`` the file format
+``collsim.nccl_model.params`` version 1 (what ``collsim fit -o`` writes).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from collsim.errors import CollsimError
+from collsim.nccl import ALGOS, PROTOS, canonical_pair
+from collsim.nccl.layout import Config
+from collsim.nccl.tuning import BASE_LAT, HW_LAT
+
+FORMAT = "collsim.nccl_model.params"
+LINK_CLASSES = ("nvlink", "pci", "net")
+PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill", "host_us", "spill", "warp_us", "warm")
+OPTIONAL = {"spill": 0.0, "warp_us": 0.0, "warm": 1.0}  # values of terms a path may lack (no effect)
+L2_BYTES = 52428800  # H100/H200 L2 (cudaDeviceProp.l2CacheSize), bytes
+REUSE = 2  # L2 bytes touched between two uses of a receive slot, per slot byte (module docstring)
+
+
+@dataclass
+class ModelParams:
+    """Fitted or prior parameters. ``paths[(link, algo, proto)]`` holds a dict of PARAM_NAMES:
+    base_us (fixed cost per call, us), hop_us (latency per hop, us), step_us (overhead per
+    pipeline step and channel, us), chan_GBps (wire GB/s one full channel moves), fill (pipeline
+    fill in slice times per depth level), host_us (eager launch interval, us), spill (fraction
+    of the bandwidth time added when NCCL's receive buffers exceed L2; 0 when absent), warp_us
+    (barrier cost per pipeline step and warp of the channel's threads, us; 0 when absent), warm
+    (bandwidth time with the user buffer still in L2 / without; 1 when absent).
+    ``link_GBps[link]``: per-direction capacity shared by all channels; ``link_exp``: how
+    sharply channels saturate it (0: hard min). ``l2_bytes``: the GPU's L2 capacity (bytes). ``channels``: NCCL's
+    collective channel count. ``meta``: provenance (what it was fitted on, hold-out errors).
+    ``harness_us[key]``: per-call overhead (us) a harness adds to NCCL's time (``Config.harness``;
+    measured by ``collsim.fit.harness_overheads``, 0 for keys not listed). ``start_us[clock]``:
+    fixed cost (us) per measurement of a clock (``Config.clock``), spread over ``Config.calls``
+    (``collsim.fit.start_costs``; 0 for clocks not listed)."""
+    paths: dict
+    link_GBps: dict
+    channels: int = 24
+    meta: dict = field(default_factory=dict)
+    harness_us: dict = field(default_factory=dict)
+    link_exp: float = 0.0
+    l2_bytes: float = L2_BYTES
+    start_us: dict = field(default_factory=dict)
+
+    def harness_time(self, cfg: Config) -> float:
+        """Per-call time (us) ``cfg``'s harness adds: its overhead and its clock's share."""
+        return float(self.harness_us.get(cfg.harness, 0.0)) + clock_share(self.start_us, cfg)
+
+    def in_l2(self, footprint) -> np.ndarray:
+        """Whether bytes cycled through (per size) stay in L2: REUSE x footprint <= l2_bytes."""
+        return REUSE * np.asarray(footprint) <= self.l2_bytes
+
+    def path(self, link: str, algo: str, proto: str) -> dict:
+        try:
+            return self.paths[(link, algo, proto)]
+        except KeyError:
+            raise CollsimError(f"the parameters have no entry for {link}/{algo}/{proto}") from None
+
+
+def clock_share(start_us: dict, cfg: Config) -> float:
+    """Per-call share (us) of ``cfg``'s clock's fixed cost per measurement: start_us[clock] /
+    calls (0 for a clock not in ``start_us`` or calls not known)."""
+    return start_us.get(cfg.clock, 0.0) / cfg.calls if cfg.calls else 0.0
+
+
+def default_params() -> ModelParams:
+    """Priors before fitting (not measurements): NCCL 2.28's base and hop latencies, a
+    channel rate of 15 GB/s, NVLink4 at 18 x 26.6 GB/s, a socket link at 3 GB/s."""
+    paths = {}
+    for link in LINK_CLASSES:
+        for algo in ALGOS:
+            for i, proto in enumerate(PROTOS):
+                paths[(link, algo, proto)] = {
+                    "base_us": BASE_LAT[algo][i], "hop_us": HW_LAT[link][algo][i],
+                    "step_us": 0.5, "chan_GBps": 15.0 if link != "net" else 3.0, "fill": 1.0,
+                    "host_us": 0.0, **OPTIONAL}
+    return ModelParams(paths, {"nvlink": 478.8, "pci": 24.0, "net": 3.0}, meta={"source": "priors"})
+
+
+def with_path(params: ModelParams, key: tuple, **values) -> ModelParams:
+    """A copy of params with some values of one path entry replaced."""
+    paths = dict(params.paths)
+    paths[key] = {**params.path(*key), **values}
+    return replace(params, paths=paths)
+
+
+def params_to_dict(params: ModelParams) -> dict:
+    return {"format": FORMAT, "version": 1,
+            "units": "us for *_us, GB/s (1e9 B/s) for *_GBps, fill in slice times per pipeline depth level, "
+                     "spill as a fraction of the bandwidth time, warm as a ratio of bandwidth times, l2_bytes in "
+                     "bytes, link_exp dimensionless",
+            "channels": params.channels, "link_GBps": params.link_GBps,
+            "paths": [{"link": k[0], "algo": k[1], "proto": k[2], **v} for k, v in sorted(params.paths.items())],
+            "link_exp": params.link_exp, "l2_bytes": params.l2_bytes,
+            "harness_us": params.harness_us, "start_us": params.start_us, "meta": params.meta}
+
+
+def save_params(params: ModelParams, path) -> None:
+    """Write the parameters as JSON (format ``FORMAT`` version 1)."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(params_to_dict(params), f, indent=1)
+        f.write("\n")
+
+
+def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
+    if not isinstance(d, dict) or d.get("format") != FORMAT:
+        raise CollsimError(f"{where}: not a collsim parameters file (format must be {FORMAT!r})")
+    try:
+        links = {str(k): float(v) for k, v in d["link_GBps"].items()}
+        paths = {}
+        for e in d["paths"]:
+            key = (e["link"], *canonical_pair(e["algo"], e["proto"]))
+            if key[0] not in LINK_CLASSES:
+                raise CollsimError(f"{where}: unknown link class {key[0]!r}")
+            paths[key] = {n: float(e.get(n, OPTIONAL[n]) if n in OPTIONAL else e[n]) for n in PARAM_NAMES}
+        harness = {str(k): float(v) for k, v in (d.get("harness_us") or {}).items()}
+        start = {str(k): float(v) for k, v in (d.get("start_us") or {}).items()}
+        params = ModelParams(paths, links, int(d["channels"]), d.get("meta") or {}, harness,
+                             float(d.get("link_exp", 0.0)), float(d.get("l2_bytes", L2_BYTES)), start)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise CollsimError(f"{where}: malformed parameters ({type(e).__name__}: {e})") from None
+    bad = [f"{k}.{n}" for k, v in paths.items() for n, x in v.items() if not np.isfinite(x) or x < 0]
+    bad += [f"{n}.{k}" for n in ("harness_us", "start_us") for k, v in getattr(params, n).items()
+            if not np.isfinite(v) or v < 0]
+    bad += [n for n in ("link_exp", "l2_bytes") if not np.isfinite(getattr(params, n)) or getattr(params, n) < 0]
+    if bad or any(v <= 0 for v in links.values()) or params.channels < 1 or params.l2_bytes <= 0:
+        raise CollsimError(f"{where}: negative or non-finite values ({', '.join(bad[:3]) or 'link_GBps/channels'})")
+    missing = [f"{lk}/{a}/{p}" for lk in LINK_CLASSES for a in ALGOS for p in PROTOS if (lk, a, p) not in paths]
+    if missing or set(links) != set(LINK_CLASSES):
+        raise CollsimError(f"{where}: missing entries ({', '.join(missing[:3]) or 'link_GBps'})")
+    return params
+
+
+def load_params(path) -> ModelParams:
+    """Read a parameters file written by ``save_params``; bad files raise a one-line CollsimError."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+    except json.JSONDecodeError as e:
+        raise CollsimError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    return params_from_dict(d, str(path))

@@ -1,0 +1,227 @@
+"""Machines as the simulator sees them: nodes of GPUs, two link classes, NICs.
+
+A ``Topology`` has ``nodes`` nodes of ``gpus_per_node`` GPUs each. Rank ``r``
+lives on node ``r // gpus_per_node`` at local index ``r % gpus_per_node``.
+A transfer between two GPUs of one node uses the ``intra`` link, one between
+nodes the ``inter`` link and, on both sides, a NIC: local GPU ``g`` uses NIC
+``g % nics_per_node`` of its node. Every link follows the Hockney model: a
+message of b bytes takes ``alpha + b * beta`` seconds (``Link.alpha`` in
+seconds, ``Link.beta`` in seconds per byte). Ports are full duplex: a GPU
+sends and receives at once (see ``collsim.simulate`` for contention).
+
+Topology file (JSON or YAML, chosen by the extension .json, .yaml or .yml)::
+
+    name: my-cluster            # optional, free text
+    source: "where the figures come from"   # optional, free text
+    nodes: 4                    # int >= 1
+    gpus_per_node: 8            # int >= 1
+    nics_per_node: 1            # optional, 1 <= int <= gpus_per_node (default 1)
+    intra:                      # link between GPUs of one node, either form:
+      bandwidth_GBps: 360       #   GB/s = 1e9 bytes/s, > 0
+      latency_us: 2.0           #   microseconds, >= 0
+    inter:                      # link between nodes; required when nodes > 1
+      alpha_s: 8.0e-6           #   or: seconds, >= 0
+      beta_s_per_byte: 2.17e-11 #   and seconds per byte, > 0
+
+Unknown keys are errors (they are usually typos). ``Topology.to_dict`` writes
+this format (links as alpha_s / beta_s_per_byte), so ``load_topology`` reads
+back what it writes.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from collsim.errors import CollsimError
+
+
+@dataclass(frozen=True)
+class Link:
+    """A Hockney link: ``alpha`` seconds per message plus ``beta`` seconds per byte."""
+
+    alpha: float
+    beta: float
+
+    def __post_init__(self):
+        for name, v, lo in (("alpha", self.alpha, 0.0), ("beta", self.beta, None)):
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0 \
+                    or (lo is None and v == 0):
+                raise CollsimError(f"link {name} must be a finite number {'>= 0' if lo == 0 else '> 0'}, got {v!r}")
+
+    @classmethod
+    def from_GBps(cls, bandwidth_GBps: float, latency_us: float) -> "Link":
+        """A link of ``bandwidth_GBps`` (1e9 bytes/s) and ``latency_us`` (microseconds)."""
+        if not bandwidth_GBps > 0:
+            raise CollsimError(f"link bandwidth must be > 0 GB/s, got {bandwidth_GBps!r}")
+        return cls(float(latency_us) * 1e-6, 1.0 / (float(bandwidth_GBps) * 1e9))
+
+    @property
+    def bandwidth_GBps(self) -> float:
+        return 1.0 / self.beta / 1e9
+
+    @property
+    def latency_us(self) -> float:
+        return self.alpha * 1e6
+
+    def time(self, nbytes) -> float:
+        """Seconds to send ``nbytes`` bytes."""
+        return self.alpha + nbytes * self.beta
+
+    def to_dict(self) -> dict:
+        return {"alpha_s": self.alpha, "beta_s_per_byte": self.beta}
+
+
+@dataclass(frozen=True)
+class Topology:
+    """``nodes`` x ``gpus_per_node`` GPUs; ``intra``/``inter`` links; NICs per node."""
+
+    nodes: int
+    gpus_per_node: int
+    intra: Link
+    inter: Link
+    nics_per_node: int = 1
+    name: str = ""
+    source: str = ""
+
+    def __post_init__(self):
+        for field in ("nodes", "gpus_per_node", "nics_per_node"):
+            v = getattr(self, field)
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+                raise CollsimError(f"topology {field} must be an integer >= 1, got {v!r}")
+        if self.nics_per_node > self.gpus_per_node:
+            raise CollsimError(f"topology nics_per_node ({self.nics_per_node}) must not exceed "
+                               f"gpus_per_node ({self.gpus_per_node})")
+
+    @classmethod
+    def uniform(cls, ranks: int, alpha: float, beta: float) -> "Topology":
+        """One node of ``ranks`` GPUs, every pair linked by ``Link(alpha, beta)``."""
+        link = Link(alpha, beta)
+        return cls(1, int(ranks), link, link, 1, name=f"uniform-{ranks}",
+                   source="uniform alpha-beta topology")
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    def node_of(self, rank):
+        """Node index of ``rank`` (int or numpy array)."""
+        return rank // self.gpus_per_node
+
+    def local_of(self, rank):
+        """Index of ``rank`` inside its node (int or numpy array)."""
+        return rank % self.gpus_per_node
+
+    def nic_of(self, rank):
+        """Global NIC index (node * nics_per_node + local % nics_per_node) of ``rank``."""
+        return self.node_of(rank) * self.nics_per_node + self.local_of(rank) % self.nics_per_node
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "source": self.source, "nodes": self.nodes,
+                "gpus_per_node": self.gpus_per_node, "nics_per_node": self.nics_per_node,
+                "intra": self.intra.to_dict(), "inter": self.inter.to_dict()}
+
+    def describe(self) -> str:
+        """One line: shape and links in GB/s and microseconds."""
+        text = (f"{self.name or 'topology'}: {self.nodes} node(s) x {self.gpus_per_node} GPU(s), "
+                f"intra {self.intra.bandwidth_GBps:.4g} GB/s {self.intra.latency_us:.3g} us")
+        if self.nodes > 1:
+            text += (f", inter {self.inter.bandwidth_GBps:.4g} GB/s {self.inter.latency_us:.3g} us, "
+                     f"{self.nics_per_node} NIC(s)/node")
+        return text
+
+    @classmethod
+    def from_dict(cls, d, where: str = "topology") -> "Topology":
+        """Build from the file format above; errors name ``where`` and the field."""
+        if not isinstance(d, dict):
+            raise CollsimError(f"{where}: expected a mapping with nodes, gpus_per_node, intra, inter")
+        known = {"name", "source", "nodes", "gpus_per_node", "nics_per_node", "intra", "inter"}
+        for key in d:
+            if key not in known:
+                raise CollsimError(f"{where}: unknown field {key!r} (known: {', '.join(sorted(known))})")
+        ints = {}
+        for key, default in (("nodes", None), ("gpus_per_node", None), ("nics_per_node", 1)):
+            v = d.get(key, default)
+            if v is None:
+                raise CollsimError(f"{where}: missing field {key!r}")
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise CollsimError(f"{where}: field {key!r} must be an integer >= 1, got {v!r}")
+            ints[key] = v
+        for key in ("name", "source"):
+            if not isinstance(d.get(key, ""), str):
+                raise CollsimError(f"{where}: field {key!r} must be a string, got {d[key]!r}")
+        if "intra" not in d:
+            raise CollsimError(f"{where}: missing field 'intra'")
+        intra = _link_from_dict(d["intra"], f"{where}: field 'intra'")
+        if "inter" in d:
+            inter = _link_from_dict(d["inter"], f"{where}: field 'inter'")
+        elif ints["nodes"] == 1:
+            inter = intra
+        else:
+            raise CollsimError(f"{where}: missing field 'inter' (needed when nodes > 1)")
+        if ints["nics_per_node"] > ints["gpus_per_node"]:
+            raise CollsimError(f"{where}: field 'nics_per_node' ({ints['nics_per_node']}) must not "
+                               f"exceed gpus_per_node ({ints['gpus_per_node']})")
+        return cls(ints["nodes"], ints["gpus_per_node"], intra, inter, ints["nics_per_node"],
+                   d.get("name", ""), d.get("source", ""))
+
+
+_LINK_FORMS = ({"alpha_s", "beta_s_per_byte"}, {"bandwidth_GBps", "latency_us"})
+
+
+def _link_from_dict(d, where: str) -> Link:
+    if not isinstance(d, dict):
+        raise CollsimError(f"{where} must be a mapping with bandwidth_GBps and latency_us "
+                           f"(or alpha_s and beta_s_per_byte)")
+    keys = set(d)
+    form = next((f for f in _LINK_FORMS if keys == f), None)
+    if form is None:
+        raise CollsimError(f"{where} must have exactly bandwidth_GBps and latency_us, or alpha_s and "
+                           f"beta_s_per_byte; got {', '.join(sorted(map(str, keys))) or 'nothing'}")
+    for key in sorted(form):
+        v = d[key]
+        positive = key in ("beta_s_per_byte", "bandwidth_GBps")
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0 \
+                or (positive and v == 0):
+            raise CollsimError(f"{where}.{key} must be a finite number {'> 0' if positive else '>= 0'}, "
+                               f"got {v!r}")
+    if "alpha_s" in form:
+        return Link(float(d["alpha_s"]), float(d["beta_s_per_byte"]))
+    return Link.from_GBps(d["bandwidth_GBps"], d["latency_us"])
+
+
+def load_topology(path) -> Topology:
+    """Read a topology file (format in the module docstring; without ``name`` it is named after the
+    file); bad files raise ``CollsimError``."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in (".json", ".yaml", ".yml"):
+        raise CollsimError(f"topology file {p}: unknown extension {p.suffix!r} (use .json, .yaml or .yml)")
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise CollsimError(f"topology file {p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CollsimError(f"topology file {p}: cannot read it ({e.__class__.__name__})") from None
+    if suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise CollsimError(f"topology file {p}: invalid JSON at line {e.lineno} column {e.colno}: "
+                               f"{e.msg}") from None
+    else:
+        try:
+            import yaml
+        except ImportError:
+            raise CollsimError(f"topology file {p}: reading YAML needs pyyaml (pip install pyyaml)") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            at = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+            raise CollsimError(f"topology file {p}: invalid YAML{at}") from None
+    topo = Topology.from_dict(data, where=f"topology file {p}")
+    return topo if topo.name else replace(topo, name=p.stem)  # an unnamed file is named after itself

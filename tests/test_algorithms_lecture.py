@@ -1,0 +1,55 @@
+"""collsim.algorithms.lecture: the lecture's pseudo-code as it behaves, and where the checker says it goes wrong."""
+import numpy as np
+import pytest
+
+from collsim.checker import check
+from collsim.algorithms.lecture import lecture_ring, lecture_tree
+from collsim.schedule import Schedule
+
+
+def run(s, x):
+    """Execute a schedule on per-rank data x (ranks x count) with the step semantics."""
+    buf = x.copy()
+    for step in s.steps:
+        reads = [buf[t.src, t.offset:t.offset + t.count].copy() for t in step]
+        for t, data in zip(step, reads):
+            if t.op == "copy":
+                buf[t.dst, t.offset:t.offset + t.count] = data
+            else:
+                buf[t.dst, t.offset:t.offset + t.count] += data
+    return buf
+
+
+@pytest.mark.parametrize("p", [3, 4, 5, 8, 13])
+def test_ring_counts_contributions_twice_after_two_steps(p):
+    s = lecture_ring(p, 5)
+    r = check(s)
+    assert not r.ok and r.step == 1 and "counts the contribution" in r.error and "twice" in r.error
+    x = np.random.default_rng(p).integers(0, 1000, size=(p, 5))
+    two = Schedule.from_steps(p, 5, s.steps[:2])
+    got = run(two, x)
+    for rank in range(p):     # after two steps rank r holds x_r + 2 x_{r+1} + x_{r+2}
+        assert np.array_equal(got[rank], x[rank] + 2 * x[(rank + 1) % p] + x[(rank + 2) % p])
+    # whole buffer every step: 2(P-1) x S bytes per rank, not 2(P-1)/P x S
+    assert np.all(r.bytes_sent == 2 * (p - 1) * 5 * 4)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_ring_is_right_for_one_or_two_ranks(p):
+    assert check(lecture_ring(p, 7)).ok
+
+
+@pytest.mark.parametrize("p", [3, 4, 6, 7, 16])
+def test_tree_is_wrong_unless_two_ranks(p):
+    s = lecture_tree(p, 4)
+    r = check(s)
+    assert not r.ok and r.step == 1 and "copy of a partial sum" in r.error
+    x = np.random.default_rng(p).integers(0, 1000, size=(p, 4))
+    got = run(s, x)
+    assert np.array_equal(got[0], x[0] + x[p // 2])          # rank 0 ends with x_0 + x_{P/2} only
+    assert s.n_steps == p                                    # P - 1 sequential sends from the root
+    assert r.bytes_sent[0] == p * 4 * 4                      # root sends the buffer P times
+
+
+def test_tree_is_right_for_two_ranks():
+    assert check(lecture_tree(2, 9)).ok and check(lecture_tree(1, 9)).ok
