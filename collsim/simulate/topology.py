@@ -193,35 +193,40 @@ def _link_from_dict(d, where: str) -> Link:
     return Link.from_GBps(d["bandwidth_GBps"], d["latency_us"])
 
 
+def read_spec_file(path, what: str):
+    """The mapping in a JSON or YAML file (by extension: .json, .yaml, .yml), or a one-line
+    CollsimError naming ``what`` and the file: no such file, unreadable, bad extension, invalid."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in (".json", ".yaml", ".yml"):
+        raise CollsimError(f"{what} file {p}: unknown extension {p.suffix!r} (use .json, .yaml or .yml)")
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise CollsimError(f"{what} file {p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CollsimError(f"{what} file {p}: cannot read it ({e.__class__.__name__})") from None
+    if suffix == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            raise CollsimError(f"{what} file {p}: invalid JSON at line {e.lineno} column {e.colno}: "
+                               f"{e.msg}") from None
+    try:
+        import yaml
+    except ImportError:
+        raise CollsimError(f"{what} file {p}: reading YAML needs pyyaml (pip install pyyaml)") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        raise CollsimError(f"{what} file {p}: invalid YAML{at}") from None
+
+
 def load_topology(path) -> Topology:
     """Read a topology file (format in the module docstring; without ``name`` it is named after the
     file); bad files raise ``CollsimError``."""
     p = Path(path)
-    suffix = p.suffix.lower()
-    if suffix not in (".json", ".yaml", ".yml"):
-        raise CollsimError(f"topology file {p}: unknown extension {p.suffix!r} (use .json, .yaml or .yml)")
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise CollsimError(f"topology file {p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise CollsimError(f"topology file {p}: cannot read it ({e.__class__.__name__})") from None
-    if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise CollsimError(f"topology file {p}: invalid JSON at line {e.lineno} column {e.colno}: "
-                               f"{e.msg}") from None
-    else:
-        try:
-            import yaml
-        except ImportError:
-            raise CollsimError(f"topology file {p}: reading YAML needs pyyaml (pip install pyyaml)") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            at = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-            raise CollsimError(f"topology file {p}: invalid YAML{at}") from None
-    topo = Topology.from_dict(data, where=f"topology file {p}")
+    topo = Topology.from_dict(read_spec_file(p, "topology"), where=f"topology file {p}")
     return topo if topo.name else replace(topo, name=p.stem)  # an unnamed file is named after itself

@@ -1,0 +1,218 @@
+"""A cluster description: one file (or preset name) that says what a machine is, for every command.
+
+File format (YAML or JSON; extra keys are kept in ``Cluster.extra`` and otherwise ignored)::
+
+    gpu: H100            # A100 | H100 | H200 | B200 (collsim.simulate.hardware.GPUS)
+    gpus_per_node: 8
+    nodes: 2
+    intra: nvswitch      # nvswitch | nvlink (direct links between GPUs) | pcie
+    nvlink_GBps: 450     # optional: NVLink GB/s per GPU per direction (default: the GPU table)
+    pcie_GBps: 32        # optional, intra: pcie only: PCIe GB/s per GPU per direction (default 32, Gen4 x16)
+    nics_per_node: 8     # needed when nodes > 1
+    nic_Gbps: 400        # needed when nodes > 1: line rate of one NIC, Gb/s
+    net: ib              # ib | roce | tcp (collsim.simulate.hardware.NETS)
+    nvls: true           # optional: NVLink SHARP available (default: the GPU has it and intra is nvswitch)
+    nccl: "2.28"         # optional: the NCCL version whose tuning logic to follow (default the newest)
+    cpu: intel           # optional: intel | amd (NCCL's network overhead and multi-node LL caps use it)
+
+``load_cluster(spec)`` takes a preset name (``collsim.simulate.presets.CLUSTERS``) or a file
+path; every bad value is one CollsimError naming the key. GPU g of a node uses NIC
+g x nics_per_node // gpus_per_node (one NIC per GPU: rail g is NIC g).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from collsim.errors import CollsimError, require_int, require_number
+from collsim.simulate.hardware import GPUS, NETS, GPU, Net
+
+INTRA = ("nvswitch", "nvlink", "pcie")
+CPUS = ("intel", "amd")
+NCCL_VERSIONS = ("2.18", "2.19", "2.20", "2.21", "2.22", "2.23", "2.24", "2.25", "2.26", "2.27", "2.28")
+NEWEST_NCCL = NCCL_VERSIONS[-1]
+PCIE_GBPS = 32.0     # PCIe Gen4 x16: 16 GT/s x 16 lanes x 128/130 / 8 bits, per direction
+KEYS = ("name", "source", "gpu", "gpus_per_node", "nodes", "intra", "nvlink_GBps", "pcie_GBps", "nics_per_node",
+        "nic_Gbps", "net", "nvls", "nccl", "cpu")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """``nodes`` x ``gpus_per_node`` GPUs of one generation; see the module docstring for the keys.
+
+    Unset optional values are resolved at construction: ``nvlink_GBps`` from the GPU table,
+    ``nvls`` from the GPU and the intra-node link, ``nics_per_node`` 0 and ``nic_Gbps`` 0 on one node
+    when not given."""
+
+    gpu: str
+    gpus_per_node: int
+    nodes: int = 1
+    intra: str = "nvswitch"
+    nvlink_GBps: float | None = None
+    pcie_GBps: float = PCIE_GBPS
+    nics_per_node: int | None = None
+    nic_Gbps: float | None = None
+    net: str = "ib"
+    nvls: bool | None = None
+    nccl: str = NEWEST_NCCL
+    cpu: str = "intel"
+    name: str = ""
+    source: str = ""
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        if self.gpu not in GPUS:
+            raise CollsimError(f"cluster gpu {self.gpu!r:.40} is not known (known: {', '.join(GPUS)})")
+        require_int("cluster gpus_per_node", self.gpus_per_node, 1, 1024)
+        require_int("cluster nodes", self.nodes, 1, 1 << 16)
+        object.__setattr__(self, "nccl", ".".join(str(self.nccl).split("-")[0].split(".")[:2]))  # 2.26.2-1 -> 2.26
+        for key, value, choices in (("intra", self.intra, INTRA), ("net", self.net, tuple(NETS)),
+                                    ("cpu", self.cpu, CPUS), ("nccl", self.nccl, NCCL_VERSIONS)):
+            if value not in choices:
+                raise CollsimError(f"cluster {key} {value!r:.40} is not one of {', '.join(choices)}")
+        info = GPUS[self.gpu]
+        nvlink = info.nvlink_GBps if self.nvlink_GBps is None else self.nvlink_GBps
+        object.__setattr__(self, "nvlink_GBps", require_number("cluster nvlink_GBps", nvlink, positive=True))
+        require_number("cluster pcie_GBps", self.pcie_GBps, positive=True)
+        if self.intra == "nvlink" and self.gpus_per_node > info.nvlinks + 1:
+            raise CollsimError(f"cluster intra nvlink: {self.gpus_per_node} GPUs cannot all be linked directly "
+                               f"with {info.nvlinks} NVLinks each (use nvswitch)")
+        if self.nodes > 1:
+            for key in ("nics_per_node", "nic_Gbps"):
+                if getattr(self, key) is None:
+                    raise CollsimError(f"cluster {key} is needed when nodes > 1")
+        nics = require_int("cluster nics_per_node", self.nics_per_node or 0, 0)
+        if nics > self.gpus_per_node:
+            raise CollsimError(f"cluster nics_per_node ({nics}) exceeds gpus_per_node ({self.gpus_per_node})")
+        if self.nodes > 1 and nics < 1:
+            raise CollsimError("cluster nics_per_node must be >= 1 when nodes > 1")
+        gbit = require_number("cluster nic_Gbps", self.nic_Gbps or 0.0, 0.0)
+        if self.nodes > 1 and gbit <= 0:
+            raise CollsimError("cluster nic_Gbps must be > 0 when nodes > 1")
+        object.__setattr__(self, "nics_per_node", nics)
+        object.__setattr__(self, "nic_Gbps", gbit)
+        possible = info.nvls and self.intra == "nvswitch"
+        if self.nvls is None:
+            object.__setattr__(self, "nvls", possible)
+        elif not isinstance(self.nvls, bool):
+            raise CollsimError(f"cluster nvls must be true or false, got {self.nvls!r:.40}")
+        elif self.nvls and not possible:
+            why = f"{self.gpu} has no NVLink SHARP" if not info.nvls else f"intra is {self.intra}, not nvswitch"
+            raise CollsimError(f"cluster nvls: true needs an NVSwitch with NVLink SHARP ({why})")
+
+    # ------------------------------------------------------------- derived facts
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def gpu_info(self) -> GPU:
+        return GPUS[self.gpu]
+
+    @property
+    def net_info(self) -> Net:
+        return NETS[self.net]
+
+    @property
+    def nic_GBps(self) -> float:
+        """Line rate of one NIC, GB/s (nic_Gbps / 8)."""
+        return self.nic_Gbps / 8.0
+
+    @property
+    def intra_GBps(self) -> float:
+        """Bandwidth per GPU per direction into the node's fabric (NVLink, or PCIe), GB/s."""
+        return self.pcie_GBps if self.intra == "pcie" else self.nvlink_GBps
+
+    def nic_of_local(self, local):
+        """NIC index of local GPU ``local`` (int or array): local x nics_per_node // gpus_per_node."""
+        return local * max(self.nics_per_node, 1) // self.gpus_per_node
+
+    def with_nodes(self, nodes: int) -> "Cluster":
+        """The same machine with ``nodes`` nodes."""
+        return replace(self, nodes=nodes)
+
+    def to_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in KEYS}
+        return {**d, **self.extra}
+
+    def describe(self) -> str:
+        """One line: shape, links, NVLS and NCCL version."""
+        text = (f"{self.name or 'cluster'}: {self.nodes} node(s) x {self.gpus_per_node} {self.gpu}, {self.intra} "
+                f"{self.intra_GBps:g} GB/s per GPU")
+        if self.nodes > 1:
+            text += f", {self.nics_per_node} x {self.nic_Gbps:g} Gb/s {self.net} NICs per node"
+        return text + f", NVLS {'on' if self.nvls else 'off'}, NCCL {self.nccl}"
+
+    @classmethod
+    def from_dict(cls, d, where: str = "cluster") -> "Cluster":
+        """Build from the file format above; errors name ``where``."""
+        if not isinstance(d, dict):
+            raise CollsimError(f"{where}: expected a mapping with gpu, gpus_per_node, nodes, ...")
+        if "gpu" not in d or "gpus_per_node" not in d:
+            raise CollsimError(f"{where}: needs at least gpu and gpus_per_node")
+        known = {k: d[k] for k in KEYS if k in d}
+        for key in ("gpu", "intra", "net", "cpu", "nccl", "name", "source"):
+            if key in known and not isinstance(known[key], str):
+                if key == "nccl" and isinstance(known[key], float):
+                    known[key] = f"{known[key]:.2f}"  # YAML reads 2.26 as a number (and 2.20 as 2.2)
+                    continue
+                raise CollsimError(f"{where}: {key} must be a string, got {known[key]!r:.40}")
+        if isinstance(known.get("gpu"), str):
+            known["gpu"] = known["gpu"].upper()
+        extra = {k: v for k, v in d.items() if k not in KEYS}
+        try:
+            return cls(**known, extra=extra)
+        except CollsimError as e:
+            raise CollsimError(f"{where}: {e}") from None
+
+
+# Per-message latency of the simulator's links (alpha, microseconds): the midpoint of NCCL's per-hop
+# latencies for LL and Simple rings on that link class (NVIDIA/nccl src/graph/tuning.cc:149-168,
+# v2.28.9-1: NVLink 0.6 / 3.4, PCI 1.0 / 5.7, NET 2.7 / 14.0); TCP sockets an assumed 15 us (kernel
+# TCP path). These are starting points for teaching simulations, not the NCCL model's latencies.
+ALPHA_US = {"nvswitch": (0.6 + 3.4) / 2, "nvlink": (0.6 + 3.4) / 2, "pcie": (1.0 + 5.7) / 2,
+            "ib": (2.7 + 14.0) / 2, "roce": (2.7 + 14.0) / 2, "tcp": 15.0}
+
+
+def to_topology(cluster: Cluster):
+    """The simulator's view of ``cluster`` (``collsim.simulate.topology.Topology``): intra-node links
+    at the GPU's ring efficiency of its NVLink (or PCIe) bandwidth, NICs at the network class's
+    efficiency of their line rate, alphas from ``ALPHA_US``; ``source`` says where each number is from."""
+    from collsim.simulate.topology import Link, Topology
+    info, net = cluster.gpu_info, cluster.net_info
+    intra_GBps = cluster.intra_GBps * info.ring_efficiency
+    intra = Link.from_GBps(intra_GBps, ALPHA_US[cluster.intra])
+    source = (f"{cluster.gpus_per_node} x {cluster.gpu} ({cluster.intra}): {cluster.intra_GBps:g} GB/s per GPU x "
+              f"ring efficiency {info.ring_efficiency:.3f} = {intra_GBps:.4g} GB/s, alpha "
+              f"{ALPHA_US[cluster.intra]:.3g} us [{info.source}]")
+    if cluster.nodes > 1 or cluster.nic_Gbps > 0:
+        inter_GBps = cluster.nic_GBps * net.efficiency
+        inter = Link.from_GBps(inter_GBps, ALPHA_US[cluster.net])
+        source += (f". Inter: {cluster.nic_Gbps:g} Gb/s {cluster.net} = {cluster.nic_GBps:g} GB/s x "
+                   f"{net.efficiency:.3f} = {inter_GBps:.4g} GB/s, alpha {ALPHA_US[cluster.net]:.3g} us [{net.source}]")
+    else:
+        inter = intra
+    if cluster.source:
+        source = f"{cluster.source}. {source}"
+    return Topology(cluster.nodes, cluster.gpus_per_node, intra, inter, max(cluster.nics_per_node, 1),
+                    cluster.name, source)
+
+
+def load_cluster(spec, nodes: int | None = None) -> Cluster:
+    """A cluster from a preset name (``collsim.simulate.presets.CLUSTERS``) or a YAML/JSON file path,
+    resized to ``nodes`` nodes when given; one-line CollsimError for anything wrong."""
+    from pathlib import Path
+
+    from collsim.simulate.presets import CLUSTERS
+    from collsim.simulate.topology import read_spec_file
+    text = str(spec)
+    if text in CLUSTERS:
+        cluster = CLUSTERS[text]
+    elif Path(text).suffix.lower() in (".json", ".yaml", ".yml"):
+        cluster = Cluster.from_dict(read_spec_file(text, "cluster"), where=f"cluster file {text}")
+        if not cluster.name:
+            cluster = replace(cluster, name=Path(text).stem)
+    else:
+        raise CollsimError(f"--cluster {text!r:.60}: not a preset ({', '.join(CLUSTERS)}) nor a .yaml/.json file")
+    if nodes is not None:
+        cluster = cluster.with_nodes(require_int("nodes", nodes, 1, 1 << 16))
+    return cluster
