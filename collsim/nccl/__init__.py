@@ -12,7 +12,7 @@ from collsim.errors import CollsimError
 PROTOS = ("LL", "LL128", "Simple")
 # NCCL's algorithm index order (tie-breaking of NCCL's argmin follows it; 2.23 logs print the index).
 NCCL_ALGOS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
-ALGOS = ("Ring", "Tree")
+ALGOS = ("Ring", "Tree", "NVLS", "NVLSTree")
 
 
 def canonical(name: str, choices) -> str:

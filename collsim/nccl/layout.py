@@ -53,7 +53,9 @@ class Config:
     -n, buffer = its -e; the runner's --rotate); ``inplace`` False doubles the bytes (input and
     output). ``clock`` names the fixed cost per measurement of the harness's clock (its start
     and stop; ``collsim.fit.points.clock_key``), spread over the ``calls`` timed per measurement
-    (0: not known, no such term)."""
+    (0: not known, no such term). ``nics``: NICs per node the job's channels use (0: one per GPU);
+    ``gpus_per_process``: GPUs each host process launches on (nccl-tests -g; its eager launch floor
+    grows with it)."""
     ranks: int
     nodes: int = 1
     intra: str = "nvlink"
@@ -66,10 +68,15 @@ class Config:
     inplace: bool = True
     clock: str = ""
     calls: int = 0
+    nics: int = 0
+    gpus_per_process: int = 1
 
     def __post_init__(self):
         if self.ranks < 2 or self.nodes < 1 or self.ranks % self.nodes:
             raise CollsimError(f"need ranks >= 2 divisible by nodes, got {self.ranks} ranks on {self.nodes} nodes")
+        if not 0 <= self.nics <= self.ranks // self.nodes or self.gpus_per_process < 1:
+            raise CollsimError(f"need 0 <= nics <= GPUs per node and gpus_per_process >= 1, got {self.nics} and "
+                               f"{self.gpus_per_process}")
         if self.intra not in ("nvlink", "pci"):
             raise CollsimError(f"intra link class must be nvlink or pci, got {self.intra!r}")
         if self.timing not in TIMINGS:
@@ -83,15 +90,27 @@ class Config:
 
 
 
-def channel_bytes(algo: str, proto: str, nbytes: int, channels: int, ranks: int) -> tuple[int, int, int]:
-    """(channels used, threads, bytes on the busiest channel) for one AllReduce of nbytes."""
-    nc, nt = nccl_channels(algo, proto, nbytes, channels, ranks)
+def _cells(nbytes: int, channels: int, proto: str) -> tuple[int, int]:
+    """(channels used, bytes on the busiest channel) of NCCL's split of an AllReduce's traffic in
+    16 KiB cells over ``channels`` (enqueue.cc scheduleCollTasksToPlan)."""
     tpb = 2 * (4 if proto == "LL" else 1)
     cell = -(-(-(-16384 // tpb)) // 16) * 16
     cells = max(1, -(-nbytes // cell))
-    per_channel_traffic = max(16384, nbytes * tpb // nc)
+    per_channel_traffic = max(16384, nbytes * tpb // channels)
     cpc = min(cells, -(-per_channel_traffic // (cell * tpb)))
-    return -(-cells // cpc), nt, min(nbytes, cpc * cell)
+    return -(-cells // cpc), min(nbytes, cpc * cell)
+
+
+def split_channels(nbytes: int, channels: int, proto: str) -> int:
+    """Channels an AllReduce of ``nbytes`` spreads over when ``channels`` run (16 KiB traffic cells)."""
+    return _cells(nbytes, channels, proto)[0]
+
+
+def channel_bytes(algo: str, proto: str, nbytes: int, channels: int, ranks: int) -> tuple[int, int, int]:
+    """(channels used, threads, bytes on the busiest channel) for one Ring/Tree AllReduce of nbytes."""
+    nc, nt = nccl_channels(algo, proto, nbytes, channels, ranks)
+    used, bc = _cells(nbytes, nc, proto)
+    return used, nt, bc
 
 
 def _pipeline(algo: str, proto: str, bc: int, ranks: int, nodes: int, buffsize: int) -> tuple[float, int, float]:
@@ -125,7 +144,11 @@ def _pipeline(algo: str, proto: str, bc: int, ranks: int, nodes: int, buffsize: 
 
 @dataclass
 class Layout:
-    """What the model needs per size that does not depend on fitted parameters."""
+    """What the model needs per size that does not depend on fitted parameters.
+
+    ``shares``: per link class the time runs on, (class, traffic share, channel fraction): the
+    busiest resource of that class carries ``share`` x the channels' wire bytes, driven by that
+    fraction of the channels (the main class first: share 1, fraction 1)."""
     algo: str
     proto: str
     config: Config
@@ -141,22 +164,80 @@ class Layout:
     hops_intra: int
     hops_net: int
     depth: int
+    hop_steps: int = 0      # steps of the first pass beyond a 2-rank ring's 2: they pay the hop latency only
+    main: str = "nvlink"    # link class whose path gives base, step, fill and barrier costs
+    shares: tuple = ()      # ((class, traffic share, fraction of the channels driving it), ...)
 
 
-def layout(algo: str, proto: str, sizes, config: Config, channels: int = 24) -> Layout:
+def _nvls_pipeline(algo: str, bc: int, ranks: int, nodes: int) -> tuple[float, int, float]:
+    """NVLS / NVLSTree: (payload per direction, steps, largest step payload) for one channel of bc
+    bytes. Every GPU of a node is a head owning 1/ppn of each loop; chunk 128 KiB (nvls.cc:153,
+    NCCL_NVLS_CHUNKSIZE), shrunk for small channels as calcCollChunking does (enqueue.cc:2041-2068);
+    a GPU sends and receives (ppn + 1) / ppn of its bytes through the switch (multimem reduce-scatter
+    then all-gather: sjeaugey, NVIDIA/nccl-tests PR 239)."""
+    ppn = ranks // nodes
+    if algo == "NVLS":
+        chunk = 128 << 10
+        for factor, smaller in ((2, 16 << 10), (8, 32 << 10), (64, 64 << 10)):
+            if bc < factor * ppn * chunk:
+                chunk = smaller
+                break
+    else:
+        chunk = (64 << 10) if nodes >= 4 else (128 << 10)
+        for factor, smaller in ((1, 32 << 10), (4, 64 << 10), (16, 128 << 10), (32, 256 << 10)):
+            if bc < factor * ppn * chunk:
+                chunk = min(chunk, smaller)
+                break
+    loops = max(1, -(-bc // (ppn * chunk)))
+    return bc * (ppn + 1) / ppn, loops, float(min(chunk, bc))
+
+
+def _shares(algo: str, config: Config, nc: np.ndarray) -> tuple[str, tuple]:
+    """(main class, shares) of ``Layout``. One node: the intra class (NVLS: "nvls") carries
+    everything. Several nodes of G > 1 GPUs and K NICs: a rail ring leaves each node once per
+    channel, so the intra links carry (G-1)/G of a GPU's ring traffic and each NIC 1/K of a node's
+    channels (K = min(NICs, channels)); NCCL's tree at 2 nodes puts one chunk per channel on the wire
+    each way, at more nodes an inner node forwards two (share 2/K); NVLSTree's heads (one per NIC)
+    each send their 1/G of the bytes up the tree and back (nvls.cc, connect.cc:241-319). One GPU per
+    node: its NIC carries all of it ("net" is the main class)."""
+    intra = "nvls" if algo in ("NVLS", "NVLSTree") else config.intra
+    n, nodes = config.ranks, config.nodes
+    ppn = n // nodes
+    if nodes == 1:
+        return intra, ((intra, 1.0, 1.0),)
+    if ppn == 1:
+        return "net", (("net", 1.0, 1.0),)
+    if algo == "NVLSTree":  # every channel crosses each of the K heads' NICs with 1/K of its bytes
+        forwarded = 1.0 if nodes == 2 else 2.0
+        return intra, ((intra, 1.0, 1.0), ("net", forwarded * ppn / ((config.nics or ppn) * (ppn + 1)), 1.0))
+    k = np.minimum(config.nics or ppn, nc)
+    net = (1.0 if algo == "Ring" or nodes == 2 else 2.0) / k
+    return intra, ((intra, (ppn - 1) / ppn if algo == "Ring" else 1.0, 1.0), ("net", net, 1.0 / k))
+
+
+def layout(algo: str, proto: str, sizes, config: Config, channels: int = 24, nvls_channels: int = 16) -> Layout:
     """The parameter-free part of the model for ``sizes`` (bytes); ``channels``: NCCL's collective
-    channel count when ``config`` pins none."""
+    channel count when ``config`` pins none; ``nvls_channels``: NVLS channels (16 on SM90,
+    nvls.cc:148-150) for NVLS and NVLSTree."""
     algo, proto = canonical_pair(algo, proto)
     sizes = np.atleast_1d(np.asarray(sizes, dtype=np.int64))
     if sizes.size == 0 or (sizes < 1).any():
         raise CollsimError("sizes must be positive byte counts")
     n, nodes = config.ranks, config.nodes
-    nch = config.channels or channels
+    nvls = algo in ("NVLS", "NVLSTree")
+    if nvls and proto != "Simple":
+        raise CollsimError(f"{algo} runs the Simple protocol only, not {proto}")
+    nch = config.channels or (nvls_channels if nvls else channels)
     buff = config.buffsize or DEFAULT_BUFFSIZE["Simple"]
     rows = []
     for nb in sizes.tolist():
-        nc, nt, bc = channel_bytes(algo, proto, nb, nch, n)
-        rows.append((nc, nt, *_pipeline(algo, proto, bc, n, nodes, buff)))
+        if nvls:
+            nc, nt, bc = split_channels(nb, nch, "Simple"), 640, 0
+            bc = min(nb, -(-nb // nc))
+            rows.append((nc, nt, *_nvls_pipeline(algo, bc, n, nodes)))
+        else:
+            nc, nt, bc = channel_bytes(algo, proto, nb, nch, n)
+            rows.append((nc, nt, *_pipeline(algo, proto, bc, n, nodes, buff)))
     nc, nt, payload, steps, sl = (np.array(c, dtype=float) for c in zip(*rows))
     per_slot = sl / (2 if (algo, proto) == ("Ring", "Simple") else 1)  # Ring Simple: a slice spans 2 slots
     footprint = nc * NCCL_STEPS * per_slot / EFFICIENCY[proto]
@@ -169,7 +250,10 @@ def layout(algo: str, proto: str, sizes, config: Config, channels: int = 24) -> 
     if algo == "Ring":
         hops_net = 0 if nodes == 1 else 2 * (nodes - 1)
         hops_intra, depth = 2 * (n - 1) - hops_net, 1
-    else:
+    elif algo == "Tree":
         hops_intra, hops_net, depth = 2 * (ppn - 1), 2 * log_nodes, 2 * max(1, ppn - 1 + log_nodes)
+    else:  # the switch does the intra-node part in one step each way
+        hops_intra, hops_net, depth = 0, 2 * log_nodes, 2 + 2 * log_nodes
+    main, shares = _shares(algo, config, nc)
     return Layout(algo, proto, config, sizes, nc, nt, payload, steps, sl, footprint, user, hops_intra, hops_net,
-                  depth)
+                  depth, 2 * (n - 2) if algo == "Ring" else 0, main, shares)

@@ -70,47 +70,60 @@ from __future__ import annotations
 
 import numpy as np
 
+from collsim.nccl.layout import EFFICIENCY, Config, Layout, layout
+from collsim.nccl.params import OPTIONAL, ModelParams
 from collsim.units import bandwidths
-from collsim.nccl.layout import Config, EFFICIENCY, Layout, layout
-from collsim.nccl.params import ModelParams, OPTIONAL
+
+
+def _total_payload(lay: Layout) -> np.ndarray:
+    """Payload bytes per GPU per direction at full protocol efficiency: a ring moves 2(n-1)/n of the
+    buffer, a tree the buffer, NVLS (ppn+1)/ppn of it through the switch."""
+    cfg = lay.config
+    ppn = cfg.ranks // cfg.nodes
+    factor = {"Ring": 2 * (cfg.ranks - 1) / cfg.ranks, "Tree": 1.0}.get(lay.algo, (ppn + 1) / ppn)
+    return factor * lay.sizes
+
 
 def _terms(params: ModelParams, lay: Layout) -> tuple[dict, dict]:
-    """({term: us per size} of each additive time term, {link class: wire bytes per size})."""
+    """({term: us per size} of each additive time term, {link class: bytes its busiest resource
+    carries per size})."""
     cfg, a, p = lay.config, lay.algo, lay.proto
-    classes = [cfg.intra] if cfg.nodes == 1 else ([cfg.intra, "net"] if cfg.ranks > cfg.nodes else ["net"])
-    main = params.path(classes[-1], a, p)
+    main = params.path(lay.main, a, p)
     eff = EFFICIENCY[p]
-    total_payload = (2 * (cfg.ranks - 1) / cfg.ranks if a == "Ring" else 1.0) * lay.sizes
     wire = lay.nc * lay.payload / eff
-    nch = cfg.channels or params.channels
-    times, rates, full = [], [], []
-    for link in classes:
+    nch = cfg.channels or (params.nvls_channels if lay.main == "nvls" else params.channels)
+    times, rates, full, loads = {}, {}, [], {}
+    for link, share, fraction in lay.shares:
         chan = params.path(link, a, p)["chan_GBps"] * 1e3  # bytes per us
         cap = params.link_GBps[link] * 1e3
-        rates.append(shared_rate(lay.nc * chan, cap, params.link_exp))
-        times.append(wire / rates[-1])
-        full.append(float(shared_rate(np.float64(nch * chan), cap, params.link_exp)))
-    pick = np.argmax(np.vstack(times), axis=0), np.arange(lay.sizes.size)
-    bw_time, rate, full_rate = np.vstack(times)[pick], np.vstack(rates)[pick], min(full)
+        rates[link] = shared_rate(lay.nc * fraction * chan, cap, params.link_exp) / share   # for all the wire bytes
+        times[link] = wire / rates[link]
+        full.append(float(np.min(shared_rate(nch * fraction * chan, cap, params.link_exp) / share)))
+        loads[link] = wire * share
+    bw_time, rate, full_rate = times[lay.main], rates[lay.main], full[0]
+    intra = "nvls" if lay.main == "nvls" else cfg.intra
+    hop_intra = params.path(intra, a, p)["hop_us"] if lay.hops_intra else 0.0
     hop_net = params.path("net", a, p)["hop_us"] if lay.hops_net else 0.0
-    latency = np.full(lay.sizes.shape, main["base_us"] + lay.hops_net * hop_net
-                      + lay.hops_intra * params.path(cfg.intra, a, p)["hop_us"], dtype=float)
-    bandwidth = total_payload / full_rate
+    latency = np.full(lay.sizes.shape, main["base_us"] + lay.hops_net * hop_net + lay.hops_intra * hop_intra,
+                      dtype=float)
+    bandwidth = _total_payload(lay) / full_rate
     protocol = lay.nc * lay.payload * (1 / eff - 1) / rate
     terms = {
         "latency": latency, "bandwidth": bandwidth, "protocol": protocol,
         "channels": bw_time - protocol - bandwidth,
         "fill": main["fill"] * lay.depth * (lay.slice / eff) * lay.nc / rate,
-        "steps": main["step_us"] * lay.steps,
+        "steps": main["step_us"] * (lay.steps - lay.hop_steps),
         "sync": main.get("warp_us", OPTIONAL["warp_us"]) * lay.steps * lay.threads / 32,
         "l2": main.get("spill", OPTIONAL["spill"]) * bw_time * ~params.in_l2(lay.footprint),
         "reuse": np.where(params.in_l2(lay.user_footprint), (main.get("warm", OPTIONAL["warm"]) - 1.0) * bw_time, 0.0),
-        "harness": np.full(lay.sizes.shape, params.harness_time(cfg)),
     }
+    gpu_side = bw_time + sum(terms[k] for k in ("steps", "sync", "l2", "reuse"))
+    others = [times[k] for k in times if k != lay.main]
+    terms["network"] = np.maximum(np.max(others, axis=0) - gpu_side, 0.0) if others else 0.0 * bw_time
+    terms["harness"] = np.full(lay.sizes.shape, params.harness_time(cfg))
     gpu = sum(terms.values())
-    host = main["host_us"] if cfg.timing == "eager" else 0.0
-    terms["launch"] = np.maximum(host - gpu, 0.0)
-    return terms, {link: wire for link in classes}
+    terms["launch"] = np.maximum(params.host_floor(cfg, main) - gpu, 0.0) if cfg.timing == "eager" else 0.0 * gpu
+    return terms, loads
 
 
 def shared_rate(x, cap: float, p: float):
@@ -123,7 +136,12 @@ def shared_rate(x, cap: float, p: float):
 
 def predict(params: ModelParams, algo: str, proto: str, sizes, config: Config) -> np.ndarray:
     """Time per AllReduce in microseconds for each size (bytes)."""
-    return predict_layout(params, layout(algo, proto, sizes, config, params.channels))
+    return predict_layout(params, model_layout(params, algo, proto, sizes, config))
+
+
+def model_layout(params: ModelParams, algo: str, proto: str, sizes, config: Config) -> Layout:
+    """``layout`` with the channel counts ``params`` hold."""
+    return layout(algo, proto, sizes, config, params.channels, params.nvls_channels)
 
 
 def predict_layout(params: ModelParams, lay: Layout) -> np.ndarray:
@@ -134,8 +152,8 @@ def predict_layout(params: ModelParams, lay: Layout) -> np.ndarray:
 def explain(params: ModelParams, algo: str, proto: str, sizes, config: Config) -> list[dict]:
     """Per size: time (us), busbw (GB/s), each term's share of the time, the dominant term,
     channels used, and utilisation of each link class (wire bytes / (time x link GB/s))."""
-    lay = layout(algo, proto, sizes, config, params.channels)
-    terms, wire = _terms(params, lay)
+    lay = model_layout(params, algo, proto, sizes, config)
+    terms, loads = _terms(params, lay)
     total = sum(terms.values())
     out = []
     for i, nb in enumerate(lay.sizes.tolist()):
@@ -144,7 +162,7 @@ def explain(params: ModelParams, algo: str, proto: str, sizes, config: Config) -
             "size": nb, "time_us": float(total[i]), "busbw_GBps": bandwidths(nb, total[i], config.ranks)[1],
             "channels": int(lay.nc[i]), "threads": int(lay.threads[i]), "steps": int(lay.steps[i]), "shares": shares,
             "dominant": max(shares, key=shares.get),
-            "link_utilisation": {k: float(w[i] / (total[i] * params.link_GBps[k] * 1e3)) for k, w in wire.items()},
+            "link_utilisation": {k: float(w[i] / (total[i] * params.link_GBps[k] * 1e3)) for k, w in loads.items()},
         })
     return out
 

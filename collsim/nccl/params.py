@@ -13,12 +13,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from collsim.errors import CollsimError
-from collsim.nccl import ALGOS, PROTOS, canonical_pair
+from collsim.nccl import PROTOS, canonical_pair
 from collsim.nccl.layout import Config
 from collsim.nccl.tuning import BASE_LAT, HW_LAT
 
 FORMAT = "collsim.nccl_model.params"
-LINK_CLASSES = ("nvlink", "pci", "net")
+LINK_CLASSES = ("nvlink", "pci", "net", "nvls")
+REQUIRED = (("nvlink", "pci", "net"), ("Ring", "Tree"))  # (link classes, algorithms) every file holds
 PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill", "host_us", "spill", "warp_us", "warm")
 OPTIONAL = {"spill": 0.0, "warp_us": 0.0, "warm": 1.0}  # values of terms a path may lack (no effect)
 L2_BYTES = 52428800  # H100/H200 L2 (cudaDeviceProp.l2CacheSize), bytes
@@ -40,7 +41,10 @@ class ModelParams:
     ``harness_us[key]``: per-call overhead (us) a harness adds to NCCL's time (``Config.harness``;
     measured by ``collsim.fit.harness_overheads``, 0 for keys not listed). ``start_us[clock]``:
     fixed cost (us) per measurement of a clock (``Config.clock``), spread over ``Config.calls``
-    (``collsim.fit.start_costs``; 0 for clocks not listed)."""
+    (``collsim.fit.start_costs``; 0 for clocks not listed). ``launch_us[key]``: host time (us) an
+    eager harness spends per call per GPU its process launches on (``Config.gpus_per_process``);
+    keys not listed use the path's ``host_us``. ``nvls_channels``: NCCL's NVLS channel count. The
+    "nvls" link class is the per-GPU port into an NVSwitch doing NVLink SHARP (multimem) work."""
     paths: dict
     link_GBps: dict
     channels: int = 24
@@ -49,6 +53,15 @@ class ModelParams:
     link_exp: float = 0.0
     l2_bytes: float = L2_BYTES
     start_us: dict = field(default_factory=dict)
+    launch_us: dict = field(default_factory=dict)
+    nvls_channels: int = 16
+
+    def host_floor(self, cfg: Config, path: dict) -> float:
+        """Shortest interval (us) between eager calls: the harness's launch cost per GPU x GPUs
+        per process when ``launch_us`` has the harness, else the path's fitted ``host_us``."""
+        if cfg.harness in self.launch_us:
+            return float(self.launch_us[cfg.harness]) * cfg.gpus_per_process
+        return float(path["host_us"])
 
     def harness_time(self, cfg: Config) -> float:
         """Per-call time (us) ``cfg``'s harness adds: its overhead and its clock's share."""
@@ -71,18 +84,32 @@ def clock_share(start_us: dict, cfg: Config) -> float:
     return start_us.get(cfg.clock, 0.0) / cfg.calls if cfg.calls else 0.0
 
 
+# NVLS priors (Simple only): NCCL 2.28's NVLS / NVLSTree latencies (tuning.cc:149-168: NVLink 25 us for
+# the whole intra-node part, NET 18 / 20.9 us per network step); a channel fast enough that the port
+# into the switch bounds the rate: 480 GB/s busbw on 8 x H100 (sjeaugey, NVIDIA/nccl-tests#212) is
+# 480 x 9/14 = 309 GB/s through each GPU's port (busbw = wire x 2(n-1)/(n+1), nccl-tests PR 239).
+NVLS_PRIOR = {"NVLS": (25.0, 18.0), "NVLSTree": (25.0, 20.9)}
+NVLS_WIRE_GBPS = 480.0 * 9 / 14
+
+
 def default_params() -> ModelParams:
     """Priors before fitting (not measurements): NCCL 2.28's base and hop latencies, a
-    channel rate of 15 GB/s, NVLink4 at 18 x 26.6 GB/s, a socket link at 3 GB/s."""
+    channel rate of 15 GB/s, NVLink4 at 18 x 26.6 GB/s, a socket link at 3 GB/s, and the NVLS
+    paths of ``NVLS_PRIOR``."""
     paths = {}
-    for link in LINK_CLASSES:
-        for algo in ALGOS:
+    for link in REQUIRED[0]:
+        for algo in REQUIRED[1]:
             for i, proto in enumerate(PROTOS):
                 paths[(link, algo, proto)] = {
                     "base_us": BASE_LAT[algo][i], "hop_us": HW_LAT[link][algo][i],
                     "step_us": 0.5, "chan_GBps": 15.0 if link != "net" else 3.0, "fill": 1.0,
                     "host_us": 0.0, **OPTIONAL}
-    return ModelParams(paths, {"nvlink": 478.8, "pci": 24.0, "net": 3.0}, meta={"source": "priors"})
+    for algo, (intra_us, net_us) in NVLS_PRIOR.items():
+        paths[("nvls", algo, "Simple")] = {"base_us": intra_us, "hop_us": 0.0, "step_us": 0.5, "chan_GBps": 40.0,
+                                           "fill": 1.0, "host_us": 0.0, **OPTIONAL}
+        paths[("net", algo, "Simple")] = {**paths[("net", "Tree", "Simple")], "hop_us": net_us}
+    return ModelParams(paths, {"nvlink": 478.8, "pci": 24.0, "net": 3.0, "nvls": NVLS_WIRE_GBPS},
+                       meta={"source": "priors"})
 
 
 def with_path(params: ModelParams, key: tuple, **values) -> ModelParams:
@@ -100,7 +127,8 @@ def params_to_dict(params: ModelParams) -> dict:
             "channels": params.channels, "link_GBps": params.link_GBps,
             "paths": [{"link": k[0], "algo": k[1], "proto": k[2], **v} for k, v in sorted(params.paths.items())],
             "link_exp": params.link_exp, "l2_bytes": params.l2_bytes,
-            "harness_us": params.harness_us, "start_us": params.start_us, "meta": params.meta}
+            "harness_us": params.harness_us, "start_us": params.start_us, "launch_us": params.launch_us,
+            "nvls_channels": params.nvls_channels, "meta": params.meta}
 
 
 def save_params(params: ModelParams, path) -> None:
@@ -123,19 +151,27 @@ def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
             paths[key] = {n: float(e.get(n, OPTIONAL[n]) if n in OPTIONAL else e[n]) for n in PARAM_NAMES}
         harness = {str(k): float(v) for k, v in (d.get("harness_us") or {}).items()}
         start = {str(k): float(v) for k, v in (d.get("start_us") or {}).items()}
+        launch = {str(k): float(v) for k, v in (d.get("launch_us") or {}).items()}
+        missing = [f"{lk}/{a}/{p}" for lk in REQUIRED[0] for a in REQUIRED[1] for p in PROTOS
+                   if (lk, a, p) not in paths] + [lk for lk in REQUIRED[0] if lk not in links]
+        if missing:
+            raise CollsimError(f"{where}: missing entries ({', '.join(missing[:3])})")
+        priors = default_params()   # hardware a file was not fitted on (NVLS) keeps the priors
+        paths = {**{k: v for k, v in priors.paths.items() if k not in paths}, **paths}
+        links = {**{k: v for k, v in priors.link_GBps.items() if k not in links}, **links}
         params = ModelParams(paths, links, int(d["channels"]), d.get("meta") or {}, harness,
-                             float(d.get("link_exp", 0.0)), float(d.get("l2_bytes", L2_BYTES)), start)
+                             float(d.get("link_exp", 0.0)), float(d.get("l2_bytes", L2_BYTES)), start, launch,
+                             int(d.get("nvls_channels", 16)))
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise CollsimError(f"{where}: malformed parameters ({type(e).__name__}: {e})") from None
     bad = [f"{k}.{n}" for k, v in paths.items() for n, x in v.items() if not np.isfinite(x) or x < 0]
-    bad += [f"{n}.{k}" for n in ("harness_us", "start_us") for k, v in getattr(params, n).items()
+    bad += [f"{n}.{k}" for n in ("harness_us", "start_us", "launch_us") for k, v in getattr(params, n).items()
             if not np.isfinite(v) or v < 0]
     bad += [n for n in ("link_exp", "l2_bytes") if not np.isfinite(getattr(params, n)) or getattr(params, n) < 0]
     if bad or any(v <= 0 for v in links.values()) or params.channels < 1 or params.l2_bytes <= 0:
         raise CollsimError(f"{where}: negative or non-finite values ({', '.join(bad[:3]) or 'link_GBps/channels'})")
-    missing = [f"{lk}/{a}/{p}" for lk in LINK_CLASSES for a in ALGOS for p in PROTOS if (lk, a, p) not in paths]
-    if missing or set(links) != set(LINK_CLASSES):
-        raise CollsimError(f"{where}: missing entries ({', '.join(missing[:3]) or 'link_GBps'})")
+    if set(links) != set(LINK_CLASSES):
+        raise CollsimError(f"{where}: unknown link classes ({', '.join(sorted(set(links) - set(LINK_CLASSES)))})")
     return params
 
 

@@ -26,8 +26,10 @@ class GPU:
     compcap: CUDA compute capability x 10; sms: streaming multiprocessors; l2_bytes: L2 cache;
     nvls: whether its NVSwitch generation can reduce and multicast (NVLink SHARP); nvls_efficiency:
     NCCL's nvlsEfficiency for the architecture; ring_efficiency: measured ring AllReduce busbw
-    plateau / NVLink bandwidth (what a ring gets of the line rate on an 8-GPU board); source:
-    where each number comes from.
+    plateau / NVLink bandwidth (what a ring gets of the line rate on an 8-GPU board);
+    latency_scale: GPU-side latencies relative to the 2 x H200 where collsim's model was fitted
+    (the SM clock ratio: those runs held 1980 MHz, data/h200x2/run5/dmon.txt); source: where each
+    number comes from.
     """
 
     name: str
@@ -40,6 +42,7 @@ class GPU:
     nvls: bool
     nvls_efficiency: float
     ring_efficiency: float
+    latency_scale: float
     source: str
 
     @property
@@ -55,24 +58,25 @@ _HOPPER_TUNING = ("NVIDIA Hopper tuning guide 1.4.3 (18 NVLinks x 50 GB/s bidire
 _HOPPER_RING = 368.09 / 450.0
 
 GPUS: dict[str, GPU] = {
-    "A100": GPU("A100", 80, 12, 25.0, 20.0, 108, 40 * 2**20, False, 0.0, 230.0 / 300.0,
+    "A100": GPU("A100", 80, 12, 25.0, 20.0, 108, 40 * 2**20, False, 0.0, 230.0 / 300.0, 1980.0 / 1410.0,
                 "A100 whitepaper 7 and Ampere tuning guide 1.4.3 (12 NVLinks x 25 GB/s per direction); "
                 "108 SMs, 40 MB L2 (A100 whitepaper 3.3.2); NCCL per-link 20.0 GB/s (" + NCCL_TOPO_H + "); "
                 "no NVLink SHARP (nvlsEfficiency 0 for Ampere, " + NCCL_TUNING_CC + "); ring plateau "
-                "~230 GB/s on 8 x A100 (sjeaugey, NVIDIA/nccl-tests#149)"),
-    "H100": GPU("H100", 90, 18, 25.0, 20.6, 132, 50 * 2**20, True, 0.85, _HOPPER_RING,
+                "~230 GB/s on 8 x A100 (sjeaugey, NVIDIA/nccl-tests#149); boost clock 1410 MHz (A100 whitepaper "
+                "table 1), so latencies x 1980/1410"),
+    "H100": GPU("H100", 90, 18, 25.0, 20.6, 132, 50 * 2**20, True, 0.85, _HOPPER_RING, 1.0,
                 _HOPPER_TUNING + "; NCCL per-link 20.6 GB/s (" + NCCL_TOPO_H + "); third-generation "
                 "NVSwitch with NVLink SHARP, nvlsEfficiency 0.85 (" + NCCL_TUNING_CC + "); ring plateau "
-                "368.09 GB/s busbw at 8 GiB (calibration log L01)"),
-    "H200": GPU("H200", 90, 18, 25.0, 20.6, 132, 50 * 2**20, True, 0.85, _HOPPER_RING,
+                "368.09 GB/s busbw at 8 GiB (calibration log L01); the GH100 die of our H200, same clock"),
+    "H200": GPU("H200", 90, 18, 25.0, 20.6, 132, 50 * 2**20, True, 0.85, _HOPPER_RING, 1.0,
                 "NVIDIA H200 page ('18x 4th Gen NVLink, 900GB/s'; the GH100 die of H100, so SMs, L2 and the "
                 "ring efficiency are H100's; l2CacheSize 52428800 B read on our 2 x H200, data/h200x2); "
                 "NCCL per-link 20.6 GB/s (" + NCCL_TOPO_H + "); NVLink SHARP as H100"),
-    "B200": GPU("B200", 100, 18, 50.0, 40.1, 148, 126 * 2**20, True, 0.74, _HOPPER_RING,
+    "B200": GPU("B200", 100, 18, 50.0, 40.1, 148, 126 * 2**20, True, 0.74, _HOPPER_RING, 1.0,
                 "NVIDIA NVLink page (18 NVLink5 links x 100 GB/s bidirectional = 1.8 TB/s); 148 SMs and "
                 "126 MB L2 (Blackwell tuning guide 1.4.2; deviceQuery in pytorch/ao#4002); NCCL per-link "
                 "40.1 GB/s (" + NCCL_TOPO_H + "); NVLink SHARP, nvlsEfficiency 0.74 (" + NCCL_TUNING_CC + "); "
-                "ring efficiency assumed Hopper's (no published 8 x B200 ring plateau from NVIDIA)"),
+                "ring efficiency and latencies assumed Hopper's (no published 8 x B200 ring plateau from NVIDIA)"),
 }
 
 

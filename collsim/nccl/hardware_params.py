@@ -1,0 +1,120 @@
+"""collsim's NCCL model on a machine it was not measured on: the 2 x H200 fit rescaled by what the
+cluster's hardware brings.
+
+``cluster_params(cluster)`` starts from ``hopper_params.json`` (package data: ``collsim fit`` on the
+2 x H200 runner sweeps of run 2, the L2-reuse A/B of run 5 and the NCCL_MAX_NCHANNELS sweeps of
+run 1, which set how channels share NVLink; the command is in its meta and in
+data/h200x2/ACCURACY.md) and changes only what differs physically:
+
+* NVLink (or PCIe) bandwidth: every intra-node channel rate and the shared link cap scale so that a
+  Ring Simple AllReduce on the cluster's coll channels plateaus at the GPU's NVLink bandwidth x its
+  ring efficiency (``collsim.simulate.hardware``: 368 GB/s busbw on 8 x H100, calibration log L01).
+* GPU latencies (base, per step, per hop, barriers): x ``GPU.latency_scale`` (SM clock ratio).
+* Network: one NIC moves ``nic_GBps x Net.efficiency`` (L15 for InfiniBand); a channel through a NIC
+  moves up to NCCL's per-channel inter-node speed (48 GB/s, search.cc:982 sm90SpeedArrayInter);
+  per network step NCCL's NET latency (tuning.cc:149-168), at least ``NET_STEP_US`` of the transport.
+* NVLS: each GPU's port into the switch moves NVLink x ring efficiency x nvlsEfficiency
+  (tuning.cc:134-139); NCCL's NVLS latencies.
+* nccl-tests' eager floor: ``LAUNCH_US`` of host time per call per GPU its process launches on.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from importlib import resources
+
+import numpy as np
+
+from collsim.nccl import PROTOS
+from collsim.nccl.params import NVLS_PRIOR, ModelParams, params_from_dict
+from collsim.nccl.tuning import HW_LAT
+from collsim.simulate.cluster import Cluster
+
+# L01 (1 x 8 H100, nccl-tests -g 8 in one process, eager): 34.98 us at 8 B and a flat 34.5-36.5 us up to
+# 256 KiB, where the GPU needs less: one host thread launching 8 GPUs, 34.9 / 8 us per GPU and call.
+LAUNCH_US = {"nccl-tests-eager": 34.9 / 8}
+# Shortest time of one network step, by transport, under NCCL's NET constants when those are larger.
+# RDMA (ib, roce): L15 ran Ring LL128 from 1 to 8 MiB 33.7-50.4 us slower (median 39.8) than the model
+# with NCCL's 4.0 us per network step; its ring has 2 network steps, so 4.0 + 39.8 / 2 = 23.9 us.
+# Sockets (tcp): our emulated 2-node runs over loopback (data/h200x2/params.json, net/Ring/LL: base
+# 57.6 us + 2 steps x 2.7 us for 2 network steps) take 31.4 us a step.
+NET_STEP_US = {"ib": 4.0 + 39.8 / 2, "roce": 4.0 + 39.8 / 2, "tcp": (57.6 + 2 * 2.7) / 2}
+NCCL_CHANNEL_INTER_GBPS = 48.0
+REFERENCE_CHANNELS = 24   # coll channels of the fitted 2 x H200 runs
+PLATEAU_BYTES = 8 << 30   # where L01 measured the ring plateau
+
+
+def hopper_params() -> ModelParams:
+    """The packaged 2 x H200 fit (``hopper_params.json``)."""
+    import json
+    text = resources.files("collsim.nccl").joinpath("hopper_params.json").read_text()
+    return params_from_dict(json.loads(text), "collsim/nccl/hopper_params.json")
+
+
+def _plateau(params: ModelParams, link: str, channels: int) -> float:
+    from collsim.nccl.model import shared_rate
+    chan = params.path(link, "Ring", "Simple")["chan_GBps"]
+    return float(shared_rate(np.float64(channels * chan), params.link_GBps[link], params.link_exp))
+
+
+def cluster_params(cluster: Cluster, channels: int | None = None, base: ModelParams | None = None) -> ModelParams:
+    """Model parameters for ``cluster`` (see the module docstring); ``channels``: NCCL's coll
+    channel count on it (default ``REFERENCE_CHANNELS``)."""
+    base = base or hopper_params()
+    gpu, net = cluster.gpu_info, cluster.net_info
+    channels = channels or REFERENCE_CHANNELS
+    intra = "pci" if cluster.intra == "pcie" else "nvlink"
+    bw = cluster.intra_GBps * gpu.ring_efficiency / _plateau(base, "nvlink", REFERENCE_CHANNELS)
+    lat = gpu.latency_scale
+    paths = {}
+    for (link, algo, proto), v in base.paths.items():
+        if link != "nvlink":
+            continue
+        i = PROTOS.index(proto)
+        scaled = {**v, **{k: v[k] * lat for k in ("base_us", "step_us", "warp_us")},
+                  "hop_us": HW_LAT[intra][algo][i] * lat, "chan_GBps": v["chan_GBps"] * bw}
+        paths[("nvlink", algo, proto)] = paths[(intra, algo, proto)] = scaled
+        paths[("net", algo, proto)] = {**scaled, "hop_us": max(HW_LAT["net"][algo][i], NET_STEP_US[cluster.net]),
+                                       "chan_GBps": NCCL_CHANNEL_INTER_GBPS}
+    simple = paths[(intra, "Ring", "Simple")]
+    for algo, (intra_us, net_us) in NVLS_PRIOR.items():
+        # an NVLS CTA's multimem load reduces the whole node's data per request: twice a ring channel's
+        # rate, so that NCCL's 16 NVLS channels fill the port (480 GB/s busbw on 8 x H100)
+        paths[("nvls", algo, "Simple")] = {**simple, "base_us": intra_us * lat, "hop_us": 0.0,
+                                           "chan_GBps": 2 * simple["chan_GBps"]}
+        paths[("net", algo, "Simple")] = {**paths[("net", "Tree", "Simple")],
+                                          "hop_us": max(net_us, NET_STEP_US[cluster.net])}
+    links = {**base.link_GBps, intra: base.link_GBps["nvlink"] * bw,
+             "nvls": cluster.nvlink_GBps * gpu.ring_efficiency * gpu.nvls_efficiency,
+             "net": max(cluster.nic_GBps * net.efficiency, 1e-3)}
+    if intra != "nvlink":
+        links["nvlink"] = links[intra]
+    meta = {"source": f"collsim.nccl.hardware_params.cluster_params({cluster.name or cluster.gpu})",
+            "base": base.meta.get("files", base.meta.get("source")), "latency_scale": lat}
+    params = replace(base, paths=paths, link_GBps=links, channels=channels, meta=meta,
+                     launch_us={**base.launch_us, **LAUNCH_US}, l2_bytes=float(gpu.l2_bytes))
+    return _at_plateau(params, cluster, intra)
+
+
+def _at_plateau(params: ModelParams, cluster: Cluster, intra: str) -> ModelParams:
+    """``params`` with the intra-node rates scaled so that a one-node Ring Simple AllReduce of
+    ``PLATEAU_BYTES`` on the cluster's GPUs reaches busbw = intra GB/s x ring efficiency (the whole
+    model: bandwidth, steps, L2 terms; two fixed-point rounds, time ~ 1/rate at that size)."""
+    from collsim.nccl.layout import Config
+    from collsim.nccl.model import predict
+    ranks = max(cluster.gpus_per_node, 2)
+    target = cluster.intra_GBps * cluster.gpu_info.ring_efficiency
+    cfg = Config(ranks, 1, "pci" if intra == "pci" else "nvlink", channels=params.channels)
+    scale = 1.0
+    for _ in range(3):
+        t_us = predict(params, "Ring", "Simple", [PLATEAU_BYTES], cfg)[0]
+        busbw = PLATEAU_BYTES / t_us / 1e3 * 2 * (ranks - 1) / ranks
+        step = target / busbw
+        scale *= step
+        paths = {k: ({**v, "chan_GBps": v["chan_GBps"] * step} if k[0] in (intra, "nvlink", "nvls") and k[1] in ("Ring", "Tree")
+                     else v) for k, v in params.paths.items()}
+        links = {**params.link_GBps, intra: params.link_GBps[intra] * step}
+        if intra != "nvlink":
+            links["nvlink"] = links[intra]
+        params = replace(params, paths=paths, link_GBps=links)
+    params.meta["bandwidth_scale"] = scale
+    return params
