@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "collsim.cli.simulate",
     "collsim.cli.measure",
     "collsim.cli.fit",
+    "collsim.cli.nccl",
     "collsim.cli.demo",
 ]
 

@@ -40,7 +40,22 @@ LAUNCH_US = {"nccl-tests-eager": 34.9 / 8}
 NET_STEP_US = {"ib": 4.0 + 39.8 / 2, "roce": 4.0 + 39.8 / 2, "tcp": (57.6 + 2 * 2.7) / 2}
 NCCL_CHANNEL_INTER_GBPS = 48.0
 REFERENCE_CHANNELS = 24   # coll channels of the fitted 2 x H200 runs
+# NVLS on 8 x H100 at 8 GiB: ~480 GB/s busbw (sjeaugey, NVIDIA/nccl-tests#212; Azure ND H100 v5: 478.9),
+# through each GPU's switch port 480 x 9/14 GB/s (busbw = port x 2(n-1)/(n+1), nccl-tests PR 239).
+NVLS_BUSBW_GBPS = 480.0
+# NCCL's per-channel ceiling of NVLSTree on 2 nodes (tuning.cc:193-198 perChMaxNVLSTreeBws: Hopper 57.7,
+# Blackwell 96.0 GB/s busbw per NVLS head): the head that feeds both the switch and the network.
+NVLSTREE_PER_CHANNEL_GBPS = {False: 57.7, True: 96.0}
 PLATEAU_BYTES = 8 << 30   # where L01 measured the ring plateau
+PLATEAU_ROUNDS = 30       # fixed-point rounds of _at_plateau (a rate behind a shared cap converges slower)
+
+
+def nvls_relative(cluster: Cluster) -> float:
+    """The cluster's NVLS port rate relative to an H100's: NVLink x ring efficiency x nvlsEfficiency."""
+    from collsim.simulate.hardware import GPUS
+    h100, gpu = GPUS["H100"], cluster.gpu_info
+    return (cluster.nvlink_GBps * gpu.ring_efficiency * gpu.nvls_efficiency
+            / (h100.nvlink_GBps * h100.ring_efficiency * h100.nvls_efficiency))
 
 
 def hopper_params() -> ModelParams:
@@ -50,12 +65,6 @@ def hopper_params() -> ModelParams:
     return params_from_dict(json.loads(text), "collsim/nccl/hopper_params.json")
 
 
-def _plateau(params: ModelParams, link: str, channels: int) -> float:
-    from collsim.nccl.model import shared_rate
-    chan = params.path(link, "Ring", "Simple")["chan_GBps"]
-    return float(shared_rate(np.float64(channels * chan), params.link_GBps[link], params.link_exp))
-
-
 def cluster_params(cluster: Cluster, channels: int | None = None, base: ModelParams | None = None) -> ModelParams:
     """Model parameters for ``cluster`` (see the module docstring); ``channels``: NCCL's coll
     channel count on it (default ``REFERENCE_CHANNELS``)."""
@@ -63,7 +72,6 @@ def cluster_params(cluster: Cluster, channels: int | None = None, base: ModelPar
     gpu, net = cluster.gpu_info, cluster.net_info
     channels = channels or REFERENCE_CHANNELS
     intra = "pci" if cluster.intra == "pcie" else "nvlink"
-    bw = cluster.intra_GBps * gpu.ring_efficiency / _plateau(base, "nvlink", REFERENCE_CHANNELS)
     lat = gpu.latency_scale
     paths = {}
     for (link, algo, proto), v in base.paths.items():
@@ -71,7 +79,7 @@ def cluster_params(cluster: Cluster, channels: int | None = None, base: ModelPar
             continue
         i = PROTOS.index(proto)
         scaled = {**v, **{k: v[k] * lat for k in ("base_us", "step_us", "warp_us")},
-                  "hop_us": HW_LAT[intra][algo][i] * lat, "chan_GBps": v["chan_GBps"] * bw}
+                  "hop_us": HW_LAT[intra][algo][i] * lat}
         paths[("nvlink", algo, proto)] = paths[(intra, algo, proto)] = scaled
         paths[("net", algo, proto)] = {**scaled, "hop_us": max(HW_LAT["net"][algo][i], NET_STEP_US[cluster.net]),
                                        "chan_GBps": NCCL_CHANNEL_INTER_GBPS}
@@ -79,12 +87,12 @@ def cluster_params(cluster: Cluster, channels: int | None = None, base: ModelPar
     for algo, (intra_us, net_us) in NVLS_PRIOR.items():
         # an NVLS CTA's multimem load reduces the whole node's data per request: twice a ring channel's
         # rate, so that NCCL's 16 NVLS channels fill the port (480 GB/s busbw on 8 x H100)
-        paths[("nvls", algo, "Simple")] = {**simple, "base_us": intra_us * lat, "hop_us": 0.0,
-                                           "chan_GBps": 2 * simple["chan_GBps"]}
+        paths[("nvls", algo, "Simple")] = {**simple, "base_us": intra_us * lat, "hop_us": 0.0, "spill": 0.0,
+                                           "warm": 1.0, "chan_GBps": 2 * simple["chan_GBps"]}
         paths[("net", algo, "Simple")] = {**paths[("net", "Tree", "Simple")],
                                           "hop_us": max(net_us, NET_STEP_US[cluster.net])}
-    links = {**base.link_GBps, intra: base.link_GBps["nvlink"] * bw,
-             "nvls": cluster.nvlink_GBps * gpu.ring_efficiency * gpu.nvls_efficiency,
+    links = {**base.link_GBps, intra: base.link_GBps["nvlink"],
+             "nvls": NVLS_BUSBW_GBPS * 9 / 14 * nvls_relative(cluster),   # refined by _at_plateau
              "net": max(cluster.nic_GBps * net.efficiency, 1e-3)}
     if intra != "nvlink":
         links["nvlink"] = links[intra]
@@ -92,29 +100,34 @@ def cluster_params(cluster: Cluster, channels: int | None = None, base: ModelPar
             "base": base.meta.get("files", base.meta.get("source")), "latency_scale": lat}
     params = replace(base, paths=paths, link_GBps=links, channels=channels, meta=meta,
                      launch_us={**base.launch_us, **LAUNCH_US}, l2_bytes=float(gpu.l2_bytes))
-    return _at_plateau(params, cluster, intra)
+    same = {intra, "nvlink"}
+    params = _at_plateau(params, cluster, "Ring", same, cluster.intra_GBps * gpu.ring_efficiency)
+    if cluster.nvls:
+        params = _at_plateau(params, cluster, "NVLS", {"nvls"}, NVLS_BUSBW_GBPS * nvls_relative(cluster))
+        heads = cluster.nics_per_node or cluster.gpus_per_node
+        ceiling = NVLSTREE_PER_CHANNEL_GBPS[gpu.compcap >= 100] * heads   # busbw on 2 nodes
+        params = _at_plateau(params, cluster, "NVLSTree", {("nvls", "NVLSTree", "Simple")}, ceiling, nodes=2,
+                             caps=False)
+    return params
 
 
-def _at_plateau(params: ModelParams, cluster: Cluster, intra: str) -> ModelParams:
-    """``params`` with the intra-node rates scaled so that a one-node Ring Simple AllReduce of
-    ``PLATEAU_BYTES`` on the cluster's GPUs reaches busbw = intra GB/s x ring efficiency (the whole
-    model: bandwidth, steps, L2 terms; two fixed-point rounds, time ~ 1/rate at that size)."""
+def _at_plateau(params: ModelParams, cluster: Cluster, algo: str, scaled: set, target: float, nodes: int = 1,
+                caps: bool = True) -> ModelParams:
+    """``params`` with the channel rates of ``scaled`` (link classes, or (link, algo, proto) paths)
+    and, with ``caps``, those classes' shared caps multiplied so that an ``algo`` Simple AllReduce of
+    ``PLATEAU_BYTES`` on ``nodes`` nodes of the cluster reaches ``target`` GB/s busbw, every term of
+    the model included (fixed-point rounds to 1e-4: time ~ 1/rate at that size)."""
     from collsim.nccl.layout import Config
     from collsim.nccl.model import predict
-    ranks = max(cluster.gpus_per_node, 2)
-    target = cluster.intra_GBps * cluster.gpu_info.ring_efficiency
-    cfg = Config(ranks, 1, "pci" if intra == "pci" else "nvlink", channels=params.channels)
-    scale = 1.0
-    for _ in range(3):
-        t_us = predict(params, "Ring", "Simple", [PLATEAU_BYTES], cfg)[0]
-        busbw = PLATEAU_BYTES / t_us / 1e3 * 2 * (ranks - 1) / ranks
-        step = target / busbw
-        scale *= step
-        paths = {k: ({**v, "chan_GBps": v["chan_GBps"] * step} if k[0] in (intra, "nvlink", "nvls") and k[1] in ("Ring", "Tree")
-                     else v) for k, v in params.paths.items()}
-        links = {**params.link_GBps, intra: params.link_GBps[intra] * step}
-        if intra != "nvlink":
-            links["nvlink"] = links[intra]
+    ranks = max(cluster.gpus_per_node, 2) * nodes
+    cfg = Config(ranks, nodes, "pci" if "pci" in scaled else "nvlink", nics=cluster.nics_per_node if nodes > 1 else 0)
+    for _ in range(PLATEAU_ROUNDS):
+        t_us = predict(params, algo, "Simple", [PLATEAU_BYTES], cfg)[0]
+        step = target / (PLATEAU_BYTES / t_us / 1e3 * 2 * (ranks - 1) / ranks)
+        if abs(step - 1) < 1e-4:
+            break
+        paths = {k: ({**v, "chan_GBps": v["chan_GBps"] * step} if k[0] in scaled or k in scaled else v)
+                 for k, v in params.paths.items()}
+        links = {k: v * step if caps and k in scaled else v for k, v in params.link_GBps.items()}
         params = replace(params, paths=paths, link_GBps=links)
-    params.meta["bandwidth_scale"] = scale
     return params

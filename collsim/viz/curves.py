@@ -163,3 +163,28 @@ class CurvesView:
     def artists(self) -> list:
         """The artists ``update`` changes when the limits stay (for ``FramePNG``)."""
         return list(self.lines.values()) + [self.marks, self.ax.title] + self.labels
+
+
+def predicted_busbw_figure(result: dict, path) -> None:
+    """``collsim predict-nccl``'s result as a PNG at ``path``: busbw vs size, one marker per NCCL
+    choice (algorithm/protocol) so the switches show, and NCCL's own model dashed."""
+    from matplotlib.figure import Figure
+
+    rows = result["rows"]
+    sizes = np.array([r["bytes"] for r in rows], float)
+    ranks = result["cluster"]["gpus_per_node"] * result["cluster"]["nodes"]
+    factor = 2 * (ranks - 1) / ranks
+    fig = Figure(figsize=(8, 4.6))
+    ax = fig.subplots()
+    ax.semilogx(sizes, [r["busbw_GBps"] for r in rows], "-", color="0.3", lw=1.2, label="collsim")
+    ax.semilogx(sizes, busbw(sizes, np.array([r["nccl_model_us"] for r in rows]) * 1e-6, factor), "--", color="0.6",
+                lw=1, label="NCCL's own model")
+    for i, choice in enumerate(dict.fromkeys(f"{r['algo']}/{r['proto']}" for r in rows)):
+        pick = [j for j, r in enumerate(rows) if f"{r['algo']}/{r['proto']}" == choice]
+        ax.semilogx(sizes[pick], [rows[j]["busbw_GBps"] for j in pick], "o", ms=5, color=f"C{i}", label=choice)
+    c = result["cluster"]
+    ax.set(xlabel="message size (bytes)", ylabel="busbw (GB/s)",
+           title=f"{c.get('name') or 'cluster'}: {c['nodes']} x {c['gpus_per_node']} {c['gpu']}, NCCL {c['nccl']}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)

@@ -1,0 +1,88 @@
+"""``collsim predict-nccl``: NCCL AllReduce on a cluster, from its description alone.
+
+    collsim predict-nccl --cluster SPEC [--nodes N] --bytes SIZE [SIZE ...] | -b MIN -e MAX [-f F]
+                         [--algo default|Ring|Tree|NVLS|NVLSTree|CollNet] [--proto default|LL|LL128|Simple]
+                         [--env NCCL_X=V ...] [--harness nccl-tests|runner] [--timing eager|graph]
+                         [--gpus-per-process G] [--json] [--plot PNG]
+
+SPEC is a preset (``collsim simulate --list-presets``) or a cluster file (YAML/JSON, format in
+``collsim.simulate.cluster``). Prints, per size, collsim's time, algbw and busbw, NCCL's choice of
+algorithm, protocol and channels, NCCL's own predicted time, and the term that dominates collsim's
+time (``collsim.nccl.model.explain``); ``--json`` prints ``{"cluster": {...}, "rows": [{"bytes",
+"time_us", "busbw_GBps", "algo", "proto", "channels", ...}]}``.
+"""
+from __future__ import annotations
+
+import json
+
+from collsim.cli.args import positive_int, size_arg
+
+
+def _env(pairs) -> dict:
+    from collsim.errors import CollsimError
+    env = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.startswith("NCCL_"):
+            raise CollsimError(f"--env {pair!r:.60}: expected NCCL_NAME=VALUE")
+        env[name] = value
+    return env
+
+
+def cmd_predict_nccl(args) -> int:
+    from collsim.errors import CollsimError
+    from collsim.nccl.predict import predict_nccl
+    from collsim.simulate.cluster import load_cluster
+    from collsim.sweep import sizes as size_range
+    from collsim.units import format_size
+    if args.bytes and args.minbytes is not None:
+        raise CollsimError("give sizes with --bytes or with -b/-e/-f, not both")
+    if args.bytes:
+        sizes = args.bytes
+    elif args.minbytes is not None and args.maxbytes is not None:
+        sizes = size_range(args.minbytes, args.maxbytes, args.stepfactor).tolist()
+    else:
+        raise CollsimError("give the sizes: --bytes SIZE [SIZE ...] or -b MIN -e MAX [-f FACTOR]")
+    cluster = load_cluster(args.cluster, args.nodes)
+    result = predict_nccl(cluster, sizes, args.algo, args.proto, _env(args.env), args.harness, args.timing,
+                          args.gpus_per_process)
+    if args.plot:
+        from collsim.viz.curves import predicted_busbw_figure
+        predicted_busbw_figure(result, args.plot)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"{cluster.describe()}; harness {result['harness']} ({result['timing']}, "
+          f"{result['gpus_per_process']} GPU(s) per process)")
+    if result["settings"]["ignored"]:
+        print("not modelled (no effect here): " + ", ".join(result["settings"]["ignored"]))
+    print(f"{'size':>8} {'time(us)':>11} {'algbw':>8} {'busbw':>8}  {'NCCL chooses':<16} {'ch':>3} "
+          f"{'NCCL model(us)':>14}  dominant")
+    for r in result["rows"]:
+        print(f"{format_size(r['bytes']):>8} {r['time_us']:11.2f} {r['algbw_GBps']:8.2f} {r['busbw_GBps']:8.2f}  "
+              f"{r['algo'] + '/' + r['proto']:<16} {r['channels']:>3} {r['nccl_model_us']:14.2f}  {r['dominant']}")
+    if args.plot:
+        print(f"plot -> {args.plot}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("predict-nccl", help="NCCL AllReduce time and busbw on a cluster, from its description")
+    p.add_argument("--cluster", required=True, help="preset name or cluster file (YAML/JSON)")
+    p.add_argument("--nodes", type=positive_int, help="resize the cluster to this many nodes")
+    p.add_argument("--bytes", type=size_arg, nargs="+", help="message sizes (8, 64K, 1M, 4G)")
+    p.add_argument("-b", "--minbytes", type=size_arg, help="smallest size of a sweep (nccl-tests -b)")
+    p.add_argument("-e", "--maxbytes", type=size_arg, help="largest size of a sweep (nccl-tests -e)")
+    p.add_argument("-f", "--stepfactor", type=positive_int, default=2, help="size factor of a sweep (nccl-tests -f)")
+    p.add_argument("--algo", default="default", help="default (NCCL's choice), Ring, Tree, NVLS, NVLSTree, CollNet")
+    p.add_argument("--proto", default="default", help="default (NCCL's choice), LL, LL128, Simple")
+    p.add_argument("--env", nargs="+", metavar="NCCL_X=V", help="NCCL variables of the run (NCCL_ALGO, NCCL_PROTO, "
+                   "NCCL_MIN_NCHANNELS/NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS, NCCL_BUFFSIZE, NCCL_NVLS_ENABLE, NCCL_IB_DISABLE)")
+    p.add_argument("--harness", choices=("nccl-tests", "runner"), default="nccl-tests")
+    p.add_argument("--timing", choices=("eager", "graph"), default="eager",
+                   help="eager: back-to-back launches (nccl-tests' default); graph: CUDA graphs (nccl-tests -G)")
+    p.add_argument("--gpus-per-process", type=positive_int,
+                   help="GPUs each process drives (nccl-tests -g; default: all GPUs of one node, 1 on several)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", help="write a PNG: busbw vs size, NCCL's choice per size marked")
+    p.set_defaults(func=cmd_predict_nccl)

@@ -1,0 +1,102 @@
+"""Predict NCCL AllReduce on a cluster from its description alone (``collsim predict-nccl``).
+
+For each size: the algorithm, protocol and channels NCCL runs (NCCL's own choice for the cluster's
+NCCL version, ``collsim.nccl.tuning``, restricted by ``algo``/``proto`` and NCCL_ALGO/NCCL_PROTO) and
+collsim's time for it (``collsim.nccl.model`` with ``collsim.nccl.hardware_params.cluster_params``),
+beside NCCL's own predicted time. Sizes are bytes, times microseconds, bandwidths GB/s (nccl-tests'
+algbw and busbw = algbw x 2(n-1)/n).
+
+Harness (what the measurement around NCCL adds): "nccl-tests" (all_reduce_perf; eager unless
+``timing="graph"``, its -G; ``gpus_per_process`` = its -g, default all GPUs of a node on one node and
+one GPU per process on several nodes, as nccl-tests' README runs it; it cycles -n 20 slices of its
+largest size, so the buffer is not in L2 between calls) or "runner" (runners/allreduce_bench.py:
+torch's all_reduce, graph timing bare, eager with torch's launch floor).
+
+Environment variables understood: NCCL_ALGO, NCCL_PROTO (lists, ^ excludes), NCCL_MIN_NCHANNELS /
+NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS, NCCL_BUFFSIZE, NCCL_NVLS_ENABLE, NCCL_IB_DISABLE
+(sockets carry the inter-node traffic). Others are reported as not modelled.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from collsim.errors import CollsimError
+from collsim.nccl import ALGOS, PROTOS, canonical
+from collsim.nccl.hardware_params import cluster_params
+from collsim.nccl.layout import Config
+from collsim.nccl.model import explain
+from collsim.nccl.choice import decide, nccl_env
+from collsim.simulate.cluster import Cluster
+from collsim.units import bandwidths
+
+HARNESSES = ("nccl-tests", "runner")
+NCCL_TESTS_ITERS = 20   # all_reduce_perf's default -n
+
+
+@dataclass(frozen=True)
+class Row:
+    """One predicted size: bytes, collsim's time (us), algbw/busbw (GB/s), NCCL's choice, the
+    channels it runs, NCCL's own predicted time (us) and the term of collsim's time that dominates."""
+
+    bytes: int
+    time_us: float
+    algbw_GBps: float
+    busbw_GBps: float
+    algo: str
+    proto: str
+    channels: int
+    nccl_model_us: float
+    dominant: str
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def harness_config(cluster: Cluster, harness: str, timing: str, gpus_per_process: int | None, sizes,
+                   settings) -> Config:
+    """The ``Config`` of a measurement by ``harness`` on ``cluster`` with NCCL ``settings``."""
+    if harness not in HARNESSES:
+        raise CollsimError(f"harness {harness!r:.40} is not one of {', '.join(HARNESSES)}")
+    gpp = gpus_per_process or (cluster.gpus_per_node if cluster.nodes == 1 else 1)
+    if not 1 <= gpp <= cluster.gpus_per_node:
+        raise CollsimError(f"gpus per process must be 1..{cluster.gpus_per_node}, got {gpp}")
+    if harness == "nccl-tests":
+        key = "nccl-tests-graph" if timing == "graph" else "nccl-tests-eager"
+        slices, buffer = NCCL_TESTS_ITERS, int(max(sizes))
+    else:
+        key, slices, buffer = "bare", 1, int(max(sizes))
+    return Config(cluster.ranks, cluster.nodes, "pci" if cluster.intra == "pcie" else "nvlink", settings.buffsize,
+                  settings.channels, timing, key, slices, buffer, True, "", 0, cluster.nics_per_node, gpp)
+
+
+def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "default", env: dict | None = None,
+                 harness: str = "nccl-tests", timing: str = "eager", gpus_per_process: int | None = None) -> dict:
+    """``{"cluster": ..., "settings": ..., "rows": [Row.to_dict(), ...]}`` for ``sizes`` (bytes)."""
+    sizes = [int(s) for s in np.atleast_1d(sizes)]
+    if not sizes or min(sizes) < 1:
+        raise CollsimError("sizes must be positive byte counts")
+    settings = nccl_env(env or {}, cluster)
+    if settings.sockets:
+        cluster = replace(cluster, net="tcp")
+    if str(algo).lower().startswith("collnet"):
+        raise CollsimError("CollNet (SHARP reduction in the InfiniBand switches) is not modelled by collsim")
+    forced = {k: (None if str(v).lower() == "default" else v) for k, v in (("algo", algo), ("proto", proto))}
+    if forced["algo"]:
+        forced["algo"] = canonical(forced["algo"], ALGOS + ("CollNetDirect", "CollNetChain"))
+    if forced["proto"]:
+        forced["proto"] = canonical(forced["proto"], PROTOS)
+    decisions = decide(cluster, sizes, settings, forced["algo"], forced["proto"])
+    params = cluster_params(cluster, settings.coll_channels)
+    params = replace(params, nvls_channels=settings.nvls_channels)
+    cfg = harness_config(cluster, harness, timing, gpus_per_process, sizes, settings)
+    rows = []
+    for size, d in zip(sizes, decisions):
+        if d.algo not in ALGOS:
+            raise CollsimError(f"{d.algo} is not modelled by collsim (CollNet: SHARP in the IB switches)")
+        e = explain(params, d.algo, d.proto, [size], cfg)[0]
+        alg, bus = bandwidths(size, e["time_us"], cluster.ranks)
+        rows.append(Row(size, e["time_us"], alg, bus, d.algo, d.proto, int(e["channels"]), d.time_us, e["dominant"]))
+    return {"cluster": cluster.to_dict(), "settings": settings.to_dict(), "harness": harness, "timing": timing,
+            "gpus_per_process": cfg.gpus_per_process, "rows": [r.to_dict() for r in rows]}
