@@ -29,9 +29,11 @@ from collsim.nccl.params import NVLS_PRIOR, ModelParams, params_from_dict
 from collsim.nccl.tuning import HW_LAT
 from collsim.simulate.cluster import Cluster
 
-# L01 (1 x 8 H100, nccl-tests -g 8 in one process, eager): 34.98 us at 8 B and a flat 34.5-36.5 us up to
-# 256 KiB, where the GPU needs less: one host thread launching 8 GPUs, 34.9 / 8 us per GPU and call.
-LAUNCH_US = {"nccl-tests-eager": 34.9 / 8}
+# nccl-tests' eager host floor per call, fixed + per GPU its process drives: 34.9 us with -g 8 (L01: flat
+# 34.5-36.5 us from 8 B to 256 KiB, where its GPUs need less) and 14.52 us with -g 2 (our 2 x H200,
+# data/h200x2/nccl-tests/eager_*.log, median from 8 B to 64 KiB, where graph timing shows 5.8 us):
+# (34.9 - 14.52) / 6 = 3.40 us per GPU, 14.52 - 2 x 3.40 = 7.73 us fixed.
+LAUNCH_US = {"nccl-tests-eager": (14.52 - 2 * (34.9 - 14.52) / 6, (34.9 - 14.52) / 6)}
 # Shortest time of one network step, by transport, under NCCL's NET constants when those are larger.
 # RDMA (ib, roce): L15 ran Ring LL128 from 1 to 8 MiB 33.7-50.4 us slower (median 39.8) than the model
 # with NCCL's 4.0 us per network step; its ring has 2 network steps, so 4.0 + 39.8 / 2 = 23.9 us.

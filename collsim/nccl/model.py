@@ -128,10 +128,14 @@ def _terms(params: ModelParams, lay: Layout) -> tuple[dict, dict]:
 
 def shared_rate(x, cap: float, p: float):
     """Rate (bytes/us) of channels that alone would move x bytes/us, on a link of cap bytes/us:
-    x / (1 + (x/cap)^p)^(1/p), the hard min(x, cap) for p = 0."""
+    x / (1 + (x/cap)^p)^(1/p), the hard min(x, cap) for p = 0 (where (x/cap)^p would overflow, the
+    same as cap / (1 + (cap/x)^p)^(1/p))."""
     if p <= 0:
         return np.minimum(x, cap)
-    return x / (1.0 + (x / cap) ** p) ** (1.0 / p)
+    with np.errstate(over="ignore", divide="ignore"):
+        rate = x / (1.0 + (x / cap) ** p) ** (1.0 / p)
+        huge = cap / (1.0 + (cap / np.maximum(x, 1e-300)) ** p) ** (1.0 / p)
+    return np.where(np.isfinite(rate) & (rate > 0) | (np.asarray(x) <= 0), rate, huge)
 
 
 def predict(params: ModelParams, algo: str, proto: str, sizes, config: Config) -> np.ndarray:

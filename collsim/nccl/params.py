@@ -41,9 +41,9 @@ class ModelParams:
     ``harness_us[key]``: per-call overhead (us) a harness adds to NCCL's time (``Config.harness``;
     measured by ``collsim.fit.harness_overheads``, 0 for keys not listed). ``start_us[clock]``:
     fixed cost (us) per measurement of a clock (``Config.clock``), spread over ``Config.calls``
-    (``collsim.fit.start_costs``; 0 for clocks not listed). ``launch_us[key]``: host time (us) an
-    eager harness spends per call per GPU its process launches on (``Config.gpus_per_process``);
-    keys not listed use the path's ``host_us``. ``nvls_channels``: NCCL's NVLS channel count. The
+    (``collsim.fit.start_costs``; 0 for clocks not listed). ``launch_us[key]``: (fixed, per GPU) host
+    time (us) an eager harness spends per call, the second per GPU its process launches on
+    (``Config.gpus_per_process``); keys not listed use the path's ``host_us``. ``nvls_channels``: NCCL's NVLS channel count. The
     "nvls" link class is the per-GPU port into an NVSwitch doing NVLink SHARP (multimem) work."""
     paths: dict
     link_GBps: dict
@@ -60,7 +60,8 @@ class ModelParams:
         """Shortest interval (us) between eager calls: the harness's launch cost per GPU x GPUs
         per process when ``launch_us`` has the harness, else the path's fitted ``host_us``."""
         if cfg.harness in self.launch_us:
-            return float(self.launch_us[cfg.harness]) * cfg.gpus_per_process
+            fixed, per_gpu = self.launch_us[cfg.harness]
+            return float(fixed) + float(per_gpu) * cfg.gpus_per_process
         return float(path["host_us"])
 
     def harness_time(self, cfg: Config) -> float:
@@ -151,7 +152,7 @@ def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
             paths[key] = {n: float(e.get(n, OPTIONAL[n]) if n in OPTIONAL else e[n]) for n in PARAM_NAMES}
         harness = {str(k): float(v) for k, v in (d.get("harness_us") or {}).items()}
         start = {str(k): float(v) for k, v in (d.get("start_us") or {}).items()}
-        launch = {str(k): float(v) for k, v in (d.get("launch_us") or {}).items()}
+        launch = {str(k): (float(v[0]), float(v[1])) for k, v in (d.get("launch_us") or {}).items()}
         missing = [f"{lk}/{a}/{p}" for lk in REQUIRED[0] for a in REQUIRED[1] for p in PROTOS
                    if (lk, a, p) not in paths] + [lk for lk in REQUIRED[0] if lk not in links]
         if missing:
@@ -165,8 +166,9 @@ def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise CollsimError(f"{where}: malformed parameters ({type(e).__name__}: {e})") from None
     bad = [f"{k}.{n}" for k, v in paths.items() for n, x in v.items() if not np.isfinite(x) or x < 0]
-    bad += [f"{n}.{k}" for n in ("harness_us", "start_us", "launch_us") for k, v in getattr(params, n).items()
+    bad += [f"{n}.{k}" for n in ("harness_us", "start_us") for k, v in getattr(params, n).items()
             if not np.isfinite(v) or v < 0]
+    bad += [f"launch_us.{k}" for k, v in params.launch_us.items() if not (np.isfinite(v).all() and min(v) >= 0)]
     bad += [n for n in ("link_exp", "l2_bytes") if not np.isfinite(getattr(params, n)) or getattr(params, n) < 0]
     if bad or any(v <= 0 for v in links.values()) or params.channels < 1 or params.l2_bytes <= 0:
         raise CollsimError(f"{where}: negative or non-finite values ({', '.join(bad[:3]) or 'link_GBps/channels'})")
