@@ -1,70 +1,36 @@
 """collsim's NCCL-shaped AllReduce time model, per (algorithm, protocol), in microseconds.
 
-``collsim.nccl.layout`` gives the parameter-free part for each size (bytes): channels and threads
-NCCL uses, the busiest channel's payload, pipeline steps and slice, receive-buffer footprint,
-hops and pipeline depth. This module holds the fitted parameters (``ModelParams``) and turns a
-layout into time, following what NCCL 2.28 does for one AllReduce (file references into
-NVIDIA/nccl):
+``collsim.nccl.layout`` gives the parameter-free part per size (bytes): channels and threads NCCL
+runs, the busiest channel's payload, pipeline steps and slice, NCCL's receive-buffer footprint,
+hops, pipeline depth and which link classes carry what (``Layout.shares``). This module turns a
+layout and ``collsim.nccl.params.ModelParams`` into time::
 
-1. Time on the GPU (microseconds)::
+    T = base + hops_intra x hop_intra + hops_net x hop_net        latency (path of the main class)
+      + W / R                                                     bandwidth, protocol, channels
+      + fill x depth x slice_wire / (R / channels)                pipeline fill
+      + (steps - hop_steps) x step_us                             per-step overhead
+      + steps x warp_us x threads / 32                            per-step barriers
+      + spill x W / R        if 2 x footprint > l2_bytes          L2 spill of NCCL's buffers
+      + (warm - 1) x W / R   if 2 x user footprint <= l2_bytes    user buffer still in L2
+      + network                                                   what the NICs add beyond the above
+      + harness                                                   harness overhead and clock share
+    eager:  T = max(T, host floor)                                launch
 
-       T = base + hops_intra * hop_intra + hops_net * hop_net          (latency floor)
-         + W_total / R(channels, threads)                               (bandwidth, on wire bytes)
-         + fill * depth * slice_wire / (R / channels)                  (pipeline fill)
-         + steps * step_us                                              (per-step overhead)
-         + steps * warp_us * threads / 32                               (per-step barriers)
-         + spill * W_total / R   if 2 x footprint > l2_bytes            (L2 spill of NCCL's buffers)
-         + (warm - 1) * W_total / R   if 2 x user footprint <= l2_bytes  (user buffer still in L2)
+* W: wire bytes of all channels per direction (payload / protocol efficiency: LL 1/2, LL128
+  15/16, Simple 1). R: rate of the main link class, R = x / (1 + (x / link_GBps)^p)^(1/p) with
+  x = channels x chan_GBps and p = ``link_exp`` (p = 0: the hard min): channels that alone move
+  chan_GBps share one link of link_GBps per direction.
+* Several link classes (``Layout.shares``: NVLink and the NICs on several nodes, the NVSwitch port
+  for NVLS): each class's busiest resource carries its share of W at its own rate; the main
+  (GPU-side) class makes the terms above and ``network`` is how much longer the other classes take.
+* hop_steps: the steps of a ring's first pass beyond a 2-rank ring's 2 pay the hop latency only
+  (the fitted base and step costs come from 2-rank rings).
+* Host floor: ``ModelParams.host_floor`` (a harness's fixed + per-GPU launch time, or the path's
+  fitted host_us).
 
-   W_total = channels x wire bytes per channel and direction (the layout's payload / efficiency).
-   A channel (one thread block) moves at most chan_GBps of wire bytes, whatever its thread count
-   (on 2 x H200 a channel of 64 to 512 threads moved small messages at the same rate); all
-   channels share the link of link_GBps (GB/s per direction). The two limits combine smoothly,
-   R = x / (1 + (x / link_GBps)^p)^(1/p) with x = channels x chan_GBps and p = ``link_exp``
-   (p = 0: the hard min(x, link_GBps)): channels that each could run at chan_GBps contend for
-   the NVLink ports and the copy engines' memory path before the sum reaches the cap (2 x H200,
-   Ring Simple at 1 GiB: 2 channels move 21 GB/s each, 16 channels 17, 24 channels 13.5,
-   32 channels 10.7; vars/ in data/h200x2).
-   L2 spill: the receive buffers a call cycles through (the layout's ``footprint``, bytes) stay
-   in the receiving GPU's L2 (``l2_bytes``; 50 MiB on H100/H200, the CUDA device property
-   l2CacheSize) or do not. Between two uses of a slot the kernel also streams about as many
-   user-buffer bytes through L2 (each received line is reduced into or copied to a user line),
-   so the reuse distance is ~2 x footprint (``REUSE``); beyond L2 the lines the peer writes
-   over NVLink and the receiver polls go to HBM and the bandwidth time grows by the fraction
-   ``spill``: a step at the capacity, as for a cyclic access pattern under LRU. On 2 x H200
-   Tree LL128 shows it: calcCollChunking (enqueue.cc; per-channel bytes, integer division)
-   doubles the chunk from 71040 to 144000 B at 256 MiB, the footprint goes from 14.5 to
-   29.5 MB (reuse distance 59 MB > 52.4 MB), and bytes per us drop 9% and stay there.
-   L2 reuse of the user buffer: when consecutive calls cycle through few enough user bytes
-   (the layout's ``user_footprint``, from ``Config.slices``; same ``REUSE`` rule) the buffer is
-   still in L2 when the next call reads it, and the bandwidth time is ``warm`` times the cold
-   one (``warm`` per path, 1 = no effect). On 2 x H200 (data/h200x2/README.md "run5/rotate")
-   the runner reusing one slice against the same runner cycling like nccl-tests, 2-16 MiB: Ring
-   LL up to 20% and Tree LL128 10% faster, Tree LL 12% slower, the same within 3% from 32 MiB
-   on. nccl-tests cycles -n slices of its -e buffer, so it is warm only up to ~1 MiB.
-   Barriers: every step of NCCL's primitives synchronises the channel's threads (prims_simple.h:
-   waitPeer, subBarrier, reduceCopy, barrier, postPeer per slice; LL128 and LL barrier per op
-   too), and a block barrier completes when the slowest of its warps arrives, so a step costs
-   ``warp_us`` more per warp of the channel. NCCL raises the threads per channel with the size
-   (nccl_tuning.nccl_channels: Simple 64 -> 512 from 4 to 32 KiB, LL128 320 -> 640 at 8 KiB)
-   while the channel count stays 1: on 2 x H200 the time rises exactly there, by the same amount
-   in both harnesses (nccl-tests Ring Simple 16.9 -> 17.9 -> 20.5 us at 64/128/256 threads, Ring
-   LL128 13.2 -> 14.7 us at 320 -> 640 threads, Ring LL only +0.6 us: LL threads poll their own
-   flags), then stays flat while channels go 1 -> 16, which neither bandwidth nor step count can
-   give. At the full thread count this is part of the per-step cost.
-   A harness adds its measured per-call overhead (``harness_us``, e.g. torch's captured call
-   with NCCL_GRAPH_MIXING_SUPPORT=1) to T, and its clock's fixed cost per measurement spread
-   over the calls timed (``start_us[clock] / calls``; on 2 x H200 nccl-tests' host timer 75 us,
-   the runner's clocks 7-25 us before run 6 and 2.3 us since: data/h200x2/README.md "run6/").
-   Hops and depth are the layout's. Multi-node paths take base, step_us and fill from the "net"
-   link class and the bandwidth of the slowest class.
-2. Eager timing: calls issued back to back from the host cannot go faster than one launch
-   interval, ``T_eager = max(T, host_us)`` (host_us per path: the kernels differ).
-
-``explain`` splits T into latency, bandwidth (payload at full channel count), protocol overhead,
-channel count (fewer channels/threads than the maximum), pipeline fill, step overhead, barriers
-("sync"), L2 spill ("l2"), L2 reuse of the user buffer ("reuse"), harness overhead and launch,
-names the dominant term and gives each link class's utilisation.
+Units: us, bytes, GB/s = 1e9 B/s. Why each term is there and what it measured on 2 x H200:
+data/h200x2/ACCURACY.md "The model's terms". ``explain`` splits T into these terms per size,
+names the dominant one and gives each link class's utilisation.
 """
 from __future__ import annotations
 
