@@ -149,8 +149,8 @@ def executed(paths, topology_for, gamma: float = 0.0) -> list[dict]:
     (the record's time_us, max over ranks of each rank's mean), ``simulated_us`` (the schedule that
     ran, simulated on ``topology_for(world_size)`` with ``gamma`` s/byte), ``native_us`` (the
     file's native all_reduce of that size, None without --with-native), ``wrong``, ``file``,
-    ``topology`` (its description), ``algo``, ``size`` (bytes), ``ranks``. A file that is not of executed schedules, or whose
-    schedule cannot be rebuilt as it ran, raises ``CollsimError``."""
+    ``topology`` (its description), ``algo``, ``size`` (bytes), ``ranks``. A file that is not of
+    executed schedules, or whose schedule cannot be rebuilt as it ran, raises ``CollsimError``."""
     rows = []
     for path in paths:
         m = load(path)

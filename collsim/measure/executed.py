@@ -120,7 +120,8 @@ def executed_schedule(meta: dict, record: dict, folder=".") -> Schedule:
     else:
         params = (how.get("algorithms") or {}).get(name)
         if params is None:
-            raise CollsimError(f"record of {record.get('algo')!r} at {record.get('size')} B: the meta lists no such algorithm")
+            raise CollsimError(f"record of {record.get('algo')!r} at {record.get('size')} B: "
+                               "the meta lists no such algorithm")
         count = int(record["count"])
         schedule = build(name, int(record.get("ranks") or meta["world_size"]), count,
                          int(record["size"]) // max(count, 1), params)
