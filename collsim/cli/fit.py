@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 
-from collsim.cli.args import add_topology_args, positive_int
+from collsim.cli.args import add_topology_args, positive_int, topology_from_args
 from collsim.errors import CollsimError
 
 
@@ -80,13 +80,13 @@ def _ratio(a, b) -> str:
 
 
 def _compare_executed(args) -> int:
-    from collsim.cli.args import topology_from_args
     from collsim.fit.compare import executed
     rows = executed(args.files, lambda ranks: topology_from_args(args, ranks), args.gamma)
     if args.json:
         print(json.dumps({"rows": rows}))
         return 0
-    print(f"  {'algo':22s} {'ranks':>5s} {'size':>10s} {'measured us':>12s} {'simulated us':>13s} {'sim/meas':>9s}"
+    w = max([len(r["algo"]) for r in rows] + [4])
+    print(f"  {'algo':{w}s} {'ranks':>5s} {'size':>10s} {'measured us':>12s} {'simulated us':>13s} {'sim/meas':>9s}"
           f" {'native us':>10s} {'meas/native':>11s} {'wrong':>6s}")
     heading = None
     for r in rows:
@@ -94,7 +94,7 @@ def _compare_executed(args) -> int:
             heading = (r["file"], r["topology"])
             print(f"# {r['file']} simulated on {r['topology']}")
         native = "n/a" if r["native_us"] is None else f"{r['native_us']:.2f}"
-        print(f"  {r['algo']:22s} {r['ranks']:5d} {r['size']:10d} {r['measured_us']:12.2f} {r['simulated_us']:13.2f}"
+        print(f"  {r['algo']:{w}s} {r['ranks']:5d} {r['size']:10d} {r['measured_us']:12.2f} {r['simulated_us']:13.2f}"
               f" {_ratio(r['simulated_us'], r['measured_us'])} {native:>10s}"
               f"  {_ratio(r['measured_us'], r['native_us'])} {r['wrong']:6d}")
     return 0
