@@ -78,8 +78,8 @@ def _bits(words: np.ndarray, ranks: int) -> np.ndarray:
     return np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little")[:ranks])
 
 
-def _static_error(s: Schedule) -> tuple[int, str] | None:
-    """First transfer with a bad rank or element range, as (index, reason)."""
+def static_error(s: Schedule) -> tuple[int, str] | None:
+    """First transfer with a bad rank or element range, as (index, reason); None if there is none."""
     bad_rank = (s.src < 0) | (s.src >= s.ranks) | (s.dst < 0) | (s.dst >= s.ranks)
     bad_range = (s.offset < 0) | (s.length < 0) | (s.offset + s.length > s.count)
     bad = np.flatnonzero(bad_rank | bad_range)
@@ -143,7 +143,7 @@ class _State:
 
 def _run(s: Schedule, seed: int):
     """Execute; return None or (step, index within step, reason)."""
-    static = _static_error(s)
+    static = static_error(s)
     limit = static[0] if static else s.n_transfers
     bounds, a_lo, a_hi = atoms_of(s, limit)
     atoms = len(bounds) - 1
@@ -228,7 +228,7 @@ def run_steps(schedule: Schedule, data):
     """
     from collsim.errors import CollsimError
 
-    static = _static_error(schedule)
+    static = static_error(schedule)
     if static:
         raise CollsimError(f"transfer {static[0]}: {static[1]}")
     s, (_, a_lo, a_hi) = schedule, atoms_of(schedule)

@@ -69,43 +69,13 @@ Test hook: ``COLLSIM_TEST_FAULT=die@rank1:size=4096`` (or ``hang@...``, ``corrup
 """
 from __future__ import annotations
 
-import math
 import os
 import re
 import sys
 import time
-from datetime import timedelta
 
-from common import (DTYPES, BenchError, build_meta, debug_file_version, parse_args,
-                           probe_log_dir, rank_env, rank_info)
-from nccl_probe import probe_child, run_probe
-
-from collsim.errors import CollsimError
-from collsim.measure import TABLE_HEADER, JsonlWriter, format_row, result_record
-
-CHUNK = 1 << 26  # elements per fill/check kernel batch (bounds temporary memory)
-GATE_CYCLES = 2_000_000  # GPU clock cycles the timed calls wait behind (~1 ms at 2 GHz)
-
-
-def fill(buf, rank: int) -> None:
-    """Element i := (i + rank) % 4."""
-    import torch
-    for s in range(0, buf.numel(), CHUNK):
-        idx = torch.arange(s, min(s + CHUNK, buf.numel()), device=buf.device, dtype=torch.int64)
-        buf[s:s + idx.numel()].copy_((idx + rank) % 4)
-
-
-def count_wrong(buf, world: int) -> int:
-    """Elements differing from sum over r < world of (i + r) % 4."""
-    import torch
-    wrong = 0
-    for s in range(0, buf.numel(), CHUNK):
-        idx = torch.arange(s, min(s + CHUNK, buf.numel()), device=buf.device, dtype=torch.int64)
-        expect = torch.full_like(idx, 6 * (world // 4))
-        for r in range(world % 4):
-            expect += (idx + r) % 4
-        wrong += int((buf[s:s + idx.numel()].double() != expect.double()).sum())
-    return wrong
+from common import DTYPES, BenchError, parse_args
+from harness import Session, count_wrong, fill, main as runner_main
 
 
 def parse_fault(spec: str | None):
@@ -119,16 +89,6 @@ def parse_fault(spec: str | None):
     return m.group(1), int(m.group(2)), int(m.group(3))
 
 
-def wait_event(event, timeout: float, what: str) -> None:
-    """Poll a CUDA event; a peer that died or hung becomes an error after ``timeout`` s."""
-    deadline, delay = time.monotonic() + timeout, 1e-5
-    while not event.query():
-        if time.monotonic() > deadline:
-            raise BenchError(f"{what} did not finish within --timeout {timeout:g} s (a rank died or hung?)")
-        time.sleep(delay)
-        delay = min(2 * delay, 0.01)
-
-
 def call_buffers(buf, count: int, rotate: bool, calls: int) -> list:
     """The views of ``buf`` that calls 0, 1, ... use, call i taking entry i mod len: one
     ``count``-element slice, or with ``rotate`` consecutive slices, as many as fit in ``buf``
@@ -137,114 +97,15 @@ def call_buffers(buf, count: int, rotate: bool, calls: int) -> list:
     return [buf[j * count:(j + 1) * count] for j in range(n)]
 
 
-class Timer:
-    """Times ``call`` (one all_reduce) on one size, per the module docstring."""
-
-    def __init__(self, args, cpu_group):
-        import torch
-        import torch.distributed as dist
-        self.torch, self.dist, self.args, self.cpu_group = torch, dist, args, cpu_group
-        self.one = torch.zeros(1, device="cuda") if args.backend == "nccl" else None
-
-    def align(self):
-        """Start the ranks' clocks together (module docstring): a host barrier, a GPU spin
-        long enough for the host to queue what follows, a one-element all_reduce."""
-        self.dist.barrier(group=self.cpu_group)
-        self.torch.cuda._sleep(GATE_CYCLES)
-        self.dist.all_reduce(self.one)
-
-    def sync(self, what):
-        ev = self.torch.cuda.Event()
-        ev.record()
-        wait_event(ev, self.args.timeout, what)
-
-    def __call__(self, call, size) -> float:
-        """``call(i)`` runs the i-th all_reduce of the size (``call_buffers``)."""
-        a, torch, dist = self.args, self.torch, self.dist
-        what = f"all_reduce of {size} B"
-        if a.backend == "gloo":
-            for i in range(a.warmup):
-                call(i)
-            dist.barrier(group=self.cpu_group)
-            t0 = time.perf_counter()
-            for i in range(a.iters):
-                call(i)
-            return (time.perf_counter() - t0) * 1e6 / a.iters
-        for i in range(max(a.warmup, 1 if a.timing == "graph" else 0)):
-            call(i)
-        self.sync(what)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        if a.timing == "eager":
-            self.align()
-            start.record()
-            for i in range(a.iters):
-                call(i)
-            end.record()
-            wait_event(end, a.timeout, what)
-            return start.elapsed_time(end) * 1e3 / a.iters
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            for i in range(a.graph_calls):
-                call(i)
-        graph.replay()
-        self.sync(what)
-        replays = max(1, math.ceil(a.iters / a.graph_calls))
-        self.align()
-        start.record()
-        for _ in range(replays):
-            graph.replay()
-        end.record()
-        wait_event(end, a.timeout, what)
-        graph.reset()
-        return start.elapsed_time(end) * 1e3 / (replays * a.graph_calls)
-
-
-def run(args, argv, rank, world, log_dir, fault) -> int:
+def run(args, argv, rank, world, log_dir) -> int:
     import torch
     import torch.distributed as dist
-    timeout = timedelta(seconds=args.timeout)
-    device = None
-    if args.backend == "nccl":
-        if not torch.cuda.is_available():
-            raise BenchError("--backend nccl needs a CUDA GPU (use --backend gloo on CPU)")
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
-        torch.cuda.set_device(device)
-    dist.init_process_group(args.backend, timeout=timeout, rank=rank, world_size=world,
-                            device_id=device)
-    cpu_group = dist.new_group(backend="gloo", timeout=timeout) if device is not None else None
-    infos = [None] * world
-    dist.all_gather_object(infos, rank_info(device), group=cpu_group)
-    probe = run_probe(args, rank, world, infos, cpu_group) if args.nccl_probe or args.emulate_nodes else None
-
+    fault = parse_fault(os.environ.get("COLLSIM_TEST_FAULT"))
+    session = Session(args, rank, world, log_dir)
     itemsize, dtype = DTYPES[args.dtype][0], getattr(torch, args.dtype)
-    buf = torch.empty(max(args.size_list) // itemsize, dtype=dtype, device=device or "cpu")
+    buf = torch.empty(max(args.size_list) // itemsize, dtype=dtype, device=session.device or "cpu")
     src = None if args.inplace else torch.empty_like(buf)
-    dist.all_reduce(buf[:1])  # creates the communicator: NCCL has printed its version now
-    timer = Timer(args, cpu_group)
-    if device is not None:
-        timer.sync("the first all_reduce")
-    version = debug_file_version(os.path.join(log_dir, f"run.{rank}.log")) if log_dir else None
-    version = version or (probe or {}).get("version")
-
-    out = None
-    if rank == 0:
-        meta = build_meta(args, argv, world, infos, version)
-        if probe is not None:
-            meta["nccl_probe"], meta["nodes_nccl"] = probe, probe["n_nodes"]
-        if args.out:
-            os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-            out = JsonlWriter(args.out)
-            out.write("meta", meta)
-    sizes = args.size_list
-    try:
-        from tqdm import tqdm
-        sizes = tqdm(sizes, desc="allreduce", unit="size", disable=rank != 0, file=sys.stderr)
-        say = tqdm.write
-    except ImportError:
-        say = print
-    if rank == 0:
-        say(TABLE_HEADER)
-    for size in sizes:
+    for size in session.begin(argv, args.size_list, "allreduce"):
         hit = fault is not None and fault[1:] == (rank, size)
         if hit and fault[0] != "corrupt":
             sys.stderr.write(f"allreduce_bench: test fault: rank {rank} {fault[0]}s at size {size}\n")
@@ -263,50 +124,19 @@ def run(args, argv, rank, world, log_dir, fault) -> int:
                 dist.all_reduce(outs[i % len(outs)])
         t = outs[0]
         fill(t if ins is None else ins[0], rank)
-        time_us = timer(call, size)
+        time_us = session.timer(call, f"all_reduce of {size} B")
         fill(t if ins is None else ins[0], rank)  # timing changed the data: check a fresh call
         call(0)
         if hit:  # corrupt (die/hang never get here)
             t[:1] += 1
-        wrong = count_wrong(t, world)
-        stats = [torch.zeros(2, dtype=torch.float64) for _ in range(world)]
-        dist.all_gather(stats, torch.tensor([time_us, wrong], dtype=torch.float64), group=cpu_group)
-        times = [float(x[0]) for x in stats]
-        rec = result_record(size, count, args.dtype, max(times), world, sum(int(x[1]) for x in stats),
-                            inplace=args.inplace, algo=args.algo, proto=args.proto,
-                            timing=args.timing,
-                            time_us_min=min(times), time_us_mean=sum(times) / world)
-        if rank == 0:
-            say(format_row(rec))
-            if out:
-                out.write("result", rec)
-    if out:
-        out.close()
-    dist.barrier(group=cpu_group)
-    dist.destroy_process_group()
+        session.result(size, count, time_us, count_wrong(t, world), inplace=args.inplace, algo=args.algo,
+                       proto=args.proto)
+    session.close()
     return 0
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args = parse_args(argv)
-    rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
-    os.environ.update(rank_env(args, rank, world, os.environ))
-    if os.environ.get("COLLSIM_PROBE"):
-        return probe_child(args, rank, world)
-    log_dir = None
-    if args.backend == "nccl" and "NCCL_DEBUG" not in os.environ:
-        log_dir = probe_log_dir()
-        os.environ.update(NCCL_DEBUG="WARN", NCCL_DEBUG_FILE=os.path.join(log_dir, f"run.{rank}.log"))
-    try:
-        return run(args, argv, rank, world, log_dir, parse_fault(os.environ.get("COLLSIM_TEST_FAULT")))
-    except Exception as e:  # one line, no traceback; the records written so far stay valid
-        msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        if isinstance(e, (RuntimeError, CollsimError)) and not isinstance(e, BenchError):
-            msg = f"{type(e).__name__}: {msg}"
-        sys.stderr.write(f"allreduce_bench: error: rank {rank}: {msg}\n")
-        sys.stderr.flush()
-        os._exit(1)  # a hung communicator must not block the exit
+    return runner_main("allreduce_bench", parse_args, run, argv)
 
 
 if __name__ == "__main__":

@@ -59,8 +59,10 @@ def _name_list(text, canon):
     return text
 
 
-def build_parser() -> OneLineParser:
-    p = OneLineParser(prog="allreduce_bench", description="AllReduce benchmark (see module docstring)")
+def base_parser(prog: str, description: str) -> OneLineParser:
+    """The options every AllReduce runner takes: the size sweep, dtype, calls, timing, backend,
+    output, timeout, emulated nodes and the NCCL probe (checked by ``check_args``)."""
+    p = OneLineParser(prog=prog, description=description)
     p.add_argument("-b", "--minbytes", default="8", help="smallest size, bytes (K/M/G suffixes)")
     p.add_argument("-e", "--maxbytes", default="32M", help="largest size, bytes")
     p.add_argument("-f", "--stepfactor", type=int, default=2, help="size multiplication factor")
@@ -68,15 +70,8 @@ def build_parser() -> OneLineParser:
     p.add_argument("--dtype", default="float32", choices=sorted(DTYPES))
     p.add_argument("-w", "--warmup", type=int, default=5, help="untimed calls per size")
     p.add_argument("-n", "--iters", type=int, default=20, help="timed calls per size")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--inplace", dest="inplace", action="store_true", default=True)
-    g.add_argument("--out-of-place", dest="inplace", action="store_false")
-    p.add_argument("--rotate", action="store_true",
-                   help="call i uses slice i mod (max size // size) of the buffer, like nccl-tests (no L2 reuse)")
     p.add_argument("--timing", choices=("eager", "graph"), default="eager")
-    p.add_argument("--graph-calls", type=int, default=20, help="all_reduce calls per CUDA graph (graph timing)")
-    p.add_argument("--algo", help="NCCL_ALGO, e.g. Ring, Tree, ^NVLS")
-    p.add_argument("--proto", help="NCCL_PROTO, e.g. LL, LL128, Simple")
+    p.add_argument("--graph-calls", type=int, default=20, help="calls per CUDA graph (graph timing)")
     p.add_argument("--backend", choices=("nccl", "gloo"), default="nccl")
     p.add_argument("--out", help="JSON Lines output file (rank 0 writes it)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before a hung collective is an error")
@@ -84,6 +79,19 @@ def build_parser() -> OneLineParser:
                    help="give each group of world/N consecutive ranks its own NCCL_HOSTID")
     p.add_argument("--nccl-probe", action="store_true",
                    help="first run a short probe with NCCL INFO logging and record what NCCL chose")
+    return p
+
+
+def build_parser() -> OneLineParser:
+    """allreduce_bench's options: ``base_parser``'s, in/out of place, --rotate, NCCL_ALGO/PROTO."""
+    p = base_parser("allreduce_bench", "AllReduce benchmark (see module docstring)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--inplace", dest="inplace", action="store_true", default=True)
+    g.add_argument("--out-of-place", dest="inplace", action="store_false")
+    p.add_argument("--rotate", action="store_true",
+                   help="call i uses slice i mod (max size // size) of the buffer, like nccl-tests (no L2 reuse)")
+    p.add_argument("--algo", help="NCCL_ALGO, e.g. Ring, Tree, ^NVLS")
+    p.add_argument("--proto", help="NCCL_PROTO, e.g. LL, LL128, Simple")
     return p
 
 
@@ -105,8 +113,28 @@ def sweep(args) -> list[int]:
     return sizes
 
 
+def check_args(parser, args, world: int) -> None:
+    """The checks of ``base_parser``'s options; a problem is one line and exit code 2. Sets
+    ``args.timing`` to "host" for gloo (its clock)."""
+    if args.warmup < 0 or args.iters < 1 or args.graph_calls < 1:
+        parser.error("need -w >= 0, -n >= 1 and --graph-calls >= 1")
+    if args.timeout <= 0:
+        parser.error("--timeout must be positive")
+    if args.backend == "gloo":
+        for option, given in (("--timing graph", args.timing == "graph"), ("--nccl-probe", args.nccl_probe),
+                              ("--emulate-nodes", args.emulate_nodes)):
+            if given:
+                parser.error(f"{option} needs --backend nccl (gloo runs on the CPU: a host clock, no CUDA graphs)")
+    if args.emulate_nodes is not None and (args.emulate_nodes < 1 or world % args.emulate_nodes):
+        parser.error(f"--emulate-nodes {args.emulate_nodes} does not divide the world size {world}")
+    if FILL_MAX * world > DTYPES[args.dtype][1]:
+        parser.error(f"{args.dtype} cannot hold the exact check sum for {world} ranks")
+    if args.backend == "gloo":
+        args.timing = "host"
+
+
 def parse_args(argv):
-    """Parse and validate; every problem is one line and exit code 2."""
+    """allreduce_bench's arguments, parsed and checked; every problem is one line and exit code 2."""
     parser = build_parser()
     args = parser.parse_args(argv)
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -117,19 +145,9 @@ def parse_args(argv):
                 _name_list(getattr(args, name), canonical_algo if name == "algo" else canonical_proto)
     except CollsimError as e:
         parser.error(str(e))
-    if args.warmup < 0 or args.iters < 1 or args.graph_calls < 1:
-        parser.error("need -w >= 0, -n >= 1 and --graph-calls >= 1")
-    if args.timeout <= 0:
-        parser.error("--timeout must be positive")
-    if args.backend == "gloo" and (args.timing == "graph" or args.algo or args.proto or args.nccl_probe
-                                   or args.emulate_nodes):
-        parser.error("--timing graph, --algo, --proto, --nccl-probe and --emulate-nodes need --backend nccl")
-    if args.emulate_nodes is not None and (args.emulate_nodes < 1 or world % args.emulate_nodes):
-        parser.error(f"--emulate-nodes {args.emulate_nodes} does not divide the world size {world}")
-    if FILL_MAX * world > DTYPES[args.dtype][1]:
-        parser.error(f"{args.dtype} cannot hold the exact check sum for {world} ranks")
-    if args.backend == "gloo":
-        args.timing = "host"
+    if args.backend == "gloo" and (args.algo or args.proto):
+        parser.error("--algo and --proto (NCCL_ALGO, NCCL_PROTO) need --backend nccl")
+    check_args(parser, args, world)
     return args
 
 

@@ -1,12 +1,12 @@
 """NCCL's own view of the benchmark's run: the ``--nccl-probe`` child processes.
 
-With ``--nccl-probe`` (implied by ``--emulate-nodes``) ``allreduce_bench.py``
-makes a separate, logged run before timing: every rank starts one child
-process, the same script (``launch_probe``)::
+With ``--nccl-probe`` (implied by ``--emulate-nodes``) ``allreduce_bench.py`` and
+``schedule_bench.py`` make a separate, logged run before timing: every rank starts one
+child process, the same script (``launch_probe``)::
 
     COLLSIM_PROBE=ADDR:PORT NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING \\
         NCCL_DEBUG_FILE=LOG_DIR/probe.RANK.log RANK=r WORLD_SIZE=n \\
-        python runners/allreduce_bench.py ARGS...
+        python runners/allreduce_bench.py ARGS...    # or schedule_bench.py
 
 whose ``main`` sees ``COLLSIM_PROBE`` and calls ``probe_child``: a fresh NCCL
 communicator (rendezvous on rank 0's TCPStore at ADDR:PORT), one all_reduce
@@ -22,7 +22,6 @@ import os
 import subprocess
 import sys
 from datetime import timedelta
-from pathlib import Path
 
 from common import DTYPES, BenchError, probe_log_dir
 
@@ -36,7 +35,7 @@ def launch_probe(args, rank: int, world: int, addr: str, port: int, log_dir: str
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHELASTIC_")}
     env.update(PROBE_ENV, NCCL_DEBUG_FILE=os.path.join(log_dir, f"probe.{rank}.log"),
                COLLSIM_PROBE=f"{addr}:{port}", RANK=str(rank), WORLD_SIZE=str(world))
-    cmd = [sys.executable, str(Path(__file__).with_name("allreduce_bench.py"))] + sys.argv[1:]
+    cmd = [sys.executable, os.path.abspath(sys.argv[0])] + sys.argv[1:]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

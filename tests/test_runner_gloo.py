@@ -95,7 +95,8 @@ def test_dead_or_hung_rank_ends_the_run_and_keeps_records(tmp_path, kind):
     (["-e", "12Q"], "bad size '12Q'"),
     (["--dtype", "float7"], "invalid choice: 'float7'"),
     (["--algo", "Spiral"], "unknown NCCL algorithm 'Spiral'"),
-    (["--backend", "gloo", "--timing", "graph"], "need --backend nccl"),
+    (["--backend", "gloo", "--timing", "graph"], "--timing graph needs --backend nccl"),
+    (["--backend", "gloo", "--algo", "Ring"], "--algo and --proto (NCCL_ALGO, NCCL_PROTO) need --backend nccl"),
     (["-n", "0"], "need -w >= 0, -n >= 1"),
     (["--sizes", "1,3", "--dtype", "float32"], "no size holds a whole float32 element"),
 ])

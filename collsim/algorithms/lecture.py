@@ -42,3 +42,7 @@ def lecture_tree(ranks: int, count: int, itemsize: int = 4) -> Schedule:
     for dst in range(1, ranks):
         b.add_step([0], [dst], 0, count, COPY)
     return b.build()
+
+
+# The lecture's schedules by name (``collsim check --algo lecture-ring``; teaching only, wrong on purpose).
+LECTURE = {"lecture-ring": lecture_ring, "lecture-tree": lecture_tree}

@@ -5,6 +5,8 @@
     collsim compare --params PARAMS.json --measured FILE... [--algo A --proto P --ranks N]
                     [--holdout auto|all|odd|even|timing] [--nccl-log LOG] [--out-of-place]
                     [--overhead-from AB_FILES...] [--plot PNG] [--json]
+    collsim compare EXECUTED.jsonl... (--preset NAME [--nodes N] [--gpus-per-node G] | --topology FILE
+                    | --alpha S --beta S/B) [--gamma S/B] [--json]
     collsim explain --params PARAMS.json --algo A --proto P --ranks N [--nodes M]
                     [--sizes 8 1M 4G] [--buffsize BYTES] [--timing graph|eager] [--reused-slices K]
 
@@ -17,12 +19,20 @@ overheads of harnesses measured on another machine or day than the params. In-pl
 --out-of-place. ``--nccl-log`` gives NCCL's printed
 TUNING table and per-size choices (an NCCL_DEBUG=INFO log, or a runner .jsonl whose meta holds
 ``nccl_probe``) to files that do not carry them.
+``compare EXECUTED.jsonl...`` takes files of ``runners/schedule_bench.py`` (collsim schedules run on
+a real backend) and prints, per schedule and size, the measured time, collsim's event simulation of
+that very schedule on the topology given as ``collsim simulate`` takes it
+(``collsim.cli.args.add_topology_args``), and the backend's own all_reduce from the same run
+(``collsim.fit.compare.executed``).
 Times are microseconds, sizes bytes (8, 64K, 1M, 4G), bandwidths GB/s (1e9 B/s), errors are
 |predicted / measured - 1| as fractions (``--json``) or percent (text).
 """
 from __future__ import annotations
 
 import json
+
+from collsim.cli.args import add_topology_args, positive_int, topology_from_args
+from collsim.errors import CollsimError
 
 
 def _pct(x) -> str:
@@ -52,6 +62,45 @@ def _fit(args) -> int:
 
 
 def _compare(args) -> int:
+    topology_given = any(getattr(args, k) is not None for k in ("preset", "topology", "alpha", "beta"))
+    if args.files:
+        if args.params or args.measured:
+            raise CollsimError("give executed-schedule files with a topology, or --params with --measured, not both")
+        return _compare_executed(args)
+    if not (args.params and args.measured):
+        raise CollsimError("compare needs --params PARAMS.json --measured FILE... (NCCL measurements), or "
+                           "executed-schedule files with --preset NAME or --topology FILE")
+    if topology_given:
+        raise CollsimError("--preset/--topology/--alpha/--beta go with executed-schedule files, not with --params")
+    return _compare_nccl(args)
+
+
+def _ratio(a, b) -> str:
+    return f"{a / b:9.3f}" if a is not None and b else "      n/a"
+
+
+def _compare_executed(args) -> int:
+    from collsim.fit.compare import executed
+    rows = executed(args.files, lambda ranks: topology_from_args(args, ranks), args.gamma)
+    if args.json:
+        print(json.dumps({"rows": rows}))
+        return 0
+    w = max([len(r["algo"]) for r in rows] + [4])
+    print(f"  {'algo':{w}s} {'ranks':>5s} {'size':>10s} {'measured us':>12s} {'simulated us':>13s} {'sim/meas':>9s}"
+          f" {'native us':>10s} {'meas/native':>11s} {'wrong':>6s}")
+    heading = None
+    for r in rows:
+        if (r["file"], r["topology"]) != heading:
+            heading = (r["file"], r["topology"])
+            print(f"# {r['file']} simulated on {r['topology']}")
+        native = "n/a" if r["native_us"] is None else f"{r['native_us']:.2f}"
+        print(f"  {r['algo']:{w}s} {r['ranks']:5d} {r['size']:10d} {r['measured_us']:12.2f} {r['simulated_us']:13.2f}"
+              f" {_ratio(r['simulated_us'], r['measured_us'])} {native:>10s}"
+              f"  {_ratio(r['measured_us'], r['native_us'])} {r['wrong']:6d}")
+    return 0
+
+
+def _compare_nccl(args) -> int:
     from collsim.fit.compare import attach_probe, compare, select
     from collsim.viz.measured import plot_compare
     from collsim.fit.overheads import with_overheads
@@ -127,9 +176,12 @@ def register(sub) -> None:
     _overhead_argument(p)
     p.set_defaults(func=_fit)
 
-    p = sub.add_parser("compare", help="errors of collsim and of NCCL's own model against measurements")
-    p.add_argument("--params", required=True, help="parameters JSON from collsim fit")
-    p.add_argument("--measured", required=True, nargs="+", help="runner .jsonl files or nccl-tests output")
+    p = sub.add_parser("compare", help="errors of collsim and of NCCL's own model against measurements; "
+                                          "executed schedules against their simulation")
+    p.add_argument("files", nargs="*", metavar="EXECUTED.jsonl",
+                   help="files of runners/schedule_bench.py (give a topology; no --params)")
+    p.add_argument("--params", help="parameters JSON from collsim fit")
+    p.add_argument("--measured", nargs="+", help="runner .jsonl files or nccl-tests output")
     p.add_argument("--label", help="ALGO/PROTO for nccl-tests logs (default: from the file name)")
     p.add_argument("--nccl-log", help="NCCL debug log with the TUNING table, or a runner .jsonl with a probe, for files without one")
     p.add_argument("--out-of-place", action="store_true", help="use out-of-place results, not in-place")
@@ -141,6 +193,8 @@ def register(sub) -> None:
     _overhead_argument(p)
     p.add_argument("--plot", help="write a PNG: log-log time vs size and an error panel")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_topology_args(p)
+    p.add_argument("--gpus-per-node", type=positive_int, help="GPUs per node of the --preset")
     p.set_defaults(func=_compare)
 
     p = sub.add_parser("explain", help="per size: the dominant term and link utilisation")

@@ -63,10 +63,10 @@ def cmd_check(args) -> int:
         s = Schedule.from_json(text)
     elif args.algo:
         if args.algo.startswith("lecture-"):
-            from collsim.algorithms import lecture
-            fn = {"lecture-ring": lecture.lecture_ring, "lecture-tree": lecture.lecture_tree}.get(args.algo)
+            from collsim.algorithms.lecture import LECTURE
+            fn = LECTURE.get(args.algo)
             if fn is None:
-                raise CollsimError(f"unknown lecture schedule {args.algo!r} (lecture-ring, lecture-tree)")
+                raise CollsimError(f"unknown lecture schedule {args.algo!r} ({', '.join(LECTURE)})")
             s = fn(require_ranks(args), element_count(args))
         else:
             s = build_from_args(args)

@@ -10,19 +10,29 @@ result says which. Records labelled with NCCL's own choice (algo null) are predi
 
 Which points: with ``holdout="auto"`` the points the parameters were not fitted on when the
 params' hold-out mode can be re-applied here ("odd", "even", "timing"); "all" takes every point.
+
+Executed schedules (``executed``): files of ``runners/schedule_bench.py`` hold the time of collsim
+schedules run on a real backend; each is set beside collsim's simulation of the very schedule
+that ran (``collsim.measure.executed.executed_schedule``, ``collsim.simulate.simulate_times``) and
+beside the backend's own all_reduce timed in the same run.
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.fit import abs_rel_errors, config_suffix, summary
 from collsim.fit.points import Point, split
+from collsim.measure import load
+from collsim.measure.executed import executed_schedule, is_executed
 from collsim.nccl import canonical_pair
 from collsim.nccl.layout import Config
 from collsim.nccl.model import predict
 from collsim.nccl.params import ModelParams
 from collsim.nccl.tuning import Hardware, TuningTable, algo_time_us, choose, table_from_printed, tuning_table
+from collsim.simulate import simulate_times
 
 
 def nccl_table(meta: dict, cfg: Config) -> tuple[TuningTable, str]:
@@ -48,7 +58,6 @@ def attach_probe(points: list[Point], path) -> None:
     """Give points whose run recorded no NCCL probe the probe of ``path``: an NCCL debug log
     with the TUNING table, or a runner .jsonl whose meta holds one (``--nccl-probe``)."""
     if str(path).endswith(".jsonl"):
-        from collsim.measure import load
         probe = load(path).meta.get("nccl_probe") or {}
     else:
         from collsim.nccl.log import parse_file
@@ -133,3 +142,29 @@ def compare(params: ModelParams, points: list[Point], holdout: str = "auto", alg
     return {"points": which, "collsim": summary(e_ours[np.isfinite(e_ours)]),
             "nccl_model": summary(e_theirs[np.isfinite(e_theirs)]), "configs": configs,
             "unknown_harness": unknown}
+
+
+def executed(paths, topology_for, gamma: float = 0.0) -> list[dict]:
+    """One row per executed schedule and size of each file (by algo, then size): ``measured_us``
+    (the record's time_us, max over ranks of each rank's mean), ``simulated_us`` (the schedule that
+    ran, simulated on ``topology_for(world_size)`` with ``gamma`` s/byte), ``native_us`` (the
+    file's native all_reduce of that size, None without --with-native), ``wrong``, ``file``,
+    ``topology`` (its description), ``algo``, ``size`` (bytes), ``ranks``. A file that is not of
+    executed schedules, or whose schedule cannot be rebuilt as it ran, raises ``CollsimError``."""
+    rows = []
+    for path in paths:
+        m = load(path)
+        if not is_executed(m.meta):
+            raise CollsimError(f"{path}: not a file of executed collsim schedules (its meta has no 'schedule'); "
+                               "compare NCCL measurements with --params PARAMS --measured FILE")
+        native = {r["size"]: r["time_us"] for r in m.records if r.get("executor") == "native"}
+        records = sorted((r for r in m.records if r.get("executor") == "collsim"), key=lambda r: (r["algo"], r["size"]))
+        schedules = (executed_schedule(m.meta, r, Path(path).parent) for r in records)
+        topology = topology_for(int(m.meta["world_size"]))
+        simulated = simulate_times(schedules, topology, gamma)
+        rows += [{"file": str(path), "topology": topology.describe(), "algo": r["algo"], "size": r["size"],
+                  "ranks": r["ranks"], "wrong": r["wrong"], "measured_us": r["time_us"],
+                  "simulated_us": float(t) * 1e6, "native_us": native.get(r["size"])}
+                 for r, t in zip(records, simulated)]
+    return rows
+

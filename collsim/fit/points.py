@@ -131,7 +131,9 @@ def load_points(paths, label: str | None = None, inplace: bool = True) -> list[P
     """Points from measurement files (``.jsonl``: runner records; other files: nccl-tests
     output, labelled ``label`` such as "Ring/LL", else from the file name). Keeps in-place
     records (what torch's all_reduce does) or, with ``inplace=False``, out-of-place ones;
-    records that do not say are kept either way."""
+    records that do not say are kept either way. Records of executed collsim schedules
+    (``executor`` "collsim", ``collsim.measure.executed``) are not NCCL's and are left out; the
+    native all_reduce beside them is kept."""
     points = []
     for run, path in enumerate(paths):
         m = load_file(path, label)
@@ -141,7 +143,7 @@ def load_points(paths, label: str | None = None, inplace: bool = True) -> list[P
             t = rec.get("time_us_min") or rec.get("time_us_mean") or rec.get("time_us")
             if t is None or not t > 0 or rec["size"] < 1:
                 continue
-            if rec.get("inplace") is not None and bool(rec["inplace"]) != inplace:
+            if rec.get("inplace") is not None and bool(rec["inplace"]) != inplace or rec.get("executor") == "collsim":
                 continue
             algo, proto = rec.get("algo"), rec.get("proto")
             if algo and not proto:

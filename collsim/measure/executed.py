@@ -1,0 +1,131 @@
+"""Executed schedules: what ``runners/schedule_bench.py`` records about the schedules it ran on a
+real backend, and the schedule behind each of its records.
+
+A file of executed schedules is a measurement file (``collsim.measure``) whose meta has the key
+``schedule``, one of:
+
+* ``{"algorithms": {"ring": {"slices": 2}, "tree": {}}}``: the run built each size's schedule
+  with ``collsim.algorithms.build_schedule`` (or ``collsim.algorithms.lecture.LECTURE``) for
+  ``world_size`` ranks and the record's ``count``, passing these keyword parameters (parameters
+  left out take their defaults, e.g. the tree's chunks follow the size);
+* ``{"file": PATH, "sha256": HASH, "name": NAME}``: the run executed the schedule in a JSON file
+  (``collsim.schedule``), as given on its command line.
+
+Its result records add ``executor``: "collsim" for the executed schedule (``algo``
+"collsim:NAME", ``schedule_sha256`` the hash below, ``steps`` and ``transfers`` of the schedule)
+or "native" for the backend's own ``all_reduce`` timed alongside (``algo`` null).
+A schedule's hash is the sha256 of its canonical JSON (``Schedule.to_dict`` with sorted keys and
+no spaces), so a rebuilt or re-read schedule can be proved to be the one that ran.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from pathlib import Path
+
+from collsim.algorithms import ALGORITHMS, build_schedule
+from collsim.algorithms.lecture import LECTURE
+from collsim.errors import CollsimError
+from collsim.schedule import Schedule
+
+PREFIX = "collsim:"
+
+
+def schedule_hash(schedule: Schedule) -> str:
+    """sha256 (hex) of the schedule's canonical JSON."""
+    text = json.dumps(schedule.to_dict(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def parameters() -> dict[str, type]:
+    """The keyword parameters ``build_schedule`` takes and their type (str where the default is
+    a string, else int): what a runner passes through as ``--name`` options."""
+    sig = inspect.signature(build_schedule).parameters.values()
+    return {p.name: str if isinstance(p.default, str) else int for p in sig if p.kind is p.KEYWORD_ONLY}
+
+
+def algorithm_names(spec: str) -> list[str]:
+    """"ring", "ring,tree", "all" (every registered algorithm) or "all,lecture-ring" as names,
+    each once; the lecture's schedules (``LECTURE``) are accepted by name."""
+    parts = [n.strip() for n in spec.split(",") if n.strip()]
+    names = list(dict.fromkeys(n for p in parts for n in (ALGORITHMS if p == "all" else [p])))
+    known = list(ALGORITHMS) + list(LECTURE)
+    for n in names:
+        if n not in known:
+            raise CollsimError(f"unknown algorithm {n!r}; choose from {', '.join(known)} or all")
+    if not names:
+        raise CollsimError("--algo needs an algorithm name")
+    return names
+
+
+def algorithm_params(names: list[str], given: dict, ranks_per_node: int) -> dict[str, dict]:
+    """Each algorithm's keyword parameters: those of ``given`` it takes, and ``gpus_per_node``
+    (default ``ranks_per_node``) where it needs one. A parameter no algorithm takes is an error."""
+    takes = {n: ALGORITHMS[n].params if n in ALGORITHMS else () for n in names}
+    unused = [k for k in given if not any(k in t for t in takes.values())]
+    if unused:
+        raise CollsimError(f"no algorithm of {', '.join(names)} takes {unused[0]!r}")
+    out = {}
+    for n, t in takes.items():
+        out[n] = {k: v for k, v in given.items() if k in t}
+        if "gpus_per_node" in t:
+            out[n].setdefault("gpus_per_node", ranks_per_node)
+    return out
+
+
+def build(name: str, ranks: int, count: int, itemsize: int, params: dict) -> Schedule:
+    """The schedule of a registered algorithm or of the lecture's pseudo-code."""
+    if name in LECTURE:
+        return LECTURE[name](ranks, count, itemsize)
+    return build_schedule(name, ranks, count, itemsize, **params)
+
+
+def read_schedule(path) -> Schedule:
+    """A schedule JSON file (``collsim schedule --json`` or hand-written); one-line errors."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise CollsimError(f"cannot read schedule file {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise CollsimError(f"{path}: not a text file") from None
+    try:
+        return Schedule.from_json(text)
+    except CollsimError as e:
+        raise CollsimError(f"{path}: {e}") from None
+
+
+def file_name(schedule: Schedule, path) -> str:
+    """The name a schedule file's records carry: the schedule's own, else the file's stem."""
+    return schedule.name or Path(path).stem
+
+
+def is_executed(meta: dict) -> bool:
+    return isinstance(meta.get("schedule"), dict)
+
+
+def executed_schedule(meta: dict, record: dict, folder=".") -> Schedule:
+    """The schedule a record of executed schedules ran, rebuilt from the meta's algorithm and
+    parameters or read from the meta's schedule file (as given, else relative to ``folder``, the
+    measurement file's), its hash checked against the record's: a mismatch (collsim or the file
+    changed since the run) raises ``CollsimError``."""
+    how = meta.get("schedule") or {}
+    name = str(record.get("algo") or "")[len(PREFIX):]
+    if "file" in how:
+        path = Path(how["file"])
+        if not path.exists() and not path.is_absolute():
+            path = Path(folder) / path
+        schedule = read_schedule(path)
+        what = f"schedule file {how['file']}"
+    else:
+        params = (how.get("algorithms") or {}).get(name)
+        if params is None:
+            raise CollsimError(f"record of {record.get('algo')!r} at {record.get('size')} B: "
+                               "the meta lists no such algorithm")
+        count = int(record["count"])
+        schedule = build(name, int(record.get("ranks") or meta["world_size"]), count,
+                         int(record["size"]) // max(count, 1), params)
+        what = f"{name} {params} rebuilt by this collsim"
+    if schedule_hash(schedule) != record.get("schedule_sha256"):
+        raise CollsimError(f"{what} is not the schedule that ran at {record.get('size')} B (its sha256 differs)")
+    return schedule
