@@ -2,6 +2,7 @@
 exactly as the documented commands do and assert the held-out targets (median |err| <= 3%, p90
 <= 10%) at the level reached today plus a little (so a worse model fails). Also: the committed
 params.json files predict what the documented fit produces."""
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -60,9 +61,15 @@ def _check(report, bounds, suffix):
         assert r["median_abs_rel_error"] <= med and r["p90_abs_rel_error"] <= p90, (a, p, r)
 
 
-def test_runner_graph_targets_and_committed_params(overhead):
+@pytest.fixture(scope="module")
+def runner_fit(overhead):
+    """(points, params, report) of the params.json fit (ACCURACY.md "Commands")."""
     points = load_points(runner_files() + SWEEP)
-    params, report = fit(points, "odd", overhead_points=overhead)
+    return (points, *fit(points, "odd", overhead_points=overhead))
+
+
+def test_runner_graph_targets_and_committed_params(runner_fit):
+    points, params, report = runner_fit
     _check(report, RUNNER, "torch-graph-mixing")
     assert params.path("nvlink", "Ring", "Simple")["warp_us"] > 0.01  # per-step barriers (nccl_model)
     # the emulated 2-node socket path: <= 10% median held out
@@ -74,6 +81,23 @@ def test_runner_graph_targets_and_committed_params(overhead):
     _assert_same_model(committed, params, points)
 
 
+def test_fit_is_well_conditioned(runner_fit, overhead):
+    """Measured times 1e-9 relative apart (far below any measurement's noise, like rounding in
+    another BLAS) give parameters within 2e-5 relative: every direction of the parameters either
+    shows in the data or is held by the fit's weak prior. The hand-written Levenberg-Marquardt
+    the fit replaced moved a socket-path parameter by 148% and run 2's Ring LL base_us by 1e-5."""
+    points, params, _ = runner_fit
+    rng = np.random.default_rng(0)
+    nudged = [replace(p, time_us=p.time_us * (1 + 1e-9 * rng.standard_normal())) for p in points]
+    again, _ = fit(nudged, "odd", overhead_points=overhead)
+    assert again.meta["unseen"] == params.meta["unseen"]
+    for key, values in params.paths.items():
+        for name, value in values.items():
+            assert abs(again.path(*key)[name] - value) <= 2e-5 * value, (key, name)
+    assert abs(again.link_exp / params.link_exp - 1) <= 2e-5
+    assert abs(again.link_GBps["nvlink"] / params.link_GBps["nvlink"] - 1) <= 2e-5
+
+
 def test_nccl_tests_graph_targets(overhead):
     files = [D / "nccl-tests" / f"graph_{a}_{p}.log" for a, p in PAIRS]
     _, report = fit(load_points(files), "odd", overhead_points=overhead)
@@ -82,7 +106,8 @@ def test_nccl_tests_graph_targets(overhead):
 
 def test_cross_harness_and_nccl_model():
     """Runner-fitted params predict nccl-tests (all points, none fitted): the bandwidth-bound
-    pairs within 7% median; NCCL's own model (the probe's printed table) is worse overall."""
+    pairs within 7% median, Tree LL 7.5%, Ring LL 11%; NCCL's own model (the probe's printed
+    table) is worse overall."""
     params = load_params(D / "params.json")
     points = load_points([D / "nccl-tests" / f"graph_{a}_{p}.log" for a, p in PAIRS])
     probe = load_points([D / "runner" / "nvlink_default_eager.jsonl"])[0].meta["nccl_probe"]
@@ -93,7 +118,8 @@ def test_cross_harness_and_nccl_model():
     assert all(c["nccl_table"] == "printed" for c in res["configs"])
     for pair in ("Ring/LL128", "Ring/Simple", "Tree/LL128", "Tree/Simple"):
         assert by[pair]["collsim"]["median_abs_rel_error"] <= 0.07, pair
-    assert by["Tree/LL"]["collsim"]["median_abs_rel_error"] <= 0.07
+    # 7.4% since the fit finds the lower-cost Tree LL solution (ACCURACY.md "Fit method"); 6.4% before
+    assert by["Tree/LL"]["collsim"]["median_abs_rel_error"] <= 0.075
     assert by["Ring/LL"]["collsim"]["median_abs_rel_error"] <= 0.11
     assert res["collsim"]["median_abs_rel_error"] <= 0.042
     assert res["nccl_model"]["median_abs_rel_error"] > 3 * res["collsim"]["median_abs_rel_error"]

@@ -55,6 +55,9 @@ def _fit(args) -> int:
     save_params(params, args.output)
     print(f"fitted on {params.meta['n_train']} points, tested on {params.meta['n_test']} held out"
           f" ({args.holdout}) -> {args.output}")
+    if params.meta["unseen"]:
+        print("set by the prior (the data cannot tell them apart): "
+              + "; ".join(f"{k} {', '.join(v)}" for k, v in params.meta["unseen"].items()))
     print(f"{'configuration':48s} {'n':>4s} {'median':>7s} {'p90':>7s}")
     for name, r in report.items():
         print(f"{name:48s} {r['n']:4d} {_pct(r['median_abs_rel_error']):>7s} {_pct(r['p90_abs_rel_error']):>7s}")
