@@ -1,5 +1,6 @@
 """Fitting recovers known parameters; bounds hold; hold-out never leaks; params files."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -175,3 +176,12 @@ def test_warm_is_fitted_only_from_an_ab_of_the_same_sizes():
     assert fitted.path("nvlink", "Ring", "LL")["warm"] == pytest.approx(0.75, abs=0.03)
     alone, _ = fit([q for q in pts if q.config == one_slice], "odd")
     assert alone.path("nvlink", "Ring", "LL")["warm"] == 1.0
+
+
+@pytest.mark.skipif(not os.environ.get("OPENBLAS_CORETYPE"), reason="OPENBLAS_CORETYPE not set (scripts/test.sh sets it)")
+def test_blas_kernel_is_the_one_asked_for():
+    """scripts/test.sh re-runs the fit tests with OPENBLAS_CORETYPE set: numpy's and scipy's
+    OpenBLAS must then run that kernel, not the CPU's own, or the second run proves nothing."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    blas = [i for i in threadpoolctl.threadpool_info() if i["internal_api"] == "openblas"]
+    assert blas and all(i["architecture"].lower() == os.environ["OPENBLAS_CORETYPE"].lower() for i in blas), blas
