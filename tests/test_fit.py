@@ -185,3 +185,18 @@ def test_blas_kernel_is_the_one_asked_for():
     threadpoolctl = pytest.importorskip("threadpoolctl")
     blas = [i for i in threadpoolctl.threadpool_info() if i["internal_api"] == "openblas"]
     assert blas and all(i["architecture"].lower() == os.environ["OPENBLAS_CORETYPE"].lower() for i in blas), blas
+
+
+def test_parameters_the_data_cannot_see_stay_at_their_priors_and_are_listed():
+    """Eager calls all at the host's launch floor show host_us only: the GPU terms of the path
+    stay at their priors (not wherever a start point left them) and params.meta["unseen"] says
+    so; a path whose data shows every term lists none."""
+    prior = default_params().path("nvlink", "Ring", "LL")
+    floor = [Point(int(s), 50.0, "Ring", "LL", Config(2, timing="eager"), 0, {}) for s in SIZES[SIZES <= 1 << 16]]
+    params, _ = fit(floor + [p for p in synthetic(timings=("graph",)) if p.algo == "Tree"], "odd")
+    got = params.path("nvlink", "Ring", "LL")
+    assert got["host_us"] == pytest.approx(50.0, rel=0.01)
+    for name in ("base_us", "step_us", "chan_GBps", "fill"):
+        assert got[name] == pytest.approx(prior[name], rel=1e-3), name
+    assert set(params.meta["unseen"]["nvlink/Ring/LL"]) >= {"base_us", "step_us", "chan_GBps", "fill"}
+    assert "nvlink/Tree/LL" not in params.meta["unseen"]

@@ -19,7 +19,8 @@ scipy's default tolerances, then from the best of them to convergence (``SOLVER`
 differences, steps below 1e-12). A weak prior keeps every fit well-conditioned: each parameter
 also pays MIN_EFFECT x sqrt(points) x log(value / start value), where the start value is its
 prior or the path's value from an earlier stage (one e-fold below the lower bound for a term
-whose prior is 0, no effect). Moving parameters by a factor e then costs as much as MIN_EFFECT
+whose prior is 0, no effect; for host_us without one, the fastest call measured: an eager call
+cannot be faster than the launch interval, so that is its largest value). Moving parameters by a factor e then costs as much as MIN_EFFECT
 (0.1%) rms of misfit: along directions the data sees this moves the fit negligibly; along
 directions it cannot see (e.g. base_us against step_us x steps where the step count is the same
 at every size, chan_GBps once the link cap binds, host_us with no eager point at the launch
@@ -27,9 +28,9 @@ floor) the prior decides, instead of rounding and the BLAS beneath. Parameters m
 directions are listed per path in ``params.meta["unseen"]`` (``_unseen``): their values are the
 prior's pull against data that barely moves them, not measurements. ACCURACY.md "Fit method"
 compares this with the hand-written Levenberg-Marquardt it replaced: held-out medians of the
-graph sweeps the same within 0.3 points or better; worse: the emulated socket path's Tree Simple
-(7.7% -> 8.2%, p90 11% -> 19%, a ten-point fit the old optimiser settled by rounding), eager Tree
-LL (9.1% -> 9.8%) and runner -> nccl-tests Tree LL (6.4% -> 7.4%, from a Tree LL solution of
+graph sweeps the same within 0.3 points or better; worse: the emulated socket path (5.5% ->
+6.3%, p90 12% -> 18%; five to ten points per path, which the old optimiser settled by rounding),
+eager Tree LL (9.1% -> 9.8%) and runner -> nccl-tests Tree LL (6.4% -> 7.4%, from a Tree LL solution of
 lower cost); parameters reproducible across OpenBLAS kernels to ~1e-6 instead of 1e-4 to 100%;
 fits up to twice as fast.
 Fitted: base_us, step_us, chan_GBps, fill, warp_us (``BOUNDS``; warp_us is told apart from step_us
@@ -125,7 +126,8 @@ def _fit_path(params: ModelParams, key, data: dict, names) -> tuple[ModelParams,
                 "warp_us": 0.001, "warm": 1.1}]
     names = list(names)
     lo, hi = (np.log([BOUNDS[n][i] for n in names]) for i in (0, 1))
-    prior = np.array([np.log(current[n]) if current[n] > BOUNDS[n][0] else lo[i] - 1 for i, n in enumerate(names)])
+    centre = {**current, "host_us": current["host_us"] or floor}
+    prior = np.array([np.log(centre[n]) if centre[n] > BOUNDS[n][0] else lo[i] - 1 for i, n in enumerate(names)])
     points = sum(lt.size for _, lt in layouts)
     weight = MIN_EFFECT * np.sqrt(points)
 
