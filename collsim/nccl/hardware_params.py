@@ -37,8 +37,10 @@ LAUNCH_US = {"nccl-tests-eager": (14.52 - 2 * (34.9 - 14.52) / 6, (34.9 - 14.52)
 # Shortest time of one network step, by transport, under NCCL's NET constants when those are larger.
 # RDMA (ib, roce): L15 ran Ring LL128 from 1 to 8 MiB 33.7-50.4 us slower (median 39.8) than the model
 # with NCCL's 4.0 us per network step; its ring has 2 network steps, so 4.0 + 39.8 / 2 = 23.9 us.
-# Sockets (tcp): our emulated 2-node runs over loopback (data/h200x2/params.json, net/Ring/LL: base
-# 57.6 us + 2 steps x 2.7 us for 2 network steps) take 31.4 us a step.
+# Sockets (tcp): our emulated 2-node runs over loopback (data/h200x2/params.json as fitted before its
+# weak prior, net/Ring/LL: base 57.6 us + 2 steps x 2.7 us for 2 network steps) take 31.4 us a step;
+# the socket path's few points do not split base from per-step cost (ACCURACY.md "Fit method"): the
+# current fit has base 69.1 us there, which would give 37.2 us.
 NET_STEP_US = {"ib": 4.0 + 39.8 / 2, "roce": 4.0 + 39.8 / 2, "tcp": (57.6 + 2 * 2.7) / 2}
 NCCL_CHANNEL_INTER_GBPS = 48.0
 REFERENCE_CHANNELS = 24   # coll channels of the fitted 2 x H200 runs
