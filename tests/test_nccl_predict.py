@@ -53,6 +53,11 @@ def test_other_hardware_scales_from_the_tables():
     assert small_a["time_us"] > 1.2 * small_h["time_us"]          # A100's slower clock
 
 
+def test_packaged_parameters_are_the_committed_fit():
+    packaged = Path(__file__).resolve().parents[1] / "collsim" / "nccl" / "hopper_params.json"
+    assert packaged.read_bytes() == (Path(__file__).resolve().parents[1] / "data" / "h200x2" / "params.json").read_bytes()
+
+
 def test_cluster_params_keep_the_2gpu_fit_on_hopper():
     base, p = hopper_params(), cluster_params(load_cluster("h200-nvlink"))
     for key in (("nvlink", "Ring", "LL"), ("nvlink", "Tree", "Simple")):

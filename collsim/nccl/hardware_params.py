@@ -1,9 +1,9 @@
 """collsim's NCCL model on a machine it was not measured on: the 2 x H200 fit rescaled by what the
 cluster's hardware brings.
 
-``cluster_params(cluster)`` starts from ``hopper_params.json`` (package data: ``collsim fit`` on the
-2 x H200 runner sweeps of run 2, the L2-reuse A/B of run 5 and the NCCL_MAX_NCHANNELS sweeps of
-run 1, which set how channels share NVLink; the command is in its meta and in
+``cluster_params(cluster)`` starts from ``hopper_params.json`` (package data, the same file as
+data/h200x2/params.json: ``collsim fit`` on the 2 x H200 runner sweeps, graph and eager, emulated
+socket nodes and NCCL_MAX_NCHANNELS sweeps, which set how channels share NVLink; the command is in
 data/h200x2/ACCURACY.md) and changes only what differs physically:
 
 * NVLink (or PCIe) bandwidth: every intra-node channel rate and the shared link cap scale so that a
@@ -12,7 +12,8 @@ data/h200x2/ACCURACY.md) and changes only what differs physically:
 * GPU latencies (base, per step, per hop, barriers): x ``GPU.latency_scale`` (SM clock ratio).
 * Network: one NIC moves ``nic_GBps x Net.efficiency`` (L15 for InfiniBand); a channel through a NIC
   moves up to NCCL's per-channel inter-node speed (48 GB/s, search.cc:982 sm90SpeedArrayInter);
-  per network step NCCL's NET latency (tuning.cc:149-168), at least ``NET_STEP_US`` of the transport.
+  per network step NCCL's NET latency (tuning.cc:149-168), at least the transport's own step
+  (``RDMA_STEP_US`` from L15; sockets: ``socket_step_us``).
 * NVLS: each GPU's port into the switch moves NVLink x ring efficiency x nvlsEfficiency
   (tuning.cc:134-139); NCCL's NVLS latencies.
 * nccl-tests' eager floor: ``LAUNCH_US`` of host time per call per GPU its process launches on.
@@ -37,11 +38,17 @@ LAUNCH_US = {"nccl-tests-eager": (14.52 - 2 * (34.9 - 14.52) / 6, (34.9 - 14.52)
 # Shortest time of one network step, by transport, under NCCL's NET constants when those are larger.
 # RDMA (ib, roce): L15 ran Ring LL128 from 1 to 8 MiB 33.7-50.4 us slower (median 39.8) than the model
 # with NCCL's 4.0 us per network step; its ring has 2 network steps, so 4.0 + 39.8 / 2 = 23.9 us.
-# Sockets (tcp): our emulated 2-node runs over loopback (data/h200x2/params.json as fitted before its
-# weak prior, net/Ring/LL: base 57.6 us + 2 steps x 2.7 us for 2 network steps) take 31.4 us a step;
-# the socket path's few points do not split base from per-step cost (ACCURACY.md "Fit method"): the
-# current fit has base 69.1 us there, which would give 37.2 us.
-NET_STEP_US = {"ib": 4.0 + 39.8 / 2, "roce": 4.0 + 39.8 / 2, "tcp": (57.6 + 2 * 2.7) / 2}
+# Sockets (tcp): what our emulated 2-node runs over loopback took per network step (the base
+# parameters' socket path, net/Ring/LL: (base + 2 hops) / 2 network steps; ``socket_step_us``).
+RDMA_STEP_US = 4.0 + 39.8 / 2
+
+
+def socket_step_us(base: ModelParams) -> float:
+    """One network step of NCCL's socket transport in ``base``'s socket path (us)."""
+    path = base.path("net", "Ring", "LL")
+    return (path["base_us"] + 2 * path["hop_us"]) / 2
+
+
 NCCL_CHANNEL_INTER_GBPS = 48.0
 REFERENCE_CHANNELS = 24   # coll channels of the fitted 2 x H200 runs
 # NVLS on 8 x H100 at 8 GiB: ~480 GB/s busbw (sjeaugey, NVIDIA/nccl-tests#212; Azure ND H100 v5: 478.9),
@@ -74,6 +81,7 @@ def cluster_params(cluster: Cluster, channels: int | None = None, base: ModelPar
     channel count on it (default ``REFERENCE_CHANNELS``)."""
     base = base or hopper_params()
     gpu, net = cluster.gpu_info, cluster.net_info
+    net_step = socket_step_us(base) if cluster.net == "tcp" else RDMA_STEP_US
     channels = channels or REFERENCE_CHANNELS
     intra = "pci" if cluster.intra == "pcie" else "nvlink"
     lat = gpu.latency_scale
@@ -85,7 +93,7 @@ def cluster_params(cluster: Cluster, channels: int | None = None, base: ModelPar
         scaled = {**v, **{k: v[k] * lat for k in ("base_us", "step_us", "warp_us")},
                   "hop_us": HW_LAT[intra][algo][i] * lat}
         paths[("nvlink", algo, proto)] = paths[(intra, algo, proto)] = scaled
-        paths[("net", algo, proto)] = {**scaled, "hop_us": max(HW_LAT["net"][algo][i], NET_STEP_US[cluster.net]),
+        paths[("net", algo, proto)] = {**scaled, "hop_us": max(HW_LAT["net"][algo][i], net_step),
                                        "chan_GBps": NCCL_CHANNEL_INTER_GBPS}
     simple = paths[(intra, "Ring", "Simple")]
     for algo, (intra_us, net_us) in NVLS_PRIOR.items():
@@ -94,7 +102,7 @@ def cluster_params(cluster: Cluster, channels: int | None = None, base: ModelPar
         paths[("nvls", algo, "Simple")] = {**simple, "base_us": intra_us * lat, "hop_us": 0.0, "spill": 0.0,
                                            "warm": 1.0, "chan_GBps": 2 * simple["chan_GBps"]}
         paths[("net", algo, "Simple")] = {**paths[("net", "Tree", "Simple")],
-                                          "hop_us": max(net_us, NET_STEP_US[cluster.net])}
+                                          "hop_us": max(net_us, net_step)}
     links = {**base.link_GBps, intra: base.link_GBps["nvlink"],
              "nvls": NVLS_BUSBW_GBPS * 9 / 14 * nvls_relative(cluster),   # refined by _at_plateau
              "net": max(cluster.nic_GBps * net.efficiency, 1e-3)}
