@@ -29,6 +29,12 @@ JSON schema (``Schedule.to_dict`` / ``Schedule.from_dict``)::
         ...
       ]
     }
+
+``from_json`` / ``from_dict`` check the document before building anything: JSON nested at most
+``collsim.inputs.MAX_JSON_DEPTH`` deep; ``ranks`` 1 to ``MAX_RANKS``, ``count`` 0 to
+``MAX_BYTES``, ``itemsize`` 1 to ``MAX_ITEMSIZE``; every transfer an object whose src, dst,
+offset and count are integers that fit 64 bits (whether they make sense is the checker's
+question) and whose op is "reduce" or "copy".
 """
 from __future__ import annotations
 
@@ -38,12 +44,15 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from collsim.errors import CollsimError
+from collsim.errors import CollsimError, describe
+from collsim.inputs import MAX_BYTES, MAX_RANKS, parse_json
 
 REDUCE = 0
 COPY = 1
 OP_NAMES = ("reduce", "copy")
 OP_CODES = {name: code for code, name in enumerate(OP_NAMES)}
+MAX_ITEMSIZE = 1024  # bytes per element a schedule file may give
+_INT64 = 2**63 - 1
 
 
 class ScheduleError(CollsimError):
@@ -207,33 +216,44 @@ class Schedule:
 
     @classmethod
     def from_dict(cls, d) -> "Schedule":
+        """A schedule from the JSON schema above; ``ScheduleError`` (one line) for a document
+        that is not one (module docstring)."""
         if not isinstance(d, dict):
             raise ScheduleError("a schedule must be a JSON object with ranks, count, itemsize and steps")
         for key in ("ranks", "count", "steps"):
             if key not in d:
                 raise ScheduleError(f"schedule JSON lacks key {key!r}")
-        for key in ("ranks", "count", "itemsize"):
+        for key, lo, hi in (("ranks", None, MAX_RANKS), ("count", None, MAX_BYTES), ("itemsize", None, MAX_ITEMSIZE)):
             if key in d and (not isinstance(d[key], int) or isinstance(d[key], bool)):
-                raise ScheduleError(f"schedule JSON key {key!r} must be an integer, got {d[key]!r}")
+                raise ScheduleError(f"schedule JSON key {key!r} must be an integer, got {describe(d[key])}")
+            if key in d and d[key] > hi:
+                raise ScheduleError(f"schedule JSON key {key!r} must be <= {hi}, got {describe(d[key])}")
         if not isinstance(d["steps"], list) or not all(isinstance(s, list) for s in d["steps"]):
             raise ScheduleError("schedule JSON key 'steps' must be a list of lists of transfers")
+        if not isinstance(d.get("name", ""), str) or not isinstance(d.get("meta") or {}, dict):
+            raise ScheduleError("schedule JSON key 'name' must be a string and 'meta' an object")
         for s, step in enumerate(d["steps"]):
             for i, t in enumerate(step):
                 if not isinstance(t, dict):
                     raise ScheduleError(f"step {s} transfer {i} is not an object")
                 for key in ("src", "dst", "offset", "count"):
                     v = t.get(key)
-                    if not isinstance(v, int) or isinstance(v, bool):
-                        raise ScheduleError(f"step {s} transfer {i}: {key!r} must be an integer, got {v!r}")
+                    if not isinstance(v, int) or isinstance(v, bool) or not -_INT64 <= v <= _INT64:
+                        raise ScheduleError(f"step {s} transfer {i}: {key!r} must be an integer that fits "
+                                            f"64 bits, got {describe(v)}")
+                if not isinstance(t.get("op"), str):
+                    raise ScheduleError(f"step {s} transfer {i}: 'op' must be 'reduce' or 'copy', "
+                                        f"got {describe(t.get('op'))}")
         return cls.from_steps(d["ranks"], d["count"], d["steps"], itemsize=d.get("itemsize", 4),
                               name=d.get("name", ""), meta=d.get("meta"))
 
     @classmethod
-    def from_json(cls, text: str) -> "Schedule":
+    def from_json(cls, text: str, where: str = "schedule") -> "Schedule":
+        """``from_dict`` of JSON ``text``; errors name ``where`` when the text is not JSON."""
         try:
-            d = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ScheduleError(f"not a schedule: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+            d = parse_json(text, where)
+        except CollsimError as e:
+            raise ScheduleError(str(e)) from None
         return cls.from_dict(d)
 
 

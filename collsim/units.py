@@ -13,12 +13,14 @@ import math
 import numpy as np
 
 from collsim.errors import CollsimError, require_int
+from collsim.inputs import MAX_BYTES
 
 _SUFFIX = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def parse_size(text: str) -> int:
-    """``"8"``, ``"64K"``, ``"1M"``, ``"4G"`` (binary multiples, as nccl-tests) -> bytes."""
+    """``"8"``, ``"64K"``, ``"1M"``, ``"4G"`` (binary multiples, as nccl-tests) -> bytes, at most
+    ``collsim.inputs.MAX_BYTES``."""
     t = str(text).strip().upper().removesuffix("IB").removesuffix("B") if str(text).strip() else ""
     num, suffix = (t[:-1], t[-1]) if t and t[-1] in _SUFFIX else (t, "")
     try:
@@ -27,6 +29,8 @@ def parse_size(text: str) -> int:
         raise CollsimError(f"bad size {text!r} (want bytes, e.g. 8, 64K, 1M, 4G)") from None
     if not math.isfinite(value) or value < 0 or value != int(value):
         raise CollsimError(f"bad size {text!r}: must be a whole, non-negative number of bytes")
+    if value > MAX_BYTES:
+        raise CollsimError(f"bad size {text!r}: at most {MAX_BYTES} bytes ({MAX_BYTES >> 40}T)")
     return int(value)
 
 

@@ -15,7 +15,10 @@ def run(monkeypatch, capsys):
     monkeypatch.setattr(cli, "COMMAND_MODULES", ["collsim.cli.fit"])
 
     def call(*argv):
-        code = cli.main([str(a) for a in argv])
+        try:
+            code = cli.main([str(a) for a in argv])
+        except SystemExit as e:  # argparse refuses a bad argument by exiting
+            code = e.code
         out = capsys.readouterr()
         return code, out.out, out.err
     return call
@@ -100,7 +103,7 @@ def test_compare_warns_on_unknown_harness_and_takes_overhead_from(tmp_path, run)
 @pytest.mark.parametrize("argv,msg", [
     (["fit", "missing.jsonl", "-o", "p.json"], "no such file"),
     (["fit", "BAD", "-o", "p.json"], "cannot tell algorithm/protocol"),
-    (["fit", "BAD", "-o", "p.json", "--label", "Ring/LL"], "not valid nccl-tests JSON"),
+    (["fit", "BAD", "-o", "p.json", "--label", "Ring/LL"], "-J output: not valid JSON"),
     (["compare", "--params", "BAD", "--measured", "BAD"], "not valid JSON"),
     (["explain", "--params", "P", "--algo", "Star", "--proto", "LL", "--ranks", "2"], "unknown name"),
     (["explain", "--params", "P", "--algo", "Ring", "--proto", "LL", "--ranks", "3", "--nodes", "2"], "divisible"),

@@ -97,9 +97,15 @@ def test_params_roundtrip_and_errors(tmp_path):
     assert d["format"] == "collsim.nccl_model.params" and d["meta"]["holdout"] == "odd"
     for mutate, msg in [(lambda d: d.update(format="x"), "not a collsim parameters"),
                         (lambda d: d["paths"].pop(), "missing entries"),
-                        (lambda d: d["paths"][0].update(chan_GBps=-1), "negative"),
+                        (lambda d: d["paths"][0].update(chan_GBps=-1), r"paths\[0\]: chan_GBps must be >= 0.001"),
+                        (lambda d: d["paths"][0].update(chan_GBps=0), r"chan_GBps must be >= 0.001, got 0"),
+                        (lambda d: d.update(channels=10**9), "'channels' must be <= 64"),
+                        (lambda d: d.update(channels=0), "'channels' must be >= 1"),
+                        (lambda d: d.update(channels="24"), "'channels' must be an integer"),
+                        (lambda d: d["link_GBps"].update(nvlink=float("inf")), "link_GBps.nvlink must be a finite"),
                         (lambda d: d["start_us"].update({"runner-barrier": -1}), "start_us.runner-barrier"),
-                        (lambda d: d["paths"][0].pop("fill"), "malformed")]:
+                        (lambda d: d["paths"][0].pop("fill"), r"paths\[0\]: missing fill"),
+                        (lambda d: d["paths"].append(7), r"paths\[\d+\] must be an object")]:
         bad = json.loads(path.read_text())
         mutate(bad)
         (tmp_path / "bad.json").write_text(json.dumps(bad))

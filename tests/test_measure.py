@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collsim.errors import CollsimError
+from collsim.errors import CollsimError, CollsimWarning
 from collsim.measure import (JsonlWriter, Measurements, format_row, load, read_records, result_record, to_csv,
                              write_jsonl)
 from collsim.units import bandwidths, parse_size
@@ -72,12 +72,22 @@ def test_malformed_line_strict_and_lenient(tmp_path):
     with pytest.raises(CollsimError, match=r"c.jsonl:4: not valid JSON"):
         load(path)
     m = load(path, strict=False)
-    assert m.size.tolist() == [8, 16] and "c.jsonl:4" in m.error
+    assert m.size.tolist() == [8, 16] and len(m.skipped) == 1 and "c.jsonl:4" in m.skipped[0]
+
+
+def test_lenient_load_keeps_the_valid_records_after_a_bad_line_and_names_each_skipped_one(tmp_path):
+    ok = [result_record(s, s // 4, "float32", 5.0, 2, 0) for s in (8, 16, 32, 64)]
+    path = _write(tmp_path / "c.jsonl", [META, ok[0], {**ok[1], "time_us": -1.0}, ok[2], {**ok[3], "size": "x"},
+                                         ok[3]], tail="{oops\n")
+    m = load(path, strict=False)
+    assert m.size.tolist() == [8, 32, 64]
+    assert [e.split(": ")[0][-9:] for e in m.skipped] == ["c.jsonl:3", "c.jsonl:5", "c.jsonl:7"]
+    assert "'time_us' must be >= 0" in m.skipped[0] and "'size' must be an integer" in m.skipped[1]
 
 
 @pytest.mark.parametrize("bad, match", [
     ({"type": "result", "size": -8, "count": 2, "dtype": "float32", "time_us": 1.0,
-      "algbw_GBps": 1.0, "busbw_GBps": 1.0, "wrong": 0}, "'size' has bad value -8"),
+      "algbw_GBps": 1.0, "busbw_GBps": 1.0, "wrong": 0}, "'size' must be >= 0, got -8"),
     ({"type": "result", "size": 8, "count": 2, "dtype": "float32", "time_us": 1.0,
       "algbw_GBps": 1.0, "busbw_GBps": 1.0}, "lacks field 'wrong'"),
     ({"type": "oops"}, "type 'meta' or 'result'"),
@@ -154,12 +164,24 @@ def test_import_nccl_tests_malformed_row(tmp_path):
     bad.write_text("\n".join(lines) + "\n")
     with pytest.raises(CollsimError, match=rf"bad.txt:{i + 1}: bad time '14.9x'"):
         import_nccl_tests(bad, "default")
-    m = import_nccl_tests(bad, "default", strict=False)
-    assert m.size.tolist() == [8, 8, 32, 32, 1024, 1024] and m.error
+    m = import_nccl_tests(bad, "default", strict=False)  # the rows before and after the bad one
+    assert m.size.tolist() == [8, 8, 32, 32, 1024, 1024, 1 << 20, 1 << 20]
+    assert len(m.skipped) == 1 and m.skipped[0].startswith(f"{bad}:{i + 1}: bad time")
     lines[i] = "       65536         16384     float     sum      -1    14.90"
     bad.write_text("\n".join(lines) + "\n")
     with pytest.raises(CollsimError, match=rf"bad.txt:{i + 1}: nccl-tests row has 6 fields"):
         import_nccl_tests(bad, "default")
+
+
+@pytest.mark.parametrize("cut", ["    14.90", "    14.90    4.40    4.4", "    14.90    4.40    4.40       0    14.7"])
+def test_a_log_cut_off_inside_a_row_keeps_its_complete_rows(tmp_path, cut):
+    text = (FIX / "nccl_tests_allreduce.txt").read_text()
+    i = text.index("       65536         16384")
+    (tmp_path / "cut.txt").write_text(text[:i] + "       65536         16384     float     sum      -1" + cut)
+    with pytest.warns(CollsimWarning, match=r"cut.txt:\d+: the file ends inside this row \(truncated\)"):
+        m = import_nccl_tests(tmp_path / "cut.txt", "Ring/LL")
+    assert m.size.tolist() == [8, 8, 32, 32, 1024, 1024]
+    assert len(m.skipped) == 1 and "ends inside this row (truncated)" in m.skipped[0]
 
 
 def test_import_nccl_tests_json(tmp_path):
@@ -181,7 +203,7 @@ def test_import_nccl_tests_json(tmp_path):
     assert m.meta["timing"] == "graph" and list(m.proto) == ["Simple", "Simple"]
     assert m.meta["gpus_per_process"] == 2  # one process drove both GPUs (-g 2): not the -mpi harness
     path.write_text(json.dumps(doc, indent=1)[:-40])
-    with pytest.raises(CollsimError, match=r"t.json:\d+: not valid nccl-tests JSON"):
+    with pytest.raises(CollsimError, match=r"t.json: nccl-tests -J output: not valid JSON \(line \d+"):
         import_nccl_tests(path, "default")
 
 

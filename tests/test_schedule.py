@@ -30,7 +30,18 @@ def test_json_round_trip_keeps_everything():
 
 
 @pytest.mark.parametrize("text, words", [
-    ("{", "invalid JSON"),
+    ("{", "schedule: not valid JSON (line 1 column 2"),
+    ("[" * 5000 + "]" * 5000, "nested deeper than 32"),
+    ('{"ranks": 10000000000000000000000, "count": 4, "steps": []}', "'ranks' must be <= 1048576"),
+    ('{"ranks": 2, "count": 4, "itemsize": 99999, "steps": []}', "'itemsize' must be <= 1024"),
+    ('{"ranks": 2, "count": 4, "steps": [[{"src": 0, "dst": 1, "offset": 99999999999999999999, "count": 1, '
+     '"op": "copy"}]]}', "'offset' must be an integer that fits 64 bits"),
+    ('{"ranks": 2, "count": 4, "steps": [[{"src": 0, "dst": 1, "offset": 0, "count": 1, "op": null}]]}',
+     "'op' must be 'reduce' or 'copy', got None"),
+    ('{"ranks": 2, "count": 4, "steps": [[{"src": 0, "dst": 1, "offset": 0, "count": 1, "op": [0]}]]}',
+     "'op' must be 'reduce' or 'copy', got [0]"),
+    ('{"ranks": 2, "count": 4, "steps": [[[[0]]]]}', "step 0 transfer 0 is not an object"),
+    ('{"ranks": 2, "count": 4, "name": 7, "steps": []}', "'name' must be a string"),
     ("[1, 2]", "JSON object"),
     ('{"ranks": 2, "count": 4}', "'steps'"),
     ('{"ranks": 2.5, "count": 4, "steps": []}', "'ranks' must be an integer"),

@@ -88,7 +88,11 @@ MALFORMED = [
     ("missing gpus", _without("gpus_per_node"), "missing field 'gpus_per_node'"),
     ("missing intra", _without("intra"), "missing field 'intra'"),
     ("missing inter", _without("inter"), "missing field 'inter'"),
-    ("zero nodes", {**GOOD, "nodes": 0}, "'nodes' must be an integer >= 1"),
+    ("zero nodes", {**GOOD, "nodes": 0}, "'nodes' must be an integer from 1 to 1048576, got 0"),
+    ("huge nodes", {**GOOD, "nodes": 10**40}, "'nodes' must be an integer from 1 to 1048576, got 1000000"),
+    ("infinite bandwidth", {**GOOD, "intra": {"bandwidth_GBps": 1e400, "latency_us": 1}}, "bandwidth_GBps must be"),
+    ("huge latency", {**GOOD, "intra": {"alpha_s": 1e300, "beta_s_per_byte": 1e-9}}, "alpha_s must be a finite number "
+                                                                                      "from 0 to 3600"),
     ("float gpus", {**GOOD, "gpus_per_node": 2.5}, "'gpus_per_node' must be an integer"),
     ("bool nics", {**GOOD, "nics_per_node": True}, "'nics_per_node' must be an integer"),
     ("too many nics", {**GOOD, "nics_per_node": 8}, "'nics_per_node' (8) must not exceed"),
@@ -120,11 +124,14 @@ def test_malformed_fields(tmp_path, label, data, message):
 
 @pytest.mark.parametrize("name,content,message", [
     ("missing.json", None, "no such file"),
-    ("bad.json", '{"nodes": 1,', "invalid JSON at line 1"),
+    ("bad.json", '{"nodes": 1,', r"not valid JSON \(line 1 column"),
+    ("deep.json", "[" * 100000 + "]" * 100000, "nested deeper than 32"),
+    ("laughs.yaml", "a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n", r"invalid YAML at line 2 column 8 \(aliases"),
+    ("tag.yaml", "nodes: !!python/object/apply:os.system [echo hi]\n", "invalid YAML"),
     ("bad.yaml", "nodes: [1,\n", "invalid YAML"),
     ("topo.txt", "nodes: 1", "unknown extension '.txt'"),
-    ("binary.json", b"\xff\xfe\x00", "cannot read it"),
-    ("dir.json", "DIR", "cannot read it"),
+    ("binary.json", b"\xff\xfe\x00", r"not a text file \(byte 0 is not UTF-8\)"),
+    ("dir.json", "DIR", "is a directory"),
 ])
 def test_malformed_files(tmp_path, name, content, message):
     p = tmp_path / name

@@ -6,7 +6,11 @@ import heavy libraries (matplotlib, torch) inside their handlers, never at the
 top, so ``collsim --help`` and fast paths stay fast.
 
 Errors a user can cause raise ``CollsimError``; ``main`` prints them as one
-line ``collsim: error: ...`` on stderr and returns exit code 2.
+line ``collsim: error: ...`` on stderr and returns exit code 2 (so do a missing
+file, a folder or a full disk that an ``OSError`` reports). Warnings print as one
+line ``collsim: warning: ...``. Anything else is a bug in collsim: one line
+``collsim: internal error: ...`` asking for a report, exit code 70; the
+traceback only with ``COLLSIM_TRACEBACK=1``.
 """
 from __future__ import annotations
 
@@ -14,8 +18,12 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
+import warnings
 
-from collsim.errors import CollsimError
+from collsim.errors import CollsimError, CollsimWarning
+
+INTERNAL_ERROR = 70  # sysexits.h EX_SOFTWARE
 
 COMMAND_MODULES = [
     "collsim.cli.schedule",
@@ -31,7 +39,8 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse that reports a bad argument as one line and exit code 2."""
 
     def error(self, message):  # noqa: D401 - argparse API
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        from collsim.outputs import printable
+        self.exit(2, f"{self.prog}: error: {printable(message)}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,24 +51,50 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _say(kind: str, message) -> None:
+    """One line on stderr, ``collsim: KIND: message``, whatever the message holds (a file name
+    with a newline, text from a file: ``collsim.outputs.printable``)."""
+    from collsim.outputs import printable
+    print(f"collsim: {kind}: {printable(message)}", file=sys.stderr)
+
+
+def _warning(message, category, *_args, **_kwargs) -> None:
+    """``warnings.showwarning`` for the CLI: one line per warning."""
+    _say("warning", message if issubclass(category, CollsimWarning) else f"{category.__name__}: {message}")
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")   # figures go to files: no display needed
     parser = build_parser()
     args = parser.parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.showwarning = _warning
+        return _run(args)
+
+
+def _run(args) -> int:
     try:
         return int(args.func(args) or 0)
     except CollsimError as e:
-        print(f"collsim: error: {e}", file=sys.stderr)
+        _say("error", e)
         return 2
     except FileNotFoundError as e:
-        print(f"collsim: error: no such file: {e.filename}", file=sys.stderr)
+        _say("error", f"no such file: {e.filename}")
         return 2
     except BrokenPipeError:
         return 0
     except OSError as e:  # a directory, no permission, a full disk: still one line
-        print(f"collsim: error: {e.filename}: {e.strerror}" if e.filename else f"collsim: error: {e}",
-              file=sys.stderr)
+        _say("error", f"{e.filename}: {e.strerror}" if e.filename else e)
         return 2
+    except KeyboardInterrupt:
+        _say("error", "interrupted")
+        return 130
+    except Exception as e:  # noqa: BLE001 - the last resort: a bug, said in one line
+        if os.environ.get("COLLSIM_TRACEBACK"):
+            traceback.print_exc()
+        _say("internal error", f"{type(e).__name__}: {str(e)[:200]} (a bug in collsim: please report it with "
+                               "the command line; COLLSIM_TRACEBACK=1 shows where)")
+        return INTERNAL_ERROR
 
 
 if __name__ == "__main__":

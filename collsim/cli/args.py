@@ -1,50 +1,75 @@
 """Arguments shared by the core sub-commands: sizes, counts, algorithm and topology options.
 
 Units: sizes in bytes (suffixes K, M, G = binary multiples, as nccl-tests), alpha in seconds,
-beta and gamma in seconds per byte. Bad values raise ``argparse.ArgumentTypeError`` (argparse's
-one-line error) or ``CollsimError`` (the CLI's one-line error, exit 2).
+beta and gamma in seconds per byte. Every number has a range (``collsim.inputs``' bounds: sizes
+``MAX_BYTES``, ranks and nodes ``MAX_RANKS``, channels ``MAX_CHANNELS``, alpha ``MAX_SECONDS``,
+beta and gamma ``MAX_SECONDS_PER_BYTE``), checked when the arguments are parsed, before any work;
+so is the format of a figure to write (``plot_path``). Bad values raise
+``argparse.ArgumentTypeError`` (argparse's one-line error) or ``CollsimError`` (the CLI's
+one-line error, exit 2). ``emit`` prints JSON that is always valid (no NaN or Infinity).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 
-from collsim.errors import CollsimError
-
-
-def size_arg(text: str) -> int:
-    from collsim.units import parse_size
-    try:
-        return parse_size(text)
-    except CollsimError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+from collsim.errors import CollsimError, require_number
+from collsim.inputs import MAX_BYTES, MAX_RANKS, MAX_SECONDS, MAX_SECONDS_PER_BYTE, int_text
+from collsim.schedule import MAX_ITEMSIZE
 
 
-def int_at_least(minimum: int):
-    """An argparse type: an integer >= ``minimum``."""
-    def parse(text: str) -> int:
+def _argument_type(parse, name: str):
+    """``parse`` as an argparse type: a CollsimError becomes argparse's one-line error."""
+    def typed(text: str):
         try:
-            v = int(text)
+            return parse(text)
+        except CollsimError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    typed.__name__ = name
+    return typed
+
+
+def _size(text: str) -> int:
+    from collsim.units import parse_size
+    return parse_size(text)
+
+
+size_arg = _argument_type(_size, "size")
+
+
+def int_in(minimum: int, maximum: int):
+    """An argparse type: a whole number from ``minimum`` to ``maximum``."""
+    return _argument_type(lambda text: int_text(text, "the value", minimum, maximum), "integer")
+
+
+positive_int = int_in(1, MAX_RANKS)     # ranks, nodes, GPUs, slices, chunks, ...
+nonneg_int = int_in(0, MAX_BYTES)       # element counts
+
+
+def float_in(minimum: float, maximum: float, positive: bool = False):
+    """An argparse type: a finite number from ``minimum`` to ``maximum`` (> 0 with ``positive``)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if v < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {v}")
-        return v
-    return parse
+            raise CollsimError(f"expected a number, got {text!r}") from None
+        return require_number("the value", value, minimum, positive, maximum)
+    return _argument_type(parse, "number")
 
 
-positive_int = int_at_least(1)
-nonneg_int = int_at_least(0)
+seconds = float_in(0.0, MAX_SECONDS)                             # alpha
+seconds_per_byte = float_in(0.0, MAX_SECONDS_PER_BYTE)           # gamma
+positive_seconds_per_byte = float_in(0.0, MAX_SECONDS_PER_BYTE, positive=True)  # beta
 
 
-def nonneg_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not v >= 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return v
+def _figure(text: str) -> str:
+    from collsim.outputs import plot_format
+    plot_format(text)
+    return text
+
+
+plot_path = _argument_type(_figure, "figure")  # a figure file of a known format (collsim.outputs)
 
 
 def add_algo_args(p: argparse.ArgumentParser, required: bool = True) -> None:
@@ -55,7 +80,7 @@ def add_algo_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--chunks", type=positive_int, help="tree pipeline chunks (default: by size)")
     p.add_argument("--inter", choices=("ring", "tree"), default="ring",
                    help="inter-node algorithm of `hierarchical`")
-    p.add_argument("--itemsize", type=positive_int, default=4, help="bytes per element (default 4)")
+    p.add_argument("--itemsize", type=int_in(1, MAX_ITEMSIZE), default=4, help="bytes per element (default 4)")
 
 
 def algo_params(args) -> dict:
@@ -91,11 +116,11 @@ def add_topology_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--preset", help="topology preset name (see `collsim simulate --list-presets`)")
     g.add_argument("--nodes", type=positive_int, help="resize the preset to this many nodes")
     g.add_argument("--topology", help="topology file (JSON or YAML; format in collsim.simulate.topology)")
-    g.add_argument("--alpha", type=nonneg_float, help="latency per message, seconds")
-    g.add_argument("--beta", type=nonneg_float, help="seconds per byte (1 / bandwidth)")
-    g.add_argument("--alpha-inter", type=nonneg_float, help="inter-node alpha, seconds (hierarchical)")
-    g.add_argument("--beta-inter", type=nonneg_float, help="inter-node beta, seconds per byte (hierarchical)")
-    g.add_argument("--gamma", type=nonneg_float, default=0.0, help="reduction cost, seconds per byte (default 0)")
+    g.add_argument("--alpha", type=seconds, help="latency per message, seconds")
+    g.add_argument("--beta", type=positive_seconds_per_byte, help="seconds per byte (1 / bandwidth), > 0")
+    g.add_argument("--alpha-inter", type=seconds, help="inter-node alpha, seconds (hierarchical)")
+    g.add_argument("--beta-inter", type=positive_seconds_per_byte, help="inter-node beta, seconds per byte (hierarchical)")
+    g.add_argument("--gamma", type=seconds_per_byte, default=0.0, help="reduction cost, seconds per byte (default 0)")
 
 
 def topology_from_args(args, ranks: int):
@@ -123,8 +148,6 @@ def topology_from_args(args, ranks: int):
     else:
         if args.alpha is None or args.beta is None:
             raise CollsimError("a uniform topology needs both --alpha and --beta")
-        if args.beta == 0:
-            raise CollsimError("--beta must be > 0 seconds per byte")
         if args.gpus_per_node and args.gpus_per_node < ranks:
             if args.alpha_inter is None or args.beta_inter is None:
                 raise CollsimError("--gpus-per-node with --alpha/--beta needs --alpha-inter and --beta-inter")
@@ -147,5 +170,17 @@ def round_seconds(t: float) -> float:
     return float(f"{t:.12g}")
 
 
+def finite_json(obj) -> str:
+    """``obj`` as JSON whose NaN and infinite numbers are null (JSON has neither: a parser would
+    refuse the file Python's default writes)."""
+    def clean(x):
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        return [clean(v) for v in x] if isinstance(x, (list, tuple)) else x
+    return json.dumps(clean(obj), allow_nan=False)
+
+
 def emit(args, obj: dict, text: str) -> None:
-    print(json.dumps(obj) if args.json else text)
+    print(finite_json(obj) if args.json else text)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from collsim.cli.args import positive_int
 from collsim.errors import CollsimError
 
 DATA = Path("data") / "h200x2"   # from the repository root, as README runs it
@@ -36,18 +37,24 @@ def simulated(preset: str, nodes: int | None, sizes) -> tuple[dict, object]:
     return out, topo
 
 
+def data_files(data_dir: Path) -> tuple[list[Path], Path, Path]:
+    """(the graph sweeps, the eager file whose probe holds NCCL's printed table, the parameters
+    file) under ``data_dir``; the first must exist, the parameters may not."""
+    files = sorted((data_dir / "runner").glob("nvlink_*_graph.jsonl"))
+    if not files:
+        raise CollsimError(f"no bundled measurements under {data_dir / 'runner'}")
+    return files, data_dir / "runner" / "nvlink_default_eager.jsonl", data_dir / "params.json"
+
+
 def measured_vs_models(data_dir: Path):
     """(result of collsim.fit.compare.compare on every point, params, points, how params were obtained)."""
     from collsim.fit.compare import attach_probe, compare
     from collsim.fit import fit
     from collsim.fit.points import load_points
     from collsim.nccl.params import load_params
-    files = sorted((data_dir / "runner").glob("nvlink_*_graph.jsonl"))
-    if not files:
-        raise CollsimError(f"no bundled measurements under {data_dir / 'runner'}")
+    files, probe, pfile = data_files(data_dir)
     points = load_points(files)
-    attach_probe(points, data_dir / "runner" / "nvlink_default_eager.jsonl")  # NCCL's printed table
-    pfile = data_dir / "params.json"
+    attach_probe(points, probe)  # NCCL's printed table
     if pfile.exists():
         params, how = load_params(pfile), f"parameters {pfile}"
     else:
@@ -67,8 +74,16 @@ def _fmt_us(t_s: float) -> str:
 
 
 def run(out: str | None, preset: str = "ib-400g", nodes: int | None = None, data: Path = DATA) -> int:
+    """Print both tables and write the figure to ``out`` (none when empty or None; its folder is
+    created; checked before any work: a known format, not one of the data files)."""
+    from collsim.outputs import check_output, plot_format
     from collsim.units import format_size
     from collsim.sweep import sizes as size_range
+    if out:
+        plot_format(out)
+        files, probe, pfile = data_files(Path(data))
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        check_output(out, [*files, probe, pfile], "figure")
     grid = size_range(8, 4 << 30, 2)  # the figure's sizes; the table shows TABLE_SIZES of them
     grid_times, topo = simulated(preset, nodes, grid)
     sizes = np.array(TABLE_SIZES, dtype=np.int64)
@@ -99,9 +114,11 @@ def run(out: str | None, preset: str = "ib-400g", nodes: int | None = None, data
 def figure(path: str, grid, times: dict, topo, result: dict, params, points) -> None:
     """Left: simulated busbw vs size (``times``: {algo: seconds at ``grid`` bytes} on ``topo``).
     Right: measured vs predicted time on 2 x H200 (``result`` of ``measured_vs_models``) and the
-    error strip below it (``collsim.viz.measured.draw_measured``)."""
+    error strip below it (``collsim.viz.measured.draw_measured``). Written whole or not at all
+    (``collsim.outputs.save_figure``)."""
     from matplotlib.figure import Figure
 
+    from collsim.outputs import save_figure
     from collsim.units import busbw_factor
     from collsim.viz.curves import busbw
     from collsim.viz.measured import draw_measured
@@ -119,8 +136,7 @@ def figure(path: str, grid, times: dict, topo, result: dict, params, points) -> 
     draw_measured(top, bottom, result, params, points, configs=shown)
     top.set_title("2 x H200 NVLink: measured vs predicted")
     fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
 
 
 def cmd_demo(args) -> int:
@@ -131,7 +147,7 @@ def register(sub) -> None:
     p = sub.add_parser("demo", help="predicted times on a preset cluster next to the bundled H200 measurements")
     p.add_argument("--out", default="out/demo.png", help="figure to write (PNG); '' for none")
     p.add_argument("--preset", default="ib-400g", help="topology preset for the predictions")
-    p.add_argument("--nodes", type=int, default=None, help="resize the preset to this many nodes")
+    p.add_argument("--nodes", type=positive_int, default=None, help="resize the preset to this many nodes")
     p.add_argument("--data", default=str(DATA), help="folder of the bundled measurements (default data/h200x2, "
                    "relative to the repository root)")
     p.set_defaults(func=cmd_demo)

@@ -25,11 +25,15 @@ that very schedule on the topology given as ``collsim simulate`` takes it
 (``collsim.cli.args.add_topology_args``), and the backend's own all_reduce from the same run
 (``collsim.fit.compare.executed``).
 Times are microseconds, sizes bytes (8, 64K, 1M, 4G), bandwidths GB/s (1e9 B/s), errors are
-|predicted / measured - 1| as fractions (``--json``) or percent (text).
+|predicted / measured - 1| as fractions (``--json``) or percent (text). Outputs (``-o``,
+``--plot``) are checked before any work and never written over an input (``collsim.outputs``);
+``--channels`` is 1 to 64 (NCCL's MAXCHANNELS), ``--buffsize`` within
+``collsim.inputs.BUFFSIZE_RANGE``.
 """
 from __future__ import annotations
 
-import json
+from collsim.cli.args import finite_json, int_in, plot_path, positive_int
+from collsim.inputs import BUFFSIZE_RANGE, MAX_CALLS, MAX_CHANNELS
 
 from collsim.cli.args import add_topology_args, positive_int, topology_from_args
 from collsim.errors import CollsimError
@@ -43,6 +47,8 @@ def _fit(args) -> int:
     from collsim.fit import fit
     from collsim.fit.points import load_points
     from collsim.nccl.params import save_params
+    from collsim.outputs import check_output
+    check_output(args.output, [*args.files, *(args.overhead_from or [])], "parameters file")
     overhead = load_points(args.overhead_from, "default", not args.out_of_place) if args.overhead_from else None
     params, report = fit(load_points(args.files, args.label, not args.out_of_place), args.holdout,
                          overhead_points=overhead)
@@ -109,6 +115,10 @@ def _compare_nccl(args) -> int:
     from collsim.fit.overheads import with_overheads
     from collsim.fit.points import load_points
     from collsim.nccl.params import load_params
+    from collsim.outputs import check_output
+    if args.plot:
+        check_output(args.plot, [args.params, *args.measured, *(args.overhead_from or []),
+                                 *([args.nccl_log] if args.nccl_log else [])], "figure")
     params = load_params(args.params)
     ab = load_points(args.overhead_from, "default", not args.out_of_place) if args.overhead_from else []
     if ab:
@@ -122,7 +132,7 @@ def _compare_nccl(args) -> int:
         plot_compare(result, params, select(points, params, args.holdout, args.algo, args.proto, args.ranks)[0], args.plot)
     result["unused_overheads"] = unused
     if args.json:
-        print(json.dumps(result))
+        print(finite_json(result))
         return 0
     print(f"{result['points']} points; |relative error| median / p90")
     print(f"{'configuration':48s} {'n':>4s} {'collsim':>15s} {'NCCL model':>15s}  table")
@@ -190,11 +200,12 @@ def register(sub) -> None:
     p.add_argument("--out-of-place", action="store_true", help="use out-of-place results, not in-place")
     p.add_argument("--algo")
     p.add_argument("--proto")
-    p.add_argument("--ranks", type=int)
+    p.add_argument("--ranks", type=positive_int, help="only the points of this rank count")
     p.add_argument("--holdout", default="auto",
                    help="auto (the params' held-out points), all, odd, even or timing")
     _overhead_argument(p)
-    p.add_argument("--plot", help="write a PNG: log-log time vs size and an error panel")
+    p.add_argument("--plot", type=plot_path, help="write a figure (.png, .pdf, .svg, ...): log-log time vs size "
+                                                  "and an error panel")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_topology_args(p)
     p.add_argument("--gpus-per-node", type=positive_int, help="GPUs per node of the --preset")
@@ -204,13 +215,13 @@ def register(sub) -> None:
     p.add_argument("--params", required=True)
     p.add_argument("--algo", required=True)
     p.add_argument("--proto", required=True)
-    p.add_argument("--ranks", type=int, required=True)
-    p.add_argument("--nodes", type=int, default=1)
+    p.add_argument("--ranks", type=positive_int, required=True)
+    p.add_argument("--nodes", type=positive_int, default=1)
     p.add_argument("--intra", default="nvlink", choices=["nvlink", "pci"])
-    p.add_argument("--buffsize", type=int, help="NCCL_BUFFSIZE in bytes (default 4 MiB)")
-    p.add_argument("--channels", type=int, help="channel count (default: the params')")
+    p.add_argument("--buffsize", type=int_in(*BUFFSIZE_RANGE), help="NCCL_BUFFSIZE in bytes (default 4 MiB)")
+    p.add_argument("--channels", type=int_in(1, MAX_CHANNELS), help="channel count, 1 to 64 (default: the params')")
     p.add_argument("--timing", default="graph", choices=["graph", "eager"])
-    p.add_argument("--reused-slices", type=int, default=0, metavar="K",
+    p.add_argument("--reused-slices", type=int_in(0, MAX_CALLS), default=0, metavar="K",
                    help="consecutive calls cycle through K buffer slices of the size: 0 never reuse the "
                         "bytes (a training step, default), 1 reuse one (a benchmark loop), 20 nccl-tests -n 20")
     p.add_argument("--sizes", nargs="+", default=["8", "1K", "64K", "1M", "16M", "256M", "4G"])

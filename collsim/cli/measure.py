@@ -9,14 +9,21 @@
 interleaved) or its ``-J`` JSON and writes collsim records (sizes in bytes,
 times in microseconds, bandwidths in GB/s = 1e9 B/s); ``--env`` records the
 NCCL_* variables the run had, which text logs do not say. ``show`` prints a
-file's records as an nccl-tests-style table and can export them as CSV.
-``fidelity`` compares two harnesses size by size (``collsim.measure.fidelity``).
+file's records as an nccl-tests-style table (text from the file with its control
+characters escaped) and can export them as CSV; with ``--lenient`` it leaves out
+malformed lines, keeps every valid record around them and names each line it
+skipped. A log cut off inside a row imports its complete rows and names the cut
+one in a warning. ``fidelity`` compares two harnesses size by size
+(``collsim.measure.fidelity``). Outputs are written whole or not at all, and never
+over an input (``collsim.outputs``).
 """
 from __future__ import annotations
 
 
 def _import(args) -> int:
     from collsim.measure.nccl_tests import import_nccl_tests, parse_env
+    from collsim.outputs import check_output
+    check_output(args.output, [args.log], "measurement file")
     m = import_nccl_tests(args.log, args.label, env=parse_env(args.env))
     m.save(args.output)
     print(f"{len(m)} records ({len(m) // 2} sizes x out-of-place/in-place) -> {args.output}")
@@ -25,30 +32,32 @@ def _import(args) -> int:
 
 def _show(args) -> int:
     from collsim.measure import TABLE_HEADER, format_row, load, to_csv
+    from collsim.outputs import check_output, printable
+    if args.csv:
+        check_output(args.csv, [args.file], "CSV file")
     m = load(args.file, strict=not args.lenient)
     meta = m.meta
-    print(f"# {meta.get('harness', '?')} {meta.get('collective', '')}: ranks {meta.get('world_size')}"
-          f" nodes {meta.get('nodes')} gpu {meta.get('gpu')} nccl {meta.get('nccl_version')}"
-          f" timing {meta.get('timing')}")
+    print(printable(f"# {meta.get('harness', '?')} {meta.get('collective', '')}: ranks {meta.get('world_size')}"
+                    f" nodes {meta.get('nodes')} gpu {meta.get('gpu')} nccl {meta.get('nccl_version')}"
+                    f" timing {meta.get('timing')}"))
     print("# " + TABLE_HEADER[2:])
     for rec in m.records:
         print(format_row(rec))
-    if m.error:
-        print(f"# stopped at a malformed line: {m.error}")
+    for line in m.skipped:
+        print(printable(f"# skipped {line}"))
     if args.csv:
         to_csv(m, args.csv)
     return 0
 
 
 def _fidelity(args) -> int:
-    import json
-
+    from collsim.cli.args import finite_json
     from collsim.measure.fidelity import fidelity
     from collsim.units import format_size, parse_size
     res = fidelity(args.runner, args.reference, parse_size(args.min_bytes),
                    parse_size(args.max_bytes) if args.max_bytes else None, not args.out_of_place, args.label)
     if args.json:
-        print(json.dumps(res))
+        print(finite_json(res))
         return 0
     note = "" if res["runner_statistic"] == "time_us_mean" else \
         f" (runner files without time_us_mean: {res['runner_statistic']}, time_us is the max over ranks)"
@@ -76,7 +85,7 @@ def register(sub) -> None:
     p.add_argument("file", help="collsim .jsonl measurement file")
     p.add_argument("--csv", help="also write the records as CSV here")
     p.add_argument("--lenient", action="store_true",
-                   help="stop at a malformed line instead of failing, keeping what precedes it")
+                   help="skip malformed lines (named at the end) instead of failing, keeping every valid record")
     p.set_defaults(func=_show)
     p = sub.add_parser("fidelity", help="per-size time ratio of the runner to a reference harness (nccl-tests)")
     p.add_argument("--runner", required=True, nargs="+", help="runner .jsonl files (repeated runs)")

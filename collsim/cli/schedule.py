@@ -17,11 +17,9 @@ JSON, bandwidths in GB/s (1e9 bytes/s) with nccl-tests' algbw/busbw.
 """
 from __future__ import annotations
 
-import json
-
 from collsim.cli.args import (
-    add_algo_args, build_from_args, element_count, emit, nonneg_float, nonneg_int,
-    positive_int, require_ranks, round_seconds, size_arg)
+    add_algo_args, build_from_args, element_count, emit, finite_json, int_in, nonneg_int, positive_int,
+    positive_seconds_per_byte, require_ranks, round_seconds, seconds, seconds_per_byte, size_arg)
 from collsim.errors import CollsimError
 
 
@@ -55,12 +53,8 @@ def cmd_check(args) -> int:
     if args.file:
         if args.algo:
             raise CollsimError("give either --file or --algo, not both")
-        try:
-            with open(args.file) as f:
-                text = f.read()
-        except OSError as e:
-            raise CollsimError(f"cannot read schedule file {args.file}: {e.strerror}") from None
-        s = Schedule.from_json(text)
+        from collsim.inputs import read_text
+        s = Schedule.from_json(read_text(args.file, "schedule file"), f"schedule file {args.file}")
     elif args.algo:
         if args.algo.startswith("lecture-"):
             from collsim.algorithms.lecture import LECTURE
@@ -74,7 +68,7 @@ def cmd_check(args) -> int:
         raise CollsimError("check needs --algo NAME (with --ranks and --count) or --file SCHEDULE.json")
     r = check(s, seed=args.seed)
     if args.json:
-        print(json.dumps({"ok": r.ok, "error": r.error, "step": r.step, "transfer": r.transfer,
+        print(finite_json({"ok": r.ok, "error": r.error, "step": r.step, "transfer": r.transfer,
                           "steps": r.n_steps, "transfers": r.n_transfers,
                           "bytes_sent": [int(x) for x in r.bytes_sent],
                           "bytes_recv": [int(x) for x in r.bytes_recv]}))
@@ -113,7 +107,7 @@ def register(sub) -> None:
     p.add_argument("--count", type=nonneg_int, help="elements per rank buffer (>= 0)")
     p.add_argument("--json", action="store_true", help="print the schedule as JSON (schema in collsim.schedule)")
     p.add_argument("--list", action="store_true", help="list the algorithms")
-    p.add_argument("--max-steps", type=positive_int, default=20, help="steps shown in text mode")
+    p.add_argument("--max-steps", type=int_in(1, 2**63 - 1), default=20, help="steps shown in text mode")
     p.set_defaults(func=cmd_schedule)
 
     p = sub.add_parser("check", help="execute a schedule on random integers and prove every rank gets the sum")
@@ -121,18 +115,18 @@ def register(sub) -> None:
     p.add_argument("--count", type=nonneg_int, help="elements per rank buffer")
     p.add_argument("--bytes", type=size_arg, help="bytes per rank buffer (instead of --count)")
     p.add_argument("--file", help="a schedule JSON file (as written by `collsim schedule --json`)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int_in(0, 2**63 - 1), default=0, help="random inputs' seed, >= 0")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("predict", help="closed-form alpha-beta-gamma time of one AllReduce")
     add_algo_args(p)
     p.add_argument("--bytes", type=size_arg, required=True, help="bytes per rank buffer")
-    p.add_argument("--alpha", type=nonneg_float, help="seconds per message")
-    p.add_argument("--beta", type=nonneg_float, help="seconds per byte")
-    p.add_argument("--alpha-inter", type=nonneg_float, help="inter-node alpha (hierarchical)")
-    p.add_argument("--beta-inter", type=nonneg_float, help="inter-node beta (hierarchical)")
-    p.add_argument("--gamma", type=nonneg_float, default=0.0, help="seconds per byte reduced (default 0)")
+    p.add_argument("--alpha", type=seconds, help="seconds per message")
+    p.add_argument("--beta", type=positive_seconds_per_byte, help="seconds per byte, > 0")
+    p.add_argument("--alpha-inter", type=seconds, help="inter-node alpha (hierarchical)")
+    p.add_argument("--beta-inter", type=positive_seconds_per_byte, help="inter-node beta (hierarchical)")
+    p.add_argument("--gamma", type=seconds_per_byte, default=0.0, help="seconds per byte reduced (default 0)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_predict)
 

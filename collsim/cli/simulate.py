@@ -12,11 +12,10 @@ with nccl-tests' algbw/busbw definitions.
 """
 from __future__ import annotations
 
-import json
 import sys
 
 from collsim.cli.args import (
-    add_algo_args, add_topology_args, algo_params, build_from_args, positive_int,
+    add_algo_args, add_topology_args, algo_params, build_from_args, finite_json, plot_path, positive_int,
     require_ranks, round_seconds, size_arg, topology_from_args)
 from collsim.errors import CollsimError
 
@@ -43,7 +42,7 @@ def cmd_simulate(args) -> int:
     if args.json:
         if args.transfers:
             obj["result"] = r.to_dict(transfers=True)
-        print(json.dumps(obj))
+        print(finite_json(obj))
         return 0
     print(f"{args.algo} P={ranks} {s.nbytes} B on {topo.name}: {r.time_s * 1e6:.3f} us  "
           f"algbw {alg:.2f} GB/s  busbw {bus:.2f} GB/s  ({s.n_steps} steps, {s.n_transfers} transfers)")
@@ -67,6 +66,9 @@ def _print_utilisation(r) -> None:
 def cmd_sweep(args) -> int:
     from collsim.sweep import sizes, sweep
     ranks = require_ranks(args)
+    if args.plot:
+        from collsim.outputs import check_output
+        check_output(args.plot, [args.topology] if args.topology else [], "figure")
     algos = [a for a in args.algos.split(",") if a]
     if not algos:
         raise CollsimError("--algos needs at least one algorithm name")
@@ -86,7 +88,7 @@ def cmd_sweep(args) -> int:
                       method="closed", **params)
     rows = _rows(table)
     if args.json:
-        print(json.dumps(rows))
+        print(finite_json(rows))
     else:
         print(f"{'algo':20s} {'size (B)':>14s} {'time (us)':>14s} {'algbw (GB/s)':>13s} {'busbw (GB/s)':>13s}")
         for r in rows:
@@ -99,9 +101,11 @@ def cmd_sweep(args) -> int:
 
 
 def _plot_sweep(path: str, algos: list[str], ranks: int, size_list, rows: list[dict]) -> None:
-    """Time and busbw vs size, one curve per algorithm, crossovers marked (PNG at ``path``)."""
+    """Time and busbw vs size, one curve per algorithm, crossovers marked (a figure at ``path``,
+    in the format of its extension)."""
     import numpy as np
     from matplotlib.figure import Figure
+    from collsim.outputs import save_figure
     from collsim.units import busbw_factor
     from collsim.viz.curves import CurvesView
     series = {a: np.array([r["time_s"] for r in rows if r["algo"] == a]) for a in algos}
@@ -109,10 +113,7 @@ def _plot_sweep(path: str, algos: list[str], ranks: int, size_list, rows: list[d
     for ax, kind in zip(fig.subplots(1, 2), ("time", "busbw")):
         CurvesView(algos, kind, ax=ax).update(size_list, series, factor=busbw_factor(ranks),
                                               title=f"AllReduce on {ranks} ranks")
-    try:
-        fig.savefig(path, dpi=110)
-    except OSError as e:
-        raise CollsimError(f"cannot write plot {path}: {e.strerror}") from None
+    save_figure(fig, path)
 
 
 def _rows(table) -> list[dict]:
@@ -150,6 +151,6 @@ def register(sub) -> None:
     p.add_argument("--slices", type=positive_int, default=1)
     p.add_argument("--chunks", type=positive_int)
     p.add_argument("--inter", choices=("ring", "tree"), default="ring")
-    p.add_argument("--plot", help="write a busbw/time vs size figure (PNG)")
+    p.add_argument("--plot", type=plot_path, help="write a busbw/time vs size figure (.png, .pdf, .svg, ...)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_sweep)

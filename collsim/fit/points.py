@@ -10,9 +10,14 @@ divided by the calls timed; the rank that starts last measures NCCL's time (on 2
 runner's per-size max - min over ranks is 0-4 us at 8 B-64 KiB, scattered from size to size,
 while the minimum is smooth; nccl-tests drives every GPU from one thread and has no such skew).
 
+Records are refused, each with a one-line error naming the file and size, when they found wrong
+elements (``wrong`` > 0: the sum was not right, so the time is not an AllReduce's) or have no
+positive time; records of 0 bytes are left out (nothing moves).
+
 A record's configuration (``nccl_layout.Config``) comes from the record and its file's meta:
-``ranks`` (or meta ``world_size``), meta ``nodes``, NCCL_BUFFSIZE and NCCL_MIN/MAX_NCHANNELS from
-meta ``env`` (else the channel count NCCL's probe logged, meta ``nccl_probe.coll_channels``),
+``ranks`` (or meta ``world_size``), meta ``nodes``, NCCL_BUFFSIZE (``collsim.inputs.BUFFSIZE_RANGE``) and
+NCCL_MIN/MAX_NCHANNELS (1 to ``collsim.inputs.MAX_CHANNELS``) from meta ``env`` (else the channel
+count NCCL's probe logged, meta ``nccl_probe.coll_channels``),
 ``timing``; the intra-node link class is "pci" when NCCL_P2P_DISABLE=1 else "nvlink"; the harness
 (``harness_key``); how calls reuse the user buffer (``buffer_reuse``); the clock's fixed cost per
 measurement and the calls it is spread over (``clock_key``, ``timed_calls``). A record that names its
@@ -26,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from collsim.errors import CollsimError
+from collsim.inputs import BUFFSIZE_RANGE, MAX_CHANNELS, int_text
 from collsim.nccl import canonical_pair
 from collsim.measure.files import load_file
 from collsim.nccl.layout import Config
@@ -102,16 +108,15 @@ def buffer_reuse(meta: dict, timing: str, max_size: int) -> tuple[int, int]:
     return int(calls or 1), max_size
 
 
-def _config(rec: dict, meta: dict, max_size: int) -> Config:
+def _config(rec: dict, meta: dict, max_size: int, where: str) -> Config:
     env = meta.get("env") or {}
     ranks = rec.get("ranks") or meta.get("world_size")
     if not ranks:
-        raise CollsimError("a record has no rank count (record 'ranks' or meta 'world_size')")
-    try:
-        buff = int(env["NCCL_BUFFSIZE"]) if env.get("NCCL_BUFFSIZE") else None
-        chans = [int(env[k]) for k in ("NCCL_MAX_NCHANNELS", "NCCL_MIN_NCHANNELS") if env.get(k)]
-    except ValueError:
-        raise CollsimError("NCCL_BUFFSIZE / NCCL_*_NCHANNELS in the meta env must be integers") from None
+        raise CollsimError(f"{where}: a record has no rank count (record 'ranks' or meta 'world_size')")
+    buff = int_text(env["NCCL_BUFFSIZE"], f"{where}: meta env NCCL_BUFFSIZE", *BUFFSIZE_RANGE) \
+        if env.get("NCCL_BUFFSIZE") else None
+    chans = [int_text(env[k], f"{where}: meta env {k}", 1, MAX_CHANNELS)
+             for k in ("NCCL_MAX_NCHANNELS", "NCCL_MIN_NCHANNELS") if env.get(k)]
     probed = (meta.get("nccl_probe") or {}).get("coll_channels")
     timing = rec.get("timing") or meta.get("timing") or "graph"
     slices, buffer = buffer_reuse(meta, timing, max_size)
@@ -133,25 +138,31 @@ def load_points(paths, label: str | None = None, inplace: bool = True) -> list[P
     records (what torch's all_reduce does) or, with ``inplace=False``, out-of-place ones;
     records that do not say are kept either way. Records of executed collsim schedules
     (``executor`` "collsim", ``collsim.measure.executed``) are not NCCL's and are left out; the
-    native all_reduce beside them is kept."""
+    native all_reduce beside them is kept. Refuses records with wrong elements or without a
+    positive time (module docstring)."""
     points = []
     for run, path in enumerate(paths):
         m = load_file(path, label)
         logged = _logged_protocols(m.meta)
         max_size = max((int(rec.get("size") or 0) for rec in m.records), default=1)
         for rec in m.records:
-            t = rec.get("time_us_min") or rec.get("time_us_mean") or rec.get("time_us")
-            if t is None or not t > 0 or rec["size"] < 1:
+            if rec["size"] < 1 or rec.get("inplace") is not None and bool(rec["inplace"]) != inplace \
+                    or rec.get("executor") == "collsim":
                 continue
-            if rec.get("inplace") is not None and bool(rec["inplace"]) != inplace or rec.get("executor") == "collsim":
-                continue
+            where = f"{path}: size {rec['size']}"
+            if rec.get("wrong"):
+                raise CollsimError(f"{where}: {rec['wrong']} wrong elements, not an AllReduce to fit or compare "
+                                   "(measure it again)")
+            t = next((rec[k] for k in ("time_us_min", "time_us_mean", "time_us") if rec.get(k) is not None), None)
+            if not t:
+                raise CollsimError(f"{where}: no positive time (time_us {rec.get('time_us')!r})")
             algo, proto = rec.get("algo"), rec.get("proto")
             if algo and not proto:
                 proto = logged.get((rec["size"], str(algo).lower()))
             if algo and proto:
                 algo, proto = canonical_pair(algo, proto)
-            points.append(Point(rec["size"], float(t), algo or None, proto or None, _config(rec, m.meta, max_size),
-                                run, m.meta))
+            points.append(Point(rec["size"], float(t), algo or None, proto or None,
+                                _config(rec, m.meta, max_size, str(path)), run, m.meta))
     if not points:
         raise CollsimError("no usable measurement records in " + ", ".join(map(str, paths)))
     return points

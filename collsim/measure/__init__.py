@@ -34,8 +34,14 @@ A measurement file (what ``runners/allreduce_bench.py`` writes) is JSON Lines:
   ranks         int     ranks taking part
   ============  ======  ===================================================
 
-``JsonlWriter`` writes such files record by record (the runners; ``Measurements.save``);
-``load`` returns a ``Measurements`` with one numpy array per field;
+Values are checked as they are read (``check_meta``, ``check_result``): the types above, times
+finite and >= 0, sizes and counts within ``collsim.inputs.MAX_BYTES``, rank and node counts
+within ``MAX_RANKS``, iteration counts within ``MAX_CALLS``, ``env`` an object of strings or
+numbers, ``nccl_probe`` as ``collsim.nccl.log.check_probe`` wants it; other meta keys are free.
+
+``JsonlWriter`` writes such files record by record (the runners: a record is one line or
+nothing, even when the disk fills); ``Measurements.save`` and ``write_jsonl`` write whole files
+(``collsim.outputs.atomic_write``); ``load`` returns a ``Measurements`` with one numpy array per field;
 ``collsim.measure.nccl_tests.import_nccl_tests`` turns nccl-tests output into
 the same records.
 """
@@ -44,12 +50,15 @@ from __future__ import annotations
 import csv
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from collsim.errors import CollsimError
+from collsim.errors import CollsimError, describe
+from collsim.inputs import MAX_BYTES, MAX_CALLS, MAX_RANKS, parse_json, read_field, read_text
+from collsim.outputs import atomic_write, csv_cell, printable
 from collsim.units import bandwidths
 
 FIELDS = {  # name -> (numpy dtype, required)
@@ -59,6 +68,27 @@ FIELDS = {  # name -> (numpy dtype, required)
     "inplace": (object, False), "algo": (object, False), "proto": (object, False),
     "timing": (object, False), "ranks": (np.int64, False),
 }
+_TIME = {"kind": float, "minimum": 0}
+_RESULT_CHECKS = {  # field -> collsim.inputs.field arguments; time_us_min/mean: the runner's
+    "size": {"kind": int, "minimum": 0, "maximum": MAX_BYTES}, "count": {"kind": int, "minimum": 0, "maximum": MAX_BYTES},
+    "dtype": {"kind": str}, "time_us": _TIME, "time_us_min": _TIME, "time_us_mean": _TIME,
+    "wrong": {"kind": int, "minimum": 0}, "inplace": {"kind": bool}, "algo": {"kind": str}, "proto": {"kind": str},
+    "timing": {"kind": str}, "ranks": {"kind": int, "minimum": 1, "maximum": MAX_RANKS},
+}
+_COUNT = {"kind": int, "minimum": 0, "maximum": MAX_CALLS}
+_META_CHECKS = {  # the meta keys collsim reads -> collsim.inputs.field arguments
+    "harness": {"kind": str}, "collective": {"kind": str}, "timing": {"kind": str}, "clock_start": {"kind": str},
+    "dtype": {"kind": str}, "algo": {"kind": str}, "proto": {"kind": str}, "inplace": {"kind": bool},
+    "rotate": {"kind": bool}, "world_size": {"kind": int, "minimum": 1, "maximum": MAX_RANKS},
+    "nodes": {"kind": int, "minimum": 1, "maximum": MAX_RANKS},
+    "gpus_per_process": {"kind": int, "minimum": 1, "maximum": MAX_RANKS},
+    "iters": _COUNT, "warmup": _COUNT, "graph": _COUNT, "graph_calls": {**_COUNT, "minimum": 1},
+    "min_bytes": {"kind": int, "minimum": 0, "maximum": MAX_BYTES},
+    "max_bytes": {"kind": int, "minimum": 0, "maximum": MAX_BYTES}, "env": {"kind": dict},
+    "nccl_probe": {"kind": dict},
+}
+
+
 def result_record(size, count, dtype, time_us, ranks, wrong, **extra) -> dict:
     """One result record (fields above) with bandwidths computed from ``time_us``."""
     algbw, busbw = bandwidths(size, time_us, ranks)
@@ -72,45 +102,54 @@ TABLE_HEADER = (f"{'size(B)':>12} {'count':>12} {'type':>9} {'algo/proto':>12} {
 
 
 def format_row(rec: dict) -> str:
-    """One record as a table row under ``TABLE_HEADER`` (nccl-tests style, GB/s)."""
-    label = "/".join(x for x in (rec.get("algo"), rec.get("proto")) if x) or "default"
+    """One record as a table row under ``TABLE_HEADER`` (nccl-tests style, GB/s); text from the
+    record is ``collsim.outputs.printable``."""
+    label = "/".join(str(x) for x in (rec.get("algo"), rec.get("proto")) if x) or "default"
     place = {True: "in", False: "out"}.get(rec.get("inplace"), "?")
     wrong = "N/A" if rec.get("wrong") is None else rec["wrong"]
     num = [math.nan if rec.get(k) is None else rec[k] for k in ("time_us", "algbw_GBps", "busbw_GBps")]
-    return (f"{rec['size']:>12} {rec['count']:>12} {rec['dtype']:>9} {label:>12} {place:>5} "
-            f"{num[0]:>10.2f} {num[1]:>8.2f} {num[2]:>8.2f} {wrong:>7}")
+    return printable(f"{rec['size']:>12} {rec['count']:>12} {rec['dtype']:>9} {label:>12} {place:>5} "
+                     f"{num[0]:>10.2f} {num[1]:>8.2f} {num[2]:>8.2f} {wrong:>7}")
 
 
-def _check_result(rec: dict, where: str) -> None:
-    for name, (kind, required) in FIELDS.items():
-        if name not in rec:
-            if required:
-                raise CollsimError(f"{where}: result record lacks field {name!r}")
-            continue
+def check_result(rec: dict, where: str) -> None:
+    """A result record's fields as the schema above wants them (required ones present; ``size``,
+    ``count`` and ``dtype`` not null), else CollsimError naming ``where`` and the field."""
+    for name, (_, required) in FIELDS.items():
+        if required and name not in rec:
+            raise CollsimError(f"{where}: result record lacks field {name!r}")
+    for name, check in _RESULT_CHECKS.items():
+        read_field(rec, name, where, required=name in ("size", "count", "dtype"), **check)
+    for name in ("algbw_GBps", "busbw_GBps"):  # derived from the time: inf for a zero time
         v = rec[name]
-        if v is None and name in ("wrong", "time_us", "algbw_GBps", "busbw_GBps") or v is None and not required:
-            continue
-        if kind is object:
-            ok = isinstance(v, bool) if name == "inplace" else isinstance(v, str)
-        elif kind is np.int64:
-            ok = isinstance(v, int) and not isinstance(v, bool) and v >= 0
-        else:
-            ok = isinstance(v, (int, float)) and not isinstance(v, bool)
-        if not ok:
-            raise CollsimError(f"{where}: field {name!r} has bad value {v!r}")
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
+            raise CollsimError(f"{where}: field {name!r} must be a number, got {describe(v)}")
+
+
+def check_meta(meta: dict, where: str) -> None:
+    """The meta keys collsim reads (module docstring) as they must be, else CollsimError naming
+    ``where`` and the key."""
+    from collsim.nccl.log import check_probe
+    for name, check in _META_CHECKS.items():
+        read_field(meta, name, where, **check)
+    for key, value in (meta.get("env") or {}).items():
+        if isinstance(value, bool) or not isinstance(value, (str, numbers.Real)):
+            raise CollsimError(f"{where}: env {describe(key)} must be a string, got {describe(value)}")
+    if meta.get("nccl_probe"):
+        check_probe(meta["nccl_probe"], f"{where}: nccl_probe")
 
 
 @dataclass
 class Measurements:
     """Records of one or more runs: ``meta`` (the first meta record), ``metas``
     (all of them), ``records`` (result dicts, as on their lines) and ``m["field"]`` / ``m.field``
-    numpy arrays (NaN / None where a record lacks the field). ``error`` is the
-    message of the line where a non-strict load stopped, else None."""
+    numpy arrays (NaN / None where a record lacks the field). ``skipped`` holds one message
+    (naming ``file:line`` and the problem) per line a lenient load left out."""
 
     meta: dict = field(default_factory=dict)
     records: list = field(default_factory=list)
     metas: list = field(default_factory=list)
-    error: str | None = None
+    skipped: list = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -142,27 +181,41 @@ class Measurements:
         return pd.DataFrame([{k: r.get(k) for k in self.columns()} for r in self.records])
 
     def save(self, path) -> None:
-        """Write as JSON Lines (meta first)."""
-        with JsonlWriter(path) as out:
-            out.write("meta", self.meta)
-            for r in self.records:
-                out.write("result", r)
+        """Write as JSON Lines (meta first), in full or not at all (``atomic_write``)."""
+        write_jsonl(path, [{"type": "meta", **self.meta}] + [{**r, "type": "result"} for r in self.records])
+
+
+def _line(kind: str, record: dict) -> str:
+    """One JSON Lines line: ``kind`` as "type" first, then the record's other fields in order."""
+    line = {"type": kind, **record}
+    line["type"] = kind
+    return json.dumps(line) + "\n"
 
 
 class JsonlWriter:
-    """Writes a JSON Lines file record by record: each line is ``{"type": kind, **record}``
-    ("type" first), flushed as written, so a run that dies keeps every line written before.
-    The folder must exist. A context manager; or call ``close``."""
+    """Writes a JSON Lines file record by record (``_line``), each record in one write, so that
+    a run that dies keeps every line written before. A write that fails (a full disk, a file
+    size limit) is undone: the file is cut back to its last complete line and a CollsimError
+    says how many records it keeps. The folder must exist. A context manager; or call ``close``."""
 
     def __init__(self, path):
-        self._f = open(path, "w", encoding="utf-8")
+        self.path = path
+        self._f = open(path, "wb", buffering=0)
+        self._end = self._records = 0
 
     def write(self, kind: str, record: dict) -> None:
-        """One line: ``kind`` as "type", then the record's other fields in order."""
-        line = {"type": kind, **record}
-        line["type"] = kind
-        self._f.write(json.dumps(line) + "\n")
-        self._f.flush()
+        """Append one line (``_line``); on failure the file ends at its last complete line."""
+        data = memoryview(_line(kind, record).encode("utf-8"))
+        try:
+            while data:  # a raw write may take part of the bytes (a disk filling up)
+                data = data[self._f.write(data):]
+        except OSError as e:
+            self._f.truncate(self._end)
+            self._f.seek(self._end)
+            raise CollsimError(f"cannot write {self.path}: {e.strerror or e}; it keeps its "
+                               f"{self._records} complete records") from None
+        self._end = self._f.tell()
+        self._records += 1
 
     def close(self) -> None:
         self._f.close()
@@ -175,43 +228,38 @@ class JsonlWriter:
 
 
 def write_jsonl(path, records) -> None:
-    """Write records that each carry their ``"type"`` as JSON Lines, creating the folder."""
+    """Write records that each carry their ``"type"`` as JSON Lines, creating the folder; in
+    full or not at all (``collsim.outputs.atomic_write``)."""
     untyped = [i for i, r in enumerate(records) if "type" not in r]
     if untyped:
         raise CollsimError(f"record {untyped[0]} has no \"type\" (meta, result, ...): nothing written to {path}")
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with JsonlWriter(path) as out:
+    with atomic_write(path, "measurement file") as f:
         for r in records:
-            out.write(r["type"], r)
+            f.write(_line(r["type"], r))
 
 
 def to_csv(m: Measurements, path) -> None:
-    """Write the result records of ``m`` as CSV (one row per record)."""
+    """Write the result records of ``m`` as CSV (one row per record; text cells that a
+    spreadsheet would run as formulas neutralised, ``collsim.outputs.csv_cell``), in full or not
+    at all."""
     cols = m.columns()
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with atomic_write(path, "CSV file") as f:
         w = csv.writer(f)
-        w.writerow(cols)
+        w.writerow([csv_cell(c) for c in cols])
         for r in m.records:
-            w.writerow(["" if r.get(c) is None else r.get(c) for c in cols])
-
-
-def _json_line(line: str, where: str):
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as e:
-        raise CollsimError(f"{where}: not valid JSON ({e.msg})") from None
+            w.writerow(["" if r.get(c) is None else csv_cell(r.get(c)) for c in cols])
 
 
 def read_records(path) -> list[dict]:
     """Every record of any JSON Lines file (one JSON object a line, blank lines skipped); a line
     that is not a JSON object raises ``CollsimError`` naming ``path:line``."""
     out = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if line.strip():
-                out.append(_json_line(line, f"{path}:{lineno}"))
-                if not isinstance(out[-1], dict):
-                    raise CollsimError(f"{path}:{lineno}: expected a JSON object")
+    for lineno, line in enumerate(read_text(path, "measurement file").split("\n"), 1):
+        if line.strip():
+            out.append(parse_json(line, f"{path}:{lineno}"))
+            if not isinstance(out[-1], dict):
+                raise CollsimError(f"{path}:{lineno}: expected a JSON object")
     return out
 
 
@@ -223,30 +271,29 @@ def parse_jsonl(lines, source: str, strict: bool = True) -> Measurements:
             continue
         where = f"{source}:{lineno}"
         try:
-            rec = _json_line(line, where)
+            rec = parse_json(line, where)
             if not isinstance(rec, dict) or rec.get("type") not in ("meta", "result"):
                 raise CollsimError(f"{where}: expected an object with type 'meta' or 'result'")
             if rec["type"] == "meta":
+                check_meta(rec, where)
                 m.metas.append({k: v for k, v in rec.items() if k != "type"})
                 m.meta = m.meta or m.metas[0]
                 continue
             if not m.metas:
                 raise CollsimError(f"{where}: result record before any meta record")
-            _check_result(rec, where)
+            check_result(rec, where)
             m.records.append(rec)
         except CollsimError as e:
             if strict:
                 raise
-            m.error = str(e)
-            break
+            m.skipped.append(str(e))
     if strict and not m.metas:
         raise CollsimError(f"{source}: no meta record (empty measurement file)")
     return m
 
 
 def load(path, strict: bool = True) -> Measurements:
-    """Load a measurement file. A malformed line raises ``CollsimError`` naming
-    ``path:line``; with ``strict=False`` loading stops there, keeps every valid
-    record before it and sets ``.error``."""
-    with open(path, encoding="utf-8") as f:
-        return parse_jsonl(f, str(path), strict)
+    """Load a measurement file. A malformed line (not JSON, a field of the wrong type or out of
+    range) raises ``CollsimError`` naming ``path:line``; with ``strict=False`` such lines are
+    left out, every valid record before and after them kept, and ``.skipped`` names them."""
+    return parse_jsonl(read_text(path, "measurement file").split("\n"), str(path), strict)

@@ -12,12 +12,11 @@ median over its files of the per-call time (microseconds): the runner's ``time_u
 over ranks of each rank's average, the convention nccl-tests uses for its ``time``; a file
 without it falls back to ``time_us``, the maximum, and the result says so), nccl-tests' in-place
 column (``--out-of-place``: the other one). A time that is not a positive finite number, or a
-size with wrong elements, is an error naming the file and size. The ratio is runner /
+size with wrong elements, is an error naming the file and size (the loaders refuse times that
+are not finite numbers >= 0; a zero or missing time is refused here). The ratio is runner /
 reference (bus bandwidth is its inverse). Sizes present on both sides only.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -46,7 +45,7 @@ def _side(paths, inplace: bool, label, which: str) -> tuple[dict, tuple, set]:
             size = int(rec["size"])
             stat = "time_us_mean" if rec.get("time_us_mean") is not None else "time_us"
             t = rec.get(stat)
-            if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+            if t is None or t <= 0:  # the loader has checked the type: a finite number >= 0
                 raise CollsimError(f"{path}: size {size}: {stat} {t!r} is not a positive number of us")
             if rec.get("wrong"):
                 raise CollsimError(f"{path}: size {size}: {rec['wrong']} wrong elements, not a measurement to compare")

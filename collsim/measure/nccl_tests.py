@@ -6,10 +6,17 @@ Two inputs, told apart by their first non-blank character:
   header lines, a column header, rows ``size count type redop root`` followed
   by ``time algbw busbw #wrong`` for out-of-place and again for in-place,
   ``# Avg bus bandwidth`` footer). NCCL log lines and other chatter may be
-  interleaved; a line whose first word is a number is a result row and must
-  parse, else ``CollsimError`` names ``file:line``.
+  interleaved; a line whose first word is a number (ASCII digits) is a result row
+  and must parse, else ``CollsimError`` names ``file:line`` (``strict=False``:
+  the line is skipped and named in ``Measurements.skipped``). A file cut off
+  inside its last row (no newline at its end) keeps its complete rows; the cut
+  row is named in ``skipped`` and in a ``CollsimWarning``.
 * the ``-J FILE`` JSON (``config``, ``results[]`` with ``out_of_place`` /
   ``in_place`` objects holding ``time``, ``alg_bw``, ``bus_bw``, ``nwrong``).
+
+Values are checked as they are read: times and bandwidths finite numbers >= 0,
+``#wrong`` a whole number or N/A, sizes within ``collsim.inputs.MAX_BYTES``, the
+meta as ``collsim.measure.check_meta`` wants it.
 
 Each row gives two records (``inplace`` false then true), tagged with
 ``harness: "nccl-tests"`` in the meta. Text logs do not say which algorithm or
@@ -21,20 +28,21 @@ meta ``env``; for ``-J`` JSON they add to the recorded ones). They matter to
 """
 from __future__ import annotations
 
-import json
 import re
+import warnings
 
-from collsim.errors import CollsimError
-from collsim.measure import Measurements, result_record
+from collsim.errors import CollsimError, CollsimWarning, describe, require_number
+from collsim.inputs import MAX_BYTES, MAX_CALLS, MAX_RANKS, int_text, parse_json, read_field, read_text
+from collsim.measure import Measurements, check_meta, result_record
 from collsim.nccl.log import VERSION_PATTERN, canonical_algo, canonical_proto
 
 DTYPES = {"float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16",
           "int8": "int8", "uint8": "uint8", "int32": "int32", "uint32": "uint32",
           "int64": "int64", "uint64": "uint64", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
 _PARAMS = re.compile(r"# nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+) .*?"
-                     r"warmup iters: (\d+) iters: (\d+) .*?graph: (\d+)")
-_RANK = re.compile(r"#\s+Rank\s+(\d+) Group\s+\d+ Pid\s+\d+ on\s+(\S+) device\s+(\d+) \[[^\]]*\] (.*)$")
-_TESTS_VERSION = re.compile(r"# nccl-tests version (\S+) nccl-headers=(\d+) nccl-library=(\d+)")
+                     r"warmup iters: (\d+) iters: (\d+) .*?graph: (\d+)", re.ASCII)
+_RANK = re.compile(r"#\s+Rank\s+(\d+) Group\s+\d+ Pid\s+\d+ on\s+(\S+) device\s+(\d+) \[[^\]]*\] (.*)$", re.ASCII)
+_TESTS_VERSION = re.compile(r"# nccl-tests version (\S+) nccl-headers=(\d+) nccl-library=(\d+)", re.ASCII)
 _AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*(\S+)")
 
 
@@ -52,15 +60,17 @@ def _version_from_code(code: int) -> str:
 
 
 def _number(token: str, where: str, what: str) -> float:
+    """A time or bandwidth nccl-tests printed: a finite number >= 0."""
     try:
-        return float(token)
+        value = float(token)
     except ValueError:
-        raise CollsimError(f"{where}: bad {what} {token!r} in nccl-tests row") from None
+        raise CollsimError(f"{where}: bad {what} {describe(token)} in nccl-tests row") from None
+    return require_number(f"{where}: {what} in nccl-tests row", value, minimum=0)
 
 
 def _records(size, count, type_name, results, ranks, where, meta_extra) -> list[dict]:
     if type_name not in DTYPES:
-        raise CollsimError(f"{where}: unknown nccl-tests type {type_name!r}")
+        raise CollsimError(f"{where}: unknown nccl-tests type {describe(type_name)}")
     recs = []
     for inplace, (time_us, algbw, busbw, wrong) in zip((False, True), results):
         rec = result_record(size, count, DTYPES[type_name], time_us, ranks or 0, wrong,
@@ -72,97 +82,129 @@ def _records(size, count, type_name, results, ranks, where, meta_extra) -> list[
     return recs
 
 
-def _parse_text(lines, source, label, strict) -> Measurements:
+def _row(tokens, group, where, ranks, extra) -> list[dict]:
+    """The two records of one text row (out-of-place, in-place)."""
+    if len(tokens) < 5 + 2 * group:
+        raise CollsimError(f"{where}: nccl-tests row has {len(tokens)} fields, expected {5 + 2 * group}")
+    results = []
+    for start in (5, 5 + group):
+        t, alg, bus, wrong = tokens[start:start + 4]
+        results.append((_number(t, where, "time"), _number(alg, where, "algbw"), _number(bus, where, "busbw"),
+                        None if wrong == "N/A" else int_text(wrong, f"{where}: #wrong", 0, MAX_BYTES)))
+    size = int_text(tokens[0], f"{where}: size", 0, MAX_BYTES)
+    count = int_text(tokens[1], f"{where}: count", 0, MAX_BYTES)
+    return _records(size, count, tokens[2], results, ranks, where, extra)
+
+
+def _parse_text(text, source, label, strict) -> Measurements:
     algo, proto = parse_label(label)
     meta = {"harness": "nccl-tests", "collective": "allreduce", "label": label, "algo": algo,
             "proto": proto, "hosts": [], "devices": []}
     m = Measurements(meta=meta, metas=[meta])
     group = 4
+    lines = text.split("\n")
     for lineno, line in enumerate(lines, 1):
-        line = line.rstrip("\n")
         where = f"{source}:{lineno}"
-        if meta.get("nccl_version") is None and (v := VERSION_PATTERN.search(line)):
-            meta["nccl_version"] = v.group(1)
-        if line.lstrip().startswith("#"):
-            if p := _PARAMS.search(line):
-                nthread, ngpus, mn, mx, warm, iters, graph = (int(x) for x in p.groups())
-                meta.update(gpus_per_process=nthread * ngpus, min_bytes=mn, max_bytes=mx,
-                            warmup=warm, iters=iters, graph=graph,
-                            timing="graph" if graph > 0 else "eager")
-            elif r := _RANK.search(line):
-                meta["devices"].append({"rank": int(r.group(1)), "host": r.group(2),
-                                        "device": int(r.group(3)), "gpu": r.group(4).strip()})
-            elif t := _TESTS_VERSION.search(line):
-                meta["tests_version"] = t.group(1)
-                meta["nccl_library_version"] = _version_from_code(int(t.group(3)))
-            elif a := _AVG.search(line):
-                meta["avg_busbw_GBps"] = _number(a.group(1), where, "average bus bandwidth")
-            elif "size" in line.split() and "count" in line.split():
-                names = line.lstrip("#").split()
-                group = (len(names) - 5 - ("timestamp" in names)) // 2
-            continue
-        tokens = line.split()
-        if not tokens or not tokens[0].isdigit():
-            continue  # NCCL log lines, blank lines, warnings
         try:
-            if len(tokens) < 5 + 2 * group:
-                raise CollsimError(f"{where}: nccl-tests row has {len(tokens)} fields, "
-                                   f"expected {5 + 2 * group}")
-            results = []
-            for start in (5, 5 + group):
-                t, alg, bus, wrong = tokens[start:start + 4]
-                results.append((_number(t, where, "time"), _number(alg, where, "algbw"),
-                                _number(bus, where, "busbw"),
-                                None if wrong == "N/A" else int(_number(wrong, where, "#wrong"))))
-            if not tokens[1].isdigit():
-                raise CollsimError(f"{where}: bad count {tokens[1]!r} in nccl-tests row")
-            ranks = len(meta["devices"]) or None
-            m.records += _records(int(tokens[0]), int(tokens[1]), tokens[2], results, ranks, where,
-                                  {"algo": algo, "proto": proto, "timing": meta.get("timing")})
+            if meta.get("nccl_version") is None and (v := VERSION_PATTERN.search(line)):
+                meta["nccl_version"] = v.group(1)
+            if line.lstrip().startswith("#"):
+                group = _comment(line, where, meta, group)
+                continue
+            tokens = line.split()
+            if not tokens or not re.fullmatch(r"[0-9]+", tokens[0]):
+                continue  # NCCL log lines, blank lines, warnings
+            m.records += _row(tokens, group, where, len(meta["devices"]) or None,
+                              {"algo": algo, "proto": proto, "timing": meta.get("timing")})
         except CollsimError as e:
-            if strict:
+            if lineno == len(lines) and not text.endswith("\n"):  # cut off inside its last row
+                m.skipped.append(f"{where}: the file ends inside this row (truncated): {e}")
+                warnings.warn(f"skipped {m.skipped[-1]}", CollsimWarning, stacklevel=2)
+            elif strict:
                 raise
-            m.error = str(e)
-            break
+            else:
+                m.skipped.append(str(e))
     meta["world_size"] = len(meta["devices"]) or None
     meta["hosts"] = sorted({d["host"] for d in meta["devices"]})
+    check_meta(meta, source)
     if strict and not m.records:
         raise CollsimError(f"{source}: no nccl-tests result rows found")
     return m
 
 
+def _comment(line, where, meta, group) -> int:
+    """Read a comment line into ``meta``; returns the result columns per half-row (time,
+    algbw, busbw, #wrong: 4), from the column header when this is it."""
+    if p := _PARAMS.search(line):
+        names = ("nThread", "nGpus", "minBytes", "maxBytes", "warmup iters", "iters", "graph")
+        nthread, ngpus, mn, mx, warm, iters, graph = (
+            int_text(x, f"{where}: {n}", 0, MAX_BYTES if "Bytes" in n else MAX_CALLS) for n, x in zip(names, p.groups()))
+        meta.update(gpus_per_process=nthread * ngpus, min_bytes=mn, max_bytes=mx,
+                    warmup=warm, iters=iters, graph=graph, timing="graph" if graph > 0 else "eager")
+    elif r := _RANK.search(line):
+        meta["devices"].append({"rank": int_text(r.group(1), f"{where}: Rank", 0, MAX_RANKS), "host": r.group(2),
+                                "device": int_text(r.group(3), f"{where}: device", 0, MAX_RANKS),
+                                "gpu": r.group(4).strip()})
+    elif t := _TESTS_VERSION.search(line):
+        meta["tests_version"] = t.group(1)
+        meta["nccl_library_version"] = _version_from_code(int_text(t.group(3), f"{where}: nccl-library", 0, 10**9))
+    elif a := _AVG.search(line):
+        meta["avg_busbw_GBps"] = _number(a.group(1), where, "average bus bandwidth")
+    elif "size" in line.split() and "count" in line.split():
+        names = line.lstrip("#").split()
+        group = (len(names) - 5 - ("timestamp" in names)) // 2
+        if group < 4:
+            raise CollsimError(f"{where}: nccl-tests column header has {len(names)} columns, expected size count "
+                               "type redop root, then time algbw busbw #wrong twice")
+    return group
+
+
 def _parse_json(text, source, label) -> Measurements:
     algo, proto = parse_label(label)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CollsimError(f"{source}:{e.lineno}: not valid nccl-tests JSON ({e.msg})") from None
+    doc = parse_json(text, f"{source}: nccl-tests -J output")
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise CollsimError(f"{source}: nccl-tests JSON has no 'results' list")
-    cfg = doc.get("config") or {}
-    ranks = len(cfg.get("devices", [])) * cfg.get("nthreads", 1) * cfg.get("ngpus", 1) or None
-    timing = "graph" if cfg.get("graph", 0) else "eager"
+    cfg = read_field(doc, "config", source, dict) or {}
+    at = f"{source}: config"
+    devices = read_field(cfg, "devices", at, list) or []
+    per_process = [read_field(cfg, k, at, int, minimum=1, maximum=MAX_RANKS) or 1 for k in ("nthreads", "ngpus")]
+    graph = read_field(cfg, "graph", at, int, minimum=0, maximum=MAX_CALLS)
+    args, env = (read_field(doc, k, source, list) or [] for k in ("args", "env"))
+    for k, items in (("args", args), ("env", env)):
+        if not all(isinstance(x, str) for x in items):
+            raise CollsimError(f"{source}: field {k!r} must be a list of strings, got {describe(items)}")
+    timing = "graph" if graph else "eager"
     meta = {"harness": "nccl-tests", "collective": "allreduce", "label": label, "algo": algo,
-            "proto": proto, "world_size": ranks, "timing": timing, "iters": cfg.get("iterations"),
-            "gpus_per_process": cfg.get("nthreads", 1) * cfg.get("ngpus", 1),
-            "warmup": cfg.get("warmup_iters"), "graph": cfg.get("graph"), "devices": cfg.get("devices"),
-            "command": " ".join(doc.get("args", [])),
-            "env": {k: v for k, _, v in (e.partition("=") for e in doc.get("env", []))
-                    if k.startswith(("NCCL_", "TORCH_NCCL_"))},
-            "avg_busbw_GBps": (doc.get("average_bus_bandwidth") or {}).get("bandwidth")}
-    if isinstance(doc.get("nccl_version"), int):
-        meta["nccl_library_version"] = _version_from_code(doc["nccl_version"])
+            "proto": proto, "world_size": len(devices) * per_process[0] * per_process[1] or None, "timing": timing,
+            "iters": read_field(cfg, "iterations", at, int, minimum=0, maximum=MAX_CALLS),
+            "gpus_per_process": per_process[0] * per_process[1],
+            "warmup": read_field(cfg, "warmup_iters", at, int, minimum=0, maximum=MAX_CALLS), "graph": graph,
+            "devices": devices, "command": " ".join(args),
+            "env": {k: v for k, _, v in (e.partition("=") for e in env) if k.startswith(("NCCL_", "TORCH_NCCL_"))},
+            "avg_busbw_GBps": read_field(read_field(doc, "average_bus_bandwidth", source, dict) or {}, "bandwidth",
+                                         f"{source}: average_bus_bandwidth", float)}
+    version = read_field(doc, "nccl_version", source, int, minimum=0, maximum=10**9)
+    if version is not None:
+        meta["nccl_library_version"] = _version_from_code(version)
+    check_meta(meta, source)
     m = Measurements(meta=meta, metas=[meta])
     for i, row in enumerate(doc["results"]):
         where = f"{source}: results[{i}]"
-        try:
-            parts = [row["out_of_place"], row["in_place"]]
-            results = [(p.get("time", p.get("cpu_time")), p["alg_bw"], p["bus_bw"],
-                        None if p["nwrong"] is None else int(p["nwrong"])) for p in parts]
-            m.records += _records(int(row["size"]), int(row["count"]), row["type"], results, ranks,
-                                  where, {"algo": algo, "proto": proto, "timing": timing})
-        except (KeyError, TypeError, AttributeError, ValueError) as e:
-            raise CollsimError(f"{where}: malformed nccl-tests result ({e})") from None
+        if not isinstance(row, dict):
+            raise CollsimError(f"{where} must be an object, got {describe(row)}")
+        results = []
+        for place in ("out_of_place", "in_place"):
+            part = read_field(row, place, where, dict, required=True)
+            at = f"{where}.{place}"
+            time_key = "time" if part.get("time") is not None else "cpu_time"
+            results.append((read_field(part, time_key, at, float, required=True, minimum=0),
+                            read_field(part, "alg_bw", at, float, required=True, minimum=0),
+                            read_field(part, "bus_bw", at, float, required=True, minimum=0),
+                            read_field(part, "nwrong", at, int, minimum=0)))
+        m.records += _records(read_field(row, "size", where, int, required=True, minimum=0, maximum=MAX_BYTES),
+                              read_field(row, "count", where, int, required=True, minimum=0, maximum=MAX_BYTES),
+                              read_field(row, "type", where, str, required=True), results, meta["world_size"],
+                              where, {"algo": algo, "proto": proto, "timing": timing})
     return m
 
 
@@ -170,12 +212,11 @@ def import_nccl_tests(path, label: str | None = None, strict: bool = True,
                       env: dict | None = None) -> Measurements:
     """Read nccl-tests text output or ``-J`` JSON from ``path`` into ``Measurements``;
     ``env``: NCCL_* variables the run had (``{"NCCL_GRAPH_MIXING_SUPPORT": "0"}``)."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        text = f.read()
+    text = read_text(path, "nccl-tests output", errors="replace")
     if text.lstrip().startswith("{"):
         m = _parse_json(text, str(path), label)
     else:
-        m = _parse_text(text.splitlines(), str(path), label, strict)
+        m = _parse_text(text, str(path), label, strict)
     if env:
         m.meta["env"] = {**(m.meta.get("env") or {}), **{str(k): str(v) for k, v in env.items()}}
     return m

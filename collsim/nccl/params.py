@@ -3,7 +3,9 @@
 ``ModelParams`` holds, per (link class, algorithm, protocol) path, the values of ``PARAM_NAMES``
 (units in its docstring), the link capacities, the channel count and the harness terms;
 ``default_params`` the priors before fitting; ``save_params`` / ``load_params`` the file format
-``collsim.nccl_model.params`` version 1 (what ``collsim fit -o`` writes).
+``collsim.nccl_model.params`` version 1 (what ``collsim fit -o`` writes). A file's values must lie
+in ``RANGES`` (channels: 1 to ``collsim.inputs.MAX_CHANNELS``), so that every prediction from
+them is a finite time.
 """
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from collsim.errors import CollsimError
+from collsim.errors import CollsimError, describe, require_number
+from collsim.inputs import MAX_BYTES, MAX_CHANNELS, read_field, read_json
 from collsim.nccl import PROTOS, canonical_pair
 from collsim.nccl.layout import Config
 from collsim.nccl.tuning import BASE_LAT, HW_LAT
@@ -24,6 +27,12 @@ PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill", "host_us", "
 OPTIONAL = {"spill": 0.0, "warp_us": 0.0, "warm": 1.0}  # values of terms a path may lack (no effect)
 L2_BYTES = 52428800  # H100/H200 L2 (cudaDeviceProp.l2CacheSize), bytes
 REUSE = 2  # L2 bytes touched between two uses of a receive slot, per slot byte (module docstring)
+_US, _GBPS = (0.0, 1e9), (1e-3, 1e5)
+RANGES = {  # (minimum, maximum) of each value a parameters file may hold
+    "base_us": _US, "hop_us": _US, "step_us": _US, "chan_GBps": _GBPS, "fill": (0.0, 1e3), "host_us": _US,
+    "spill": (0.0, 1e3), "warp_us": _US, "warm": (1e-3, 1e3), "link_GBps": _GBPS, "link_exp": (0.0, 16.0),
+    "l2_bytes": (1.0, float(MAX_BYTES)), "harness_us": _US, "start_us": _US, "launch_us": _US,
+}
 
 
 @dataclass
@@ -133,55 +142,72 @@ def params_to_dict(params: ModelParams) -> dict:
 
 
 def save_params(params: ModelParams, path) -> None:
-    """Write the parameters as JSON (format ``FORMAT`` version 1)."""
-    with open(path, "w", encoding="utf-8") as f:
+    """Write the parameters as JSON (format ``FORMAT`` version 1), in full or not at all
+    (``collsim.outputs.atomic_write``)."""
+    from collsim.outputs import atomic_write
+    with atomic_write(path, "parameters file") as f:
         json.dump(params_to_dict(params), f, indent=1)
         f.write("\n")
 
 
+def _value(name: str, value, where: str, label: str | None = None) -> float:
+    """A number of a parameters file within ``RANGES[name]``; errors call it ``label`` (else ``name``)."""
+    lo, hi = RANGES[name]
+    if value is None:
+        raise CollsimError(f"{where}: missing {label or name}")
+    return require_number(f"{where}: {label or name}", value, minimum=lo, maximum=hi)
+
+
+def _numbers(d: dict, key: str, where: str, name: str) -> dict:
+    """{str: number in RANGES[name]} from the object ``d[key]`` (absent: empty)."""
+    return {str(k): _value(name, v, where, f"{key}.{k}") for k, v in (read_field(d, key, where, dict) or {}).items()}
+
+
+def _launch(d: dict, where: str) -> dict:
+    """``launch_us``: {harness: (fixed, per GPU)}, two numbers in RANGES["launch_us"] each."""
+    out = {}
+    for k, v in (read_field(d, "launch_us", where, dict) or {}).items():
+        if not isinstance(v, list) or len(v) != 2:
+            raise CollsimError(f"{where}: launch_us.{k} must be [fixed_us, per_gpu_us], got {describe(v)}")
+        out[str(k)] = tuple(_value("launch_us", x, where, f"launch_us.{k}") for x in v)
+    return out
+
+
 def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
+    """``ModelParams`` from the dict of a parameters file; CollsimError naming ``where`` and the
+    value when it is not one (module docstring: every value within ``RANGES``). Paths and links
+    of hardware the file was not fitted on (NVLS) keep the priors."""
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise CollsimError(f"{where}: not a collsim parameters file (format must be {FORMAT!r})")
-    try:
-        links = {str(k): float(v) for k, v in d["link_GBps"].items()}
-        paths = {}
-        for e in d["paths"]:
-            key = (e["link"], *canonical_pair(e["algo"], e["proto"]))
-            if key[0] not in LINK_CLASSES:
-                raise CollsimError(f"{where}: unknown link class {key[0]!r}")
-            paths[key] = {n: float(e.get(n, OPTIONAL[n]) if n in OPTIONAL else e[n]) for n in PARAM_NAMES}
-        harness = {str(k): float(v) for k, v in (d.get("harness_us") or {}).items()}
-        start = {str(k): float(v) for k, v in (d.get("start_us") or {}).items()}
-        launch = {str(k): (float(v[0]), float(v[1])) for k, v in (d.get("launch_us") or {}).items()}
-        missing = [f"{lk}/{a}/{p}" for lk in REQUIRED[0] for a in REQUIRED[1] for p in PROTOS
-                   if (lk, a, p) not in paths] + [lk for lk in REQUIRED[0] if lk not in links]
-        if missing:
-            raise CollsimError(f"{where}: missing entries ({', '.join(missing[:3])})")
-        priors = default_params()   # hardware a file was not fitted on (NVLS) keeps the priors
-        paths = {**{k: v for k, v in priors.paths.items() if k not in paths}, **paths}
-        links = {**{k: v for k, v in priors.link_GBps.items() if k not in links}, **links}
-        params = ModelParams(paths, links, int(d["channels"]), d.get("meta") or {}, harness,
-                             float(d.get("link_exp", 0.0)), float(d.get("l2_bytes", L2_BYTES)), start, launch,
-                             int(d.get("nvls_channels", 16)))
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise CollsimError(f"{where}: malformed parameters ({type(e).__name__}: {e})") from None
-    bad = [f"{k}.{n}" for k, v in paths.items() for n, x in v.items() if not np.isfinite(x) or x < 0]
-    bad += [f"{n}.{k}" for n in ("harness_us", "start_us") for k, v in getattr(params, n).items()
-            if not np.isfinite(v) or v < 0]
-    bad += [f"launch_us.{k}" for k, v in params.launch_us.items() if not (np.isfinite(v).all() and min(v) >= 0)]
-    bad += [n for n in ("link_exp", "l2_bytes") if not np.isfinite(getattr(params, n)) or getattr(params, n) < 0]
-    if bad or any(v <= 0 for v in links.values()) or params.channels < 1 or params.l2_bytes <= 0:
-        raise CollsimError(f"{where}: negative or non-finite values ({', '.join(bad[:3]) or 'link_GBps/channels'})")
-    if set(links) != set(LINK_CLASSES):
-        raise CollsimError(f"{where}: unknown link classes ({', '.join(sorted(set(links) - set(LINK_CLASSES)))})")
-    return params
+    links = _numbers(d, "link_GBps", where, "link_GBps")
+    unknown = sorted(set(links) - set(LINK_CLASSES))
+    if unknown:
+        raise CollsimError(f"{where}: unknown link classes ({', '.join(map(describe, unknown[:3]))})")
+    paths = {}
+    for i, e in enumerate(read_field(d, "paths", where, list, required=True)):
+        at = f"{where}: paths[{i}]"
+        if not isinstance(e, dict):
+            raise CollsimError(f"{at} must be an object, got {describe(e)}")
+        link = read_field(e, "link", at, str, required=True, choices=LINK_CLASSES)
+        key = (link, *canonical_pair(read_field(e, "algo", at, str, required=True),
+                                     read_field(e, "proto", at, str, required=True)))
+        paths[key] = {n: _value(n, e.get(n, OPTIONAL.get(n)), at) for n in PARAM_NAMES}
+    missing = [f"{lk}/{a}/{p}" for lk in REQUIRED[0] for a in REQUIRED[1] for p in PROTOS
+               if (lk, a, p) not in paths] + [f"link_GBps.{lk}" for lk in REQUIRED[0] if lk not in links]
+    if missing:
+        raise CollsimError(f"{where}: missing entries ({', '.join(missing[:3])})")
+    priors = default_params()
+    paths = {**{k: v for k, v in priors.paths.items() if k not in paths}, **paths}
+    links = {**{k: v for k, v in priors.link_GBps.items() if k not in links}, **links}
+    channels = read_field(d, "channels", where, int, required=True, minimum=1, maximum=MAX_CHANNELS)
+    nvls_channels = read_field(d, "nvls_channels", where, int, minimum=1, maximum=MAX_CHANNELS)
+    return ModelParams(paths, links, channels, read_field(d, "meta", where, dict) or {},
+                       _numbers(d, "harness_us", where, "harness_us"), _value("link_exp", d.get("link_exp", 0.0), where),
+                       _value("l2_bytes", d.get("l2_bytes", L2_BYTES), where),
+                       _numbers(d, "start_us", where, "start_us"), _launch(d, where),
+                       16 if nvls_channels is None else nvls_channels)
 
 
 def load_params(path) -> ModelParams:
     """Read a parameters file written by ``save_params``; bad files raise a one-line CollsimError."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            d = json.load(f)
-    except json.JSONDecodeError as e:
-        raise CollsimError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
-    return params_from_dict(d, str(path))
+    return params_from_dict(read_json(path, "parameters file"), f"parameters file {path}")

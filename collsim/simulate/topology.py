@@ -23,20 +23,23 @@ Topology file (JSON or YAML, chosen by the extension .json, .yaml or .yml)::
       alpha_s: 8.0e-6           #   or: seconds, >= 0
       beta_s_per_byte: 2.17e-11 #   and seconds per byte, > 0
 
-Unknown keys are errors (they are usually typos). ``Topology.to_dict`` writes
-this format (links as alpha_s / beta_s_per_byte), so ``load_topology`` reads
-back what it writes.
+Unknown keys are errors (they are usually typos). Counts are at most
+``collsim.inputs.MAX_RANKS``; latencies at most ``MAX_SECONDS`` (3.6e9 us), seconds
+per byte at most ``MAX_SECONDS_PER_BYTE`` (bandwidth at least 1e-9 GB/s). YAML is
+read with PyYAML's safe loader (no tags run code) without aliases (``*name``: a few
+nested ones expand to gigabytes). ``Topology.to_dict`` writes this format (links as
+alpha_s / beta_s_per_byte), so ``load_topology`` reads back what it writes.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from collsim.errors import CollsimError
+from collsim.errors import CollsimError, describe
+from collsim.inputs import MAX_RANKS, MAX_SECONDS, MAX_SECONDS_PER_BYTE, parse_json, parse_yaml, read_text
 
 
 @dataclass(frozen=True)
@@ -147,12 +150,13 @@ class Topology:
             v = d.get(key, default)
             if v is None:
                 raise CollsimError(f"{where}: missing field {key!r}")
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise CollsimError(f"{where}: field {key!r} must be an integer >= 1, got {v!r}")
+            if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_RANKS:
+                raise CollsimError(f"{where}: field {key!r} must be an integer from 1 to {MAX_RANKS}, "
+                                   f"got {describe(v)}")
             ints[key] = v
         for key in ("name", "source"):
             if not isinstance(d.get(key, ""), str):
-                raise CollsimError(f"{where}: field {key!r} must be a string, got {d[key]!r}")
+                raise CollsimError(f"{where}: field {key!r} must be a string, got {describe(d[key])}")
         if "intra" not in d:
             raise CollsimError(f"{where}: missing field 'intra'")
         intra = _link_from_dict(d["intra"], f"{where}: field 'intra'")
@@ -170,6 +174,8 @@ class Topology:
 
 
 _LINK_FORMS = ({"alpha_s", "beta_s_per_byte"}, {"bandwidth_GBps", "latency_us"})
+_LINK_RANGES = {"alpha_s": (0.0, MAX_SECONDS), "beta_s_per_byte": (0.0, MAX_SECONDS_PER_BYTE),
+                "latency_us": (0.0, MAX_SECONDS * 1e6), "bandwidth_GBps": (1e-9 / MAX_SECONDS_PER_BYTE, 1e9)}
 
 
 def _link_from_dict(d, where: str) -> Link:
@@ -180,48 +186,30 @@ def _link_from_dict(d, where: str) -> Link:
     form = next((f for f in _LINK_FORMS if keys == f), None)
     if form is None:
         raise CollsimError(f"{where} must have exactly bandwidth_GBps and latency_us, or alpha_s and "
-                           f"beta_s_per_byte; got {', '.join(sorted(map(str, keys))) or 'nothing'}")
+                           f"beta_s_per_byte; got {describe(', '.join(sorted(map(str, keys)))) if keys else 'nothing'}")
     for key in sorted(form):
         v = d[key]
-        positive = key in ("beta_s_per_byte", "bandwidth_GBps")
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0 \
-                or (positive and v == 0):
-            raise CollsimError(f"{where}.{key} must be a finite number {'> 0' if positive else '>= 0'}, "
-                               f"got {v!r}")
+        lo, hi = _LINK_RANGES[key]
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or not lo <= v <= hi \
+                or (lo == 0 and key in ("beta_s_per_byte",) and v == 0):
+            raise CollsimError(f"{where}.{key} must be a finite number from {lo:g} to {hi:g}"
+                               f"{' (not 0)' if key == 'beta_s_per_byte' else ''}, got {describe(v)}")
     if "alpha_s" in form:
         return Link(float(d["alpha_s"]), float(d["beta_s_per_byte"]))
     return Link.from_GBps(d["bandwidth_GBps"], d["latency_us"])
 
 
 def read_spec_file(path, what: str):
-    """The mapping in a JSON or YAML file (by extension: .json, .yaml, .yml), or a one-line
-    CollsimError naming ``what`` and the file: no such file, unreadable, bad extension, invalid."""
+    """The value in a JSON or YAML file (by extension: .json, .yaml, .yml), read through
+    ``collsim.inputs`` (UTF-8 text of bounded size, JSON of bounded depth, YAML by the safe loader
+    without aliases), or a one-line CollsimError naming ``what`` and the file: no such file,
+    unreadable, bad extension, invalid."""
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in (".json", ".yaml", ".yml"):
         raise CollsimError(f"{what} file {p}: unknown extension {p.suffix!r} (use .json, .yaml or .yml)")
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise CollsimError(f"{what} file {p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise CollsimError(f"{what} file {p}: cannot read it ({e.__class__.__name__})") from None
-    if suffix == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
-            raise CollsimError(f"{what} file {p}: invalid JSON at line {e.lineno} column {e.colno}: "
-                               f"{e.msg}") from None
-    try:
-        import yaml
-    except ImportError:
-        raise CollsimError(f"{what} file {p}: reading YAML needs pyyaml (pip install pyyaml)") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise CollsimError(f"{what} file {p}: invalid YAML{at}") from None
+    text = read_text(p, f"{what} file")
+    return (parse_json if suffix == ".json" else parse_yaml)(text, f"{what} file {p}")
 
 
 def load_topology(path) -> Topology:

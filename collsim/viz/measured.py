@@ -42,10 +42,13 @@ def draw_measured(top, bottom, result: dict, params=None, points=None, configs=N
 
 
 def plot_compare(result: dict, params, points, path) -> None:
-    """``draw_measured`` as a PNG file at ``path`` (``collsim compare --plot``)."""
+    """``draw_measured`` as a figure file at ``path``, in the format of its extension, whole or not
+    at all (``collsim compare --plot``; ``collsim.outputs.save_figure``)."""
     from matplotlib.figure import Figure
+
+    from collsim.outputs import save_figure
     fig = Figure(figsize=(8, 7))
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.3]})
     draw_measured(top, bottom, result, params, points)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
