@@ -6,8 +6,8 @@ Two inputs, told apart by their first non-blank character:
   header lines, a column header, rows ``size count type redop root`` followed
   by ``time algbw busbw #wrong`` for out-of-place and again for in-place,
   ``# Avg bus bandwidth`` footer). NCCL log lines and other chatter may be
-  interleaved; a line whose first word is a number (ASCII digits) is a result row
-  and must parse, else ``CollsimError`` names ``file:line`` (``strict=False``:
+  interleaved; a line whose first word is made of digits is a result row and
+  must parse (ASCII digits), else ``CollsimError`` names ``file:line`` (``strict=False``:
   the line is skipped and named in ``Measurements.skipped``). A file cut off
   inside its last row (no newline at its end) keeps its complete rows; the cut
   row is named in ``skipped`` and in a ``CollsimWarning``.
@@ -112,7 +112,7 @@ def _parse_text(text, source, label, strict) -> Measurements:
                 group = _comment(line, where, meta, group)
                 continue
             tokens = line.split()
-            if not tokens or not re.fullmatch(r"[0-9]+", tokens[0]):
+            if not tokens or not tokens[0].isdigit():  # any digit: "²" starts a row that is wrong
                 continue  # NCCL log lines, blank lines, warnings
             m.records += _row(tokens, group, where, len(meta["devices"]) or None,
                               {"algo": algo, "proto": proto, "timing": meta.get("timing")})
