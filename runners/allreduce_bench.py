@@ -64,13 +64,17 @@ log under ``nccl_probe`` in the meta (``runners/nccl_probe.py``); timed calls ne
 run with that logging.
 ``NCCL_NVLS_ENABLE=0``, ``TORCH_SYMM_MEM_DISABLE_MULTICAST=1`` and
 ``NVSHMEM_DISABLE_NVLS=1`` are always set. Exit codes: 0 done, 1 run failed
-(one line ``allreduce_bench: error: rank R: ...``), 2 bad arguments.
-Test hook: ``COLLSIM_TEST_FAULT=die@rank1:size=4096`` (or ``hang@...``, ``corrupt@...``).
+(one line ``allreduce_bench: error: rank R: ...``), 2 bad arguments. A rank that dies keeps every
+completed size in ``--out``, a full disk leaves no torn line, a hung or stopped rank ends the
+command within ``--timeout`` plus a few seconds (``runners/harness.py``).
+Test hook: ``COLLSIM_TEST_FAULT=die@rank1:size=4096`` (or ``hang@``, ``stop@``: SIGSTOP itself,
+``term@``: SIGTERM itself, ``corrupt@``).
 """
 from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 import time
 
@@ -78,12 +82,16 @@ from common import DTYPES, BenchError, parse_args
 from harness import Session, count_wrong, fill, main as runner_main
 
 
+FAULTS = {"die": lambda: os._exit(3), "hang": lambda: time.sleep(10**6),
+          "stop": lambda: os.kill(os.getpid(), signal.SIGSTOP), "term": lambda: os.kill(os.getpid(), signal.SIGTERM)}
+
+
 def parse_fault(spec: str | None):
-    """``die@rank1:size=4096`` / ``hang@...`` / ``corrupt@...`` (one wrong element
-    before the check) -> (kind, rank, size) or None."""
+    """``die@rank1:size=4096`` / ``hang@...`` / ``stop@...`` / ``term@...`` (``FAULTS``) /
+    ``corrupt@...`` (one wrong element before the check) -> (kind, rank, size) or None."""
     if not spec:
         return None
-    m = re.fullmatch(r"(die|hang|corrupt)@rank(\d+):size=(\d+)", spec)
+    m = re.fullmatch(r"(die|hang|stop|term|corrupt)@rank(\d+):size=(\d+)", spec)
     if not m:
         raise BenchError(f"bad COLLSIM_TEST_FAULT {spec!r} (want die@rankR:size=BYTES)")
     return m.group(1), int(m.group(2)), int(m.group(3))
@@ -110,7 +118,7 @@ def run(args, argv, rank, world, log_dir) -> int:
         if hit and fault[0] != "corrupt":
             sys.stderr.write(f"allreduce_bench: test fault: rank {rank} {fault[0]}s at size {size}\n")
             sys.stderr.flush()
-            os._exit(3) if fault[0] == "die" else time.sleep(10**6)
+            FAULTS[fault[0]]()
         count = size // itemsize
         calls = max(args.warmup, args.iters, args.graph_calls if args.timing == "graph" else 0)
         outs = call_buffers(buf, count, args.rotate, calls)

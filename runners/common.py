@@ -9,6 +9,7 @@ torch loads (one line, exit code 2). Times are seconds, sizes bytes.
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import shlex
 import socket
@@ -24,6 +25,7 @@ sys.path.insert(0, str(REPO))
 
 from collsim import cli  # noqa: E402
 from collsim.errors import CollsimError  # noqa: E402
+from collsim.inputs import MAX_CALLS  # noqa: E402
 from collsim.units import parse_size  # noqa: E402
 from collsim.nccl.log import canonical_algo, canonical_proto, parse_file  # noqa: E402
 from collsim.sweep import sizes as size_range  # noqa: E402
@@ -35,6 +37,7 @@ FORCED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
 DTYPES = {"float32": (4, 2**24), "float16": (2, 2048), "bfloat16": (2, 256), "float64": (8, 2**53),
           "int32": (4, 2**31 - 1), "int64": (8, 2**63 - 1), "int8": (1, 127), "uint8": (1, 255)}
 FILL_MAX = 3  # inputs are (index + rank) % 4: small integers, sums exact in every dtype above
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # --timeout: at most a week (a finite, positive number of seconds)
 
 
 class BenchError(Exception):
@@ -50,7 +53,10 @@ class OneLineParser(cli.OneLineParser):
 
 
 def _sizes_arg(text):
-    return [parse_size(t) for t in text.split(",") if t.strip()]
+    sizes = [parse_size(t) for t in text.split(",") if t.strip()]
+    if not sizes:
+        raise CollsimError(f"--sizes {text!r} names no size (e.g. --sizes 8,1K,4M)")
+    return sizes
 
 
 def _name_list(text, canon):
@@ -98,7 +104,7 @@ def build_parser() -> OneLineParser:
 def sweep(args) -> list[int]:
     """Sizes in bytes: nccl-tests' -b/-e/-f sweep, or --sizes; floored to whole elements."""
     itemsize = DTYPES[args.dtype][0]
-    if args.sizes:
+    if args.sizes is not None:
         raw = _sizes_arg(args.sizes)
     else:
         lo, hi = parse_size(args.minbytes), parse_size(args.maxbytes)
@@ -116,10 +122,10 @@ def sweep(args) -> list[int]:
 def check_args(parser, args, world: int) -> None:
     """The checks of ``base_parser``'s options; a problem is one line and exit code 2. Sets
     ``args.timing`` to "host" for gloo (its clock)."""
-    if args.warmup < 0 or args.iters < 1 or args.graph_calls < 1:
-        parser.error("need -w >= 0, -n >= 1 and --graph-calls >= 1")
-    if args.timeout <= 0:
-        parser.error("--timeout must be positive")
+    if not (0 <= args.warmup <= MAX_CALLS and 1 <= args.iters <= MAX_CALLS and 1 <= args.graph_calls <= MAX_CALLS):
+        parser.error(f"need -w >= 0, -n >= 1 and --graph-calls >= 1 (each at most {MAX_CALLS})")
+    if not (math.isfinite(args.timeout) and 0 < args.timeout <= MAX_TIMEOUT_S):
+        parser.error(f"--timeout must be a number of seconds > 0 and <= {MAX_TIMEOUT_S:g}, got {args.timeout:g}")
     if args.backend == "gloo":
         for option, given in (("--timing graph", args.timing == "graph"), ("--nccl-probe", args.nccl_probe),
                               ("--emulate-nodes", args.emulate_nodes)):

@@ -14,12 +14,22 @@ call), --graph-calls k calls captured in one ``torch.cuda.CUDAGraph``, one untim
 the gated start and ceil(n/k) replays; time per call = elapsed / (replays x k). Times are
 microseconds per call, each rank's own average; ``Session.result`` combines the ranks.
 
+Failures (``main``). Every record is one write of one line (``collsim.measure.JsonlWriter``), so
+a rank killed at any moment (kill -9, SIGTERM) leaves every completed size in ``--out``; a write
+that fails (a full disk) cuts the file back to its last complete line and ends the run with one
+line. A rank that stops answering (hung, SIGSTOP) is an error after ``--timeout`` seconds on the
+ranks waiting for it, which then SIGKILL the run's other ranks on their host
+(``stop_local_peers``: torchrun would wait 30 s for a stopped one), so the command ends within
+``--timeout`` plus a few seconds.
+
 Runs on every rank; torch is imported inside functions only (argument errors come before it).
 """
 from __future__ import annotations
 
 import math
 import os
+import signal
+import socket
 import sys
 import time
 from datetime import timedelta
@@ -27,10 +37,10 @@ from datetime import timedelta
 from common import BenchError, build_meta, debug_file_version, probe_log_dir, rank_env, rank_info
 from nccl_probe import probe_child, run_probe
 
-from collsim.errors import CollsimError
 from collsim.measure import TABLE_HEADER, JsonlWriter, format_row, result_record
 
 CHUNK = 1 << 26  # elements per fill/check kernel batch (bounds temporary memory)
+PEERS: list = []  # every rank's rank_info once this process's Session knows them (stop_local_peers)
 GATE_CYCLES = 2_000_000  # GPU clock cycles the timed calls wait behind (~1 ms at 2 GHz)
 
 
@@ -145,6 +155,7 @@ class Session:
         self.cpu_group = dist.new_group(backend="gloo", timeout=timeout) if self.device is not None else None
         self.infos = [None] * world
         dist.all_gather_object(self.infos, rank_info(self.device), group=self.cpu_group)
+        PEERS[:] = self.infos
         self.probe = run_probe(args, rank, world, self.infos, self.cpu_group) \
             if args.nccl_probe or args.emulate_nodes else None
         dist.all_reduce(torch.zeros(1, device=self.device or "cpu"))  # creates the communicator (NCCL logs its version)
@@ -200,11 +211,29 @@ class Session:
         self.dist.destroy_process_group()
 
 
+def stop_local_peers(peers: list) -> None:
+    """SIGKILL the other ranks of this run on this host (``peers``: the ranks' ``rank_info``),
+    those still children of our launcher (torchrun's agent), so that a stopped or hung one does
+    not hold the command (module docstring)."""
+    for info in peers:
+        pid = info.get("pid")
+        if info.get("host") != socket.gethostname() or pid == os.getpid() or not isinstance(pid, int):
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:  # field 4, after "(name)": the parent's pid
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            if parent == os.getppid():
+                os.kill(pid, signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue  # gone already, or not ours
+
+
 def main(prog: str, parse_args, run, argv=None) -> int:
     """A runner's main: parse (bad arguments: one line, exit 2), set the rank's environment
     (``common.rank_env``), act as the NCCL probe child when asked, point NCCL_DEBUG=WARN at a
     temporary file (NCCL's version), then ``run(args, argv, rank, world, log_dir)``; an error is
-    one line ``PROG: error: rank R: ...`` and exit code 1, whatever the other ranks do."""
+    one line ``PROG: error: rank R: ...`` and exit code 1, whatever the other ranks do, and this
+    host's other ranks are stopped (``stop_local_peers``)."""
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
@@ -219,8 +248,9 @@ def main(prog: str, parse_args, run, argv=None) -> int:
         return run(args, argv, rank, world, log_dir)
     except Exception as e:  # one line, no traceback; the records written so far stay valid
         msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        if isinstance(e, (RuntimeError, CollsimError)) and not isinstance(e, BenchError):
+        if isinstance(e, RuntimeError):  # torch's and gloo's errors; collsim's and ours say enough
             msg = f"{type(e).__name__}: {msg}"
         sys.stderr.write(f"{prog}: error: rank {rank}: {msg}\n")
         sys.stderr.flush()
+        stop_local_peers(PEERS)
         os._exit(1)  # a hung communicator must not block the exit

@@ -120,6 +120,30 @@ def test_jsonl_writer_puts_type_first_and_flushes_each_record(tmp_path):
         assert path.read_text().splitlines()[1] == '{"type": "result", "size": 8}'
 
 
+def test_jsonl_writer_on_a_full_disk_cuts_back_to_the_last_complete_line(tmp_path):
+    """A disk that fills mid-record (here RLIMIT_FSIZE at 100 bytes: the third 40-byte line is
+    cut at byte 100) leaves the two complete lines and a one-line error; writing goes on failing
+    cleanly."""
+    import resource
+    import signal
+    import subprocess
+    import sys
+    code = ("import sys\nfrom collsim.measure import JsonlWriter\nw = JsonlWriter(sys.argv[1])\n"
+            "for i in range(5):\n    try:\n        w.write('result', {'pad': 'x' * 12, 'i': i})\n"
+            "    except Exception as e:\n        print(type(e).__name__, e)\n")
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+    out = tmp_path / "w.jsonl"
+    p = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, preexec_fn=limit,
+                       cwd=Path(__file__).resolve().parents[1])
+    lines = out.read_text().splitlines(keepends=True)
+    assert len(lines) == 2 and all(ln.endswith("}\n") for ln in lines) and read_records(out)[1]["i"] == 1
+    assert p.stdout.splitlines() == [f"CollsimError cannot write {out}: File too large; it keeps its 2 complete "
+                                     "records"] * 3, p.stderr
+
+
 def test_write_jsonl_refuses_an_untyped_record_before_writing(tmp_path):
     with pytest.raises(CollsimError, match='record 1 has no "type"'):
         write_jsonl(tmp_path / "x.jsonl", [{"type": "meta"}, {"size": 8}])

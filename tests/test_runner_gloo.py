@@ -3,6 +3,9 @@
 Each torchrun start costs seconds, so each launch checks several things at once.
 """
 import os
+import resource
+import select
+import signal
 import subprocess
 import sys
 import time
@@ -21,21 +24,47 @@ import common as bench_support  # noqa: E402
 pytestmark = pytest.mark.slow
 
 
-def torchrun(nproc, *args, fault=None, timeout=90):
+def torchrun(nproc, *args, fault=None, timeout=90, file_limit=None):
+    """Run the bench under torchrun; ``file_limit``: the largest file (bytes) it may write, as
+    a full disk would stop it (RLIMIT_FSIZE, with SIGXFSZ ignored so writes fail with EFBIG).
+    Returns (the finished process, seconds from start to exit, seconds from the fault's
+    message to exit or None)."""
     env = {k: v for k, v in os.environ.items() if k != "COLLSIM_TEST_FAULT"}
-    env["OMP_NUM_THREADS"] = "1"
+    env.update(OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
     if fault:
         env["COLLSIM_TEST_FAULT"] = fault
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
            str(BENCH), "--backend", "gloo", *args]
+
+    def limit():
+        if file_limit is not None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
     t0 = time.monotonic()
-    p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
-    return p, time.monotonic() - t0
+    p = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=limit)
+    streams, fault_at = {p.stdout: b"", p.stderr: b""}, None
+    while p.poll() is None or any(not s.closed for s in streams):
+        if time.monotonic() - t0 > timeout:
+            p.kill()
+            raise subprocess.TimeoutExpired(cmd, timeout)
+        ready, _, _ = select.select([s for s in streams if not s.closed], [], [], 0.1)
+        for s in ready:
+            chunk = os.read(s.fileno(), 65536)
+            if not chunk:
+                s.close()
+            streams[s] += chunk
+        if fault_at is None and b"test fault" in streams[p.stderr]:
+            fault_at = time.monotonic()
+    end = time.monotonic()
+    p.wait()
+    p.stdout, p.stderr = (streams[s].decode(errors="replace") for s in list(streams))
+    return p, end - t0, None if fault_at is None else end - fault_at
 
 
 def test_two_ranks_in_place(tmp_path):
     out = tmp_path / "g2.jsonl"
-    p, _ = torchrun(2, "-b", "8", "-e", "256K", "-f", "4", "-w", "1", "-n", "3", "--out", str(out))
+    p, _, _ = torchrun(2, "-b", "8", "-e", "256K", "-f", "4", "-w", "1", "-n", "3", "--out", str(out))
     assert p.returncode == 0, p.stderr[-2000:]
     m = load(out)
     assert m.size.tolist() == [8 * 4**i for i in range(8)] and m.count.tolist() == [2 * 4**i for i in range(8)]
@@ -53,7 +82,7 @@ def test_two_ranks_in_place(tmp_path):
 
 def test_four_ranks_out_of_place_bf16_and_the_check_catches_corruption(tmp_path):
     out = tmp_path / "g4.jsonl"
-    p, _ = torchrun(4, "--sizes", "8,4K,64K,1M", "--dtype", "bfloat16", "--out-of-place", "--rotate", "-w", "1",
+    p, _, _ = torchrun(4, "--sizes", "8,4K,64K,1M", "--dtype", "bfloat16", "--out-of-place", "--rotate", "-w", "1",
                     "-n", "2", "--out", str(out), fault="corrupt@rank2:size=4096")
     assert p.returncode == 0, p.stderr[-2000:]
     m = load(out)
@@ -76,18 +105,35 @@ def test_rotate_cycles_through_the_buffer_like_nccl_tests():
     assert all(v.numel() == 256 for v in allreduce_bench.call_buffers(buf, 256, True, 20))
 
 
-@pytest.mark.parametrize("kind", ["hang", "die"])
-def test_dead_or_hung_rank_ends_the_run_and_keeps_records(tmp_path, kind):
+@pytest.mark.parametrize("kind, rank", [("die", 0), ("term", 1), ("stop", 1)])
+def test_dead_or_hung_rank_ends_the_run_and_keeps_records(tmp_path, kind, rank):
+    """A rank that dies (the writer, as kill -9 would end it) or gets SIGTERM ends the run at
+    once; one that is stopped (SIGSTOP: the hardest hang, it cannot even take torchrun's SIGTERM)
+    after --timeout plus a few seconds, not torchrun's 30 s wait; one clear line says which rank
+    saw what, and every completed size is kept."""
     out = tmp_path / f"{kind}.jsonl"
-    p, elapsed = torchrun(2, "-b", "8", "-e", "4K", "-f", "2", "-w", "1", "-n", "2", "--timeout", "4",
-                          "--out", str(out), fault=f"{kind}@rank1:size=1024")
-    assert p.returncode != 0 and elapsed < 60
-    if kind == "hang":
-        assert "allreduce_bench: error: rank 0:" in p.stderr
-    else:
-        assert "test fault: rank 1 dies at size 1024" in p.stderr
+    p, elapsed, after_fault = torchrun(2, "-b", "8", "-e", "4K", "-f", "2", "-w", "1", "-n", "2", "--timeout", "4",
+                                       "--out", str(out), fault=f"{kind}@rank{rank}:size=1024")
+    assert p.returncode != 0 and after_fault is not None
+    assert after_fault < (4 + 6 if kind == "stop" else 6), (after_fault, p.stderr[-2000:])  # 30 s and more before
+    assert f"test fault: rank {rank} {kind}s at size 1024" in p.stderr
+    if kind != "die":  # the writer's death: torchrun may end rank 1 before it notices
+        assert f"allreduce_bench: error: rank {1 - rank}:" in p.stderr, p.stderr[-2000:]
     m = load(out)  # strict: every line that was written is whole, valid JSON
     assert m.size.tolist() == [8, 16, 32, 64, 128, 256, 512] and m.wrong.tolist() == [0] * 7
+
+
+def test_a_full_disk_leaves_no_torn_line(tmp_path):
+    out = tmp_path / "full.jsonl"
+    p, _, _ = torchrun(2, "-b", "8", "-e", "4K", "-w", "1", "-n", "2", "--out", str(out), file_limit=3000)
+    assert p.returncode == 1
+    line = [ln for ln in p.stderr.splitlines() if "allreduce_bench: error: rank 0:" in ln]
+    assert len(line) == 1 and f"cannot write {out}: File too large; it keeps its" in line[0], p.stderr[-2000:]
+    text = out.read_bytes()
+    kept = int(line[0].split("keeps its ")[1].split()[0])
+    assert text.endswith(b"\n") and len(text) <= 3000 and len(text.splitlines()) == kept
+    m = load(out)
+    assert 1 <= len(m) < 10 and m.size.tolist() == [8 * 2**i for i in range(len(m))]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -98,6 +144,12 @@ def test_dead_or_hung_rank_ends_the_run_and_keeps_records(tmp_path, kind):
     (["--backend", "gloo", "--timing", "graph"], "--timing graph needs --backend nccl"),
     (["--backend", "gloo", "--algo", "Ring"], "--algo and --proto (NCCL_ALGO, NCCL_PROTO) need --backend nccl"),
     (["-n", "0"], "need -w >= 0, -n >= 1"),
+    (["--timeout", "nan"], "--timeout must be a number of seconds > 0"),
+    (["--timeout", "inf"], "--timeout must be a number of seconds > 0"),
+    (["--timeout", "0"], "--timeout must be a number of seconds > 0"),
+    (["--timeout", "-5"], "--timeout must be a number of seconds > 0"),
+    (["--sizes", ""], "--sizes '' names no size"),
+    (["--sizes", " , "], "--sizes ' , ' names no size"),
     (["--sizes", "1,3", "--dtype", "float32"], "no size holds a whole float32 element"),
 ])
 def test_bad_arguments_one_line_exit_2(args, message):
