@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from collsim.errors import CollsimError
 from collsim.schedule import COPY, REDUCE, Schedule
 
 
@@ -118,6 +119,7 @@ def check(schedule: Schedule, seed: int = 0) -> CheckReport:
 
 
 NONE = np.iinfo(np.int64).max        # "no mistake recorded"
+MAX_STATE_BYTES = 1 << 32            # execution state check() may allocate: larger schedules are refused
 
 
 class _State:
@@ -147,6 +149,11 @@ def _run(s: Schedule, seed: int):
     limit = static[0] if static else s.n_transfers
     bounds, a_lo, a_hi = atoms_of(s, limit)
     atoms = len(bounds) - 1
+    need = s.ranks * atoms * (5 + (s.ranks + 63) // 64) * 8  # _State's arrays, bytes
+    if need > MAX_STATE_BYTES:
+        raise CollsimError(f"checking this schedule needs {need / 2**30:.1f} GiB of state ({s.ranks} ranks x "
+                           f"{atoms} element ranges); the limit is collsim.checker.MAX_STATE_BYTES "
+                           f"({MAX_STATE_BYTES / 2**30:g} GiB)")
     st = _State(s, atoms, seed)
     steps = s.step_index
 

@@ -33,8 +33,9 @@ JSON schema (``Schedule.to_dict`` / ``Schedule.from_dict``)::
 ``from_json`` / ``from_dict`` check the document before building anything: JSON nested at most
 ``collsim.inputs.MAX_JSON_DEPTH`` deep; ``ranks`` 1 to ``MAX_RANKS``, ``count`` 0 to
 ``MAX_BYTES``, ``itemsize`` 1 to ``MAX_ITEMSIZE``; every transfer an object whose src, dst,
-offset and count are integers that fit 64 bits (whether they make sense is the checker's
-question) and whose op is "reduce" or "copy".
+offset and count are integers from -``MAX_BYTES`` to ``MAX_BYTES`` (whether they make sense is
+the checker's question; within these bounds its arithmetic cannot overflow) and whose op is
+"reduce" or "copy".
 """
 from __future__ import annotations
 
@@ -52,7 +53,6 @@ COPY = 1
 OP_NAMES = ("reduce", "copy")
 OP_CODES = {name: code for code, name in enumerate(OP_NAMES)}
 MAX_ITEMSIZE = 1024  # bytes per element a schedule file may give
-_INT64 = 2**63 - 1
 
 
 class ScheduleError(CollsimError):
@@ -238,9 +238,9 @@ class Schedule:
                     raise ScheduleError(f"step {s} transfer {i} is not an object")
                 for key in ("src", "dst", "offset", "count"):
                     v = t.get(key)
-                    if not isinstance(v, int) or isinstance(v, bool) or not -_INT64 <= v <= _INT64:
-                        raise ScheduleError(f"step {s} transfer {i}: {key!r} must be an integer that fits "
-                                            f"64 bits, got {describe(v)}")
+                    if not isinstance(v, int) or isinstance(v, bool) or not -MAX_BYTES <= v <= MAX_BYTES:
+                        raise ScheduleError(f"step {s} transfer {i}: {key!r} must be an integer from "
+                                            f"-{MAX_BYTES} to {MAX_BYTES}, got {describe(v)}")
                 if not isinstance(t.get("op"), str):
                     raise ScheduleError(f"step {s} transfer {i}: 'op' must be 'reduce' or 'copy', "
                                         f"got {describe(t.get('op'))}")

@@ -35,7 +35,7 @@ def test_json_round_trip_keeps_everything():
     ('{"ranks": 10000000000000000000000, "count": 4, "steps": []}', "'ranks' must be <= 1048576"),
     ('{"ranks": 2, "count": 4, "itemsize": 99999, "steps": []}', "'itemsize' must be <= 1024"),
     ('{"ranks": 2, "count": 4, "steps": [[{"src": 0, "dst": 1, "offset": 99999999999999999999, "count": 1, '
-     '"op": "copy"}]]}', "'offset' must be an integer that fits 64 bits"),
+     '"op": "copy"}]]}', "'offset' must be an integer from"),
     ('{"ranks": 2, "count": 4, "steps": [[{"src": 0, "dst": 1, "offset": 0, "count": 1, "op": null}]]}',
      "'op' must be 'reduce' or 'copy', got None"),
     ('{"ranks": 2, "count": 4, "steps": [[{"src": 0, "dst": 1, "offset": 0, "count": 1, "op": [0]}]]}',

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from collsim.inputs import MAX_CHANNELS
+
 
 @dataclass(frozen=True)
 class NcclVar:
@@ -30,7 +32,6 @@ PROTOCOLS = ("ll", "ll128", "simple")
 DEBUG_LEVELS = ("version", "warn", "info", "abort", "trace")
 SUBSYSTEMS = ("init", "coll", "p2p", "shm", "net", "graph", "tuning", "env", "alloc", "call",
               "proxy", "nvls", "bootstrap", "reg", "profile", "ras", "all")
-MAX_CHANNELS = 64
 MAX_SOCKET_THREADS, MAX_SOCKETS = 16, 64
 
 VARIABLES = {v.name: v for v in [
