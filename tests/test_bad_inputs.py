@@ -192,7 +192,7 @@ def test_a_truncated_log_keeps_its_complete_rows(tmp_path, run):
     f.write_text(text[:text.index("       65536") + 40])
     code, out, err = run("import-nccl-tests", f, "--label", "Ring/LL", "-o", tmp_path / "o.jsonl")
     assert code == 0 and "6 records (3 sizes" in out
-    assert err.count("\n") == 1 and err.startswith("collsim: warning: skipped ") and "(truncated)" in err
+    assert err.count("\n") == 1 and err.startswith("collsim: warning: skipped ") and "row: truncated)" in err
 
 
 J_DOC = {"args": ["./all_reduce_perf"], "env": ["NCCL_ALGO=Ring"], "nccl_version": 22809,
@@ -259,6 +259,14 @@ def test_a_zero_channel_rate_is_refused(tmp_path, run):
     (tmp_path / "p.json").write_text(json.dumps(d))
     one_line_error(run("explain", "--params", tmp_path / "p.json", "--algo", "Ring", "--proto", "LL", "--ranks", 2),
                    "paths[0]: chan_GBps must be >= 0.001, got 0")
+
+
+def test_an_nccl_log_with_a_huge_channel_count_is_refused(tmp_path, run):
+    log = tmp_path / "n.log"
+    log.write_text("h:1:1 [0] NCCL INFO NCCL version 2.28.9\nh:1:1 [0] NCCL INFO 1000000000 coll channels, "
+                   "0 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer\n")
+    one_line_error(run("compare", "--params", PARAMS, "--measured", LOG, "--label", "Ring/LL", "--nccl-log", log),
+                   "NCCL log", "field 'coll_channels' must be <= 64, got 1000000000")
 
 
 # ------------------------------------------------------------------ outputs

@@ -58,10 +58,11 @@ def attach_probe(points: list[Point], path) -> None:
     """Give points whose run recorded no NCCL probe the probe of ``path``: an NCCL debug log
     with the TUNING table, or a runner .jsonl whose meta holds one (``--nccl-probe``)."""
     if str(path).endswith(".jsonl"):
-        probe = load(path).meta.get("nccl_probe") or {}
+        probe = load(path).meta.get("nccl_probe") or {}  # checked by the loader
     else:
-        from collsim.nccl.log import parse_file
+        from collsim.nccl.log import check_probe, parse_file
         probe = parse_file(path).to_dict()
+        check_probe(probe, f"NCCL log {path}")
     for p in points:
         if not p.meta.get("nccl_probe"):
             p.meta = {**p.meta, "nccl_probe": probe}

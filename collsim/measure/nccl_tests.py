@@ -118,8 +118,7 @@ def _parse_text(text, source, label, strict) -> Measurements:
                               {"algo": algo, "proto": proto, "timing": meta.get("timing")})
         except CollsimError as e:
             if lineno == len(lines) and not text.endswith("\n"):  # cut off inside its last row
-                m.skipped.append(f"{where}: the file ends inside this row (truncated): {e}")
-                warnings.warn(f"skipped {m.skipped[-1]}", CollsimWarning, stacklevel=2)
+                m.skipped.append(f"{e} (the file ends inside this row: truncated)")
             elif strict:
                 raise
             else:
@@ -129,6 +128,8 @@ def _parse_text(text, source, label, strict) -> Measurements:
     check_meta(meta, source)
     if strict and not m.records:
         raise CollsimError(f"{source}: no nccl-tests result rows found")
+    if strict and m.skipped:  # only the truncated last row: said once the rest has read well
+        warnings.warn(f"skipped {m.skipped[0]}", CollsimWarning, stacklevel=3)
     return m
 
 
