@@ -18,11 +18,10 @@ that names the file (and line or field) and the problem, raised before any work 
 
 Bounds of the quantities collsim models, checked where they are read: sizes and buffers
 ``MAX_BYTES`` bytes, ``MAX_RANKS`` ranks (and nodes), ``MAX_CHANNELS`` channels (NCCL's
-MAXCHANNELS: NCCL never runs more), NCCL_BUFFSIZE ``BUFFSIZE_RANGE``, ``MAX_CALLS`` calls or iterations per measurement, link
-latencies ``MAX_SECONDS`` and seconds per byte ``MAX_SECONDS_PER_BYTE`` (so every time computed
-from them is finite). They are
-module constants: a program that needs more assigns them (``collsim.inputs.MAX_FILE_BYTES =
-...``) before reading.
+MAXCHANNELS: NCCL never runs more), NCCL_BUFFSIZE within ``BUFFSIZE_RANGE``, ``MAX_CALLS``
+calls or iterations per measurement, link latencies ``MAX_SECONDS`` and seconds per byte
+``MAX_SECONDS_PER_BYTE`` (so every time computed from them is finite). They are constants that
+other modules import: to lift one, change it here.
 """
 from __future__ import annotations
 

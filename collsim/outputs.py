@@ -3,7 +3,7 @@
 * ``check_output(path, inputs, what)``: refuse an output before any work (one ``CollsimError``
   line): a path that is one of ``inputs`` (it would be written over while, or instead of, being
   read), a folder, something that is not a regular file (a device such as /dev/full, a pipe),
-  or a folder that does not exist.
+  a folder that does not exist or that we may not write in.
 * ``atomic_write(path)``: a file object for writing ``path`` in full: the bytes go to a
   temporary file in the same folder, which replaces ``path`` in one rename when the block ends
   without error. On any error (a full disk, a read-only folder, an exception while writing) the
@@ -57,6 +57,8 @@ def check_output(path, inputs=(), what: str = "output") -> Path:
     folder = p.parent
     if not folder.is_dir():
         raise CollsimError(f"cannot write {what} {p}: no folder {folder}")
+    if not os.access(folder, os.W_OK):
+        raise CollsimError(f"cannot write {what} {p}: the folder {folder} is read-only")
     return p
 
 
