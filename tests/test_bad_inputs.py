@@ -3,6 +3,7 @@
 arguments on a fresh clone), and lenient reading keeps every valid row."""
 import csv
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -322,6 +323,15 @@ def test_a_failed_write_leaves_the_old_file(tmp_path, run, monkeypatch):
     one_line_error(run("show", SWEEP, "--csv", out), "cannot write CSV file", "No space left on device",
                    "nothing written")
     assert out.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["x.csv"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes in read-only folders")
+def test_a_read_only_folder_is_refused_before_any_work(tmp_path, run):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    code, out, err = run("show", SWEEP, "--csv", folder / "x.csv")
+    assert out == "" and "the folder" in one_line_error((code, out, err), "read-only") and not list(folder.iterdir())
 
 
 def test_outputs_keep_the_permissions_of_the_file_they_replace(tmp_path, run):

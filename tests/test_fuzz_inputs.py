@@ -30,7 +30,8 @@ from collsim.simulate.topology import load_topology
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = ROOT / "data" / "h200x2" / "run2" / "params.json"
 LOG = Path(__file__).parent / "fixtures" / "nccl_tests_allreduce.txt"
-FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 40)), deadline=None,  # more to hunt: 600
+                suppress_health_check=[HealthCheck.too_slow])
 
 # ------------------------------------------------------------------ values and mutations
 SPECIAL = st.sampled_from(["two", "1e9", "1000000000", "", "-3", "\x1b[31m", "=1+1", "²", "NaN", "Ring", "LL",
@@ -82,9 +83,9 @@ def text_damage(draw, text):
     kind = draw(st.sampled_from(["token", "token", "line", "drop", "double", "cut"]))
     if kind == "token" and lines[i].split():
         tokens = lines[i].split()
-        tokens[draw(st.integers(0, len(tokens) - 1))] = draw(SPECIAL | st.text(max_size=8).filter(lambda t: "\n" not in t)
-                                                             | st.sampled_from(["inf", "nan", "-1", "N/A", "1e400",
-                                                                                "9" * 40]))
+        junk = SPECIAL | st.text(max_size=8).filter(lambda t: "\n" not in t) | st.sampled_from(
+            ["inf", "nan", "-1", "N/A", "1e400", "9" * 40])
+        tokens[draw(st.integers(0, len(tokens) - 1))] = draw(junk)
         lines[i] = "  ".join(tokens)
     elif kind == "line":
         lines[i] = draw(st.text(max_size=60).filter(lambda t: "\n" not in t))

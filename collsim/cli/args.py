@@ -119,7 +119,8 @@ def add_topology_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--alpha", type=seconds, help="latency per message, seconds")
     g.add_argument("--beta", type=positive_seconds_per_byte, help="seconds per byte (1 / bandwidth), > 0")
     g.add_argument("--alpha-inter", type=seconds, help="inter-node alpha, seconds (hierarchical)")
-    g.add_argument("--beta-inter", type=positive_seconds_per_byte, help="inter-node beta, seconds per byte (hierarchical)")
+    g.add_argument("--beta-inter", type=positive_seconds_per_byte,
+                   help="inter-node beta, seconds per byte (hierarchical)")
     g.add_argument("--gamma", type=seconds_per_byte, default=0.0, help="reduction cost, seconds per byte (default 0)")
 
 

@@ -69,14 +69,14 @@ FIELDS = {  # name -> (numpy dtype, required)
     "timing": (object, False), "ranks": (np.int64, False),
 }
 _TIME = {"kind": float, "minimum": 0}
-_RESULT_CHECKS = {  # field -> collsim.inputs.field arguments; time_us_min/mean: the runner's
-    "size": {"kind": int, "minimum": 0, "maximum": MAX_BYTES}, "count": {"kind": int, "minimum": 0, "maximum": MAX_BYTES},
-    "dtype": {"kind": str}, "time_us": _TIME, "time_us_min": _TIME, "time_us_mean": _TIME,
-    "wrong": {"kind": int, "minimum": 0}, "inplace": {"kind": bool}, "algo": {"kind": str}, "proto": {"kind": str},
-    "timing": {"kind": str}, "ranks": {"kind": int, "minimum": 1, "maximum": MAX_RANKS},
+_ELEMENTS = {"kind": int, "minimum": 0, "maximum": MAX_BYTES}
+_RESULT_CHECKS = {  # field -> collsim.inputs.read_field arguments (with the runner's time_us_min/mean)
+    "size": _ELEMENTS, "count": _ELEMENTS, "dtype": {"kind": str}, "time_us": _TIME, "time_us_min": _TIME,
+    "time_us_mean": _TIME, "wrong": _ELEMENTS, "inplace": {"kind": bool}, "algo": {"kind": str},
+    "proto": {"kind": str}, "timing": {"kind": str}, "ranks": {"kind": int, "minimum": 1, "maximum": MAX_RANKS},
 }
 _COUNT = {"kind": int, "minimum": 0, "maximum": MAX_CALLS}
-_META_CHECKS = {  # the meta keys collsim reads -> collsim.inputs.field arguments
+_META_CHECKS = {  # the meta keys collsim reads -> collsim.inputs.read_field arguments
     "harness": {"kind": str}, "collective": {"kind": str}, "timing": {"kind": str}, "clock_start": {"kind": str},
     "dtype": {"kind": str}, "algo": {"kind": str}, "proto": {"kind": str}, "inplace": {"kind": bool},
     "rotate": {"kind": bool}, "world_size": {"kind": int, "minimum": 1, "maximum": MAX_RANKS},
@@ -210,10 +210,13 @@ class JsonlWriter:
             while data:  # a raw write may take part of the bytes (a disk filling up)
                 data = data[self._f.write(data):]
         except OSError as e:
-            self._f.truncate(self._end)
-            self._f.seek(self._end)
-            raise CollsimError(f"cannot write {self.path}: {e.strerror or e}; it keeps its "
-                               f"{self._records} complete records") from None
+            try:
+                self._f.truncate(self._end)
+                self._f.seek(self._end)
+                kept = f"it keeps its {self._records} complete records"
+            except OSError:  # a device or a file that cannot be cut back
+                kept = "its last line may be cut short"
+            raise CollsimError(f"cannot write {self.path}: {e.strerror or e}; {kept}") from None
         self._end = self._f.tell()
         self._records += 1
 

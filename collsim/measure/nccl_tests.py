@@ -137,11 +137,11 @@ def _comment(line, where, meta, group) -> int:
     """Read a comment line into ``meta``; returns the result columns per half-row (time,
     algbw, busbw, #wrong: 4), from the column header when this is it."""
     if p := _PARAMS.search(line):
-        names = ("nThread", "nGpus", "minBytes", "maxBytes", "warmup iters", "iters", "graph")
-        nthread, ngpus, mn, mx, warm, iters, graph = (
-            int_text(x, f"{where}: {n}", 0, MAX_BYTES if "Bytes" in n else MAX_CALLS) for n, x in zip(names, p.groups()))
-        meta.update(gpus_per_process=nthread * ngpus, min_bytes=mn, max_bytes=mx,
-                    warmup=warm, iters=iters, graph=graph, timing="graph" if graph > 0 else "eager")
+        limits = {"nThread": MAX_RANKS, "nGpus": MAX_RANKS, "minBytes": MAX_BYTES, "maxBytes": MAX_BYTES,
+                  "warmup iters": MAX_CALLS, "iters": MAX_CALLS, "graph": MAX_CALLS}
+        v = [int_text(x, f"{where}: {name}", 0, hi) for (name, hi), x in zip(limits.items(), p.groups())]
+        meta.update(gpus_per_process=v[0] * v[1], min_bytes=v[2], max_bytes=v[3], warmup=v[4], iters=v[5],
+                    graph=v[6], timing="graph" if v[6] > 0 else "eager")
     elif r := _RANK.search(line):
         meta["devices"].append({"rank": int_text(r.group(1), f"{where}: Rank", 0, MAX_RANKS), "host": r.group(2),
                                 "device": int_text(r.group(3), f"{where}: device", 0, MAX_RANKS),

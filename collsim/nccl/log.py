@@ -289,14 +289,17 @@ def check_probe(probe: dict, where: str) -> None:
     read_field(probe, "coll_channels", where, int, minimum=1, maximum=MAX_CHANNELS)
     read_field(probe, "n_nodes", where, int, minimum=1, maximum=MAX_RANKS)
     for func, rows in (read_field(probe, "tuning", where, dict) or {}).items():
-        for algo, protos in (rows.items() if isinstance(rows, dict) else [(None, rows)]):
-            for proto, cell in (protos.items() if isinstance(protos, dict) else [(None, protos)]):
+        if not isinstance(rows, dict) or not all(isinstance(protos, dict) for protos in rows.values()):
+            raise CollsimError(f"{where}: tuning {describe(func)} must map algorithms to protocols to "
+                               f"[latency_us, bandwidth_GBps], got {describe(rows)}")
+        for algo, protos in rows.items():
+            for proto, cell in protos.items():
                 if not (isinstance(cell, list) and len(cell) == 2 and all(
                         isinstance(x, (int, float)) and not isinstance(x, bool) for x in cell)):
                     raise CollsimError(f"{where}: tuning {describe(func)} {describe(algo)} {describe(proto)} must "
                                        f"be [latency_us, bandwidth_GBps], got {describe(cell)}")
-    for kind, items in (("graphs", read_field(probe, "graphs", where, list)), ("choices", read_field(probe, "choices", where, list))):
-        for i, item in enumerate(items or ()):
+    for kind in ("graphs", "choices"):
+        for i, item in enumerate(read_field(probe, kind, where, list) or ()):
             at = f"{where}: {kind}[{i}]"
             if not isinstance(item, dict):
                 raise CollsimError(f"{at} must be an object, got {describe(item)}")
