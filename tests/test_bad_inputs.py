@@ -131,6 +131,21 @@ def test_arguments_out_of_range_are_refused_before_any_work(run, argv, words):
     one_line_error(run(*argv), *words)
 
 
+@pytest.mark.parametrize("error, code, words", [
+    (MemoryError("Unable to allocate 5 GiB"), 2, "collsim: error: out of memory (Unable to allocate 5 GiB): ask for"),
+    (ZeroDivisionError("float division by zero"), 70, "collsim: internal error: ZeroDivisionError: float division by "
+                                                     "zero (a bug in collsim: please report it"),
+])
+def test_the_last_resorts_are_one_line_too(run, monkeypatch, error, code, words):
+    import collsim.cost
+
+    def fail(*args, **kwargs):
+        raise error
+    monkeypatch.setattr(collsim.cost, "closed_form", fail)
+    got, out, err = run("predict", "--algo", "ring", "--ranks", 4, "--bytes", 8, *UNIFORM)
+    assert (got, out) == (code, "") and err.startswith(words) and err.count("\n") == 1 and "Traceback" not in err
+
+
 def test_predict_json_is_valid_json_when_a_bandwidth_is_infinite(run):
     code, out, _ = run("predict", "--algo", "ring", "--ranks", 1, "--bytes", 8, *UNIFORM, "--json")
     assert code == 0 and json.loads(out)["algbw_GBps"] is None and "Infinity" not in out

@@ -7,8 +7,8 @@ top, so ``collsim --help`` and fast paths stay fast.
 
 Errors a user can cause raise ``CollsimError``; ``main`` prints them as one
 line ``collsim: error: ...`` on stderr and returns exit code 2 (so do a missing
-file, a folder or a full disk that an ``OSError`` reports). Warnings print as one
-line ``collsim: warning: ...``. Anything else is a bug in collsim: one line
+file, a folder or a full disk that an ``OSError`` reports, and running out of
+memory). Warnings print as one line ``collsim: warning: ...``. Anything else is a bug in collsim: one line
 ``collsim: internal error: ...`` asking for a report, exit code 70; the
 traceback only with ``COLLSIM_TRACEBACK=1``.
 """
@@ -89,6 +89,9 @@ def _run(args) -> int:
     except KeyboardInterrupt:
         _say("error", "interrupted")
         return 130
+    except MemoryError as e:  # an input within the bounds whose work does not fit this machine
+        _say("error", f"out of memory ({str(e)[:120] or 'MemoryError'}): ask for fewer ranks, steps or sizes")
+        return 2
     except Exception as e:  # noqa: BLE001 - the last resort: a bug, said in one line
         if os.environ.get("COLLSIM_TRACEBACK"):
             traceback.print_exc()
