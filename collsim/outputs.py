@@ -12,7 +12,8 @@
 * ``plot_format(path)`` / ``save_figure(fig, path)``: figures, whose format is the extension
   (``PLOT_FORMATS``), checked before any drawing and written through ``atomic_write``.
 * ``printable(text)``: text from a file made safe for a terminal (control characters such as
-  ESC escaped, as ``repr`` writes them); ``csv_cell(value)``: a CSV cell a spreadsheet will not
+  ESC escaped, as ``repr`` writes them; ``PrintableStream`` does it to a whole stream, the
+  CLI's stdout); ``csv_cell(value)``: a CSV cell a spreadsheet will not
   run as a formula (text starting with = + - @, tab or carriage return gets a leading ').
 """
 from __future__ import annotations
@@ -105,13 +106,28 @@ def save_figure(fig, path, dpi: int = 110) -> None:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-def printable(text) -> str:
-    """``str(text)`` with control characters (ESC, CR, newline, BEL, ...; not tab) escaped as
-    ``repr`` writes them (``\\x1b``): what a file holds cannot move the cursor, recolour the
-    terminal or start a line of its own."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
+def printable(text, newlines: bool = False) -> str:
+    """``str(text)`` with control characters (ESC, CR, BEL, ...; newline too unless
+    ``newlines``; not tab) escaped as ``repr`` writes them (``\\x1b``): what a file holds cannot
+    move the cursor, recolour the terminal or start a line of its own."""
+    return (_CONTROL_BUT_NEWLINE if newlines else _CONTROL).sub(lambda m: repr(m.group())[1:-1], str(text))
+
+
+class PrintableStream:
+    """A text stream that passes what is written to ``out`` through ``printable`` (newlines
+    kept): the CLI's stdout, so that no command prints a control character a file held."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def write(self, text: str) -> int:
+        return self.out.write(printable(text, newlines=True))
+
+    def flush(self) -> None:
+        self.out.flush()
 
 
 def csv_cell(value):

@@ -369,6 +369,14 @@ def test_show_escapes_terminal_control_characters_and_csv_neutralises_formulas(t
     assert rows[1][rows[0].index("size")] == "8"
 
 
+def test_no_command_prints_a_control_character_from_a_file(tmp_path, run):
+    text = lines(SWEEP)
+    f = tmp_path / "m.jsonl"
+    f.write_text("\n".join([text[0]] + [json.dumps({**json.loads(t), "dtype": "\x1b]0;owned\x07"}) for t in text[1:]]))
+    code, out, _ = run("fidelity", "--runner", f, "--reference", f)
+    assert code == 0 and "\x1b" not in out and "\x07" not in out and "\\x1b]0;owned\\x07" in out
+
+
 def test_lenient_show_keeps_every_valid_row_and_names_the_skipped_lines(tmp_path, run):
     text = lines(SWEEP)
     bad = [text[0], text[1], "{oops", text[2], json.dumps({**json.loads(text[3]), "time_us": -1}), *text[4:]]

@@ -5,7 +5,9 @@ Each sub-command lives in a module of this package that defines
 import heavy libraries (matplotlib, torch) inside their handlers, never at the
 top, so ``collsim --help`` and fast paths stay fast.
 
-Errors a user can cause raise ``CollsimError``; ``main`` prints them as one
+What commands print goes through ``collsim.outputs.PrintableStream``: text a file
+held cannot reach the terminal as control characters. Errors a user can cause
+raise ``CollsimError``; ``main`` prints them as one
 line ``collsim: error: ...`` on stderr and returns exit code 2 (so do a missing
 file, a folder or a full disk that an ``OSError`` reports, and running out of
 memory). Warnings print as one line ``collsim: warning: ...``. Anything else is a bug in collsim: one line
@@ -15,6 +17,7 @@ traceback only with ``COLLSIM_TRACEBACK=1``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -67,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")   # figures go to files: no display needed
     parser = build_parser()
     args = parser.parse_args(argv)
-    with warnings.catch_warnings():
+    from collsim.outputs import PrintableStream
+    with warnings.catch_warnings(), contextlib.redirect_stdout(PrintableStream(sys.stdout)):
         warnings.showwarning = _warning
         return _run(args)
 

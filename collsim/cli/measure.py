@@ -9,8 +9,7 @@
 interleaved) or its ``-J`` JSON and writes collsim records (sizes in bytes,
 times in microseconds, bandwidths in GB/s = 1e9 B/s); ``--env`` records the
 NCCL_* variables the run had, which text logs do not say. ``show`` prints a
-file's records as an nccl-tests-style table (text from the file with its control
-characters escaped) and can export them as CSV; with ``--lenient`` it leaves out
+file's records as an nccl-tests-style table and can export them as CSV; with ``--lenient`` it leaves out
 malformed lines, keeps every valid record around them and names each line it
 skipped. A log cut off inside a row imports its complete rows and names the cut
 one in a warning. ``fidelity`` compares two harnesses size by size
@@ -32,19 +31,19 @@ def _import(args) -> int:
 
 def _show(args) -> int:
     from collsim.measure import TABLE_HEADER, format_row, load, to_csv
-    from collsim.outputs import check_output, printable
+    from collsim.outputs import check_output
     if args.csv:
         check_output(args.csv, [args.file], "CSV file")
     m = load(args.file, strict=not args.lenient)
     meta = m.meta
-    print(printable(f"# {meta.get('harness', '?')} {meta.get('collective', '')}: ranks {meta.get('world_size')}"
-                    f" nodes {meta.get('nodes')} gpu {meta.get('gpu')} nccl {meta.get('nccl_version')}"
-                    f" timing {meta.get('timing')}"))
+    print(f"# {meta.get('harness', '?')} {meta.get('collective', '')}: ranks {meta.get('world_size')}"
+          f" nodes {meta.get('nodes')} gpu {meta.get('gpu')} nccl {meta.get('nccl_version')}"
+          f" timing {meta.get('timing')}")
     print("# " + TABLE_HEADER[2:])
     for rec in m.records:
         print(format_row(rec))
     for line in m.skipped:
-        print(printable(f"# skipped {line}"))
+        print(f"# skipped {line}")
     if args.csv:
         to_csv(m, args.csv)
     return 0
