@@ -46,7 +46,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from collsim.errors import CollsimError, describe
-from collsim.inputs import MAX_BYTES, MAX_RANKS, parse_json
+from collsim.inputs import MAX_BYTES, MAX_RANKS, parse_json, read_text
 
 REDUCE = 0
 COPY = 1
@@ -255,6 +255,12 @@ class Schedule:
         except CollsimError as e:
             raise ScheduleError(str(e)) from None
         return cls.from_dict(d)
+
+
+def read_schedule(path) -> Schedule:
+    """A schedule JSON file (``collsim schedule --json`` or hand-written), read through
+    ``collsim.inputs.read_text``; one-line errors naming the file."""
+    return Schedule.from_json(read_text(path, "schedule file"), f"schedule file {path}")
 
 
 def concat(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) -> Schedule:

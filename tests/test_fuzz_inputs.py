@@ -25,6 +25,7 @@ from collsim.measure import load, result_record
 from collsim.measure.nccl_tests import import_nccl_tests
 from collsim.nccl.params import load_params
 from collsim.schedule import Schedule
+from collsim.simulate.cluster import load_cluster
 from collsim.simulate.topology import load_topology
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,14 +110,21 @@ def call(*argv) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def _not_json(constant):
+    raise AssertionError(f"{constant} is not JSON")
+
+
 def holds(result, ok=(0,)) -> None:
-    code, _, err = result
+    """The contract (module docstring); what ``--json`` prints parses as strict JSON."""
+    code, out, err = result
     assert "Traceback" not in err and "internal error" not in err, err
     if code == 2:
         assert len(err.splitlines()) == 1 and " error: " in err, err
     else:
         assert code in ok, (code, err)
         assert all(line.startswith("collsim: warning: skipped ") for line in err.splitlines()), err
+        if out.startswith(("{", "[")):
+            json.loads(out, parse_constant=_not_json)
 
 
 def loads_or_refuses(fn, *args, **kwargs):
@@ -231,6 +239,22 @@ def test_topology_files(doc, ext, raw):
         f.write_text(raw if raw is not None else json.dumps(doc) if ext == ".json" else yaml.safe_dump(doc))
         loads_or_refuses(load_topology, f)
         holds(call("simulate", "--algo", "ring", "--ranks", 8, "--bytes", "64K", "--topology", f, "--json"))
+
+
+CLUSTER = {"name": "c", "gpu": "H100", "gpus_per_node": 8, "nodes": 2, "intra": "nvswitch", "nvlink_GBps": 450,
+           "nics_per_node": 8, "nic_Gbps": 400, "net": "ib", "nvls": True, "nccl": "2.28", "cpu": "intel"}
+
+
+@FUZZ
+@given(doc=mutated(CLUSTER, paths_of(CLUSTER)), ext=st.sampled_from([".json", ".yaml"]))
+def test_cluster_files(doc, ext):
+    yaml = pytest.importorskip("yaml")
+    with folder() as d:
+        f = d / f"c{ext}"
+        f.write_text(json.dumps(doc) if ext == ".json" else yaml.safe_dump(doc))
+        loads_or_refuses(load_cluster, f)
+        holds(call("predict-nccl", "--cluster", f, "--bytes", "8", "1M", "4G", "--json"))
+        holds(call("simulate", "--algo", "ring", "--ranks", 16, "--bytes", "1M", "--topology", f))
 
 
 PARAMS_DOC = json.loads(PARAMS.read_text())

@@ -32,11 +32,9 @@ Times are microseconds, sizes bytes (8, 64K, 1M, 4G), bandwidths GB/s (1e9 B/s),
 """
 from __future__ import annotations
 
-from collsim.cli.args import finite_json, int_in, plot_path, positive_int
-from collsim.inputs import BUFFSIZE_RANGE, MAX_CALLS, MAX_CHANNELS
-
-from collsim.cli.args import add_topology_args, positive_int, topology_from_args
+from collsim.cli.args import add_topology_args, finite_json, int_in, plot_path, positive_int, topology_from_args
 from collsim.errors import CollsimError
+from collsim.inputs import BUFFSIZE_RANGE, MAX_CALLS, MAX_CHANNELS
 
 
 def _pct(x) -> str:
@@ -92,7 +90,7 @@ def _compare_executed(args) -> int:
     from collsim.fit.compare import executed
     rows = executed(args.files, lambda ranks: topology_from_args(args, ranks), args.gamma)
     if args.json:
-        print(json.dumps({"rows": rows}))
+        print(finite_json({"rows": rows}))
         return 0
     w = max([len(r["algo"]) for r in rows] + [4])
     print(f"  {'algo':{w}s} {'ranks':>5s} {'size':>10s} {'measured us':>12s} {'simulated us':>13s} {'sim/meas':>9s}"

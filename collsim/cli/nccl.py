@@ -13,9 +13,7 @@ time (``collsim.nccl.model.explain``); ``--json`` prints ``{"cluster": {...}, "r
 """
 from __future__ import annotations
 
-import json
-
-from collsim.cli.args import positive_int, size_arg
+from collsim.cli.args import finite_json, plot_path, positive_int, size_arg
 
 
 def _env(pairs) -> dict:
@@ -43,6 +41,11 @@ def cmd_predict_nccl(args) -> int:
         sizes = size_range(args.minbytes, args.maxbytes, args.stepfactor).tolist()
     else:
         raise CollsimError("give the sizes: --bytes SIZE [SIZE ...] or -b MIN -e MAX [-f FACTOR]")
+    if args.plot:
+        from pathlib import Path
+
+        from collsim.outputs import check_output
+        check_output(args.plot, [args.cluster] if Path(args.cluster).suffix else [], "figure")
     cluster = load_cluster(args.cluster, args.nodes)
     result = predict_nccl(cluster, sizes, args.algo, args.proto, _env(args.env), args.harness, args.timing,
                           args.gpus_per_process)
@@ -50,7 +53,7 @@ def cmd_predict_nccl(args) -> int:
         from collsim.viz.curves import predicted_busbw_figure
         predicted_busbw_figure(result, args.plot)
     if args.json:
-        print(json.dumps(result))
+        print(finite_json(result))
         return 0
     print(f"{cluster.describe()}; harness {result['harness']} ({result['timing']}, "
           f"{result['gpus_per_process']} GPU(s) per process)")
@@ -84,5 +87,6 @@ def register(sub) -> None:
     p.add_argument("--gpus-per-process", type=positive_int,
                    help="GPUs each process drives (nccl-tests -g; default: all GPUs of one node, 1 on several)")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--plot", help="write a PNG: busbw vs size, NCCL's choice per size marked")
+    p.add_argument("--plot", type=plot_path,
+                   help="write a figure (.png, .pdf, .svg, ...): busbw vs size, NCCL's choice per size marked")
     p.set_defaults(func=cmd_predict_nccl)

@@ -18,8 +18,8 @@ JSON, bandwidths in GB/s (1e9 bytes/s) with nccl-tests' algbw/busbw.
 from __future__ import annotations
 
 from collsim.cli.args import (
-    add_algo_args, build_from_args, element_count, emit, finite_json, int_in, nonneg_int, positive_int,
-    positive_seconds_per_byte, require_ranks, round_seconds, seconds, seconds_per_byte, size_arg)
+    add_algo_args, build_from_args, element_count, emit, finite_json, int_in, nonneg_int, positive_seconds_per_byte,
+    require_ranks, round_seconds, seconds, seconds_per_byte, size_arg)
 from collsim.errors import CollsimError
 
 
@@ -49,12 +49,11 @@ def cmd_schedule(args) -> int:
 
 def cmd_check(args) -> int:
     from collsim.checker import check
-    from collsim.schedule import Schedule
+    from collsim.schedule import read_schedule
     if args.file:
         if args.algo:
             raise CollsimError("give either --file or --algo, not both")
-        from collsim.inputs import read_text
-        s = Schedule.from_json(read_text(args.file, "schedule file"), f"schedule file {args.file}")
+        s = read_schedule(args.file)
     elif args.algo:
         if args.algo.startswith("lecture-"):
             from collsim.algorithms.lecture import LECTURE

@@ -27,7 +27,7 @@ from pathlib import Path
 from collsim.algorithms import ALGORITHMS, build_schedule
 from collsim.algorithms.lecture import LECTURE
 from collsim.errors import CollsimError
-from collsim.schedule import Schedule
+from collsim.schedule import Schedule, read_schedule
 
 PREFIX = "collsim:"
 
@@ -79,20 +79,6 @@ def build(name: str, ranks: int, count: int, itemsize: int, params: dict) -> Sch
     if name in LECTURE:
         return LECTURE[name](ranks, count, itemsize)
     return build_schedule(name, ranks, count, itemsize, **params)
-
-
-def read_schedule(path) -> Schedule:
-    """A schedule JSON file (``collsim schedule --json`` or hand-written); one-line errors."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise CollsimError(f"cannot read schedule file {path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise CollsimError(f"{path}: not a text file") from None
-    try:
-        return Schedule.from_json(text)
-    except CollsimError as e:
-        raise CollsimError(f"{path}: {e}") from None
 
 
 def file_name(schedule: Schedule, path) -> str:

@@ -166,9 +166,12 @@ class CurvesView:
 
 
 def predicted_busbw_figure(result: dict, path) -> None:
-    """``collsim predict-nccl``'s result as a PNG at ``path``: busbw vs size, one marker per NCCL
-    choice (algorithm/protocol) so the switches show, and NCCL's own model dashed."""
+    """``collsim predict-nccl``'s result as a figure at ``path``: busbw vs size, one marker per NCCL
+    choice (algorithm/protocol) so the switches show, and NCCL's own model dashed. Written whole or
+    not at all, in the format of ``path``'s extension (``collsim.outputs.save_figure``)."""
     from matplotlib.figure import Figure
+
+    from collsim.outputs import save_figure
 
     rows = result["rows"]
     sizes = np.array([r["bytes"] for r in rows], float)
@@ -187,4 +190,4 @@ def predicted_busbw_figure(result: dict, path) -> None:
            title=f"{c.get('name') or 'cluster'}: {c['nodes']} x {c['gpus_per_node']} {c['gpu']}, NCCL {c['nccl']}")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
