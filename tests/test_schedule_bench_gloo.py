@@ -121,8 +121,8 @@ def test_a_bad_argument_is_one_line_exit_2_before_torch_loads(tmp_path):
     (["--schedule", "{good}", "--sizes", "8"], "--schedule FILE fixes the size (its count x itemsize)"),
     (["--schedule", "{good}", "--slices", "2"], "--slices applies to --algo, not to --schedule"),
     (["--schedule", "{good}", "--dtype", "bfloat16"], "itemsize 4 is not --dtype bfloat16's 2 bytes"),
-    (["--schedule", "{missing}"], "cannot read schedule file"),
-    (["--schedule", "{notjson}"], "not a schedule: invalid JSON at line 1"),
+    (["--schedule", "{missing}"], "missing.json: no such file"),
+    (["--schedule", "{notjson}"], "notjson.json: not valid JSON (line 1 column 1"),
 ])
 def test_bad_arguments_one_line_exit_2(tmp_path, monkeypatch, capsys, args, message):
     files = {"good": schedule_file(tmp_path, 4, [[(0, 1, 0, 8, "reduce")]], "good"),

@@ -19,14 +19,13 @@ from collsim.inputs import MAX_BYTES, MAX_RANKS, MAX_SECONDS, MAX_SECONDS_PER_BY
 from collsim.schedule import MAX_ITEMSIZE
 
 
-def _argument_type(parse, name: str):
+def _argument_type(parse):
     """``parse`` as an argparse type: a CollsimError becomes argparse's one-line error."""
     def typed(text: str):
         try:
             return parse(text)
         except CollsimError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
-    typed.__name__ = name
     return typed
 
 
@@ -35,12 +34,12 @@ def _size(text: str) -> int:
     return parse_size(text)
 
 
-size_arg = _argument_type(_size, "size")
+size_arg = _argument_type(_size)
 
 
 def int_in(minimum: int, maximum: int):
     """An argparse type: a whole number from ``minimum`` to ``maximum``."""
-    return _argument_type(lambda text: int_text(text, "the value", minimum, maximum), "integer")
+    return _argument_type(lambda text: int_text(text, "the value", minimum, maximum))
 
 
 positive_int = int_in(1, MAX_RANKS)     # ranks, nodes, GPUs, slices, chunks, ...
@@ -55,7 +54,7 @@ def float_in(minimum: float, maximum: float, positive: bool = False):
         except ValueError:
             raise CollsimError(f"expected a number, got {text!r}") from None
         return require_number("the value", value, minimum, positive, maximum)
-    return _argument_type(parse, "number")
+    return _argument_type(parse)
 
 
 seconds = float_in(0.0, MAX_SECONDS)                             # alpha
@@ -69,7 +68,7 @@ def _figure(text: str) -> str:
     return text
 
 
-plot_path = _argument_type(_figure, "figure")  # a figure file of a known format (collsim.outputs)
+plot_path = _argument_type(_figure)  # a figure file of a known format (collsim.outputs)
 
 
 def add_algo_args(p: argparse.ArgumentParser, required: bool = True) -> None:
