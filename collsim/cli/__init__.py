@@ -7,12 +7,12 @@ top, so ``collsim --help`` and fast paths stay fast.
 
 What commands print goes through ``collsim.outputs.PrintableStream``: text a file
 held cannot reach the terminal as control characters. Errors a user can cause
-raise ``CollsimError``; ``main`` prints them as one
-line ``collsim: error: ...`` on stderr and returns exit code 2 (so do a missing
-file, a folder or a full disk that an ``OSError`` reports, and running out of
-memory). Warnings print as one line ``collsim: warning: ...``. Anything else is a bug in collsim: one line
-``collsim: internal error: ...`` asking for a report, exit code 70; the
-traceback only with ``COLLSIM_TRACEBACK=1``.
+raise ``CollsimError``; ``main`` prints them as one line ``collsim: error: ...``
+on stderr and returns exit code 2 (so do a missing file, a folder or a full disk
+that an ``OSError`` reports, and running out of memory). Warnings print as one
+line ``collsim: warning: ...``. Anything else is a bug in collsim: one line
+``collsim: internal error: ...`` asking for a report, exit code 70; the traceback
+only with ``COLLSIM_TRACEBACK=1``.
 """
 from __future__ import annotations
 
