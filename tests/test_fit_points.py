@@ -32,7 +32,7 @@ def test_time_is_min_over_ranks_then_mean_then_max(tmp_path):
     ({"harness": "nccl-tests", "gpus_per_process": 1, "world_size": 1}, "graph", "nccl-tests-graph"),
     ({"harness": "nccl-tests", "gpus_per_process": 2, "world_size": 2,
       "env": {"NCCL_GRAPH_MIXING_SUPPORT": "0"}}, "graph", "nccl-tests-graph-mix0"),
-    ({"harness": "nccl-tests", "gpus_per_process": 1, "world_size": 2}, "eager", "bare"),
+    ({"harness": "nccl-tests", "gpus_per_process": 1, "world_size": 2}, "eager", "nccl-tests-eager"),
 ])
 def test_harness_key(meta, timing, key):
     assert harness_key(meta, timing) == key

@@ -113,7 +113,7 @@ def build_from_args(args):
 def add_topology_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("topology (one of: --preset, --topology FILE, or --alpha/--beta for a uniform one)")
     g.add_argument("--preset", help="topology preset name (see `collsim simulate --list-presets`)")
-    g.add_argument("--nodes", type=positive_int, help="resize the preset to this many nodes")
+    g.add_argument("--nodes", type=positive_int, help="resize the preset (or --cluster) to this many nodes")
     g.add_argument("--topology", help="topology file (JSON or YAML; format in collsim.simulate.topology)")
     g.add_argument("--alpha", type=seconds, help="latency per message, seconds")
     g.add_argument("--beta", type=positive_seconds_per_byte, help="seconds per byte (1 / bandwidth), > 0")

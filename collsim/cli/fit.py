@@ -70,6 +70,10 @@ def _fit(args) -> int:
 
 def _compare(args) -> int:
     topology_given = any(getattr(args, k) is not None for k in ("preset", "topology", "alpha", "beta"))
+    if args.cluster:
+        if args.params or args.files or topology_given or not args.measured:
+            raise CollsimError("--cluster goes with --measured FILE... alone (no --params, executed files or topology)")
+        return _compare_cluster(args)
     if args.files:
         if args.params or args.measured:
             raise CollsimError("give executed-schedule files with a topology, or --params with --measured, not both")
@@ -80,6 +84,31 @@ def _compare(args) -> int:
     if topology_given:
         raise CollsimError("--preset/--topology/--alpha/--beta go with executed-schedule files, not with --params")
     return _compare_nccl(args)
+
+
+def _compare_cluster(args) -> int:
+    from collsim.fit.cluster_compare import compare_cluster
+    from collsim.simulate.cluster import load_cluster
+    cluster = load_cluster(args.cluster, args.nodes)
+    result = compare_cluster(cluster, args.measured, args.label, not args.out_of_place)
+    if args.json:
+        print(finite_json(result))
+        return 0
+    print(f"{cluster.describe()}: predicted from the description alone; |relative error| median / p90")
+    for f in result["files"]:
+        print(f"# {f['file']} ({f['harness']}, {f['timing']}, {f['gpus_per_process']} GPU(s) per process)")
+        print(f"  {'size':>11s} {'measured us':>12s} {'collsim us':>11s} {'err':>6s} {'NCCL model us':>14s} {'err':>6s}"
+              f"  NCCL runs")
+        for r in f["rows"]:
+            print(f"  {r['size']:11d} {r['measured_us']:12.2f} {r['collsim_us']:11.2f} "
+                  f"{100 * (r['collsim_us'] / r['measured_us'] - 1):+5.0f}% {r['nccl_model_us']:14.2f} "
+                  f"{100 * (r['nccl_model_us'] / r['measured_us'] - 1):+5.0f}%  {r['algo']}/{r['proto']} x{r['channels']}")
+    for scope, suffix in (("all sizes", ""), ("from 1 MiB", "_from_1MiB")):
+        ours, theirs = result["collsim" + suffix], result["nccl_model" + suffix]
+        print(f"{scope:11s}: collsim {_pct(ours['median_abs_rel_error'])} / {_pct(ours['p90_abs_rel_error'])}, "
+              f"NCCL's model {_pct(theirs['median_abs_rel_error'])} / {_pct(theirs['p90_abs_rel_error'])} "
+              f"({ours['n']} points)")
+    return 0
 
 
 def _ratio(a, b) -> str:
@@ -192,7 +221,8 @@ def register(sub) -> None:
     p.add_argument("files", nargs="*", metavar="EXECUTED.jsonl",
                    help="files of runners/schedule_bench.py (give a topology; no --params)")
     p.add_argument("--params", help="parameters JSON from collsim fit")
-    p.add_argument("--measured", nargs="+", help="runner .jsonl files or nccl-tests output")
+    p.add_argument("--cluster", help="predict from a cluster description (preset or YAML/JSON) instead of --params")
+    p.add_argument("--measured", nargs="+", help="runner .jsonl files, nccl-tests output or published logs")
     p.add_argument("--label", help="ALGO/PROTO for nccl-tests logs (default: from the file name)")
     p.add_argument("--nccl-log", help="NCCL debug log with the TUNING table, or a runner .jsonl with a probe, for files without one")
     p.add_argument("--out-of-place", action="store_true", help="use out-of-place results, not in-place")

@@ -63,11 +63,12 @@ def harness_key(meta: dict, timing: str) -> str:
     NCCL_GRAPH_MIXING_SUPPORT=1); for nccl-tests -G, "nccl-tests-graph" (NCCL's default mixing,
     which text logs assume unless the import was given ``env``), with "-mix0" when
     NCCL_GRAPH_MIXING_SUPPORT=0 and "-mpi" when each process drives one GPU of several (its host
-    clock over barrier + launches differs from one process driving every GPU); else "bare" (the
-    runner's graph timing with NCCL_GRAPH_MIXING_SUPPORT=0, and eager timing, whose host floor is
-    fitted per path as host_us)."""
+    clock over barrier + launches differs from one process driving every GPU); "nccl-tests-eager"
+    for nccl-tests without -G (its host floor per call: ``ModelParams.launch_us``); else "bare"
+    (the runner's graph timing with NCCL_GRAPH_MIXING_SUPPORT=0, and its eager timing, whose host
+    floor is fitted per path as host_us)."""
     if timing != "graph":
-        return "bare"
+        return "nccl-tests-eager" if meta.get("harness") == "nccl-tests" else "bare"
     mixing = str((meta.get("env") or {}).get("NCCL_GRAPH_MIXING_SUPPORT", "1")) != "0"
     if meta.get("harness") == "nccl-tests":
         return "nccl-tests-graph" + ("" if mixing else "-mix0") + _mpi(meta)
@@ -116,14 +117,15 @@ def _config(rec: dict, meta: dict, max_size: int, where: str) -> Config:
     buff = int_text(env["NCCL_BUFFSIZE"], f"{where}: meta env NCCL_BUFFSIZE", *BUFFSIZE_RANGE) \
         if env.get("NCCL_BUFFSIZE") else None
     chans = [int_text(env[k], f"{where}: meta env {k}", 1, MAX_CHANNELS)
-             for k in ("NCCL_MAX_NCHANNELS", "NCCL_MIN_NCHANNELS") if env.get(k)]
+             for k in ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS", "NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS") if env.get(k)]
     probed = (meta.get("nccl_probe") or {}).get("coll_channels")
     timing = rec.get("timing") or meta.get("timing") or "graph"
     slices, buffer = buffer_reuse(meta, timing, max_size)
     return Config(int(ranks), int(meta.get("nodes") or 1),
                   "pci" if str(env.get("NCCL_P2P_DISABLE", "0")) == "1" else "nvlink",
                   buff, chans[0] if chans else (int(probed) if probed else None), timing, harness_key(meta, timing),
-                  slices, buffer, rec.get("inplace") is not False, clock_key(meta), timed_calls(meta, timing))
+                  slices, buffer, rec.get("inplace") is not False, clock_key(meta), timed_calls(meta, timing),
+                  0, min(int(meta.get("gpus_per_process") or 1), int(ranks) // int(meta.get("nodes") or 1)))
 
 
 def _logged_protocols(meta: dict) -> dict:

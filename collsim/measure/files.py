@@ -1,13 +1,16 @@
-"""Any measurement file as ``Measurements``: runner JSON Lines as they are, nccl-tests output
-(text log or -J JSON) through ``collsim.measure.nccl_tests``, labelled ALGO/PROTO from the caller
-or the file name."""
+"""Any measurement file as ``Measurements``: runner JSON Lines as they are, published logs (JSON Lines
+whose line 1 is ``{"kind": "meta", ...}``, ``collsim.measure.public_log``), nccl-tests output (text log
+or -J JSON) through ``collsim.measure.nccl_tests``, labelled ALGO/PROTO from the caller or the file
+name."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from collsim.errors import CollsimError
+from collsim.inputs import read_text
 from collsim.measure import Measurements, load
 from collsim.measure.nccl_tests import import_nccl_tests
+from collsim.measure.public_log import is_public_log, load_public_log
 from collsim.nccl import canonical_pair
 
 
@@ -24,10 +27,11 @@ def label_from_name(path) -> str:
 
 
 def load_file(path, label: str | None = None) -> Measurements:
-    """``Measurements`` from a runner ``.jsonl`` file or nccl-tests output
+    """``Measurements`` from a runner ``.jsonl`` file, a published log or nccl-tests output
     (labelled ``label``, else from the file name)."""
     if str(path).endswith(".jsonl"):
-        return load(path)
+        first = read_text(path, "measurement file").split("\n", 1)[0]
+        return load_public_log(path) if is_public_log(first) else load(path)
     return import_nccl_tests(path, label=label or label_from_name(path))
 
 

@@ -125,6 +125,7 @@ def _parse_text(text, source, label, strict) -> Measurements:
                 m.skipped.append(str(e))
     meta["world_size"] = len(meta["devices"]) or None
     meta["hosts"] = sorted({d["host"] for d in meta["devices"]})
+    meta["nodes"] = len(meta["hosts"]) or 1   # "Rank ... on HOST device ...": one node per host
     check_meta(meta, source)
     if strict and not m.records:
         raise CollsimError(f"{source}: no nccl-tests result rows found")
@@ -181,6 +182,7 @@ def _parse_json(text, source, label) -> Measurements:
             "gpus_per_process": per_process[0] * per_process[1],
             "warmup": read_field(cfg, "warmup_iters", at, int, minimum=0, maximum=MAX_CALLS), "graph": graph,
             "devices": devices, "command": " ".join(args),
+            "nodes": len({d["host"] for d in devices if isinstance(d, dict) and isinstance(d.get("host"), str)}) or 1,
             "env": {k: v for k, _, v in (e.partition("=") for e in env) if k.startswith(("NCCL_", "TORCH_NCCL_"))},
             "avg_busbw_GBps": read_field(read_field(doc, "average_bus_bandwidth", source, dict) or {}, "bandwidth",
                                          f"{source}: average_bus_bandwidth", float)}

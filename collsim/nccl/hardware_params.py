@@ -13,7 +13,7 @@ data/h200x2/ACCURACY.md) and changes only what differs physically:
 * Network: one NIC moves ``nic_GBps x Net.efficiency`` (L15 for InfiniBand); a channel through a NIC
   moves up to NCCL's per-channel inter-node speed (48 GB/s, search.cc:982 sm90SpeedArrayInter);
   per network step NCCL's NET latency (tuning.cc:149-168), at least the transport's own step
-  (``RDMA_STEP_US`` from L15; sockets: ``socket_step_us``).
+  (``RDMA_STEP_US`` from L15, the one multi-node calibration log; sockets: ``socket_step_us``).
 * NVLS: each GPU's port into the switch moves NVLink x ring efficiency x nvlsEfficiency
   (tuning.cc:134-139); NCCL's NVLS latencies.
 * nccl-tests' eager floor: ``LAUNCH_US`` of host time per call per GPU its process launches on.
@@ -36,11 +36,14 @@ from collsim.simulate.cluster import Cluster
 # (34.9 - 14.52) / 6 = 3.40 us per GPU, 14.52 - 2 x 3.40 = 7.73 us fixed.
 LAUNCH_US = {"nccl-tests-eager": (14.52 - 2 * (34.9 - 14.52) / 6, (34.9 - 14.52) / 6)}
 # Shortest time of one network step, by transport, under NCCL's NET constants when those are larger.
-# RDMA (ib, roce): L15 ran Ring LL128 from 1 to 8 MiB 33.7-50.4 us slower (median 39.8) than the model
-# with NCCL's 4.0 us per network step; its ring has 2 network steps, so 4.0 + 39.8 / 2 = 23.9 us.
+# RDMA (ib, roce): 25 us, from L15 (NCCL_MIN_CTAS=24, 2 QPs per connection; the one multi-node calibration
+# log): of 20 to 35 us in steps of 5, the smallest median |time error| over its 14 sizes with a p90 under
+# 25% (3.7% / 23.9%; 20 us gives 3.4% / 30%). Its 1-8 MiB Ring LL128 points alone would ask for 43 us (L01's 8-GPU
+# ring of the same GPUs matches NCCL's 1.9 us per NVLink hop, so the rest is the 2 network steps), its
+# 16-64 MiB points for less: this additive model does not overlap network latency with transfers.
 # Sockets (tcp): what our emulated 2-node runs over loopback took per network step (the base
 # parameters' socket path, net/Ring/LL: (base + 2 hops) / 2 network steps; ``socket_step_us``).
-RDMA_STEP_US = 4.0 + 39.8 / 2
+RDMA_STEP_US = 25.0
 
 
 def socket_step_us(base: ModelParams) -> float:

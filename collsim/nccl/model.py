@@ -9,7 +9,7 @@ layout and ``collsim.nccl.params.ModelParams`` into time::
       + W / R                                                     bandwidth, protocol, channels
       + fill x depth x slice_wire / (R / channels)                pipeline fill
       + (steps - hop_steps) x step_us                             per-step overhead
-      + steps x warp_us x threads / 32                            per-step barriers
+      + (steps - hop_steps) x warp_us x threads / 32              per-step barriers
       + spill x W / R        if 2 x footprint > l2_bytes          L2 spill of NCCL's buffers
       + (warm - 1) x W / R   if 2 x user footprint <= l2_bytes    user buffer still in L2
       + network                                                   what the NICs add beyond the above
@@ -23,8 +23,9 @@ layout and ``collsim.nccl.params.ModelParams`` into time::
 * Several link classes (``Layout.shares``: NVLink and the NICs on several nodes, the NVSwitch port
   for NVLS): each class's busiest resource carries its share of W at its own rate; the main
   (GPU-side) class makes the terms above and ``network`` is how much longer the other classes take.
-* hop_steps: the steps of a ring's first pass beyond a 2-rank ring's 2 pay the hop latency only
-  (the fitted base and step costs come from 2-rank rings).
+* hop_steps: the steps of a ring's first pass beyond a 2-rank ring's 2 pay the hop latency only,
+  which covers their work and barriers (NCCL's per-hop constants are end to end; the fitted base,
+  step and barrier costs come from 2-rank rings).
 * Host floor: ``ModelParams.host_floor`` (a harness's fixed + per-GPU launch time, or the path's
   fitted host_us).
 
@@ -79,7 +80,7 @@ def _terms(params: ModelParams, lay: Layout) -> tuple[dict, dict]:
         "channels": bw_time - protocol - bandwidth,
         "fill": main["fill"] * lay.depth * (lay.slice / eff) * lay.nc / rate,
         "steps": main["step_us"] * (lay.steps - lay.hop_steps),
-        "sync": main.get("warp_us", OPTIONAL["warp_us"]) * lay.steps * lay.threads / 32,
+        "sync": main.get("warp_us", OPTIONAL["warp_us"]) * (lay.steps - lay.hop_steps) * lay.threads / 32,
         "l2": main.get("spill", OPTIONAL["spill"]) * bw_time * ~params.in_l2(lay.footprint),
         "reuse": np.where(params.in_l2(lay.user_footprint), (main.get("warm", OPTIONAL["warm"]) - 1.0) * bw_time, 0.0),
     }
