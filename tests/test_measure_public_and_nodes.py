@@ -72,3 +72,17 @@ def test_compare_cluster_scores_a_published_log(capsys):
     assert "8 GPU(s) per process" in out and "from 1 MiB" in out
     assert main(["compare", "--cluster", "h100-nvlink", "--measured", str(L15)]) == 2
     assert "ran 16 ranks, the cluster has 8" in capsys.readouterr().err
+
+
+def test_nodes_and_cluster_for_logs_that_lack_hosts(tmp_path, capsys):
+    same_name = FIX / "nccl_tests_allreduce.txt"          # both ranks print host h200box
+    assert {p.config.nodes for p in load_points([same_name], "Ring/LL")} == {1}
+    assert {p.config.nodes for p in load_points([same_name], "Ring/LL", nodes=2)} == {2}
+    out = tmp_path / "out.jsonl"
+    assert main(["import-nccl-tests", str(two_node_log(tmp_path)), "--label", "Ring/LL", "--cluster", "h100-nvlink",
+                 "--nodes", "2", "-o", str(out)]) == 0
+    meta = json.loads(out.read_text().splitlines()[0])
+    assert meta["nodes"] == 2 and meta["gpu"] == "H100" and meta["cluster"]["nics_per_node"] == 8
+    assert main(["import-nccl-tests", str(two_node_log(tmp_path)), "--label", "Ring/LL", "--nodes", "3",
+                 "-o", str(tmp_path / "x.jsonl")]) == 2
+    assert "do not split over 3 nodes" in capsys.readouterr().err

@@ -48,7 +48,7 @@ def _fit(args) -> int:
     from collsim.outputs import check_output
     check_output(args.output, [*args.files, *(args.overhead_from or [])], "parameters file")
     overhead = load_points(args.overhead_from, "default", not args.out_of_place) if args.overhead_from else None
-    params, report = fit(load_points(args.files, args.label, not args.out_of_place), args.holdout,
+    params, report = fit(load_points(args.files, args.label, not args.out_of_place, args.nodes), args.holdout,
                          overhead_points=overhead)
     params.meta["files"] = [str(f) for f in args.files]
     if overhead:
@@ -150,7 +150,7 @@ def _compare_nccl(args) -> int:
     ab = load_points(args.overhead_from, "default", not args.out_of_place) if args.overhead_from else []
     if ab:
         params = with_overheads(params, ab)
-    points = load_points(args.measured, args.label, not args.out_of_place)
+    points = load_points(args.measured, args.label, not args.out_of_place, args.nodes)
     unused = sorted({p.config.harness for p in ab} - {"bare"} - {p.config.harness for p in points})
     if args.nccl_log:
         attach_probe(points, args.nccl_log)
@@ -212,6 +212,7 @@ def register(sub) -> None:
                    help="fit even powers of two/test odd (odd), the reverse (even), eager->graph "
                         "(timing), first file->others (run)")
     p.add_argument("--label", help="ALGO/PROTO for nccl-tests logs (default: from the file name)")
+    p.add_argument("--nodes", type=positive_int, help="nodes of the measured runs (for logs whose hosts do not tell them apart)")
     p.add_argument("--out-of-place", action="store_true", help="use out-of-place results, not in-place")
     _overhead_argument(p)
     p.set_defaults(func=_fit)

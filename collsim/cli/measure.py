@@ -18,12 +18,23 @@ over an input (``collsim.outputs``).
 """
 from __future__ import annotations
 
+from collsim.cli.args import positive_int
+from collsim.errors import CollsimError
+
 
 def _import(args) -> int:
     from collsim.measure.nccl_tests import import_nccl_tests, parse_env
     from collsim.outputs import check_output
     check_output(args.output, [args.log], "measurement file")
     m = import_nccl_tests(args.log, args.label, env=parse_env(args.env))
+    if args.cluster:
+        from collsim.simulate.cluster import load_cluster
+        cluster = load_cluster(args.cluster, args.nodes)
+        m.meta.update(nodes=cluster.nodes, gpu=cluster.gpu, cluster=cluster.to_dict())
+    elif args.nodes:
+        m.meta["nodes"] = args.nodes
+    if (m.meta.get("world_size") or 0) % m.meta.get("nodes", 1):
+        raise CollsimError(f"{args.log}: {m.meta['world_size']} ranks do not split over {m.meta['nodes']} nodes")
     m.save(args.output)
     print(f"{len(m)} records ({len(m) // 2} sizes x out-of-place/in-place) -> {args.output}")
     return 0
@@ -79,6 +90,8 @@ def register(sub) -> None:
     p.add_argument("--env", nargs="+", metavar="NAME=VALUE",
                    help="NCCL_* variables the run had (text logs do not record them)")
     p.add_argument("-o", "--output", required=True, help="output .jsonl")
+    p.add_argument("--nodes", type=positive_int, help="nodes of the run (for a log whose hosts do not tell them apart)")
+    p.add_argument("--cluster", help="the machine it ran on (preset or YAML/JSON): its nodes, GPU and NICs go into the meta")
     p.set_defaults(func=_import)
     p = sub.add_parser("show", help="print a measurement file as a table")
     p.add_argument("file", help="collsim .jsonl measurement file")

@@ -134,9 +134,10 @@ def _logged_protocols(meta: dict) -> dict:
             for c in (meta.get("nccl_probe") or {}).get("choices", []) if c.get("func", "AllReduce") == "AllReduce"}
 
 
-def load_points(paths, label: str | None = None, inplace: bool = True) -> list[Point]:
+def load_points(paths, label: str | None = None, inplace: bool = True, nodes: int | None = None) -> list[Point]:
     """Points from measurement files (``.jsonl``: runner records; other files: nccl-tests
-    output, labelled ``label`` such as "Ring/LL", else from the file name). Keeps in-place
+    output, labelled ``label`` such as "Ring/LL", else from the file name); ``nodes`` replaces the
+    files' node count (a log whose hosts all print the same name, or none). Keeps in-place
     records (what torch's all_reduce does) or, with ``inplace=False``, out-of-place ones;
     records that do not say are kept either way. Records of executed collsim schedules
     (``executor`` "collsim", ``collsim.measure.executed``) are not NCCL's and are left out; the
@@ -145,6 +146,8 @@ def load_points(paths, label: str | None = None, inplace: bool = True) -> list[P
     points = []
     for run, path in enumerate(paths):
         m = load_file(path, label)
+        if nodes is not None:
+            m.meta = {**m.meta, "nodes": nodes}
         logged = _logged_protocols(m.meta)
         max_size = max((int(rec.get("size") or 0) for rec in m.records), default=1)
         for rec in m.records:
