@@ -1,0 +1,147 @@
+"""The NCCL_* variables that change NCCL's AllReduce choice, read as a given NCCL version reads them.
+
+``read_settings(env, version)`` -> ``Settings``. ``env`` maps names to strings (``os.environ``
+style; None or {} = all defaults); variables not listed here are ignored. Files are NVIDIA/nccl
+at the tag of ``collsim.nccl.constants.TAGS``.
+
+- NCCL_ALGO / NCCL_PROTO: ``parse_list``. Up to 2.23 one comma list, case-insensitive, a leading
+  ``^`` excludes, unknown names are silently ignored (tuning.cc:34-52@v2.23.4). From 2.24 an
+  optional ``func:list;func:list`` map whose first entry may omit the function; an unknown name or
+  function, or a later entry without one, is an error (tuning.cc:54-131@v2.28.9). A list that names
+  LL128 forces it on past NCCL's own LL128 checks (value 1 instead of the default 2, tuning.cc:412,
+  480@v2.28.9).
+- NCCL_CROSS_NIC 0/1/2 (search.cc:15@v2.28.9), NCCL_NVLS_ENABLE 0/1/2 (nvls.cc:152), NCCL_IB_DISABLE
+  0/1 (net_ib.cc:507: 1 = the socket transport), NCCL_COLLNET_ENABLE 0/1 (init.cc:59,1732-1741).
+- Channel counts: NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS (connect.cc:327-353@v2.28.9), NCCL_MIN_CTAS,
+  NCCL_MAX_CTAS (init.cc:1415-1416,1661-1679), NCCL_NVLS_NCHANNELS (init.cc:61,1752-1756).
+- NCCL_NTHREADS (64..512, a multiple of 32), NCCL_LL128_NTHREADS (160..640) (tuning.cc:13-33,231-243),
+  NCCL_NET_OVERHEAD in ns (tuning.cc:212-219), NCCL_BUFFSIZE in bytes (init.cc:700; chunking only,
+  not the choice).
+
+NCCL replaces several out-of-range values silently (a maximum of 0 channels becomes 1, "1e9" is read
+as 1 by strtoll, param.cc ncclLoadParam); collsim refuses them instead: each bad value is a one-line
+CollsimError naming the variable.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from collsim.errors import CollsimError
+from collsim.nccl import NCCL_ALGOS, PROTOS
+from collsim.nccl.constants import since, vnum
+
+FUNCS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")  # init.cc:49@v2.28.9
+MAX_ANY_CHANNELS = 64
+
+
+def algo_names(version: str) -> tuple[str, ...]:
+    """ncclAlgoStr: PAT from 2.23 (init.cc:38@v2.18.6, :41@v2.24.3)."""
+    return NCCL_ALGOS if vnum(version) >= (2, 23) else NCCL_ALGOS[:6]
+
+
+def parse_list(var: str, value: str, names, defaults: dict, version: str) -> dict:
+    """The AllReduce row of NCCL's enable list for ``var`` = ``value``: {name: 0 | 1 | default}."""
+    out = dict(defaults)
+    if vnum(version) < (2, 24):
+        neg = value.startswith("^")
+        out = {n: int(neg) for n in names}
+        for token in (value[1:] if neg else value).split(","):
+            for n in names:
+                if token.lower() == n.lower():
+                    out[n] = int(not neg)
+        return out
+    for i, entry in enumerate(e for e in value.split(";") if e):
+        parts = [p for p in entry.split(":") if p]
+        prefix, elems = (None, parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+        if prefix is None and i > 0:
+            raise CollsimError(f"{var}={value!r}: all entries except the first must name a function (NCCL {version})")
+        if prefix is not None and prefix.lower() not in (f.lower() for f in FUNCS):
+            raise CollsimError(f"{var}={value!r}: unknown function {prefix!r} (expected one of {', '.join(FUNCS)})")
+        neg = elems.startswith("^")
+        row = {n: int(neg) for n in names}
+        for token in (e for e in elems.lstrip("^").split(",") if e):
+            match = [n for n in names if token.lower() == n.lower()]
+            if not match:
+                raise CollsimError(f"{var}={value!r}: unknown name {token!r} (NCCL {version} knows {', '.join(names)})")
+            row[match[0]] = int(not neg)
+        if prefix is None or prefix.lower() == "allreduce":
+            out = row
+    return out
+
+
+def _int(env: dict, name: str, lo: int, hi: int, default, why: str = ""):
+    if name not in env:
+        return default
+    text = str(env[name]).strip()
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise CollsimError(f"{name}={text!r:.30}: not an integer{why}") from None
+    if not lo <= value <= hi:
+        raise CollsimError(f"{name}={value}: out of range {lo}..{hi}{why}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Parsed NCCL settings (defaults are NCCL's). algo / proto: the AllReduce enable rows
+    ({name: 0 off, 1 on, 2 LL128 "where NCCL's checks allow"}); algo_set / proto_set: whether the
+    variable was given. Channel knobs are None when unset; max_ctas/min_ctas default to NCCL's
+    config (MAXCHANNELS / 1, init.cc:1921-1922@v2.28.9)."""
+    version: str
+    algo: dict
+    proto: dict
+    algo_set: bool = False
+    proto_set: bool = False
+    cross_nic: int = 2
+    nvls_enable: int = 2
+    ib_disable: bool = False
+    collnet_enable: bool = False
+    min_nchannels: int = 0
+    max_nchannels: int | None = None
+    min_ctas: int = 1
+    max_ctas: int | None = None
+    nvls_nchannels: int | None = None
+    nthreads: int | None = None
+    ll128_nthreads: int | None = None
+    net_overhead_us: float | None = None
+    buffsize: int | None = None
+    raw: dict = field(default_factory=dict, compare=False)
+
+
+def read_settings(env: dict | None, version: str) -> Settings:
+    """``Settings`` from ``env`` for NCCL ``version``; CollsimError for a value NCCL would reject
+    (2.24+ lists) or silently replace."""
+    env = {k: str(v) for k, v in (env or {}).items() if str(k).startswith("NCCL_")}
+    names = algo_names(version)
+    algo = parse_list("NCCL_ALGO", env["NCCL_ALGO"], names, {}, version) if "NCCL_ALGO" in env else \
+        {n: 1 for n in names}
+    proto = {"LL": 1, "LL128": 2, "Simple": 1}
+    if "NCCL_PROTO" in env:
+        proto = parse_list("NCCL_PROTO", env["NCCL_PROTO"], PROTOS, proto, version)
+    nthreads = _int(env, "NCCL_NTHREADS", 64, 512, None)
+    ll128 = _int(env, "NCCL_LL128_NTHREADS", 160, 640, None)
+    for name, value in (("NCCL_NTHREADS", nthreads), ("NCCL_LL128_NTHREADS", ll128)):
+        if value is not None and value % 32:
+            raise CollsimError(f"{name}={value}: not a multiple of 32 (NCCL would use its maximum)")
+    overhead = _int(env, "NCCL_NET_OVERHEAD", 0, 10**7, None)
+    maxch = since(version, (("2.18", 32), ("2.25", 64)))
+    cap = f" (NCCL {version} caps channel counts at {maxch})"
+    return Settings(
+        version, algo, proto, "NCCL_ALGO" in env, "NCCL_PROTO" in env,
+        cross_nic=_int(env, "NCCL_CROSS_NIC", 0, 2, 2),
+        nvls_enable=_int(env, "NCCL_NVLS_ENABLE", 0, 2, 2),
+        ib_disable=bool(_int(env, "NCCL_IB_DISABLE", 0, 1, 0)),
+        collnet_enable=bool(_int(env, "NCCL_COLLNET_ENABLE", 0, 1, 0)),
+        min_nchannels=min(_int(env, "NCCL_MIN_NCHANNELS", 0, MAX_ANY_CHANNELS, 0, cap), maxch),
+        max_nchannels=_capped(_int(env, "NCCL_MAX_NCHANNELS", 1, MAX_ANY_CHANNELS, None, cap), maxch),
+        min_ctas=min(_int(env, "NCCL_MIN_CTAS", 1, MAX_ANY_CHANNELS, 1, cap), maxch),
+        max_ctas=_capped(_int(env, "NCCL_MAX_CTAS", 1, MAX_ANY_CHANNELS, None, cap), maxch),
+        nvls_nchannels=_int(env, "NCCL_NVLS_NCHANNELS", 1, MAX_ANY_CHANNELS, None),
+        nthreads=nthreads, ll128_nthreads=ll128,
+        net_overhead_us=None if overhead is None else overhead / 1000.0,
+        buffsize=_int(env, "NCCL_BUFFSIZE", 1, 1 << 40, None), raw=env)
+
+
+def _capped(value, maxch: int):
+    return None if value is None else min(value, maxch)
