@@ -1,71 +1,64 @@
-"""NCCL's own AllReduce time model, as NCCL 2.28 computes it.
+"""NCCL's own AllReduce time model, as NCCL 2.18-2.28 computes it (``ncclTopoTuneModel``).
 
-Constants and formulas come from NVIDIA/nccl tag v2.28.9-1:
+``tune(setup)`` turns what NCCL's search found (``collsim.nccl.search.Setup``) into NCCL's table:
+``lat[(algo, proto)]`` us and ``bw[(algo, proto)]`` algorithm GB/s (0 = disabled) for all seven
+algorithms, with the version's constants (``collsim.nccl.constants``) and enable rules.
+``algo_time_us`` is ``ncclTopoGetAlgoTime`` (``time = lat x latCount + nBytes / (1000 x bw)``) and
+``choose`` NCCL's argmin. Files: NVIDIA/nccl src/graph/tuning.cc, lines of v2.28.9-1 unless another
+tag is named (the per-version rules are listed in ``collsim.nccl.constants``):
 
-- ``src/graph/tuning.cc`` lines 141-199: ``ncclTunerConstantsDefaults`` (base latencies,
-  per-hop hardware latencies for NVLink/PCI/NET, LL and LL128 bandwidth caps, tree caps);
-  lines 230-404 ``ncclTopoTuneModel`` (bandwidth refinements, bus -> algorithm bandwidth,
-  ring and tree latencies); lines 576-601 ``treeCorrectionFactor`` and
-  ``ncclTopoGetAlgoTime`` (``time = lat * latCount + nBytes / (1000 * bw)``).
-- ``src/enqueue.cc`` lines 1822-1912 ``topoGetAlgoInfo``: argmin over (algorithm, protocol),
-  then fewer channels and threads for small messages (thread thresholds from
-  ``src/include/comm.h``: LL 8, LL128 8, Simple 64 bytes per thread; Ring LL x nRanks).
+- bandwidth (tuning.cc:284-352): ``bw = nodes <= 2 or CollNet ? bwIntra : bwInter``; NVLS/NVLSTree as
+  the version computes it; ``busBw = nCh x bw``; Ring LL ``min(llMaxBw, busBw/2)`` (/4 before 2.21),
+  Ring LL128 ``min(.92 busBw, nCh x perChMaxRingLL128Bw)``, Tree ``min(.92 busBw, nCh x
+  perChMaxTreeBw)``, Tree LL ``min(busBw/3.8, llMaxBw)``, Tree LL128 ``min(busBw x (7/9 on one node,
+  120/128 else), nCh x perChMaxTreeLL128Bw)``, x.85 for the TREE pattern; CollNetDirect Simple
+  ``busBw / (f - (f-1)/2)`` with ``f = ppn/nCh`` (x.85 on SM90+); algorithm bandwidth = bus x
+  ``nRanks/(2(nRanks-1))`` (Ring, NVLS from 2.28) or x.5.
+- latency (tuning.cc:353-401): Ring ``base + (2(n-1) - nInter) x max(intraHop, netOverhead) + nInter x
+  interHop`` (net overhead 1 us Intel, 2 AMD, x3 for Simple, tuning.cc:211-219); Tree ``base +
+  2((ppn-1) intraHop + log2 nNodes x interHop)``; NVLS ``intraHop (+ interHop)``; NVLSTree ``intraHop +
+  2 log2 nNodes x interHop``; CollNet chain/direct at tuning.cc:386-390.
+- enabling (tuning.cc:406-497): NCCL_ALGO/NCCL_PROTO (``collsim.nccl.settings``); NVLSTree off on one
+  node; CollNet, and NVLS across nodes, only with CollNet; CollNetDirect only with an NVSwitch;
+  LL128 by default only where its path checks pass. Before 2.24 an all-disabled table falls back to
+  Ring (tuning.cc:303-318@v2.19.4; CollNet-only lists, tuning.cc:263-272@v2.18.6); from 2.24 it is
+  an error (enqueue.cc:1859).
+- ``Hardware`` + ``tuning_table`` keep the hand-fed Ring/Tree entry (graph numbers from a log);
+  ``table_from_printed`` reads the "AllReduce | lat/bw" row NCCL prints with NCCL_DEBUG_SUBSYS=TUNING.
 
-Units: latency in microseconds, bandwidth in GB/s (1e9 B/s; NCCL's "bw" is algorithm
-bandwidth: bytes / time), sizes in bytes. Only Tree and Ring are modelled from hardware
-inputs (NVLS, CollNet and PAT are not used by AllReduce on one or two GPUs per node); a table
-NCCL printed may hold any algorithm and ``choose`` considers them all.
-
-Two ways to get a table: ``tuning_table(Hardware(...))`` from hardware inputs (what NCCL's
-graph search found: channels and per-channel bandwidth), or ``table_from_printed(rows, ...)``
-from the "AllReduce | lat/bw" line NCCL prints with NCCL_DEBUG_SUBSYS=TUNING.
+Units: us, GB/s (1e9 B/s), bytes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.nccl import NCCL_ALGOS, PROTOS, canonical
+from collsim.nccl.constants import NCCL_MAX_NTHREADS, PCI_BW, THREAD_THRESHOLD, TREE_CORRECTION, constants, vnum
+from collsim.nccl.formulas import COLLNET, algbw_ratio, bus_bw, enabled, latency
+from collsim.nccl.search import Graph, Setup
+from collsim.nccl.settings import algo_names, read_settings
 
-BASE_LAT = {"Tree": (6.8, 14.0, 8.4), "Ring": (6.6, 14.0, 8.4)}  # tuning.cc:143-144
-HW_LAT = {  # tuning.cc:149-167, per link type then algorithm, (LL, LL128, Simple) in us
-    "nvlink": {"Tree": (0.6, 1.25, 4.0), "Ring": (0.6, 1.9, 3.4)},
-    "pci": {"Tree": (1.0, 1.9, 4.0), "Ring": (1.0, 2.5, 5.7)},
-    "net": {"Tree": (5.0, 8.5, 14.0), "Ring": (2.7, 4.0, 14.0)},
-}
-# Rows: arch (LL: for multi-node rows 0 = Intel, 1 = AMD); columns: nNodes 1, 2, >2.
-LL_MAX_BW = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0))
-PER_CH_RING_LL128 = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 36.7), (73.4, 34.6, 73.4))
-PER_CH_TREE_LL128 = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 29.0), (55.6, 31.67, 20.0))
-PER_CH_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0))
-# tuning.cc:578-582: powers of two from 64 B (index log2(nBytes >> 6)) to 256 MiB.
-TREE_CORRECTION = (
-    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0),
-    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0),
-    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9),
-)
 MAX_THREADS = {("Ring", "LL"): 512, ("Ring", "LL128"): 640, ("Ring", "Simple"): 512,
                ("Tree", "LL"): 512, ("Tree", "LL128"): 640, ("Tree", "Simple"): 512}
-THREAD_THRESHOLD = {"LL": 8, "LL128": 8, "Simple": 64}  # bytes per thread (comm.h:41-43)
-PCI_BW = 12.0  # GB/s, src/graph/topo.h: below it Ring Simple runs 256 threads
-
-
+BASE_LAT = {a: constants("2.28").base_lat[a] for a in ("Tree", "Ring")}             # tuning.cc:143-144
+HW_LAT = {hw: {a: t[a] for a in ("Tree", "Ring")} for hw, t in constants("2.28").hw_lat.items()}
+EMPTY = Graph("", 0, 0.0, 0.0, "LOC", "LOC")
 
 
 @dataclass(frozen=True)
 class Hardware:
-    """What NCCL's topology search found, the inputs of ``ncclTopoTuneModel``.
+    """Hand-fed inputs of ``ncclTopoTuneModel`` for Ring and Tree (NCCL 2.28), e.g. from a log.
 
-    channels: graph channels (``graph->nChannels``; 12 on 2 x H100/H200 NVLink); the
-    communicator runs ``coll_channels`` (default twice that). bw_intra/bw_inter: GB/s per
-    channel (``graph->bwIntra``/``bwInter``; 30 on 2 x H200). compcap: 90 for Hopper.
-    intra: "nvlink" or "pci". cpu_vendor picks the multi-node LL cap ("intel" or "amd").
-    latency_inter: ``graph->latencyInter`` (us). tree_pattern_tree: the tree graph used
-    NCCL_TOPO_PATTERN_TREE (x0.85). ll128: whether NCCL enables LL128 on this path.
-    tree_channels / tree_bw_intra: the tree graph's own result when it differs from the ring's
-    (2 x H200: tree 12 channels x 60 GB/s, ring 12 x 30).
+    channels: ring graph channels (``graph->nChannels``; 12 on 2 x H100/H200 NVLink); the
+    communicator runs ``coll_channels`` (default twice that). bw_intra/bw_inter: GB/s per channel
+    (``graph->bwIntra``/``bwInter``). compcap: 90 for Hopper. intra: "nvlink" or "pci". cpu_vendor
+    picks the multi-node LL cap ("intel" or "amd"). latency_inter: ``graph->latencyInter`` (us).
+    tree_pattern_tree: the tree graph used NCCL_TOPO_PATTERN_TREE (x0.85). ll128: whether NCCL
+    enables LL128 on this path. tree_channels / tree_bw_intra: the tree graph's own result when it
+    differs from the ring's (2 x H200: tree 12 channels x 60 GB/s, ring 12 x 30).
     """
     n_ranks: int
     n_nodes: int = 1
@@ -95,7 +88,10 @@ class Hardware:
 @dataclass
 class TuningTable:
     """NCCL's AllReduce table: ``lat[(algo, proto)]`` in us, ``bw[(algo, proto)]`` in GB/s
-    (algorithm bandwidth; 0 means disabled), plus what ``ncclTopoGetAlgoTime`` reads."""
+    (algorithm bandwidth; 0 means disabled), plus what ``ncclTopoGetAlgoTime`` and the channel and
+    thread choice read: coll_channels (Ring/Tree CTAs), comm_channels (``comm->nChannels``, the
+    ring plateau's divisor; default coll_channels), nvls_channels, max_threads and thread_threshold
+    per (algo, proto), collnet_heads, version."""
     lat: dict
     bw: dict
     n_ranks: int
@@ -103,6 +99,11 @@ class TuningTable:
     coll_channels: int = 24
     compcap: int = 90
     max_threads: dict = field(default_factory=lambda: dict(MAX_THREADS))
+    version: str = "2.28"
+    comm_channels: int | None = None
+    nvls_channels: int = 0
+    thread_threshold: dict = field(default_factory=dict)
+    collnet_heads: int = 0
 
     def rows(self) -> dict:
         """``{algo: {proto: (lat_us, bw_GBps)}}``, the printed table's layout."""
@@ -112,64 +113,62 @@ class TuningTable:
         return out
 
 
-def _arch_index(compcap: int) -> int:
-    return 3 if compcap >= 100 else 2 if compcap >= 90 else 1 if compcap >= 80 else 0
+def tune(setup: Setup) -> TuningTable:
+    """NCCL's AllReduce table for ``setup`` (``ncclTopoTuneModel``, tuning.cc:230-574)."""
+    k, st = constants(setup.version), setup.settings
+    nodes, n = setup.n_nodes, setup.n_ranks
+    graphs = {"Tree": setup.tree, "Ring": setup.ring, "CollNetDirect": setup.collnet_direct or EMPTY,
+              "CollNetChain": setup.collnet_chain or EMPTY, "NVLS": setup.nvls or EMPTY,
+              "NVLSTree": setup.nvls or EMPTY, "PAT": setup.tree}
+    i2 = nodes - 1 if nodes <= 2 else 2                                    # tuning.cc:250-254
+    row = k.arch_index(setup.compcap) if nodes == 1 else (1 if setup.cpu == "amd" else 0)
+    caps = {"i2": i2, "ll": k.ll_max_bw[row][i2]}
+    overhead = st.net_overhead_us if st.net_overhead_us is not None else (2.0 if setup.cpu == "amd" else 1.0)
+    lat, bw = {}, {}
+    for a in algo_names(setup.version):
+        for p in PROTOS:
+            g = graphs[a]
+            skip = a == "PAT" or (a in ("NVLS", "NVLSTree") and (p != "Simple" or (k.v >= (2, 28) and g.channels < 2)))
+            if skip:                                                     # left at 0 (tuning.cc:277-288)
+                lat[(a, p)], bw[(a, p)] = 0.0, 0.0
+                continue
+            bw[(a, p)] = bus_bw(k, a, p, g, setup, caps) * algbw_ratio(k, a, setup)
+            lat[(a, p)] = latency(k, a, p, g, setup, overhead)
+    ring_backup = {p: bw[("Ring", p)] for p in PROTOS}
+    for key, on in enabled(k, setup, graphs).items():
+        if not on:
+            bw[key] = 0.0
+            if key[0] == "Ring" and k.v >= (2, 22) and not st.proto[key[1]]:
+                ring_backup[key[1]] = 0.0                               # tuning.cc:318@v2.22.3
+    if (2, 19) <= k.v < (2, 24) and not any(bw.values()):            # tuning.cc:303-318@v2.19.4
+        bw.update({("Ring", p): b for p, b in ring_backup.items()})
+    threads = dict(MAX_THREADS)
+    ring = setup.ring
+    simple = st.nthreads or (256 if ring.bw_intra * ring.channels <= PCI_BW else 512)
+    threads.update({("Ring", "Simple"): simple, ("Tree", "Simple"): st.nthreads or 512})
+    for a in ("Ring", "Tree"):
+        threads[(a, "LL")] = st.nthreads or 512
+        threads[(a, "LL128")] = st.ll128_nthreads or 640
+    threads.update({(a, "Simple"): NCCL_MAX_NTHREADS for a in ("CollNetDirect", "CollNetChain", "NVLS", "NVLSTree")})
+    thresholds = {(a, p): THREAD_THRESHOLD[p] for a in NCCL_ALGOS for p in PROTOS}
+    thresholds[("Ring", "LL")] *= n                                       # tuning.cc:541-549
+    thresholds.update({(a, "Simple"): 512 for a in COLLNET})
+    heads = min(setup.collnet_direct.channels, setup.nics_per_node) if setup.collnet_direct else 0
+    return TuningTable(lat, bw, n, nodes, setup.coll_channels, setup.compcap, threads, setup.version,
+                       setup.comm_channels, setup.nvls_channels, thresholds, heads)
 
 
 def tuning_table(hw: Hardware) -> TuningTable:
-    """NCCL's AllReduce latencies and bandwidths for Tree and Ring (tuning.cc:245-404)."""
-    n, nodes = hw.n_ranks, hw.n_nodes
-    nsteps = 2 * (n - 1)
-    ci = _arch_index(hw.compcap)
-    i2 = nodes - 1 if nodes <= 2 else 2
-    i1 = ci if nodes == 1 else (1 if hw.cpu_vendor in ("amd", "mixed") else 0)
-    ll_max = LL_MAX_BW[i1][i2]
-    ppn = n / nodes
-    lat, bw = {}, {}
-    for a in ("Tree", "Ring"):
-        for pi, p in enumerate(PROTOS):
-            tree = a == "Tree" and hw.tree_bw_intra is not None
-            per_ch = hw.tree_bw_intra if tree else hw.bw_intra
-            if nodes > 2 and hw.bw_inter is not None:
-                per_ch = hw.bw_inter
-            nch = hw.tree_channels if a == "Tree" and hw.tree_channels else hw.channels
-            bus = nch * per_ch
-            if a == "Ring" and p == "LL":
-                bus = min(ll_max, bus * .5)
-            if a == "Ring" and p == "LL128":
-                bus = min(bus * .92, nch * PER_CH_RING_LL128[ci][i2])
-            if a == "Tree":
-                bus = min(bus * .92, nch * PER_CH_TREE[ci][i2])
-            if a == "Tree" and p == "LL":
-                bus = min(bus / 3.8, ll_max)
-            if a == "Tree" and p == "LL128":
-                bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0),
-                          nch * PER_CH_TREE_LL128[ci][i2])
-            if a == "Tree" and hw.tree_pattern_tree:
-                bus *= .85
-            bus *= n / nsteps if a == "Ring" else .5
-            if p == "LL128" and not hw.ll128:
-                bus = 0.0
-            intra_lat = HW_LAT[hw.intra][a][pi]
-            inter_lat = HW_LAT["net"]["Tree" if ppn == 1 else a][pi] + hw.latency_inter
-            if p == "Simple":
-                inter_lat += hw.latency_inter
-            t = BASE_LAT[a][pi]
-            if a == "Ring":
-                over = 0.0
-                if nodes > 1:
-                    over = hw.net_overhead_us if hw.net_overhead_us is not None else (
-                        2.0 if hw.cpu_vendor == "amd" else 1.0)
-                    over *= 3 if p == "Simple" else 1
-                n_inter = 0 if nodes == 1 else 2 * (nodes - 1)
-                t += (nsteps - n_inter) * max(intra_lat, over) + n_inter * inter_lat
-            else:
-                t += 2 * ((n // nodes - 1) * intra_lat + int(np.log2(nodes)) * inter_lat)
-            lat[(a, p)], bw[(a, p)] = t, bus
-    max_threads = dict(MAX_THREADS)
-    if hw.bw_intra * hw.channels <= PCI_BW:
-        max_threads[("Ring", "Simple")] = 256
-    return TuningTable(lat, bw, n, nodes, hw.coll_channels or 2 * hw.channels, hw.compcap, max_threads)
+    """NCCL 2.28's AllReduce table from hand-fed graph numbers (no NVLS, no CollNet)."""
+    ring = Graph("RING", hw.channels, hw.bw_intra, hw.bw_inter or hw.bw_intra,
+                 "NVL" if hw.intra == "nvlink" else "PIX", "PIX" if hw.ll128 else "SYS", 0, hw.latency_inter)
+    tree = replace(ring, pattern="TREE" if hw.tree_pattern_tree else "BALANCED_TREE",
+                   channels=hw.tree_channels or hw.channels, bw_intra=hw.tree_bw_intra or hw.bw_intra)
+    settings = replace(read_settings(None, "2.28"), net_overhead_us=hw.net_overhead_us)
+    coll = hw.coll_channels or 2 * hw.channels
+    setup = Setup("2.28", "", hw.compcap, hw.cpu_vendor, hw.n_nodes, hw.n_ranks // hw.n_nodes, 0, ring, tree,
+                  None, None, None, coll, coll, 0, hw.intra == "nvlink", (), (), (), settings)
+    return tune(setup)
 
 
 def table_from_printed(rows: dict, n_ranks: int, n_nodes: int = 1, coll_channels: int = 24,
@@ -193,7 +192,13 @@ def table_from_printed(rows: dict, n_ranks: int, n_nodes: int = 1, coll_channels
 
 
 def algo_time_us(table: TuningTable, algo: str, proto: str, nbytes, num_pipe_ops: int = 1) -> np.ndarray:
-    """``ncclTopoGetAlgoTime`` for AllReduce (tuning.cc:584-601): us per size, nan if disabled."""
+    """``ncclTopoGetAlgoTime`` for AllReduce (tuning.cc:584-601): us per size, nan if disabled.
+
+    Tree: bandwidth x treeCorrectionFactor[proto][log2i(nBytes >> 6)] below 512 MiB; Ring Simple
+    across nodes: latency x1.4 (x1.9 before SM80) once nBytes / (comm->nChannels x nRanks) >= 64.
+    latCount = num_pipe_ops for Ring, else ceil(num_pipe_ops / NCCL_MAX_DEV_WORK_BATCH_COLLS = 10)
+    (1024 B / 96 B, device.h:362-363; tags before 2.22 divide by NCCL_MAX_WORK_ELEMENTS instead: one
+    call, num_pipe_ops = 1, is exact in every version)."""
     algo, proto = canonical(algo, NCCL_ALGOS), canonical(proto, PROTOS)
     nb = np.atleast_1d(np.asarray(nbytes, dtype=np.int64))
     if (algo, proto) not in table.bw:
@@ -201,15 +206,12 @@ def algo_time_us(table: TuningTable, algo: str, proto: str, nbytes, num_pipe_ops
     bw = np.full(nb.shape, table.bw[(algo, proto)], dtype=float)
     lat = np.full(nb.shape, table.lat[(algo, proto)], dtype=float)
     if algo == "Tree":
-        shifted = nb >> 6
-        log_size = np.where(shifted > 0, np.floor(np.log2(np.maximum(shifted, 1))), -1).astype(int)
-        ok = (log_size >= 0) & (log_size < 23)
+        log_size = np.array([max(int(x >> 6).bit_length() - 1, 0) for x in nb], dtype=int)
         factors = np.asarray(TREE_CORRECTION[PROTOS.index(proto)])
-        bw = np.where(ok, bw * factors[np.clip(log_size, 0, 22)], bw)
+        bw = np.where(log_size < 23, bw * factors[np.clip(log_size, 0, 22)], bw)
     if algo == "Ring" and proto == "Simple" and table.n_nodes > 1:
-        plateau = nb // (table.coll_channels * table.n_ranks) >= 64
+        plateau = nb // ((table.comm_channels or table.coll_channels) * table.n_ranks) >= 64
         lat = np.where(plateau, lat * (1.9 if table.compcap < 80 else 1.4), lat)
-    # NCCL_MAX_DEV_WORK_BATCH_COLLS = 1024 B / sizeof(ncclDevWorkColl) (96 B) = 10 (device.h:362)
     lat_count = num_pipe_ops if algo == "Ring" else -(-num_pipe_ops // 10)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = lat * lat_count + nb / (1000.0 * bw)
@@ -217,7 +219,8 @@ def algo_time_us(table: TuningTable, algo: str, proto: str, nbytes, num_pipe_ops
 
 
 def choose(table: TuningTable, nbytes) -> list[tuple[str, str, float]]:
-    """NCCL's pick per size: ``(algo, proto, time_us)``, the first minimum in NCCL's order."""
+    """NCCL's pick per size: ``(algo, proto, time_us)``, the first minimum in NCCL's order
+    (enqueue.cc:1822-1841); CollsimError when nothing is enabled (enqueue.cc:1859)."""
     nb = np.atleast_1d(np.asarray(nbytes, dtype=np.int64))
     keys = [(a, p) for a in NCCL_ALGOS for p in PROTOS if (a, p) in table.bw]
     times = np.vstack([algo_time_us(table, a, p, nb) for a, p in keys])
@@ -226,6 +229,15 @@ def choose(table: TuningTable, nbytes) -> list[tuple[str, str, float]]:
         raise CollsimError("no enabled algorithm/protocol in the tuning table")
     best = np.argmin(times, axis=0)
     return [(*keys[k], float(times[k, i])) for i, k in enumerate(best)]
+
+
+def _shrink(nbytes: int, nc: int, nt: int, threshold: int) -> tuple[int, int]:
+    """Fewer channels, then fewer threads, while nBytes < nc x nt x threshold (enqueue.cc:1886-1900)."""
+    while nbytes < nc * nt * threshold and nc >= 2:
+        nc -= 1
+    while nbytes < nc * nt * threshold and nt % 128 == 0:
+        nt //= 2
+    return nc, nt
 
 
 def nccl_channels(algo: str, proto: str, nbytes: int, coll_channels: int, n_ranks: int,
@@ -237,11 +249,35 @@ def nccl_channels(algo: str, proto: str, nbytes: int, coll_channels: int, n_rank
     its synchronisation warps.
     """
     algo, proto = canonical(algo, ("Tree", "Ring")), canonical(proto, PROTOS)
-    nt = (max_threads or MAX_THREADS)[(algo, proto)]
     thr = THREAD_THRESHOLD[proto] * (n_ranks if (algo, proto) == ("Ring", "LL") else 1)
-    nc = int(coll_channels)
-    while nbytes < nc * nt * thr and nc >= 2:
-        nc -= 1
-    while nbytes < nc * nt * thr and nt % 128 == 0:
-        nt //= 2
+    return _shrink(int(nbytes), int(coll_channels), (max_threads or MAX_THREADS)[(algo, proto)], thr)
+
+
+def launch(table: TuningTable, algo: str, proto: str, nbytes: int) -> tuple[int, int]:
+    """(channels, threads per CTA) NCCL launches for (algo, proto) at ``nbytes`` (topoGetAlgoInfo,
+    enqueue.cc:1865-1911): Ring/Tree/CollNetChain from the coll channels with ``_shrink``; NVLS and
+    NVLSTree the NVLS channels (the coll channels when fewer, for NVLS across nodes, from 2.28),
+    CollNetDirect steps down per head count; then +32 threads for Ring Simple, +128 for Tree Simple,
+    at least 96, and Tree always 640 from 2.22 (enqueue.cc:1921@v2.22.3)."""
+    nc, nt = table.coll_channels, table.max_threads.get((algo, proto), NCCL_MAX_NTHREADS)
+    thr = table.thread_threshold.get((algo, proto), THREAD_THRESHOLD[proto])
+    v = vnum(table.version)
+    if algo in ("NVLS", "NVLSTree"):
+        nc = table.nvls_channels
+        if algo == "NVLS" and table.n_nodes > 1 and v >= (2, 28):
+            nc = min(nc, table.comm_channels or table.coll_channels)
+    elif algo == "CollNetDirect":
+        switch, flag = 16, True
+        while switch >= 1 and flag:
+            while (flag := nbytes < nc * nt * table.collnet_heads * thr) and nc > switch:
+                thr //= 2 if nc == switch + switch // 2 else 1
+                nc -= 1
+            switch //= 2
+    else:
+        nc, nt = _shrink(int(nbytes), nc, nt, thr)
+    if proto == "Simple":
+        nt += {"Ring": 32, "Tree": 128}.get(algo, 0)
+    nt = max(nt, 96)
+    if (algo == "Tree" and v >= (2, 22)) or (algo == "PAT"):
+        nt = NCCL_MAX_NTHREADS
     return nc, nt

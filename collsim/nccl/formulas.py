@@ -1,0 +1,123 @@
+"""The formulas of ``ncclTopoTuneModel`` per (algorithm, protocol), for ``collsim.nccl.tuning.tune``.
+
+Lines are NVIDIA/nccl src/graph/tuning.cc at v2.28.9-1 unless another tag is named; the constants
+and their version history are in ``collsim.nccl.constants``. ``k`` is a ``Constants``, ``setup`` a
+``collsim.nccl.search.Setup``, ``g`` the algorithm's ``Graph``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from collsim.nccl import PROTOS
+from collsim.nccl.constants import NVLS_EFFICIENCY, PATH_TYPES
+from collsim.nccl.search import Graph, Setup
+
+COLLNET = ("CollNetDirect", "CollNetChain")
+
+
+def log2i(n: int) -> int:
+    """NCCL's log2i (utils.h:42): floor(log2 n), 0 for n <= 1."""
+    return max(int(n).bit_length() - 1, 0)
+
+
+def bus_bw(k, a: str, p: str, g: Graph, setup: Setup, caps: dict) -> float:
+    """Bus bandwidth of (a, p) before the algorithm-bandwidth ratio (tuning.cc:284-323)."""
+    nodes, ppn, ci = setup.n_nodes, setup.gpus_per_node, k.arch_index(setup.compcap)
+    bw = g.bw_intra if nodes <= 2 or a in COLLNET else g.bw_inter
+    if a in ("NVLS", "NVLSTree"):
+        if k.v >= (2, 28):                                                # tuning.cc:285-300
+            intra = g.bw_intra * NVLS_EFFICIENCY[ci] * (g.channels - 1) / g.channels * 2.0
+            inter = g.bw_inter * (2 if nodes <= 2 and a == "NVLSTree" else 1)
+            bw = min(intra, inter, k.nvls_tree_bw[ci][caps["i2"]] if a == "NVLSTree" else np.inf)
+        elif k.v >= (2, 19):                                              # tuning.cc:175-176@v2.19.4
+            bw = min(g.bw_intra, g.bw_inter if a == "NVLS" or nodes <= 2 else g.bw_inter / 2)
+    bus = g.channels * bw
+    if a == "Ring" and p == "LL":
+        bus = min(caps["ll"], bus * (.5 if k.v >= (2, 21) else .25))
+    if a == "Ring" and p == "LL128":
+        bus = min(bus * (.7 if k.v < (2, 23) and ppn < 2 else .92), g.channels * k.ring_ll128_bw[ci][caps["i2"]])
+    if a == "Tree":
+        bus = min(bus * .92, g.channels * k.tree_bw[ci][caps["i2"]])
+        if p == "LL":
+            bus = min(bus / 3.8, caps["ll"])
+        if p == "LL128":
+            bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), g.channels * k.tree_ll128_bw[ci][caps["i2"]])
+        bus *= .85 if g.pattern == "TREE" else 1.0
+    if a in COLLNET and p != "Simple":
+        bus = 0.0
+    if a == "CollNetDirect" and p == "Simple" and g.channels:
+        f = ppn / g.channels
+        bus /= f - (f - 1) / 2
+        bus *= .85 if setup.compcap >= 90 else 1.0
+    return bus
+
+
+def algbw_ratio(k, a: str, setup: Setup) -> float:
+    """Bus -> algorithm bandwidth (tuning.cc:345-351; NVLS 5/6 up to 2.27, tuning.cc:196-199@v2.18.6)."""
+    n, nodes = setup.n_ranks, setup.n_nodes
+    if a == "Ring" or (a in ("NVLS", "NVLSTree") and k.v >= (2, 28)):
+        return n / (2.0 * (n - 1))
+    if a == "NVLSTree" and k.v < (2, 19):
+        return .7 * nodes / (2 * (nodes - 1)) if nodes > 1 else 0.0
+    return 5.0 / 6.0 if a in ("NVLS", "NVLSTree") else .5
+
+
+def latency(k, a: str, p: str, g: Graph, setup: Setup, overhead: float) -> float:
+    """tuning.cc:353-401 (NVLS/NVLSTree before 2.19: tuning.cc:235-238@v2.18.6)."""
+    pi, nodes, ppn = PROTOS.index(p), setup.n_nodes, setup.gpus_per_node
+    lat = k.base_lat[a][pi]
+    intra = k.hw_lat["nvlink" if g.type_intra == "NVL" else "pci"][a][pi]
+    inter = k.hw_lat["net"]["Tree" if ppn == 1 and k.v >= (2, 23) else a][pi] + g.latency_inter
+    inter += g.latency_inter if p == "Simple" else 0.0
+    if a == "Ring":
+        n_inter = 0 if nodes == 1 else 2 * (nodes - 1) if k.v >= (2, 23) else 2 * nodes
+        ov = overhead * (3 if p == "Simple" else 1) if nodes > 1 else 0.0
+        return lat + (2 * (setup.n_ranks - 1) - n_inter) * max(intra, ov) + n_inter * inter
+    if a == "Tree":
+        return lat + 2 * ((ppn - 1) * intra + log2i(nodes) * inter)
+    if a == "CollNetDirect":
+        return lat + 2 * (min(1, ppn - 1) * intra + (ppn - 1) * (.4 if k.v >= (2, 19) else .5)) + inter
+    if a == "CollNetChain":
+        return lat + 2 * (ppn - 1) * intra + inter
+    if k.v < (2, 19):
+        net = k.hw_lat["net"][a][pi]
+        return lat + (net if nodes > 1 else 0) if a == "NVLS" else lat + 2 * (nodes - 1) * net
+    if a == "NVLS":
+        return intra + (inter if nodes > 1 else 0.0)
+    return lat + intra + 2 * log2i(nodes) * inter
+
+
+def ll128_ok(k, g: Graph, cc: int) -> bool:
+    """LL128's default enable (tuning.cc:478-494; compute-capability switch up to 2.26,
+    tuning.cc:285-293@v2.18.6, :431-437@v2.25.1; CUDA 11.8's 2-rank Hopper ring case not modelled)."""
+    inter, intra = PATH_TYPES.index(g.type_inter), PATH_TYPES.index(g.type_intra)
+    if k.v >= (2, 27):
+        ok = inter <= PATH_TYPES.index("PXN" if cc >= 90 else "PXB") and cc >= 70
+    else:
+        ok = inter <= PATH_TYPES.index("PXB") or (cc >= 90 and inter <= PATH_TYPES.index("PXN"))
+        ok = ok and cc in ((70, 80, 90, 100, 120) if k.v >= (2, 25) else (70, 80, 90))
+    return ok and intra <= PATH_TYPES.index("NVB")
+
+
+def enabled(k, setup: Setup, graphs: dict) -> dict:
+    """{(algo, proto): enabled} after NCCL_ALGO/NCCL_PROTO and NCCL's own rules (tuning.cc:406-497)."""
+    st = setup.settings
+    algo = dict(st.algo)
+    collnet = setup.collnet_chain is not None
+    if setup.n_nodes == 1:
+        algo["NVLSTree"] = 0
+    if not collnet:
+        algo.update({"CollNetDirect": 0, "CollNetChain": 0})
+        algo["NVLS"] = 0 if setup.n_nodes > 1 else algo["NVLS"]
+        if k.v < (2, 19) and not any(algo[a] for a in ("Ring", "Tree", "NVLS", "NVLSTree")):
+            algo.update(Ring=1, Tree=1)                                  # tuning.cc:268-272@v2.18.6
+    if not setup.nvswitch:
+        algo["CollNetDirect"] = 0
+    out = {}
+    for a in algo:
+        for p in PROTOS:
+            on = st.proto[p]
+            if on == 2:
+                on = ll128_ok(k, graphs[a], setup.compcap)
+            out[(a, p)] = bool(on and algo[a])
+    return out
