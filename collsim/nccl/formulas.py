@@ -109,8 +109,8 @@ def enabled(k, setup: Setup, graphs: dict) -> dict:
     if not collnet:
         algo.update({"CollNetDirect": 0, "CollNetChain": 0})
         algo["NVLS"] = 0 if setup.n_nodes > 1 else algo["NVLS"]
-        if k.v < (2, 19) and not any(algo[a] for a in ("Ring", "Tree", "NVLS", "NVLSTree")):
-            algo.update(Ring=1, Tree=1)                                  # tuning.cc:268-272@v2.18.6
+        if k.v < (2, 24) and not any(algo[a] for a in ("Ring", "Tree", "NVLS", "NVLSTree")):
+            algo.update(Ring=1, Tree=1)                                  # tuning.cc:309-314@v2.23.4
     if not setup.nvswitch:
         algo["CollNetDirect"] = 0
     out = {}

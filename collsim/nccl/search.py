@@ -118,7 +118,7 @@ class Setup:
         (connect.cc:392-405@v2.28.9; 2.20 only with an even node count, connect.cc:383@v2.20.5)."""
         s = self.coll_map[c][0]
         swap = (self.ring.cross_nic == 2 if vnum(self.version) >= (2, 26) else self.ring.cross_nic > 0)
-        swap = swap and self.ring.channels % 2 == 0 and node % 2 == 1
+        swap = swap and self.ring.channels % 2 == 0 and node % 2 == 1 and vnum(self.version) >= (2, 20)
         if vnum(self.version) < (2, 21):
             swap = swap and self.n_nodes % 2 == 0
         return self.rings[s ^ 1 if swap else s]
@@ -163,7 +163,8 @@ def _hw(c, s: Settings) -> _Hw:
     shared = K > 0 and (G // K >= 2 or (c.gpu == "A100" and K == G and G % 2 == 0))
     return _Hw(G, K, T, min(c.nic_GBps, pcie) if multi else (pcie if c.intra == "pcie" else T), nic_cap, shared,
                K == G or shared and G // max(K, 1) == 1, c.intra != "pcie" and gdr,
-               "NVL" if c.intra != "pcie" else ("PIX" if G <= 2 else "PHB"), "PIX" if gdr else "PHB")
+               "LOC" if G == 1 else "NVL" if c.intra != "pcie" else "PIX" if G <= 2 else "PHB",
+               "PIX" if gdr or not multi else "PHB")
 
 
 def _speeds(c, multi: bool) -> tuple:
@@ -223,8 +224,9 @@ def _ring(c, hw: _Hw, s: Settings, maxch: int) -> Graph:
         if not multi:
             return [(min(maxch, nvl(sp, "intra")), "intra")]
         nics = hw.K * floor(hw.nic_cap / sp + 1e-9)
-        if s.cross_nic == 1 and hw.K > 1:
-            return [(min(maxch, nics, nvl(sp, "any")), "any")]
+        if s.cross_nic == 1 and hw.K > 1:  # 2.20-2.22 pair rings whenever crossNic != 0 (search.cc:486@v2.21.5)
+            mode = "paired" if (2, 20) <= vnum(v) < (2, 23) else "any"
+            return [(min(maxch, nics, nvl(sp, mode)), mode)]
         first = "rail" if hw.shared or not hw.pxn else "pxn"
         out = [(min(maxch, nics, nvl(sp, first)), first)]
         if s.cross_nic == 2 and hw.K > 1 and not hw.shared and hw.pxn:
@@ -246,7 +248,7 @@ def _ring(c, hw: _Hw, s: Settings, maxch: int) -> Graph:
         sp = _raise(speeds, sp, fits)
     types = {"pxn": "PXN"}
     return Graph("RING", n, float(sp), float(sp), hw.type_intra, types.get(mode, hw.type_inter) if multi else hw.type_inter,
-                 {"paired": 2, "any": 1}.get(mode, 0))
+                 {"paired": 2 if vnum(v) >= (2, 23) else 1, "any": 1}.get(mode, 0))
 
 
 def _tree(c, hw: _Hw, n: int, pattern: str | None = None) -> Graph:
@@ -254,7 +256,7 @@ def _tree(c, hw: _Hw, n: int, pattern: str | None = None) -> Graph:
     speeds = _speeds(c, multi)
     budget = hw.T * (2 if G == 2 and not multi else 1)
     if pattern is None:
-        pattern = "TREE" if multi and not hw.shared and c.gpu_info.compcap >= 90 else "BALANCED_TREE"
+        pattern = "TREE" if G == 1 or (multi and not hw.shared and c.gpu_info.compcap >= 90) else "BALANCED_TREE"
 
     def intra_ok(x):
         return n * x * ((G - 1) / G if multi else 1) <= budget + 1e-9
@@ -313,7 +315,7 @@ def _rings(c, hw: _Hw, ring: Graph) -> tuple:
         e = _local_gpu(c, k)
         down = tuple((e - i) % G for i in range(G))
         up = tuple((e + i) % G for i in range(G))
-        if ring.cross_nic == 2:
+        if ring.cross_nic == 2 or (ring.cross_nic == 1 and (2, 20) <= vnum(c.nccl) < (2, 23)):
             gpus, nic_out = (up, k - 1) if k % 2 else (down, (k + 1) % hw.K)
         elif ring.cross_nic == 1:
             gpus, nic_out = down, (k + 1) % hw.K

@@ -114,8 +114,9 @@ def read_settings(env: dict | None, version: str) -> Settings:
     (2.24+ lists) or silently replace."""
     env = {k: str(v) for k, v in (env or {}).items() if str(k).startswith("NCCL_")}
     names = algo_names(version)
-    algo = parse_list("NCCL_ALGO", env["NCCL_ALGO"], names, {}, version) if "NCCL_ALGO" in env else \
-        {n: 1 for n in names}
+    algo = {n: 1 for n in names}
+    if "NCCL_ALGO" in env:
+        algo = parse_list("NCCL_ALGO", env["NCCL_ALGO"], names, algo, version)
     proto = {"LL": 1, "LL128": 2, "Simple": 1}
     if "NCCL_PROTO" in env:
         proto = parse_list("NCCL_PROTO", env["NCCL_PROTO"], PROTOS, proto, version)
