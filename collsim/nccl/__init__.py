@@ -1,6 +1,12 @@
-"""NCCL, modelled twice: NCCL's own tuning model (``tuning``, a line-referenced port) and collsim's
-NCCL-shaped model (``layout``: channels and pipeline, no fitted numbers; ``model``: time from
-``params``), plus NCCL_DEBUG logs (``log``) and NCCL_* variables (``env``).
+"""NCCL, modelled twice: NCCL's own tuning model (a line-referenced port of NCCL 2.18-2.28) and
+collsim's NCCL-shaped model (``layout``: channels and pipeline, no fitted numbers; ``model``: time
+from ``params``), plus NCCL_DEBUG logs (``log``) and NCCL_* variables (``env``).
+
+NCCL's own model, in loop order: ``settings`` (NCCL_* variables as a version reads them),
+``graphs`` and ``search`` (what the topology search and channel set-up find for a Cluster),
+``constants`` and ``formulas`` (per-version tuning constants and formulas), ``tuning`` (the table,
+``ncclTopoGetAlgoTime``, the argmin, channels and threads) and ``decision`` (one call per cluster:
+``nccl_decision``, ``nccl_time``, ``cluster_table``).
 
 NCCL's names, spelled once: ``ALGOS`` (the algorithms collsim's model covers), ``PROTOS``,
 ``NCCL_ALGOS`` (NCCL's algorithm index order), ``canonical`` and ``canonical_pair``.

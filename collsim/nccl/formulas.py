@@ -10,7 +10,8 @@ import numpy as np
 
 from collsim.nccl import PROTOS
 from collsim.nccl.constants import NVLS_EFFICIENCY, PATH_TYPES
-from collsim.nccl.search import Graph, Setup
+from collsim.nccl.graphs import Graph
+from collsim.nccl.search import Setup
 
 COLLNET = ("CollNetDirect", "CollNetChain")
 
@@ -114,10 +115,10 @@ def enabled(k, setup: Setup, graphs: dict) -> dict:
     if not setup.nvswitch:
         algo["CollNetDirect"] = 0
     out = {}
-    for a in algo:
+    for a, algo_on in algo.items():
         for p in PROTOS:
             on = st.proto[p]
             if on == 2:
                 on = ll128_ok(k, graphs[a], setup.compcap)
-            out[(a, p)] = bool(on and algo[a])
+            out[(a, p)] = bool(on and algo_on)
     return out

@@ -36,9 +36,17 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.nccl import NCCL_ALGOS, PROTOS, canonical
-from collsim.nccl.constants import NCCL_MAX_NTHREADS, PCI_BW, THREAD_THRESHOLD, TREE_CORRECTION, constants, vnum
+from collsim.nccl.constants import (
+    NCCL_MAX_NTHREADS,
+    PCI_BW,
+    THREAD_THRESHOLD,
+    TREE_CORRECTION,
+    constants,
+    vnum,
+)
 from collsim.nccl.formulas import COLLNET, algbw_ratio, bus_bw, enabled, latency
-from collsim.nccl.search import Graph, Setup
+from collsim.nccl.graphs import Graph
+from collsim.nccl.search import Setup
 from collsim.nccl.settings import algo_names, read_settings
 
 MAX_THREADS = {("Ring", "LL"): 512, ("Ring", "LL128"): 640, ("Ring", "Simple"): 512,
