@@ -96,7 +96,8 @@ def test_2_28_variants(variant, nics, gbit, env):
     s = search(h100(nodes=2, nics=nics, gbit=gbit), env)
     same_graph(s.ring, block["RING"], "2.28")
     same_graph(s.tree, block["TREE"], "2.28")
-    assert (s.nvls.channels, s.nvls.bw_intra, s.nvls.bw_inter) == (8, block["NVLS"]["bw_intra"], block["NVLS"]["bw_inter"])
+    nvls = block["NVLS"]
+    assert (s.nvls.channels, s.nvls.bw_intra, s.nvls.bw_inter) == (8, nvls["bw_intra"], nvls["bw_inter"])
     assert [(list(r.gpus), [r.nic_in, r.nic_out]) for r in s.rings] == block["RING"]["list"]
 
 
@@ -110,6 +111,10 @@ def test_four_nics_ring_and_nvls():
     assert (s.tree.pattern, s.tree.bw_intra, s.tree.bw_inter) == ("BALANCED_TREE", 48.0, 24.0)
     assert s.nvls_heads == ((0, 0), (2, 1), (4, 2), (6, 3))
     assert [r.nic_in for r in s.rings] == [0, 1, 2, 3, 0, 1, 2, 3]   # 4 x 48 doubled to 8 x 24: each NIC twice
+    assert [s.tree_channel(c)[:2] for c in range(8)] == [(0, 0), (2, 1), (4, 2), (6, 3), (1, 0), (3, 1), (5, 2), (7, 3)]
+    pairs = search(Cluster("A100", 8, 2, nics_per_node=8, nic_Gbps=200))     # DGX A100: two GPUs, two NICs a switch
+    assert [(r.gpus[0], r.gpus[-1], r.nic_in, r.nic_out) for r in pairs.rings[:2]] == [(0, 1, 0, 0), (1, 0, 1, 1)]
+    assert [pairs.tree_channel(c)[0] for c in range(8)] == list(range(8))
 
 
 @pytest.mark.parametrize("version, ring", [  # NCCL's own search of the tags without a fixture, same topology
@@ -181,7 +186,8 @@ def test_coll_and_nvls_channels_follow_the_version():
     assert search(h100(), {"NCCL_NVLS_NCHANNELS": "8"}).nvls_channels == 8
     capped = search(h100(), {"NCCL_MAX_CTAS": "4"})
     assert (capped.coll_channels, capped.nvls_channels) == (4, 4)
-    assert search(Cluster("B200", 8)).nvls_channels == 24 and search(Cluster("B200", 8, nccl="2.26")).nvls_channels == 32
+    assert search(Cluster("B200", 8)).nvls_channels == 24                    # one NVL domain, 2.27+
+    assert search(Cluster("B200", 8, nccl="2.26")).nvls_channels == 32
     assert search(Cluster("B200", 8, 2, nics_per_node=8, nic_Gbps=400)).nvls_channels == 32
     assert search(Cluster("B200", 8, 2, nics_per_node=8, nic_Gbps=400)).coll_channels == 16  # 8 doubled; not < 16
 
@@ -217,7 +223,8 @@ def test_bad_channel_settings_are_one_line_errors(env, fragment):
 
 
 def test_every_version_searches_every_preset_shape():
-    shapes = [Cluster("H100", 8), h100(nodes=4), Cluster("A100", 8), Cluster("B200", 8, 2, nics_per_node=8, nic_Gbps=400),
+    shapes = [Cluster("H100", 8), h100(nodes=4), Cluster("A100", 8),
+              Cluster("B200", 8, 2, nics_per_node=8, nic_Gbps=400),
               Cluster("A100", 8, intra="pcie"), h100(nodes=2, nics=1, gbit=100, net="tcp")]
     for v in VERSIONS:
         for c in shapes:

@@ -2,10 +2,12 @@
 
 ``constants(version)`` returns a ``Constants`` record; ``since(version, table)`` reads a
 "from this version on" table. Each version is read at the newest tag of its minor release
-(``TAGS``); ``file:line@tag`` below points into NVIDIA/nccl at that tag (``src/graph/`` for
-tuning.cc, search.cc, connect.cc, topo.h; ``src/`` for enqueue.cc, init.cc; ``src/include/`` for
-device.h; ``src/transport/`` for nvls.cc). Latencies are microseconds per (LL, LL128, Simple);
-bandwidths GB/s (1e9 B/s).
+(``TAGS``; a cluster names only major.minor): 2.28 is v2.28.9-1, whose NET NVLSTree hop (20.9),
+Blackwell 2-node Ring LL128 cap (34.6) and NVLSTree cap (43.8) differ from v2.28.3-1's 14, 73.4
+and 43.1 (tuning.cc:165,179,197@v2.28.9). ``file:line@tag`` points into NVIDIA/nccl at that tag
+(``src/graph/`` for tuning.cc, search.cc, connect.cc, topo.h; ``src/`` for enqueue.cc, init.cc;
+``src/include/`` for device.h; ``src/transport/`` for nvls.cc). Latencies are microseconds per
+(LL, LL128, Simple); bandwidths GB/s (1e9 B/s).
 
 What changes between versions (earlier value -> later value):
 

@@ -100,8 +100,9 @@ def ll128_ok(k, g: Graph, cc: int) -> bool:
     return ok and intra <= PATH_TYPES.index("NVB")
 
 
-def enabled(k, setup: Setup, graphs: dict) -> dict:
-    """{(algo, proto): enabled} after NCCL_ALGO/NCCL_PROTO and NCCL's own rules (tuning.cc:406-497)."""
+def enabled(k, setup: Setup, graphs: dict) -> tuple[dict, dict]:
+    """({algo: on}, {(algo, proto): protocol on}) after NCCL_ALGO/NCCL_PROTO and NCCL's own rules
+    (tuning.cc:406-497); an entry runs when both are on."""
     st = setup.settings
     algo = dict(st.algo)
     collnet = setup.collnet_chain is not None
@@ -114,11 +115,6 @@ def enabled(k, setup: Setup, graphs: dict) -> dict:
             algo.update(Ring=1, Tree=1)                                  # tuning.cc:309-314@v2.23.4
     if not setup.nvswitch:
         algo["CollNetDirect"] = 0
-    out = {}
-    for a, algo_on in algo.items():
-        for p in PROTOS:
-            on = st.proto[p]
-            if on == 2:
-                on = ll128_ok(k, graphs[a], setup.compcap)
-            out[(a, p)] = bool(on and algo_on)
-    return out
+    proto = {(a, p): bool(ll128_ok(k, graphs[a], setup.compcap) if st.proto[p] == 2 else st.proto[p])
+             for a in algo for p in PROTOS}
+    return {a: bool(on) for a, on in algo.items()}, proto

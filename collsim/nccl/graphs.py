@@ -33,8 +33,10 @@ NIC k sits in the PCIe switch of the GPUs that use it (``Cluster.nic_of_local``;
 GPUs and two NICs per switch); "pcie" nodes put each GPU pair under one switch and all switches under
 one CPU (PCIe = 3/4 of ``pcie_GBps``, the CPU crossing costs Intel's 6/5, search.cc:80-88). Known
 differences from NCCL's own search: 4 x B200 on one node (NCCL finds 16 x 50 TREE, here 16 x 40),
-K < G NICs on Hopper before 2.21 (NCCL's tree bwIntra 45, here 48), and the GPU order inside a node
-of 2.18 multi-node rings (NICs and entry GPUs agree).
+K < G NICs on Hopper before 2.21 (NCCL's tree bwIntra 45, here 48), sockets (no GPUDirect) across
+nodes before 2.21 (NCCL's search stops at 2 channels, here 8), the GPU order inside a node of 2.18
+multi-node rings (NICs and entry GPUs agree) and, before 2.27, the entry GPU of DGX A100 rings at
+100 Gb/s (the other GPU of the same switch).
 """
 from __future__ import annotations
 
@@ -46,10 +48,12 @@ from collsim.nccl.settings import Settings
 
 PATTERNS = {"BALANCED_TREE": 1, "SPLIT_TREE": 2, "TREE": 3, "RING": 4, "NVLS": 5, "COLLNET_DIRECT": 6}
 PCIE_GEN = {"A100": 4, "H100": 5, "H200": 5, "B200": 5}  # x16 link to GPU and NIC
-_SM90_INTRA = (("2.18", (60, 40, 30, 24, 20, 15, 12, 6, 3)), ("2.19", (60, 50, 40, 30, 24, 20, 15, 12, 6, 3)),
-               ("2.21", (60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3)))       # search.cc:812@v2.18.6, :843@v2.19.4, :855@v2.21.5
-_SM90_INTER = (("2.18", (48, 45, 42, 40, 30, 24, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, .24, .12)),
-               ("2.19", (48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, .24, .12)))  # :813@v2.18.6, :844@v2.19.4
+PCIE_NCCL = 0.75  # NCCL's x16 GB/s over the nominal one: Gen4 24 of 32 (width x 120 / 80, topo.cc:423-426)
+_SM90_INTRA = (("2.18", (60, 40, 30, 24, 20, 15, 12, 6, 3)),                              # search.cc:812@v2.18.6
+               ("2.19", (60, 50, 40, 30, 24, 20, 15, 12, 6, 3)),                          # search.cc:843@v2.19.4
+               ("2.21", (60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3)))                      # search.cc:855@v2.21.5
+_SM90_INTER = (("2.18", (48, 45, 42, 40, 30, 24, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, .24, .12)),       # :813@v2.18.6
+               ("2.19", (48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, .24, .12)))  # :844@v2.19.4
 _SM100_INTRA = (("2.25", (90, 80, 70, 60, 50, 40, 30, 24, 20, 19)),                      # search.cc:940@v2.25.1
                 ("2.27", (90, 80, 70, 60, 50, 40, 30, 24, 20, 19, 18)))                  # search.cc:962@v2.27.7
 _SM100_INTER = (("2.25", _SM90_INTER[1][1]),                                              # search.cc:941@v2.25.1
@@ -75,23 +79,30 @@ class Graph:
 
 @dataclass(frozen=True)
 class Hw:
+    """A node as the search budgets it: G GPUs, K NICs; T GB/s per GPU inside the node (NVLink, or
+    PCIe through the CPU); max_bw and total_bw (``system->maxBw`` / ``totalBw``, search.cc:38-53);
+    nic_cap GB/s per NIC path; shared: a second GPU sits in the NIC's PCIe switch (a PIX exit);
+    every_exit: every GPU can be some ring's exit; pxn: GPU->NIC through another GPU is possible;
+    path types inside the node and to the NICs."""
     G: int
     K: int
-    T: float            # NVLink (or PCIe) GB/s per GPU as the search budgets it
-    max_bw: float       # system->maxBw
-    nic_cap: float      # GB/s one NIC path carries
-    shared: bool        # a second GPU shares the NIC's PCIe switch (PIX exit)
-    every_exit: bool    # every GPU can be some channel's exit
+    T: float
+    max_bw: float
+    total_bw: float
+    nic_cap: float
+    shared: bool
+    every_exit: bool
     pxn: bool
     type_intra: str
     type_inter: str
 
 
 def hw_of(c, s: Settings) -> Hw:
+    """``Hw`` of cluster ``c`` under settings ``s`` (layout assumptions in the module docstring)."""
     v, info = c.nccl, c.gpu_info
     gdr = c.net != "tcp" and not s.ib_disable
     if c.intra == "pcie":
-        pcie = 0.75 * c.pcie_GBps
+        pcie = PCIE_NCCL * c.pcie_GBps
         T = pcie if c.gpus_per_node <= 2 else pcie * (5 / 6 if c.cpu == "intel" else 1)
     else:
         pcie = 48.0 if PCIE_GEN[c.gpu] == 5 else 24.0
@@ -103,10 +114,11 @@ def hw_of(c, s: Settings) -> Hw:
     multi = c.nodes > 1
     nic_cap = min(c.nic_GBps, pcie if gdr else pcie * 5 / 12)
     shared = K > 0 and (G // K >= 2 or (c.gpu == "A100" and K == G and G % 2 == 0))
-    return Hw(G, K, T, min(c.nic_GBps, pcie) if multi else (pcie if c.intra == "pcie" else T), nic_cap, shared,
-               K == G or shared and G // max(K, 1) == 1, c.intra != "pcie" and gdr,
-               "LOC" if G == 1 else "NVL" if c.intra != "pcie" else "PIX" if G <= 2 else "PHB",
-               "PIX" if gdr or not multi else "PHB")
+    total = pcie if c.intra == "pcie" else T
+    return Hw(G, K, T, min(c.nic_GBps, pcie) if multi else total, total, nic_cap, shared,
+              K == G or shared and G // max(K, 1) == 1, c.intra != "pcie" and gdr,
+              "LOC" if G == 1 else "NVL" if c.intra != "pcie" else "PIX" if G <= 2 else "PHB",
+              "PIX" if gdr or not multi else "PHB")
 
 
 def _speeds(c, multi: bool) -> tuple:
@@ -153,10 +165,12 @@ def _dup(n: int, bw: float, cc: int, maxch: int) -> tuple[int, float]:
 
 
 def ring_graph(c, hw: Hw, s: Settings, maxch: int) -> Graph:
+    """The RING graph: the best channels x speed over NCCL's speed walk, then DupChannels and the pass-2
+    raise. Modes in NCCL's order: "rail" (exit GPU beside the NIC), "pxn" (exit through another GPU),
+    then "paired" (crossNic 2, from 2.20) or "any" (crossNic 1); one node: "intra"."""
     v, multi, G = c.nccl, c.nodes > 1, hw.G
     speeds = _speeds(c, multi)
     spread = hw.T * G / (G - 1) if G > 1 else hw.T
-
     every = {"intra": False, "pxn": False, "rail": hw.every_exit, "paired": True, "any": True}
 
     def nvl(sp, mode):
@@ -180,20 +194,23 @@ def ring_graph(c, hw: Hw, s: Settings, maxch: int) -> Graph:
         target = 1.0 - ((old[1] == "any") - (new[1] == "any")) * .15 if vnum(v) < (2, 20) else 1.0
         return new[0] > old[0] * target
 
-    total = hw.T if c.intra != "pcie" else 0.75 * c.pcie_GBps
-    n, sp, mode = _walk(speeds, lambda x: x <= hw.max_bw and x <= total, options,
-                        lambda n, x, m: n == maxch or n * x >= total, better)
+    n, sp, mode = _walk(speeds, lambda x: x <= hw.max_bw and x <= hw.total_bw, options,
+                        lambda n, x, m: n == maxch or n * x >= hw.total_bw, better)
     n, sp = _dup(n, sp, c.gpu_info.compcap, maxch)
     if vnum(v) >= (2, 19):
         def fits(x):
             return n <= min(maxch, nvl(x, mode), hw.K * floor(hw.nic_cap / x + 1e-9) if multi else maxch)
         sp = _raise(speeds, sp, fits)
     types = {"pxn": "PXN"}
-    return Graph("RING", n, float(sp), float(sp), hw.type_intra, types.get(mode, hw.type_inter) if multi else hw.type_inter,
+    return Graph("RING", n, float(sp), float(sp), hw.type_intra,
+                 types.get(mode, hw.type_inter) if multi else hw.type_inter,
                  {"paired": 2 if vnum(v) >= (2, 23) else 1, "any": 1}.get(mode, 0))
 
 
 def tree_graph(c, hw: Hw, n: int, pattern: str | None = None) -> Graph:
+    """The tree graph with the ring's ``n`` channels (init.cc:1023-1029): the fastest speed that fits,
+    then bwIntra raised towards 2 x bwInter across nodes; BALANCED_TREE unless the NIC's switch holds one
+    GPU on SM90+ (TREE) or the node has one GPU (search.cc:1041)."""
     multi, G = c.nodes > 1, hw.G
     speeds = _speeds(c, multi)
     budget = hw.T * (2 if G == 2 and not multi else 1)
@@ -206,20 +223,22 @@ def tree_graph(c, hw: Hw, n: int, pattern: str | None = None) -> Graph:
     def ok(x):
         return intra_ok(x) and (not multi or ceil(n / max(hw.K, 1)) * x <= hw.nic_cap + 1e-9)
 
-    top = hw.T * G / (G - 1) if G > 1 else hw.T
+    top = hw.total_bw * G / (G - 1) if G > 1 else hw.total_bw                  # search.cc:1074
     inter = next((x for x in speeds if x <= hw.max_bw and x * n <= top + 1e-9 and ok(x)), speeds[-1])
     intra = _raise(speeds, inter, intra_ok, limit=2 * inter) if multi else inter
     return Graph(pattern, n, float(intra), float(inter), hw.type_intra, hw.type_inter)
 
 
 def nvls_graph(c, hw: Hw, heads: int) -> Graph:
+    """The NVLS graph with ``heads`` heads: the fastest speed with (heads + 1) x speed <= T (and within a
+    NIC across nodes); from 2.19 bwInter raised towards 2 x bwIntra (search.cc:1175-1178)."""
     multi, v = c.nodes > 1, c.nccl
     speeds = _speeds(c, multi)
 
     def ok(x):
         return (heads + 1) * x <= hw.T + 1e-9 and (not multi or x <= hw.nic_cap + 1e-9)
 
-    top = hw.T * hw.G / (hw.G - 1)
+    top = hw.total_bw * hw.G / (hw.G - 1)
     s = next((x for x in speeds if x <= hw.max_bw and x * (1 if multi else heads) <= top and ok(x)), speeds[-1])
     if vnum(v) < (2, 19):
         return Graph("NVLS", heads, float(s), float(s), hw.type_intra, hw.type_inter)

@@ -48,10 +48,11 @@ class Setup:
     """What NCCL's init found: graphs (None when not searched), channel counts and the per-channel layout.
 
     coll_channels: CTAs of Ring/Tree (connect.cc:452-491@v2.28.9 with the version's rules);
-    comm_channels: ``comm->nChannels`` (differs only in 2.20-2.21, raised to the NVLS channels,
-    connect.cc:474@v2.20.5); nvls_channels: NVLS/NVLSTree CTAs; coll_map[c]: (search channel, double
-    binary tree 0/1) of coll channel c; rings: node 0's view of each ring search channel; nvls_heads:
-    (GPU, NIC or None) per NVLS head."""
+    comm_channels: ``comm->nChannels``, the ring plateau's divisor (larger than coll_channels only in
+    2.20-2.21, raised to the NVLS channels, connect.cc:474@v2.20.5 and enqueue.cc:1568@v2.21.5);
+    nvls_channels: NVLS/NVLSTree CTAs; coll_map[c]: (search channel, double binary tree 0/1) of coll
+    channel c; rings: node 0's view of each ring search channel (ring order, NIC in, NIC out; without
+    GPUDirect NCCL may enter at another GPU of the same CPU); nvls_heads: (GPU, NIC or None) per head."""
     version: str
     gpu: str
     compcap: int
@@ -89,10 +90,13 @@ class Setup:
 
     def tree_channel(self, c: int) -> tuple:
         """(head GPU, NIC or None, double binary tree 0/1) of coll channel ``c``: the head talks to the
-        network (connect.cc:52-62); channels [0, n) use tree 0, [n, 2n) tree 1 (connect.cc:147-164)."""
+        network (connect.cc:52-62); channels [0, n) use tree 0, [n, 2n) tree 1 (connect.cc:147-164).
+        The head is the NIC's GPU; with two GPUs per NIC the second round of search channels starts at
+        the other GPU (NCCL's search with 4 NICs on 8 GPUs: channels 4-7 at GPUs 1, 3, 5, 7)."""
         s, tree = self.coll_map[c]
         ring = self.rings[s]
-        return ring.gpus[0], ring.nic_in, tree
+        second = self.gpus_per_node == 2 * self.nics_per_node and s >= self.nics_per_node
+        return ring.gpus[0] + second, ring.nic_in, tree
 
 
 def _local_gpu(c, k: int) -> int:
@@ -135,7 +139,7 @@ def search(cluster, env: dict | None = None) -> Setup:
     v, cc, multi = c.nccl, c.gpu_info.compcap, c.nodes > 1
     maxch = since(v, (("2.18", 32), ("2.25", 64)))            # device.h MAXCHANNELS
     hw = hw_of(c, s)
-    ring = ring_graph(c, hw, s, maxch // 2)                          # ring maxChannels MAXCHANNELS/2 (init.cc:1019)
+    ring = ring_graph(c, hw, s, maxch // 2)                   # ring maxChannels MAXCHANNELS/2 (init.cc:1019)
     tree = tree_graph(c, hw, ring.channels)
     nvls = None
     if nvls_support(c, s):
@@ -168,6 +172,7 @@ def search(cluster, env: dict | None = None) -> Setup:
         coll = comm
     heads = tuple((g, None) for g in range(hw.G)) if not multi else tuple(
         (_local_gpu(c, k), k) for k in range(min(hw.K, hw.G)))
-    return Setup(v, c.gpu, cc, c.cpu, c.nodes, c.gpus_per_node, c.nics_per_node, ring, tree, nvls, chain, direct, coll, comm,
+    return Setup(v, c.gpu, cc, c.cpu, c.nodes, c.gpus_per_node, c.nics_per_node, ring, tree, nvls, chain, direct,
+                 coll, comm,
                  nvls_ch, c.intra == "nvswitch", tuple(chans), _rings(c, hw, ring),
                  heads if nvls is not None else (), s)

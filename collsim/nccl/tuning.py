@@ -136,20 +136,19 @@ def tune(setup: Setup) -> TuningTable:
     for a in algo_names(setup.version):
         for p in PROTOS:
             g = graphs[a]
-            skip = a == "PAT" or (a in ("NVLS", "NVLSTree") and (p != "Simple" or (k.v >= (2, 28) and g.channels < 2)))
-            if skip:                                                     # left at 0 (tuning.cc:277-288)
+            nvls_skip = a in ("NVLS", "NVLSTree") and (p != "Simple" or (k.v >= (2, 28) and g.channels < 2))
+            if a == "PAT" or nvls_skip:                                  # left at 0 (tuning.cc:277-288)
                 lat[(a, p)], bw[(a, p)] = 0.0, 0.0
                 continue
             bw[(a, p)] = bus_bw(k, a, p, g, setup, caps) * algbw_ratio(k, a, setup)
             lat[(a, p)] = latency(k, a, p, g, setup, overhead)
-    ring_backup = {p: bw[("Ring", p)] for p in PROTOS}
-    for key, on in enabled(k, setup, graphs).items():
-        if not on:
-            bw[key] = 0.0
-            if key[0] == "Ring" and k.v >= (2, 22) and not st.proto[key[1]]:
-                ring_backup[key[1]] = 0.0                               # tuning.cc:318@v2.22.3
+    algo_on, proto_on = enabled(k, setup, graphs)
+    # Ring's backup bandwidths, zeroed for disabled protocols from 2.22 (tuning.cc:318@v2.22.3)
+    backup = {p: bw[("Ring", p)] * (proto_on[("Ring", p)] or k.v < (2, 22)) for p in PROTOS}
+    for (a, p), on in proto_on.items():
+        bw[(a, p)] *= on and algo_on[a]
     if (2, 19) <= k.v < (2, 24) and not any(bw.values()):            # tuning.cc:303-318@v2.19.4
-        bw.update({("Ring", p): b for p, b in ring_backup.items()})
+        bw.update({("Ring", p): b for p, b in backup.items()})
     threads = dict(MAX_THREADS)
     ring = setup.ring
     simple = st.nthreads or (256 if ring.bw_intra * ring.channels <= PCI_BW else 512)
