@@ -9,7 +9,7 @@ unless a tag is named) and src/transport/nvls.cc:
   doubled again on Hopper+ across nodes when ring bwIntra > 45 and fewer than 16 (connect.cc:473-475;
   2 x n <= MAXCHANNELS and SM90 only up to 2.19, connect.cc:405@v2.18.6; SM90 only up to 2.24),
   cut by NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS and copied up to NCCL_MIN_NCHANNELS / NCCL_MIN_CTAS
-  (connect.cc:486-491); 2.20-2.27 raise them to the NVLS channels (connect.cc:493-495@v2.27.7).
+  (connect.cc:490-491); 2.20-2.27 raise them to the NVLS channels (connect.cc:493-495@v2.27.7).
 - NVLS channels: NCCL_NVLS_NCHANNELS or 16 (SM90), 32 (SM100 across nodes, 2.25+) or 24 (SM100 on one
   node, 2.27+), clamped to [NCCL_MIN_CTAS, NCCL_MAX_CTAS] (nvls.cc:178-199).
 - ring channel c of a node: enters at ``nic_in``'s GPU, leaves from the last GPU through ``nic_out``;

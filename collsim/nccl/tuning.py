@@ -265,7 +265,7 @@ def launch(table: TuningTable, algo: str, proto: str, nbytes: int) -> tuple[int,
     enqueue.cc:1865-1911): Ring/Tree/CollNetChain from the coll channels with ``_shrink``; NVLS and
     NVLSTree the NVLS channels (the coll channels when fewer, for NVLS across nodes, from 2.28),
     CollNetDirect steps down per head count; then +32 threads for Ring Simple, +128 for Tree Simple,
-    at least 96, and Tree always 640 from 2.22 (enqueue.cc:1921@v2.22.3)."""
+    at least 96, and Tree always 640 from 2.22 (enqueue.cc:1655@v2.22.3, :1907)."""
     nc, nt = table.coll_channels, table.max_threads.get((algo, proto), NCCL_MAX_NTHREADS)
     thr = table.thread_threshold.get((algo, proto), THREAD_THRESHOLD[proto])
     v = vnum(table.version)
