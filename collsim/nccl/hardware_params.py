@@ -79,9 +79,11 @@ def hopper_params() -> ModelParams:
     return params_from_dict(json.loads(text), "collsim/nccl/hopper_params.json")
 
 
-def cluster_params(cluster: Cluster, channels: int | None = None, base: ModelParams | None = None) -> ModelParams:
-    """Model parameters for ``cluster`` (see the module docstring); ``channels``: NCCL's coll
-    channel count on it (default ``REFERENCE_CHANNELS``)."""
+def cluster_params(cluster: Cluster, channels: int | None = None, nvls_channels: int = 16,
+                   base: ModelParams | None = None) -> ModelParams:
+    """Model parameters for ``cluster`` (see the module docstring); ``channels``, ``nvls_channels``:
+    NCCL's coll and NVLS channel counts on it (``collsim.nccl.search``; default
+    ``REFERENCE_CHANNELS`` and 16)."""
     base = base or hopper_params()
     gpu, net = cluster.gpu_info, cluster.net_info
     net_step = socket_step_us(base) if cluster.net == "tcp" else RDMA_STEP_US
@@ -113,7 +115,7 @@ def cluster_params(cluster: Cluster, channels: int | None = None, base: ModelPar
         links["nvlink"] = links[intra]
     meta = {"source": f"collsim.nccl.hardware_params.cluster_params({cluster.name or cluster.gpu})",
             "base": base.meta.get("files", base.meta.get("source")), "latency_scale": lat}
-    params = replace(base, paths=paths, link_GBps=links, channels=channels, meta=meta,
+    params = replace(base, paths=paths, link_GBps=links, channels=channels, meta=meta, nvls_channels=nvls_channels,
                      launch_us={**base.launch_us, **LAUNCH_US}, l2_bytes=float(gpu.l2_bytes))
     same = {intra, "nvlink"}
     params = _at_plateau(params, cluster, "Ring", same, cluster.intra_GBps * gpu.ring_efficiency)

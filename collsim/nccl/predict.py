@@ -27,12 +27,18 @@ from collsim.nccl import ALGOS, PROTOS, canonical
 from collsim.nccl.hardware_params import cluster_params
 from collsim.nccl.layout import Config
 from collsim.nccl.model import explain
-from collsim.nccl.choice import decide, nccl_env
+from collsim.nccl.decision import nccl_decision
+from collsim.nccl.search import search
+from collsim.nccl.settings import Settings
 from collsim.simulate.cluster import Cluster
 from collsim.units import bandwidths
 
 HARNESSES = ("nccl-tests", "runner")
 NCCL_TESTS_ITERS = 20   # all_reduce_perf's default -n
+# the NCCL_* variables NCCL's choice (collsim.nccl.settings) or collsim's time (NCCL_BUFFSIZE) reads
+UNDERSTOOD = {"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_COLLNET_ENABLE", "NCCL_CROSS_NIC", "NCCL_IB_DISABLE",
+              "NCCL_LL128_NTHREADS", "NCCL_MAX_CTAS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MIN_NCHANNELS",
+              "NCCL_NET_OVERHEAD", "NCCL_NTHREADS", "NCCL_NVLS_ENABLE", "NCCL_NVLS_NCHANNELS"}
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,7 @@ class Row:
 
 
 def harness_config(cluster: Cluster, harness: str, timing: str, gpus_per_process: int | None, sizes,
-                   settings) -> Config:
+                   settings: Settings) -> Config:
     """The ``Config`` of a measurement by ``harness`` on ``cluster`` with NCCL ``settings``."""
     if harness not in HARNESSES:
         raise CollsimError(f"harness {harness!r:.40} is not one of {', '.join(HARNESSES)}")
@@ -68,7 +74,7 @@ def harness_config(cluster: Cluster, harness: str, timing: str, gpus_per_process
     else:
         key, slices, buffer = "bare", 1, int(max(sizes))
     return Config(cluster.ranks, cluster.nodes, "pci" if cluster.intra == "pcie" else "nvlink", settings.buffsize,
-                  settings.channels, timing, key, slices, buffer, True, "", 0, cluster.nics_per_node, gpp)
+                  None, timing, key, slices, buffer, True, "", 0, cluster.nics_per_node, gpp)
 
 
 def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "default", env: dict | None = None,
@@ -77,26 +83,26 @@ def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "d
     sizes = [int(s) for s in np.atleast_1d(sizes)]
     if not sizes or min(sizes) < 1:
         raise CollsimError("sizes must be positive byte counts")
-    settings = nccl_env(env or {}, cluster)
-    if settings.sockets:
-        cluster = replace(cluster, net="tcp")
+    env = {k: str(v) for k, v in (env or {}).items()}
     if str(algo).lower().startswith("collnet"):
         raise CollsimError("CollNet (SHARP reduction in the InfiniBand switches) is not modelled by collsim")
-    forced = {k: (None if str(v).lower() == "default" else v) for k, v in (("algo", algo), ("proto", proto))}
-    if forced["algo"]:
-        forced["algo"] = canonical(forced["algo"], ALGOS + ("CollNetDirect", "CollNetChain"))
-    if forced["proto"]:
-        forced["proto"] = canonical(forced["proto"], PROTOS)
-    decisions = decide(cluster, sizes, settings, forced["algo"], forced["proto"])
-    params = cluster_params(cluster, settings.coll_channels)
-    params = replace(params, nvls_channels=settings.nvls_channels)
-    cfg = harness_config(cluster, harness, timing, gpus_per_process, sizes, settings)
+    for key, value, names in (("NCCL_ALGO", algo, ALGOS), ("NCCL_PROTO", proto, PROTOS)):
+        if str(value).lower() != "default":
+            env[key] = canonical(value, names)   # forced: NCCL's argmin over what is left
+    setup = search(cluster, env)
+    if setup.settings.ib_disable and cluster.nodes > 1:
+        cluster = replace(cluster, net="tcp")   # sockets carry the inter-node traffic
+    decisions = nccl_decision(cluster, sizes, env)
+    params = cluster_params(cluster, setup.coll_channels, setup.nvls_channels or 16)   # 0: NVLS off
+    cfg = harness_config(cluster, harness, timing, gpus_per_process, sizes, setup.settings)
     rows = []
     for size, d in zip(sizes, decisions):
         if d.algo not in ALGOS:
-            raise CollsimError(f"{d.algo} is not modelled by collsim (CollNet: SHARP in the IB switches)")
+            raise CollsimError(f"NCCL picks {d.algo} here, which collsim does not model (CollNet: SHARP in the switches)")
         e = explain(params, d.algo, d.proto, [size], cfg)[0]
         alg, bus = bandwidths(size, e["time_us"], cluster.ranks)
-        rows.append(Row(size, e["time_us"], alg, bus, d.algo, d.proto, int(e["channels"]), d.time_us, e["dominant"]))
-    return {"cluster": cluster.to_dict(), "settings": settings.to_dict(), "harness": harness, "timing": timing,
+        rows.append(Row(size, e["time_us"], alg, bus, d.algo, d.proto, d.channels, d.time_us, e["dominant"]))
+    settings = {"coll_channels": setup.coll_channels, "nvls_channels": setup.nvls_channels, "env": env,
+                "ignored": sorted(set(env) - UNDERSTOOD)}
+    return {"cluster": cluster.to_dict(), "settings": settings, "harness": harness, "timing": timing,
             "gpus_per_process": cfg.gpus_per_process, "rows": [r.to_dict() for r in rows]}
