@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collsim.checker import static_error
 from collsim.errors import CollsimError
+from collsim.execution import static_error
 from collsim.schedule import COPY, REDUCE, Schedule
 
 

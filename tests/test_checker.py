@@ -6,7 +6,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from collsim.algorithms import ALGORITHMS, build_schedule
-from collsim.checker import check
+from collsim.algorithms.lecture import lecture_ring, lecture_tree
+from collsim.checker import check, contribution_states
+from collsim.errors import CollsimError
+from collsim.execution import atoms_of, run_steps
 from collsim.schedule import Schedule
 
 
@@ -153,6 +156,74 @@ def test_single_rank_and_empty():
     assert r.ok and r.bytes_sent.sum() == 0
     r = check(Schedule.from_steps(2, 3, []))
     assert not r.ok and "never written" in r.error and r.step is None
+
+
+# ------------------------------------------------------------------ contribution_states
+def one_hot_states(s: Schedule):
+    """(distinct, over) from the plain executor on one-hot data: rank r starts with e_r."""
+    p, atoms = s.ranks, len(atoms_of(s)[0]) - 1
+    data = np.zeros((p, atoms, p))
+    data[np.arange(p), :, np.arange(p)] = 1
+    mult = np.stack(list(run_steps(s, data)))
+    return np.count_nonzero(mult, axis=-1), (mult > 1).any(axis=-1)
+
+
+def assert_states_are_the_checkers(s: Schedule) -> None:
+    """contribution_states matches one-hot execution and the verdict, or raises check's error."""
+    r = check(s)
+    try:
+        st = contribution_states(s)
+    except CollsimError as e:
+        assert not r.ok and str(e) == r.error
+        return
+    distinct, over = one_hot_states(s)
+    assert st.distinct.shape == (s.n_steps + 1, s.ranks, len(st.bounds) - 1)
+    assert np.array_equal(st.distinct, distinct) and np.array_equal(st.over, over)
+    assert st.complete() == r.ok, r.error
+
+
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+@pytest.mark.parametrize("p", [6, 8])
+def test_contribution_states_of_every_algorithm(name, p):
+    s = build_schedule(name, p, 23, **({"gpus_per_node": 2} if name.startswith("hierarchical") else {}))
+    st = contribution_states(s)
+    assert st.complete() and np.array_equal(st.bounds, atoms_of(s)[0])
+    assert_states_are_the_checkers(s)
+
+
+@pytest.mark.parametrize("s", [lecture_ring(3, 4), lecture_ring(5, 7), lecture_ring(70, 2),
+                               lecture_tree(4, 8), lecture_tree(5, 3)], ids=lambda s: f"{s.name}-{s.ranks}")
+def test_contribution_states_of_the_lectures_wrong_schedules(s):
+    st = contribution_states(s)
+    assert not st.complete()
+    assert_states_are_the_checkers(s)             # P = 70: bitsets of two words
+
+
+def test_contribution_states_see_double_counting_where_the_checker_does():
+    st = contribution_states(lecture_ring(4, 8))
+    assert not st.over[1].any() and st.over[2].all()      # step 1 adds x_{r+1} a second time
+    assert st.distinct[2, 0, 0] == 3 and check(lecture_ring(4, 8)).step == 1
+
+
+def test_contribution_states_stop_where_the_checker_stops():
+    conflict = faulty(build_schedule("ring", 4, 8), 5, 1, "duplicate")
+    out_of_range = Schedule.from_steps(2, 4, [[(0, 1, 0, 2, "reduce")], [(1, 0, 3, 2, "copy")]])
+    for s in (conflict, out_of_range):
+        with pytest.raises(CollsimError) as e:
+            contribution_states(s)
+        assert str(e.value) == check(s).error and "\n" not in str(e.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(random_schedule())
+def test_contribution_states_on_random_schedules(s):
+    assert_states_are_the_checkers(s)
+
+
+@settings(max_examples=60, deadline=None)
+@given(fault())
+def test_contribution_states_of_injected_faults(case):
+    assert_states_are_the_checkers(faulty(*case))
 
 
 @pytest.mark.slow

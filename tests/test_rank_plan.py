@@ -1,12 +1,13 @@
 """collsim.rank_plan: every rank's sends and receives, executed with numpy as the ranks would run
-them, against the exact sum and against the checker's own executor (``checker.run_steps``)."""
+them, against the exact sum and against the step executor (``execution.run_steps``)."""
 import numpy as np
 import pytest
 
 from collsim.algorithms import ALGORITHMS, build_schedule
 from collsim.algorithms.lecture import LECTURE
-from collsim.checker import atoms_of, check, run_steps
+from collsim.checker import check
 from collsim.errors import CollsimError
+from collsim.execution import atoms_of, run_steps
 from collsim.rank_plan import RankPlan, StepPlan, execute, fit_error, rank_plan
 from collsim.schedule import COPY, REDUCE, Schedule
 
@@ -16,7 +17,7 @@ def plans(s: Schedule) -> list[RankPlan]:
 
 
 def reference(s: Schedule, data: np.ndarray) -> np.ndarray:
-    """The step semantics element by element, from the checker's executor: each atom's elements
+    """The step semantics element by element, from the step executor: each atom's elements
     ride along a trailing axis (padded to the longest atom), so every element is moved for real."""
     bounds, _, _ = atoms_of(s)
     lens = np.diff(bounds)

@@ -60,7 +60,7 @@ def test_grid_states_flags_double_counting_of_lecture_ring():
                                   lambda: __import__("collsim.algorithms.lecture").algorithms.lecture.lecture_tree(4, 8),
                                   lambda: __import__("collsim.algorithms").algorithms.build_schedule(
                                       "tree", 6, 12, chunks=2)])
-def test_bitset_states_agree_with_executed_multiplicities(make):
+def test_grid_states_agree_with_executed_multiplicities(make):
     st = grid.grid_states(make())
     assert st.mult is not None
     assert np.array_equal(st.distinct, np.count_nonzero(st.mult, axis=-1))
@@ -77,7 +77,7 @@ def test_grid_view_executes_only_when_a_later_step_is_shown():
 
 
 def test_run_steps_executes_real_values():
-    from collsim.checker import atoms_of, run_steps
+    from collsim.execution import atoms_of, run_steps
 
     s = ring(3, 10)
     bounds, _, _ = atoms_of(s)

@@ -9,13 +9,14 @@ reduce, blue = copy).
 
 Chunks are the checker's atoms: the segments between all transfer boundaries
 (elements that always move together), so the state is exact for any schedule.
-The state is a contribution bitset per (rank, chunk) (one bit per rank, as
-in the checker): a reduce ORs the sender's bits into the receiver's and flags
-"more than once" where they overlap, a copy overwrites both. Per-step
-multiplicities (for cell text, small schedules only) come from the checker's
-executor (``collsim.checker.run_steps``) on one-hot data: rank r starts with
-the unit vector e_r in every chunk, so after any step a chunk holds the
-multiplicity of each rank's contribution (2 = counted twice).
+The colours are the checker's own execution, counted after every step
+(``collsim.checker.contribution_states``: contribution bitsets, a reduce ORs the
+sender's bits into the receiver's and flags "more than once" where they overlap,
+a copy overwrites both), so the last picture is all green exactly when
+``collsim.checker.check`` passes. Per-step multiplicities (for cell text, small
+schedules only) come from the plain executor (``collsim.execution.run_steps``)
+on one-hot data: rank r starts with the unit vector e_r in every chunk, so after
+any step a chunk holds the multiplicity of each rank's contribution (2 = counted twice).
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collsim.checker import atoms_of, expand_atoms, run_steps
+from collsim.checker import ContributionStates, contribution_states
+from collsim.execution import atoms_of, run_steps
 from collsim.schedule import REDUCE, Schedule
 
 LABEL_LIMIT = 48          # write the contributions into cells when ranks x chunks is at most this
@@ -34,92 +36,34 @@ COPY_RGBA = (0.12, 0.47, 0.71, 0.9)
 
 
 @dataclass
-class GridStates:
-    """Contribution state of every (rank, chunk) before each step and after the last.
+class GridStates(ContributionStates):
+    """``collsim.checker.ContributionStates`` (bounds, distinct, over: chunks are the checker's
+    atoms) and ``mult``: float array (n_steps + 1, ranks, n_chunks, ranks) of multiplicities, or
+    None when too large to keep."""
 
-    Attributes:
-        bounds: chunk boundaries in elements (length n_chunks + 1).
-        distinct: int array (n_steps + 1, ranks, n_chunks): how many ranks'
-            contributions the cell holds; index s is the state at the start of step s.
-        over: bool array, same shape: some contribution is held more than once.
-        mult: float array (n_steps + 1, ranks, n_chunks, ranks) of multiplicities,
-            or None when too large to keep.
-    """
-
-    bounds: np.ndarray
-    distinct: np.ndarray
-    over: np.ndarray
     mult: np.ndarray | None
 
     @property
     def n_chunks(self) -> int:
         return len(self.bounds) - 1
 
-    def complete(self) -> bool:
-        """True when every cell ends holding each contribution exactly once."""
-        return bool(np.all(self.distinct[-1] == self.distinct.shape[1]) and not self.over[-1].any())
-
 
 def grid_states(schedule: Schedule) -> GridStates:
-    """Execute ``schedule`` on contribution bitsets and record each step's grid state.
+    """Every step's grid state: ``collsim.checker.contribution_states`` plus multiplicities.
 
-    A bad rank or element range raises ``CollsimError`` (from ``run_steps``).
-    Multiplicities (``mult``) are kept when (steps + 1) x ranks^2 x chunks is
-    below ``_FULL_STATE_LIMIT``.
+    A schedule the checker stops early (bad rank or element range, a copy and
+    another write to the same elements in one step) raises ``CollsimError``
+    with the checker's message. Multiplicities (``mult``) are kept when
+    (steps + 1) x ranks^2 x chunks is below ``_FULL_STATE_LIMIT``.
     """
-    P = schedule.ranks
-    bounds, first, end = atoms_of(schedule)
-    C = len(bounds) - 1
-    one_hot = np.zeros((P, C, P))
-    one_hot[np.arange(P), :, np.arange(P)] = 1.0
+    st = contribution_states(schedule)
+    P, C = schedule.ranks, st.distinct.shape[2]
+    mult = None
     if (schedule.n_steps + 1) * P * C * P <= _FULL_STATE_LIMIT:
+        one_hot = np.zeros((P, C, P))
+        one_hot[np.arange(P), :, np.arange(P)] = 1.0
         mult = np.stack(list(run_steps(schedule, one_hot)))
-    else:
-        mult = None
-        next(run_steps(schedule, one_hot[:, :, :0]))       # validates ranks and ranges
-    distinct, over = _bitset_states(schedule, first, end, C)
-    return GridStates(bounds, distinct, over, mult)
-
-
-def _bitset_states(schedule: Schedule, first, end, C: int):
-    """(distinct, over) arrays (n_steps + 1, ranks, C) from contribution bitsets (P/64 words a cell)."""
-    P, n = schedule.ranks, schedule.n_steps
-    t, atom = expand_atoms(0, schedule.n_transfers, first, end)
-    ptr = np.r_[0, np.cumsum(end - first)][schedule.step_ptr]     # steps in the expanded arrays
-    src, dst, red = schedule.src[t] * C + atom, schedule.dst[t] * C + atom, schedule.op[t] == REDUCE
-    bits = np.zeros((P * C, (P + 63) // 64), np.uint64)             # cell r * C + c
-    r = np.repeat(np.arange(P), C)
-    bits[np.arange(P * C), r // 64] = np.uint64(1) << (r % 64).astype(np.uint64)
-    ov = np.zeros(P * C, bool)
-    distinct = np.ones((n + 1, P * C), np.uint8 if P < 255 else np.int32)
-    over = np.zeros((n + 1, P * C), bool)
-    for k in range(n):
-        s_, d_, r_ = (a[ptr[k]:ptr[k + 1]] for a in (src, dst, red))
-        inb, ino = bits[s_], ov[s_]                   # every send reads the start-of-step state
-        ds = np.sort(d_)
-        if (ds[1:] == ds[:-1]).any():      # cells receiving several: reduces merge, then copies
-            u, inv = np.unique(d_[r_], return_inverse=True)
-            merged = bits[u]
-            held = _count(merged)
-            np.add.at(held, inv, _count(inb[r_]))
-            np.bitwise_or.at(merged, inv, inb[r_])
-            o = ov[u] | (held != _count(merged))
-            np.logical_or.at(o, inv, ino[r_])
-            bits[u], ov[u] = merged, o
-            bits[d_[~r_]], ov[d_[~r_]] = inb[~r_], ino[~r_]
-        else:
-            have = bits[d_]
-            ov[d_] = ino | (r_ & (ov[d_] | (have & inb).any(axis=1)))
-            bits[d_] = np.where(r_[:, None], have | inb, inb)
-        distinct[k + 1] = distinct[k]
-        distinct[k + 1][d_] = _count(bits[d_])
-        over[k + 1] = ov
-    return distinct.reshape(n + 1, P, C), over.reshape(n + 1, P, C)
-
-
-def _count(words: np.ndarray) -> np.ndarray:
-    """Set bits per row of a (n, words) uint64 array."""
-    return np.bitwise_count(words).sum(axis=1, dtype=np.int64)
+    return GridStates(st.bounds, st.distinct, st.over, mult)
 
 
 def held_color(fraction):
