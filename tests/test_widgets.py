@@ -33,21 +33,25 @@ def test_explore_builds_checks_and_simulates():
         se.explore("ring", 65, 1024, "h200-nvlink")
 
 
-def test_cost_series_matches_closed_form_and_two_levels():
+def test_closed_series_are_closed_forms_on_one_or_two_levels():
     from collsim.cost import closed_form
 
     sizes = ce.size_grid(10, 20)
     assert sizes[0] == 1024 and sizes[-1] == 1 << 20 and np.all(np.diff(sizes) > 0)
-    one = ce.cost_series(sizes, 8, 5e-6, 1e-11)
-    assert "hierarchical" not in one
-    assert one["ring"][3] == pytest.approx(closed_form("ring", 8, int(sizes[3]), 5e-6, 1e-11))
-    two = ce.cost_series(sizes, 16, 2e-6, 1e-12, 8, 8e-6, 2e-11)
-    assert two["ring"][0] == pytest.approx(closed_form("ring", 16, int(sizes[0]), 8e-6, 2e-11))
+    intra, inter = (2e-6, 1e-12), (8e-6, 2e-11)
+    one = ce.closed_series(sizes, 8, 8, intra, inter)          # one node of 8: the intra link only
+    assert list(one) == ["ring", "tree", "recursive-doubling"]
+    assert one["ring"][3] == pytest.approx(closed_form("ring", 8, int(sizes[3]), *intra))
+    two = ce.closed_series(sizes, 16, 8, intra, inter)
+    assert list(two) == list(ce.CURVES)
+    assert two["ring"][0] == pytest.approx(closed_form("ring", 16, int(sizes[0]), *inter))
     assert two["hierarchical"][0] == pytest.approx(closed_form(
-        "hierarchical", 16, int(sizes[0]), 2e-6, 1e-12, gpus_per_node=8, alpha_inter=8e-6,
-        beta_inter=2e-11))
-    with pytest.raises(CollsimError):
-        ce.cost_series(sizes, 12, 5e-6, 1e-11, 8)
+        "hierarchical", 16, int(sizes[0]), *intra, gpus_per_node=8, alpha_inter=8e-6, beta_inter=2e-11))
+    odd = ce.size_grid(3, 5)                                     # 11 and 23 bytes: not whole floats
+    assert 11 in odd and np.allclose(ce.closed_series(odd, 8, 8, intra, inter)["tree"],
+                                     closed_form("tree", 8, odd, *intra))
+    with pytest.raises(CollsimError, match="does not divide"):
+        ce.closed_series(sizes, 12, 8, intra, inter)
     with pytest.raises(CollsimError):
         ce.size_grid(20, 10)
 
@@ -143,7 +147,7 @@ def test_cost_explorer_updates_curves_and_crossovers():
     ex.kind.value = "busbw"
     assert ex.views["busbw"].lines["ring"].get_ydata().max() <= 360.0
     ex.ranks.value = 12                       # 12 ranks do not fill nodes of 8
-    assert "do not fill" in ex.error
+    assert "does not divide" in ex.error
     ex.gpus_per_node.value = 4
     assert ex.error == "" and "hierarchical" in ex.series
 

@@ -16,34 +16,26 @@ from collsim.widgets import settle_heap
 CURVES = ("ring", "tree", "recursive-doubling", "hierarchical")
 
 
-def cost_series(sizes, ranks: int, alpha_s: float, beta_s_per_byte: float,
-                gpus_per_node: int | None = None, alpha_inter_s: float | None = None,
-                beta_inter_s_per_byte: float | None = None, names=CURVES) -> dict[str, np.ndarray]:
-    """Closed-form times (seconds) of each algorithm at ``sizes`` (bytes per rank).
+def closed_series(sizes, ranks: int, gpus_per_node: int, intra: tuple[float, float],
+                  inter: tuple[float, float]) -> dict[str, np.ndarray]:
+    """Closed-form times (seconds) of each of ``CURVES`` at ``sizes`` (bytes per rank) from
+    ``collsim.sweep.sweep(method="closed")``; ``intra``/``inter`` are (alpha s, beta s/byte).
 
-    Hierarchical appears only on two levels (1 < gpus_per_node < ranks, ranks a
-    multiple of it); the inter-node link defaults to the intra-node one.
+    On two levels (1 < gpus_per_node < ranks) the flat algorithms pay the inter-node link and
+    hierarchical appears (intra-node link inside nodes); on one level every curve but
+    hierarchical uses ``intra``.
     """
-    from collsim.cost import closed_form
+    from collsim.sweep import sweep
 
-    if ranks < 1:
-        raise CollsimError(f"ranks must be >= 1, got {ranks}")
-    a_in = alpha_s if alpha_inter_s is None else alpha_inter_s
-    b_in = beta_s_per_byte if beta_inter_s_per_byte is None else beta_inter_s_per_byte
-    two_level = gpus_per_node is not None and 1 < gpus_per_node < ranks
-    if two_level and ranks % gpus_per_node:
-        raise CollsimError(f"{ranks} ranks do not fill nodes of {gpus_per_node} GPUs")
-    flat_alpha, flat_beta = (a_in, b_in) if two_level else (alpha_s, beta_s_per_byte)
-    sizes = np.asarray(sizes, dtype=np.int64)
-    out = {}
-    for name in names:
-        if name == "hierarchical":
-            if two_level:
-                out[name] = closed_form(name, ranks, sizes, alpha_s, beta_s_per_byte,
-                                        gpus_per_node=gpus_per_node, alpha_inter=a_in, beta_inter=b_in)
-        else:
-            out[name] = closed_form(name, ranks, sizes, flat_alpha, flat_beta)
-    return out
+    two_level = 1 < gpus_per_node < ranks
+    flat_alpha, flat_beta = inter if two_level else intra
+    tables = [sweep([c for c in CURVES if c != "hierarchical"], ranks, sizes, alpha=flat_alpha,
+                    beta=flat_beta, method="closed", itemsize=1)]
+    if two_level:
+        tables.append(sweep("hierarchical", ranks, sizes, alpha=intra[0], beta=intra[1], method="closed",
+                            itemsize=1, gpus_per_node=gpus_per_node, alpha_inter=inter[0],
+                            beta_inter=inter[1]))
+    return {name: t["time_s"][t["algo"] == name] for t in tables for name in dict.fromkeys(t["algo"])}
 
 
 def size_grid(log2_min: int, log2_max: int, per_octave: int = 2) -> np.ndarray:
@@ -106,9 +98,9 @@ class CostExplorer:
         P = self.ranks.value
         try:
             sizes = size_grid(*self.sizes.value)
-            series = cost_series(sizes, P, self.latency.value * 1e-6, 1e-9 / self.bandwidth.value,
-                                 self.gpus_per_node.value, self.inter_latency.value * 1e-6,
-                                 1e-9 / self.inter_bandwidth.value)
+            series = closed_series(sizes, P, self.gpus_per_node.value,
+                                   (self.latency.value * 1e-6, 1e-9 / self.bandwidth.value),
+                                   (self.inter_latency.value * 1e-6, 1e-9 / self.inter_bandwidth.value))
         except CollsimError as e:
             self.error = str(e)
             self.status.value = f"<b style='color:#b00'>{e}</b>"
