@@ -181,22 +181,33 @@ def test_measured_vs_predicted_on_synthetic_files(tmp_path):
     save_params(default_params(), params)
     w = mv.MeasuredVsPredicted([a, b], params)
     labels = list(w.config.options)
-    assert len(labels) == 2 and any(l.startswith("Ring/LL") for l in labels)
-    w.config.value = next(l for l in labels if l.startswith("Ring/LL"))
-    assert list(w.comparison.sizes) == sizes
-    assert np.allclose(w.comparison.abs_rel_error, 1 - 1 / 1.10)
+    assert labels == [c["config"] for c in w.result["configs"]] and len(labels) == 2
+    w.config.value = next(l for l in labels if l.startswith("Ring/LL/"))
+    c = w.comparison
+    assert c["sizes"] == sizes and c["config"] == w.config.value
+    assert np.allclose(np.array(c["collsim_us"]) / c["measured_us"], 1 / 1.10)
     assert "median |error| 9.1%" in w.status.value
+    measured = w.panel.lines[0]["measured"]                # the panel's artists, moved in place
+    assert np.allclose(measured.get_ydata(), c["measured_us"])
+    err = w.panel.lines[0]["collsim_err"].get_ydata()
+    assert np.allclose(err, 100 * (1 / 1.10 - 1))         # signed error strip
     picture = w.image.value
-    w.config.value = next(l for l in labels if l.startswith("Tree/Simple"))
-    assert np.allclose(w.comparison.abs_rel_error, 0.0) and w.image.value != picture
+    w.config.value = next(l for l in labels if l.startswith("Tree/Simple/"))
+    assert w.panel.lines[0]["measured"] is measured and len(w.panel.lines) == 1
+    assert np.allclose(w.panel.lines[0]["collsim_err"].get_ydata(), 0.0) and w.image.value != picture
+    assert "median |error| 0.0%" in w.status.value
 
 
-def test_configurations_need_labelled_points(tmp_path):
-    from collsim.fit.points import load_points
+def test_measured_vs_predicted_shows_nccls_choice_too(tmp_path):
+    from collsim.nccl.params import default_params, save_params
 
     p = tmp_path / "x.jsonl"
     with open(p, "w") as f:
         f.write(json.dumps({"type": "meta", "world_size": 2}) + "\n")
         f.write(json.dumps(result_record(1024, 256, "float32", 10.0, 2, 0)) + "\n")
-    with pytest.raises(CollsimError, match="nothing to predict"):
-        mv.configurations(load_points([p]))
+    params = tmp_path / "params.json"
+    save_params(default_params(), params)
+    w = mv.MeasuredVsPredicted([p], params)
+    assert list(w.config.options) == [w.comparison["config"]]
+    assert w.comparison["config"].startswith("default/default/2r1n/")
+    assert np.isfinite(w.comparison["collsim_us"]).all()    # predicted with the pair NCCL would pick

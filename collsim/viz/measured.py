@@ -1,5 +1,5 @@
 """One measured-vs-predicted panel: measured AllReduce times, collsim's model and NCCL's own model
-over an error strip (``collsim compare --plot``, ``collsim demo``)."""
+over an error strip (``collsim compare --plot``, ``collsim demo``, ``collsim.widgets.measured``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,37 +8,74 @@ from collsim.fit.compare import config_name
 from collsim.nccl.model import predict
 
 
-def draw_measured(top, bottom, result: dict, params=None, points=None, configs=None, max_configs: int = 8) -> None:
-    """Measured vs predicted on two axes: ``top`` log-log time vs size (measured points, collsim's
+class MeasuredPanel:
+    """Measured vs predicted on two axes, for configurations of ``result``
+    (``collsim.fit.compare.compare``): ``top`` log-log time vs size (measured points, collsim's
     curve, NCCL's model dashed), ``bottom`` the error of each in percent, one colour per
-    configuration of ``result`` (``collsim.fit.compare.compare``), the first ``max_configs`` or
-    those named in ``configs``. With ``params`` and ``points`` collsim's curve is drawn densely
-    between the measured sizes for labelled configurations."""
-    by_name = {config_name(p): p for p in points or []}
-    shown = [c for c in result["configs"] if configs is None or c["config"] in configs][:max_configs]
-    for i, c in enumerate(shown):
-        color, p0 = f"C{i}", by_name.get(c["config"])
+    configuration. With ``params`` and ``points`` collsim's curve is drawn densely between the
+    measured sizes for labelled configurations. ``show`` picks the configurations; it reuses
+    the artists, so a widget can move one panel from configuration to configuration."""
+
+    def __init__(self, top, bottom, result: dict, params=None, points=None):
+        self.top, self.bottom, self.result, self.params = top, bottom, result, params
+        self.by_name = {config_name(p): p for p in points or []}
+        self.lines: list[dict] = []          # per colour: measured, collsim, nccl, collsim_err, nccl_err
+        top.set(xscale="log", yscale="log", ylabel="time per AllReduce (us)",
+                title=f"measured vs predicted ({result['points']} points)")
+        bottom.set(xscale="log", xlabel="message size (bytes)", ylabel="error (%)")
+        bottom.axhline(0, color="grey", lw=0.5)
+        self.styles = [top.plot([], [], "k-", label="collsim model")[0],
+                       top.plot([], [], "k--", label="NCCL tuning model")[0]]
+
+    def show(self, configs=None, max_configs: int = 8) -> list[dict]:
+        """Draw the first ``max_configs`` configurations, or those named in ``configs``; returns
+        their entries of ``result["configs"]``."""
+        shown = [c for c in self.result["configs"] if configs is None or c["config"] in configs][:max_configs]
+        while len(self.lines) < len(shown):
+            color = f"C{len(self.lines)}"
+            self.lines.append({
+                "measured": self.top.plot([], [], "o", color=color, ms=4)[0],
+                "collsim": self.top.plot([], [], "-", color=color, lw=1.2)[0],
+                "nccl": self.top.plot([], [], "--", color=color, lw=1)[0],
+                "collsim_err": self.bottom.plot([], [], "-", color=color, marker=".", lw=1)[0],
+                "nccl_err": self.bottom.plot([], [], "--", color=color, marker=".", lw=1)[0]})
+        for i, lines in enumerate(self.lines):
+            for line in lines.values():
+                line.set_visible(i < len(shown))
+            if i < len(shown):
+                self._set(lines, shown[i])
+        self.top.legend(handles=[lines["measured"] for lines in self.lines[:len(shown)]] + self.styles,
+                        fontsize=7)
+        for ax in (self.top, self.bottom):
+            ax.relim(visible_only=True)
+            ax.autoscale_view()
+        return shown
+
+    def _set(self, lines: dict, c: dict) -> None:
         sizes = np.array(c["sizes"], float)
         order = np.argsort(sizes)
-        top.loglog(sizes, c["measured_us"], "o", color=color, ms=4, label=f"{c['config']} measured")
-        if params is not None and p0 is not None and p0.algo and p0.proto:
+        sizes, meas = sizes[order], np.array(c["measured_us"])[order]
+        ours, theirs = np.array(c["collsim_us"])[order], np.array(c["nccl_model_us"])[order]
+        lines["measured"].set_data(sizes, meas)
+        lines["measured"].set_label(f"{c['config']} measured")
+        p0 = self.by_name.get(c["config"])
+        if self.params is not None and p0 is not None and p0.algo and p0.proto:
             dense = np.unique(np.geomspace(sizes.min(), sizes.max(), 200).astype(np.int64))
-            top.loglog(dense, predict(params, p0.algo, p0.proto, dense, p0.config), "-", color=color, lw=1.2)
+            lines["collsim"].set_data(dense, predict(self.params, p0.algo, p0.proto, dense, p0.config))
         else:
-            top.loglog(sizes[order], np.array(c["collsim_us"])[order], "-", color=color, lw=1.2)
-        top.loglog(sizes[order], np.array(c["nccl_model_us"])[order], "--", color=color, lw=1)
-        meas = np.array(c["measured_us"])
-        for key, style in (("collsim_us", "-"), ("nccl_model_us", "--")):
-            err = 100 * (np.array(c[key]) / meas - 1)
-            bottom.semilogx(sizes[order], err[order], style, color=color, marker=".", lw=1)
-    top.plot([], [], "k-", label="collsim model")
-    top.plot([], [], "k--", label="NCCL tuning model")
-    top.set_ylabel("time per AllReduce (us)")
-    top.legend(fontsize=7)
-    top.set_title(f"measured vs predicted ({result['points']} points)")
-    bottom.axhline(0, color="grey", lw=0.5)
-    bottom.set_xlabel("message size (bytes)")
-    bottom.set_ylabel("error (%)")
+            lines["collsim"].set_data(sizes, ours)
+        lines["nccl"].set_data(sizes, theirs)
+        lines["collsim_err"].set_data(sizes, 100 * (ours / meas - 1))
+        lines["nccl_err"].set_data(sizes, 100 * (theirs / meas - 1))
+
+
+def draw_measured(top, bottom, result: dict, params=None, points=None, configs=None,
+                  max_configs: int = 8) -> MeasuredPanel:
+    """``MeasuredPanel`` on ``top`` and ``bottom`` showing ``configs`` (None: the first
+    ``max_configs`` configurations of ``result``)."""
+    panel = MeasuredPanel(top, bottom, result, params, points)
+    panel.show(configs, max_configs)
+    return panel
 
 
 def plot_compare(result: dict, params, points, path) -> None:
