@@ -58,3 +58,30 @@ def test_selection_errors_and_plot(tmp_path):
     png = tmp_path / "c.png"
     plot_compare(res, params, select(pts, params, "even")[0], png)
     assert png.stat().st_size > 10_000
+
+
+def test_measured_panel_draws_compare_entries_and_moves_in_place(tmp_path):
+    from matplotlib.figure import Figure
+
+    from collsim.viz.measured import draw_measured
+
+    pts = load_points([write_run(tmp_path / "a.jsonl", 1, timings=("graph",))])
+    res = compare(true_params(), pts, "all")
+    top, bottom = Figure().subplots(2, 1, sharex=True)
+    panel = draw_measured(top, bottom, res, true_params(), pts, max_configs=2)
+    first, second = res["configs"][:2]
+    assert [lines["measured"].get_label() for lines in panel.lines] == [
+        f"{c['config']} measured" for c in (first, second)]
+    order = np.argsort(second["sizes"])
+    meas = np.array(second["measured_us"])[order]
+    assert np.allclose(panel.lines[1]["measured"].get_ydata(), meas)
+    assert np.allclose(panel.lines[1]["nccl_err"].get_ydata(),
+                       100 * (np.array(second["nccl_model_us"])[order] / meas - 1))
+    assert len(panel.lines[0]["collsim"].get_xdata()) > len(first["sizes"])    # dense, from params
+    measured = panel.lines[0]["measured"]
+    assert panel.show([second["config"]]) == [second]          # one configuration: the artists move
+    assert panel.lines[0]["measured"] is measured and np.allclose(measured.get_ydata(), meas)
+    assert not panel.lines[1]["measured"].get_visible()
+    assert [t.get_text() for t in top.get_legend().get_texts()] == [
+        f"{second['config']} measured", "collsim model", "NCCL tuning model"]
+    assert top.get_ylim()[0] <= meas.min() and top.get_ylim()[1] >= meas.max()

@@ -67,6 +67,20 @@ def test_grid_states_agree_with_executed_multiplicities(make):
     assert np.array_equal(st.over, (st.mult > 1).any(axis=-1))
 
 
+def test_grid_states_are_the_checkers_and_refuse_what_it_refuses():
+    from collsim.checker import check, contribution_states
+    from collsim.schedule import Schedule
+
+    s = ring(5, 23)
+    st, proof = grid.grid_states(s), contribution_states(s)
+    assert np.array_equal(st.distinct, proof.distinct) and np.array_equal(st.over, proof.over)
+    steps = [[(0, 1, 0, 4, "reduce"), (1, 0, 0, 4, "reduce")], [(0, 1, 0, 4, "copy"), (1, 1, 0, 4, "reduce")]]
+    conflict = Schedule.from_steps(2, 4, steps)        # step 1 copies and reduces into rank 1
+    with pytest.raises(CollsimError) as e:
+        grid.grid_states(conflict)
+    assert str(e.value) == check(conflict).error and "a copy and another transfer" in str(e.value)
+
+
 def test_grid_view_executes_only_when_a_later_step_is_shown():
     calls = []
     s = ring(8, 64)
