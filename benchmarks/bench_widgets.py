@@ -17,6 +17,10 @@ control change until that tick has shown the timeline too.
 
 MeasuredVsPredicted on the bundled 2 x H200 files (as notebook 05): every
 configuration's first visit, then revisits.
+
+Execution: ``grid_states`` (the grid of every step: the checker's execution,
+``collsim.checker.contribution_states``) and ``check`` of ring and tree on 64
+ranks, the best of 7 calls each.
 """
 from __future__ import annotations
 
@@ -107,6 +111,20 @@ def measured_rows() -> tuple[list, list]:
     return first, again
 
 
+def execution_rows(ranks: int = 64, repeats: int = 7) -> list[tuple]:
+    """(algorithm, transfers, grid_states ms, check ms), the best of ``repeats`` calls."""
+    from collsim.algorithms import build_schedule
+    from collsim.checker import check
+    from collsim.viz.grid import grid_states
+
+    rows = []
+    for algo in ("ring", "tree"):
+        s = build_schedule(algo, ranks, 2**18)
+        best = [min(_ms(lambda: fn(s)) for _ in range(repeats)) for fn in (grid_states, check)]
+        rows.append((algo, s.n_transfers, *best))
+    return rows
+
+
 def main() -> None:
     import matplotlib
 
@@ -133,6 +151,8 @@ def main() -> None:
     first, again = measured_rows()
     print(f"MeasuredVsPredicted ({len(first)} configurations): first visit {_stats(first)} ms, "
           f"revisit {_stats(again)} ms (median / max)")
+    for algo, n, grid_ms, check_ms in execution_rows():
+        print(f"{algo} P=64 ({n} transfers): grid_states {grid_ms:.1f} ms, check {check_ms:.1f} ms (best of 7)")
     gc_only = sum(t - g <= 50 < t for t, g in _SLOW)
     worst = ", ".join(f"{t:.0f} ms with {g:.0f} ms of GC" for t, g in sorted(_SLOW, reverse=True)[:5])
     print(f"updates over 50 ms, all widgets: {len(_SLOW)}, of which {gc_only} only because a full "

@@ -150,7 +150,9 @@ def contribution_states(schedule: Schedule) -> ContributionStates:
     over = np.empty(shape, bool)
     distinct[0], over[0] = 1, False
     for k, st in enumerate(run, start=1):
-        distinct[k], over[k] = st.held(), st.twice < NONE
+        cells = st.written
+        distinct[k], over[k] = distinct[k - 1], over[k - 1]
+        distinct[k, cells], over[k, cells] = st.held(cells), st.twice[cells] < NONE
     if st.error:
         raise CollsimError(_message(*st.error))
     shape = (s.n_steps + 1, s.ranks, st.atoms)

@@ -82,7 +82,8 @@ class Execution:
     ``twice`` and ``stale`` (earliest carried mistake, ``NONE`` if none); per
     transfer with a mistake ``ev_atom`` (its first such atom) and ``ev_bits``
     (the bits doubled or missing). ``error``: the hard error (step, index within
-    step, reason) that ended the execution, else None.
+    step, reason) that ended the execution, else None; ``written``: the cells the last
+    step wrote (the state of no other cell changed).
     """
 
     def __init__(self, s: Schedule, seed: int = 0):
@@ -109,7 +110,7 @@ class Execution:
         self.stale = np.full(cells, NONE, np.int64)
         self.ev_atom = np.zeros(s.n_transfers, np.int64)
         self.ev_bits = np.zeros((s.n_transfers, words), np.uint64)
-        self.error = None
+        self.error, self.written = None, np.zeros(0, np.int64)
         self._plan(*expand_atoms(0, self.limit, a_lo, a_hi))
 
     def _plan(self, t: np.ndarray, atom: np.ndarray) -> None:
@@ -156,9 +157,9 @@ class Execution:
                 return
             yield self
 
-    def held(self) -> np.ndarray:
-        """How many ranks' contributions each cell holds."""
-        return _count(self.bits)
+    def held(self, cells=slice(None)) -> np.ndarray:
+        """How many ranks' contributions each cell (of ``cells``) holds."""
+        return _count(self.bits[cells])
 
     def locate(self, i: int) -> tuple[int, int]:
         """(step, index within the step) of transfer ``i``."""
@@ -200,12 +201,14 @@ class Execution:
             np.add.at(self.value, cells, in_val[r])
             np.minimum.at(self.twice, cells, np.where(twice, t[r], in_twice[r]))
             np.minimum.at(self.stale, cells, in_stale[r])
-        partial = (in_bits[c] != self.full).any(axis=1)
-        self._record(t[c], atom[c], partial, self.full & ~in_bits[c])
-        cells = dst[c]
-        self.value[cells], self.bits[cells], self.twice[cells] = in_val[c], in_bits[c], in_twice[c]
-        self.stale[cells] = np.where(partial, np.minimum(in_stale[c], t[c]), in_stale[c])
+        if lo < mid:
+            partial = (in_bits[c] != self.full).any(axis=1)
+            self._record(t[c], atom[c], partial, self.full & ~in_bits[c])
+            cells = dst[c]
+            self.value[cells], self.bits[cells], self.twice[cells] = in_val[c], in_bits[c], in_twice[c]
+            self.stale[cells] = np.where(partial, np.minimum(in_stale[c], t[c]), in_stale[c])
         self.writer[dst] = t
+        self.written = dst
 
 
 def _count(bits: np.ndarray) -> np.ndarray:
