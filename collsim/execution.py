@@ -80,8 +80,8 @@ class Execution:
     State per cell (index rank * atoms + atom): ``value``, ``bits`` (contribution
     bitset, one bit per rank, P/64 uint64 words), ``writer`` (last transfer, -1),
     ``twice`` and ``stale`` (earliest carried mistake, ``NONE`` if none); per
-    transfer with a mistake ``ev_atom`` (its first such atom) and ``ev_bits``
-    (the bits doubled or missing). ``error``: the hard error (step, index within
+    transfer with a mistake ``ev_atom[i]`` (its first such atom) and ``ev_bits[i]``
+    (a dict: the bits doubled or missing). ``error``: the hard error (step, index within
     step, reason) that ended the execution, else None; ``written``: the cells the last
     step wrote (the state of no other cell changed).
     """
@@ -109,7 +109,7 @@ class Execution:
         self.twice = np.full(cells, NONE, np.int64)
         self.stale = np.full(cells, NONE, np.int64)
         self.ev_atom = np.zeros(s.n_transfers, np.int64)
-        self.ev_bits = np.zeros((s.n_transfers, words), np.uint64)
+        self.ev_bits: dict[int, np.ndarray] = {}
         self.error, self.written = None, np.zeros(0, np.int64)
         self._plan(*expand_atoms(0, self.limit, a_lo, a_hi))
 
@@ -175,7 +175,8 @@ class Execution:
         j = np.flatnonzero(which)
         if len(j):
             i, first = np.unique(t[j], return_index=True)
-            self.ev_atom[i], self.ev_bits[i] = atom[j[first]], bits[j[first]]
+            self.ev_atom[i] = atom[j[first]]
+            self.ev_bits.update(zip(i.tolist(), bits[j[first]]))
 
     def _apply(self, k: int) -> None:
         """Apply step ``k`` (free of write conflicts): reduces, then copies."""
