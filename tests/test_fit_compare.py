@@ -72,6 +72,7 @@ def test_measured_panel_draws_compare_entries_and_moves_in_place(tmp_path):
     first, second = res["configs"][:2]
     assert [lines["measured"].get_label() for lines in panel.lines] == [
         f"{c['config']} measured" for c in (first, second)]
+    assert top.get_title() == "measured vs predicted (all points)"
     order = np.argsort(second["sizes"])
     meas = np.array(second["measured_us"])[order]
     assert np.allclose(panel.lines[1]["measured"].get_ydata(), meas)
@@ -83,5 +84,6 @@ def test_measured_panel_draws_compare_entries_and_moves_in_place(tmp_path):
     assert panel.lines[0]["measured"] is measured and np.allclose(measured.get_ydata(), meas)
     assert not panel.lines[1]["measured"].get_visible()
     assert [t.get_text() for t in top.get_legend().get_texts()] == [
-        f"{second['config']} measured", "collsim model", "NCCL tuning model"]
+        "measured", "collsim model", "NCCL tuning model"]              # the title names it
+    assert top.get_title() == f"{second['config']} (all points)"
     assert top.get_ylim()[0] <= meas.min() and top.get_ylim()[1] >= meas.max()

@@ -14,14 +14,15 @@ class MeasuredPanel:
     curve, NCCL's model dashed), ``bottom`` the error of each in percent, one colour per
     configuration. With ``params`` and ``points`` collsim's curve is drawn densely between the
     measured sizes for labelled configurations. ``show`` picks the configurations; it reuses
-    the artists, so a widget can move one panel from configuration to configuration."""
+    the artists, so a widget can move one panel from configuration to configuration. A panel
+    of one configuration names it in the title (its legend says "measured"), one of several
+    in the legend."""
 
     def __init__(self, top, bottom, result: dict, params=None, points=None):
         self.top, self.bottom, self.result, self.params = top, bottom, result, params
         self.by_name = {config_name(p): p for p in points or []}
         self.lines: list[dict] = []          # per colour: measured, collsim, nccl, collsim_err, nccl_err
-        top.set(xscale="log", yscale="log", ylabel="time per AllReduce (us)",
-                title=f"measured vs predicted ({result['points']} points)")
+        top.set(xscale="log", yscale="log", ylabel="time per AllReduce (us)")
         bottom.set(xscale="log", xlabel="message size (bytes)", ylabel="error (%)")
         bottom.axhline(0, color="grey", lw=0.5)
         self.styles = [top.plot([], [], "k-", label="collsim model")[0],
@@ -44,6 +45,10 @@ class MeasuredPanel:
                 line.set_visible(i < len(shown))
             if i < len(shown):
                 self._set(lines, shown[i])
+                name = "" if len(shown) == 1 else f"{shown[i]['config']} "
+                lines["measured"].set_label(name + "measured")
+        what = shown[0]["config"] if len(shown) == 1 else "measured vs predicted"
+        self.top.set_title(f"{what} ({self.result['points']} points)")
         self.top.legend(handles=[lines["measured"] for lines in self.lines[:len(shown)]] + self.styles,
                         fontsize=7)
         for ax in (self.top, self.bottom):
@@ -57,7 +62,6 @@ class MeasuredPanel:
         sizes, meas = sizes[order], np.array(c["measured_us"])[order]
         ours, theirs = np.array(c["collsim_us"])[order], np.array(c["nccl_model_us"])[order]
         lines["measured"].set_data(sizes, meas)
-        lines["measured"].set_label(f"{c['config']} measured")
         p0 = self.by_name.get(c["config"])
         if self.params is not None and p0 is not None and p0.algo and p0.proto:
             dense = np.unique(np.geomspace(sizes.min(), sizes.max(), 200).astype(np.int64))

@@ -53,7 +53,7 @@ class MeasuredVsPredicted:
         fig.subplots_adjust(left=0.11, right=0.98, bottom=0.1, top=0.94, hspace=0.08)
         top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
         self.panel = MeasuredPanel(top, bottom, self.result, self.params, points)
-        self._png = FramePNG(fig)
+        self._png = FramePNG(fig, [top.title])           # the title names the configuration
         self.comparison = None
         self.config.observe(self._update, names="value")
         self._update()
