@@ -7,6 +7,19 @@ A schedule is a list of steps; a step is a list of transfers. A transfer moves
 * ``reduce``: the receiver adds the incoming elements to its own;
 * ``copy``:   the receiver overwrites its own elements with the incoming ones.
 
+Every transfer runs on a ``channel`` (an int >= 0, default 0): NCCL's channels are
+independent rings or trees, each on its own thread block, each owning a contiguous
+part of the buffer. The channel does not change what a schedule computes; the
+simulator gives each channel its own send and receive slot on every rank
+(``collsim.simulate``).
+
+Endpoints. Ranks 0..P-1 are GPUs. A schedule may also name ``switches`` extra
+endpoints P..P+switches-1, one NVSwitch per node (the switch of node n is P + n):
+a switch holds no input of its own (it starts at 0), a reduce into it
+accumulates (NVLink SHARP's in-switch reduction, ``multimem.ld_reduce``) and a
+copy out of it delivers what it holds (``multimem.st``); only GPUs are checked
+at the end.
+
 Semantics of a step: every send reads the sender's buffer *as it was at the
 start of the step*; then all receives apply. Timing dependencies (used by the
 simulator) are derived from this data flow, so a pipelined schedule may overlap
@@ -23,19 +36,23 @@ JSON schema (``Schedule.to_dict`` / ``Schedule.from_dict``)::
       "ranks": P,            # int >= 1
       "count": N,            # elements per rank buffer, int >= 0
       "itemsize": 4,         # bytes per element, int >= 1
+      "switches": 0,         # optional, int >= 0: switch endpoints P..P+switches-1
       "name": "ring",        # optional
       "steps": [             # list of steps, in order
-        [ {"src": 0, "dst": 1, "offset": 0, "count": 4, "op": "reduce"}, ...],
+        [ {"src": 0, "dst": 1, "offset": 0, "count": 4, "op": "reduce", "channel": 0}, ...],
         ...
       ]
     }
 
+``channel`` is optional on input (default 0) and written on every transfer.
+
 ``from_json`` / ``from_dict`` check the document before building anything: JSON nested at most
 ``collsim.inputs.MAX_JSON_DEPTH`` deep; ``ranks`` 1 to ``MAX_RANKS``, ``count`` 0 to
-``MAX_BYTES``, ``itemsize`` 1 to ``MAX_ITEMSIZE``; every transfer an object whose src, dst,
-offset and count are integers from -``MAX_BYTES`` to ``MAX_BYTES`` (whether they make sense is
-the checker's question; within these bounds its arithmetic cannot overflow) and whose op is
-"reduce" or "copy".
+``MAX_BYTES``, ``itemsize`` 1 to ``MAX_ITEMSIZE``, ``switches`` 0 to ``MAX_RANKS``; every transfer an
+object whose src, dst, offset and count are integers from -``MAX_BYTES`` to ``MAX_BYTES``, channel from
+0 to ``MAX_CHANNELS`` - 1,
+(whether they make sense is the checker's question; within these bounds its arithmetic cannot
+overflow) and whose op is "reduce" or "copy".
 """
 from __future__ import annotations
 
@@ -53,6 +70,7 @@ COPY = 1
 OP_NAMES = ("reduce", "copy")
 OP_CODES = {name: code for code, name in enumerate(OP_NAMES)}
 MAX_ITEMSIZE = 1024  # bytes per element a schedule file may give
+MAX_CHANNELS = 1 << 16   # channels a schedule file may name (NCCL has at most 64)
 
 
 class ScheduleError(CollsimError):
@@ -61,17 +79,18 @@ class ScheduleError(CollsimError):
 
 @dataclass(frozen=True)
 class Transfer:
-    """One message: ``count`` elements at ``offset`` from ``src`` to ``dst``."""
+    """One message: ``count`` elements at ``offset`` from ``src`` to ``dst`` on ``channel``."""
 
     src: int
     dst: int
     offset: int
     count: int
     op: str = "reduce"
+    channel: int = 0
 
     def to_dict(self) -> dict:
         return {"src": self.src, "dst": self.dst, "offset": self.offset,
-                "count": self.count, "op": self.op}
+                "count": self.count, "op": self.op, "channel": self.channel}
 
 
 def _op_code(op) -> int:
@@ -90,16 +109,18 @@ class Schedule:
             (``length`` is the transfer's element count; ``count`` is the
             buffer's).
         op: uint8, ``REDUCE`` (0) or ``COPY`` (1).
+        channel: the channel each transfer runs on (>= 0).
         step_ptr: length ``n_steps + 1``; step ``s`` holds transfers
             ``step_ptr[s]:step_ptr[s+1]``.
         ranks, count, itemsize: buffer geometry (count in elements, itemsize
             in bytes per element).
+        switches: switch endpoints after the ranks (0: none).
         name: free text (the algorithm's name).
         meta: free dict (algorithm parameters, e.g. slices, gpus_per_node).
     """
 
     def __init__(self, ranks: int, count: int, itemsize: int, src, dst, offset, length, op,
-                 step_ptr, name: str = "", meta: dict | None = None):
+                 step_ptr, name: str = "", meta: dict | None = None, channel=None, switches: int = 0):
         self.ranks = int(ranks)
         self.count = int(count)
         self.itemsize = int(itemsize)
@@ -108,6 +129,9 @@ class Schedule:
         self.offset = np.ascontiguousarray(offset, dtype=np.int64)
         self.length = np.ascontiguousarray(length, dtype=np.int64)
         self.op = np.ascontiguousarray(op, dtype=np.uint8)
+        self.channel = (np.zeros(len(self.src), np.int64) if channel is None
+                        else np.ascontiguousarray(channel, dtype=np.int64))
+        self.switches = int(switches)
         self.step_ptr = np.ascontiguousarray(step_ptr, dtype=np.int64)
         self.name = name
         self.meta = dict(meta or {})
@@ -121,8 +145,10 @@ class Schedule:
             raise ScheduleError(f"count must be >= 0, got {self.count}")
         if self.itemsize < 1:
             raise ScheduleError(f"itemsize must be >= 1, got {self.itemsize}")
+        if self.switches < 0:
+            raise ScheduleError(f"switches must be >= 0, got {self.switches}")
         n = len(self.src)
-        for name in ("dst", "offset", "length", "op"):
+        for name in ("dst", "offset", "length", "op", "channel"):
             if len(getattr(self, name)) != n:
                 raise ScheduleError(f"column {name} has {len(getattr(self, name))} entries, src has {n}")
         sp = self.step_ptr
@@ -130,6 +156,8 @@ class Schedule:
             raise ScheduleError("step_ptr must start at 0, end at the transfer count and never decrease")
         if n and (self.op.max() > COPY):
             raise ScheduleError("op codes must be 0 (reduce) or 1 (copy)")
+        if n and self.channel.min() < 0:
+            raise ScheduleError("channels must be >= 0")
 
     @property
     def n_steps(self) -> int:
@@ -138,6 +166,16 @@ class Schedule:
     @property
     def n_transfers(self) -> int:
         return len(self.src)
+
+    @property
+    def endpoints(self) -> int:
+        """GPUs and switches: ranks + switches."""
+        return self.ranks + self.switches
+
+    @property
+    def n_channels(self) -> int:
+        """1 + the highest channel used (1 for an empty schedule)."""
+        return int(self.channel.max()) + 1 if len(self.channel) else 1
 
     @property
     def nbytes(self) -> int:
@@ -154,7 +192,7 @@ class Schedule:
 
     def transfer(self, i: int) -> Transfer:
         return Transfer(int(self.src[i]), int(self.dst[i]), int(self.offset[i]),
-                        int(self.length[i]), OP_NAMES[int(self.op[i])])
+                        int(self.length[i]), OP_NAMES[int(self.op[i])], int(self.channel[i]))
 
     @property
     def steps(self) -> list[list[Transfer]]:
@@ -166,31 +204,36 @@ class Schedule:
         return self.n_steps
 
     def __repr__(self) -> str:
+        more = f", channels={self.n_channels}" if self.n_channels > 1 else ""
+        more += f", switches={self.switches}" if self.switches else ""
         return (f"Schedule({self.name or 'unnamed'}, ranks={self.ranks}, count={self.count}, "
-                f"itemsize={self.itemsize}, steps={self.n_steps}, transfers={self.n_transfers})")
+                f"itemsize={self.itemsize}, steps={self.n_steps}, transfers={self.n_transfers}{more})")
 
     # ---------------------------------------------------------- constructors
     @classmethod
     def from_steps(cls, ranks: int, count: int, steps: Iterable[Iterable], itemsize: int = 4,
-                   name: str = "", meta: dict | None = None) -> "Schedule":
-        """Build from a list of steps of ``Transfer``s, dicts or (src, dst, offset, count, op) tuples."""
-        b = ScheduleBuilder(ranks, count, itemsize, name=name, meta=meta)
+                   name: str = "", meta: dict | None = None, switches: int = 0) -> "Schedule":
+        """Build from a list of steps of ``Transfer``s, dicts or (src, dst, offset, count[, op[, channel]])
+        tuples (op default "reduce", channel default 0)."""
+        b = ScheduleBuilder(ranks, count, itemsize, name=name, meta=meta, switches=switches)
         for step in steps:
             rows = []
             for t in step:
                 if isinstance(t, Transfer):
-                    rows.append((t.src, t.dst, t.offset, t.count, _op_code(t.op)))
+                    rows.append((t.src, t.dst, t.offset, t.count, _op_code(t.op), t.channel))
                 elif isinstance(t, dict):
                     try:
-                        rows.append((t["src"], t["dst"], t["offset"], t["count"], _op_code(t["op"])))
+                        rows.append((t["src"], t["dst"], t["offset"], t["count"], _op_code(t["op"]),
+                                     t.get("channel", 0)))
                     except KeyError as e:
                         raise ScheduleError(f"transfer {t} lacks key {e.args[0]!r}") from None
                 else:
-                    src, dst, off, cnt, *op = t
-                    rows.append((src, dst, off, cnt, _op_code(op[0] if op else "reduce")))
+                    src, dst, off, cnt, *rest = t
+                    rows.append((src, dst, off, cnt, _op_code(rest[0] if rest else "reduce"),
+                                 rest[1] if len(rest) > 1 else 0))
             if rows:
                 a = np.array(rows, dtype=np.int64)
-                b.add_step(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4])
+                b.add_step(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4], channel=a[:, 5])
             else:
                 b.add_step([], [], [], [], [])
         return b.build()
@@ -198,13 +241,15 @@ class Schedule:
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
         ops = [OP_NAMES[o] for o in self.op.tolist()]
-        src, dst, off, ln = (a.tolist() for a in (self.src, self.dst, self.offset, self.length))
+        src, dst, off, ln, ch = (a.tolist() for a in (self.src, self.dst, self.offset, self.length, self.channel))
         steps = []
         for s in range(self.n_steps):
             lo, hi = int(self.step_ptr[s]), int(self.step_ptr[s + 1])
-            steps.append([{"src": src[i], "dst": dst[i], "offset": off[i], "count": ln[i], "op": ops[i]}
-                          for i in range(lo, hi)])
+            steps.append([{"src": src[i], "dst": dst[i], "offset": off[i], "count": ln[i], "op": ops[i],
+                           "channel": ch[i]} for i in range(lo, hi)])
         d = {"ranks": self.ranks, "count": self.count, "itemsize": self.itemsize, "steps": steps}
+        if self.switches:
+            d["switches"] = self.switches
         if self.name:
             d["name"] = self.name
         if self.meta:
@@ -223,7 +268,8 @@ class Schedule:
         for key in ("ranks", "count", "steps"):
             if key not in d:
                 raise ScheduleError(f"schedule JSON lacks key {key!r}")
-        for key, lo, hi in (("ranks", None, MAX_RANKS), ("count", None, MAX_BYTES), ("itemsize", None, MAX_ITEMSIZE)):
+        for key, lo, hi in (("ranks", None, MAX_RANKS), ("count", None, MAX_BYTES), ("itemsize", None, MAX_ITEMSIZE),
+                            ("switches", None, MAX_RANKS)):
             if key in d and (not isinstance(d[key], int) or isinstance(d[key], bool)):
                 raise ScheduleError(f"schedule JSON key {key!r} must be an integer, got {describe(d[key])}")
             if key in d and d[key] > hi:
@@ -236,7 +282,7 @@ class Schedule:
             for i, t in enumerate(step):
                 if not isinstance(t, dict):
                     raise ScheduleError(f"step {s} transfer {i} is not an object")
-                for key in ("src", "dst", "offset", "count"):
+                for key in ("src", "dst", "offset", "count") + (("channel",) if "channel" in t else ()):
                     v = t.get(key)
                     if not isinstance(v, int) or isinstance(v, bool) or not -MAX_BYTES <= v <= MAX_BYTES:
                         raise ScheduleError(f"step {s} transfer {i}: {key!r} must be an integer from "
@@ -244,8 +290,11 @@ class Schedule:
                 if not isinstance(t.get("op"), str):
                     raise ScheduleError(f"step {s} transfer {i}: 'op' must be 'reduce' or 'copy', "
                                         f"got {describe(t.get('op'))}")
+                if not 0 <= t.get("channel", 0) < MAX_CHANNELS:
+                    raise ScheduleError(f"step {s} transfer {i}: 'channel' must be from 0 to {MAX_CHANNELS - 1}, "
+                                        f"got {describe(t['channel'])}")
         return cls.from_steps(d["ranks"], d["count"], d["steps"], itemsize=d.get("itemsize", 4),
-                              name=d.get("name", ""), meta=d.get("meta"))
+                              name=d.get("name", ""), meta=d.get("meta"), switches=d.get("switches", 0))
 
     @classmethod
     def from_json(cls, text: str, where: str = "schedule") -> "Schedule":
@@ -264,13 +313,13 @@ def read_schedule(path) -> Schedule:
 
 
 def concat(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) -> Schedule:
-    """Run schedules one after another (their steps are appended in order)."""
+    """Run schedules one after another (their steps are appended in order, channels kept)."""
     if not parts:
         raise ScheduleError("concat needs at least one schedule")
     first = parts[0]
     for p in parts[1:]:
-        if (p.ranks, p.count, p.itemsize) != (first.ranks, first.count, first.itemsize):
-            raise ScheduleError("concat: schedules differ in ranks, count or itemsize")
+        if (p.ranks, p.count, p.itemsize, p.switches) != (first.ranks, first.count, first.itemsize, first.switches):
+            raise ScheduleError("concat: schedules differ in ranks, count, itemsize or switches")
     ptrs, base = [np.zeros(1, np.int64)], 0
     for p in parts:
         ptrs.append(p.step_ptr[1:] + base)
@@ -278,7 +327,8 @@ def concat(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) 
     cat = lambda attr: np.concatenate([getattr(p, attr) for p in parts])  # noqa: E731
     return Schedule(first.ranks, first.count, first.itemsize, cat("src"), cat("dst"), cat("offset"),
                     cat("length"), cat("op"), np.concatenate(ptrs), name=name or first.name,
-                    meta=meta if meta is not None else first.meta)
+                    meta=meta if meta is not None else first.meta, channel=cat("channel"),
+                    switches=first.switches)
 
 
 class ScheduleBuilder:
@@ -291,23 +341,25 @@ class ScheduleBuilder:
     4
 
     Zero-length transfers are dropped (they move nothing); a step left empty is
-    kept only if ``keep_empty`` is true.
+    kept only if ``keep_empty`` is true. ``channel`` broadcasts like the other
+    columns (default 0).
     """
 
     def __init__(self, ranks: int, count: int, itemsize: int = 4, name: str = "",
-                 meta: dict | None = None):
+                 meta: dict | None = None, switches: int = 0):
         self.ranks, self.count, self.itemsize = int(ranks), int(count), int(itemsize)
-        self.name, self.meta = name, meta
-        self._cols: list[list[np.ndarray]] = [[], [], [], [], []]
+        self.name, self.meta, self.switches = name, meta, int(switches)
+        self._cols: list[list[np.ndarray]] = [[], [], [], [], [], []]
         self._ptr = [0]
 
-    def add_step(self, src, dst, offset, length, op, keep_empty: bool = False) -> None:
+    def add_step(self, src, dst, offset, length, op, keep_empty: bool = False, channel=0) -> None:
         src = np.atleast_1d(np.asarray(src, dtype=np.int64))
         n = len(src)
         cols = [src] + [np.broadcast_to(np.asarray(x, dtype=np.int64), (n,))
                         for x in (dst, offset, length)]
         op = np.asarray(_op_code(op) if isinstance(op, str) else op, dtype=np.int64)
         cols.append(np.broadcast_to(op, (n,)))
+        cols.append(np.broadcast_to(np.asarray(channel, dtype=np.int64), (n,)))
         keep = cols[3] > 0
         if not keep.all():
             cols = [c[keep] for c in cols]
@@ -317,10 +369,11 @@ class ScheduleBuilder:
             store.append(c)
         self._ptr.append(self._ptr[-1] + len(cols[0]))
 
-    def add_steps(self, src, dst, offset, length, op) -> None:
+    def add_steps(self, src, dst, offset, length, op, channel=0) -> None:
         """Append many steps at once: 2-D arrays (steps x transfers per step), broadcastable
         to one shape; zero-length transfers are dropped and steps left empty skipped."""
-        cols = np.broadcast_arrays(*(np.asarray(x, dtype=np.int64) for x in (src, dst, offset, length, op)))
+        cols = np.broadcast_arrays(*(np.asarray(x, dtype=np.int64)
+                                     for x in (src, dst, offset, length, op, channel)))
         if cols[0].ndim != 2:
             raise ScheduleError("add_steps needs 2-D arrays (steps x transfers)")
         keep = cols[3] > 0
@@ -331,8 +384,8 @@ class ScheduleBuilder:
 
     def build(self) -> Schedule:
         cols = [np.concatenate(c) if c else np.zeros(0, np.int64) for c in self._cols]
-        return Schedule(self.ranks, self.count, self.itemsize, *cols, np.array(self._ptr),
-                        name=self.name, meta=self.meta)
+        return Schedule(self.ranks, self.count, self.itemsize, *cols[:5], np.array(self._ptr),
+                        name=self.name, meta=self.meta, channel=cols[5], switches=self.switches)
 
 
 def split_even(count: int, parts: int) -> tuple[np.ndarray, np.ndarray]:

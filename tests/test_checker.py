@@ -231,3 +231,19 @@ def test_large_schedules_check_quickly():
     assert check(build_schedule("ring", 64, 10**6)).ok
     assert check(build_schedule("ring", 300, 1000, slices=2)).ok
     assert check(build_schedule("direct", 200, 1000)).ok
+
+
+def test_switch_endpoints_accumulate_and_distribute():
+    # 3 GPUs, one switch (endpoint 3): every GPU reduces into it, it copies the sum back
+    gather = [(3, r, 0, 4, "copy") for r in range(3)]
+    ok = Schedule.from_steps(3, 4, [[(r, 3, 0, 4, "reduce") for r in range(3)], gather], switches=1)
+    r = check(ok)
+    assert r.ok, r.error
+    assert list(r.bytes_sent) == [16, 16, 16] and r.link_bytes[(3, 0)] == 16
+    lacking = Schedule.from_steps(3, 4, [[(r, 3, 0, 4, "reduce") for r in range(2)], gather], switches=1)
+    e = check(lacking).error
+    assert e.startswith("step 1 transfer 0: rank 3 -> 0") and "partial sum lacking rank(s) 2" in e
+    twice = Schedule.from_steps(3, 4, [[(r, 3, 0, 4, "reduce") for r in (0, 1, 2, 2)], gather], switches=1)
+    assert "rank(s) 2 twice" in check(twice).error
+    bad = Schedule.from_steps(3, 4, [[(0, 4, 0, 4, "reduce")]], switches=1)
+    assert check(bad).error == "step 0 transfer 0: bad rank: 0 -> 4 with ranks 0..2 and switches 3..3"
