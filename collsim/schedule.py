@@ -416,3 +416,30 @@ def split_ranges(offset: np.ndarray, length: np.ndarray, parts: int) -> tuple[np
     lens = q[..., None] + (j < r[..., None])
     offs = offset[..., None] + q[..., None] * j + np.minimum(j, r[..., None])
     return offs, lens
+
+
+def wavefront(schedule: Schedule, lag, oldest_first: bool = True) -> Schedule:
+    """The schedule with transfer i moved ``lag[i]`` steps later (an int per transfer; negative moves
+    earlier, never before step 0), each new step in channel order (then schedule order): pipelining
+    of independent pieces that start one after another, or pieces built apart run side by side
+    (``interleave``). ``oldest_first``: within a new step the transfers of earlier old steps come
+    first (work begun earlier), each old step's in channel order; else the whole step in channel
+    order. Only valid when transfers whose relative order changes touch disjoint elements
+    (e.g. pieces of a buffer that never meet), which the caller guarantees and the checker proves."""
+    s = schedule
+    old = s.step_index
+    new_step = old + np.asarray(lag, np.int64)
+    keys = (np.arange(s.n_transfers), s.channel) + ((-old,) if oldest_first else ()) + (new_step,)
+    order = np.lexsort(keys)
+    sizes = np.bincount(new_step, minlength=1)
+    ptr = np.r_[0, np.cumsum(sizes[sizes > 0])]
+    return Schedule(s.ranks, s.count, s.itemsize, s.src[order], s.dst[order], s.offset[order], s.length[order],
+                    s.op[order], ptr, name=s.name, meta=s.meta, channel=s.channel[order], switches=s.switches)
+
+
+def interleave(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) -> Schedule:
+    """Schedules over disjoint elements run side by side: step k holds every part's step k, in channel
+    order (``wavefront`` of their ``concat``)."""
+    whole = concat(parts, name=name, meta=meta)
+    first = np.cumsum([0] + [p.n_steps for p in parts[:-1]])
+    return wavefront(whole, -np.repeat(first, [p.n_transfers for p in parts]), oldest_first=False)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from collsim.algorithms import ALGORITHMS, build_schedule, default_chunks
+from collsim.algorithms import ALGORITHMS, REGISTRY, build_schedule
 from collsim.algorithms.tree_pipeline import plan_trees
 from collsim.algorithms.tree_shapes import btree_parents, dtree_parents
 from collsim.checker import check
@@ -20,16 +20,19 @@ def divisors(p):
 
 @st.composite
 def case(draw, name):
-    p = draw(st.integers(1, 300) if name != "direct" else st.integers(1, 64))
-    kw = {}
-    if name in ("ring", "hierarchical"):
+    p = draw(st.integers(1, 64) if name not in ("direct", "nvls", "nvlstree") else st.integers(1, 24))
+    kw = {"channels": draw(st.sampled_from([1, 2, 3, 8, 16]))}
+    takes = ALGORITHMS[name].params
+    if "slices" in takes:
         kw["slices"] = draw(st.integers(1, 3))
-    if name in ("tree", "binary-tree", "hierarchical", "hierarchical-nccl"):
-        kw["chunks"] = draw(st.one_of(st.none(), st.integers(1, 6)))
-    if name.startswith("hierarchical"):
+    if "chunks" in takes:
+        kw["chunks"] = draw(st.one_of(st.none(), st.integers(1, 4)))
+    if "gpus_per_node" in takes and (name != "ring" or draw(st.booleans())):
         kw["gpus_per_node"] = draw(st.sampled_from(divisors(p)))
     if name == "hierarchical":
         kw["inter"] = draw(st.sampled_from(["ring", "tree"]))
+    if name == "ring":
+        kw["direct"] = draw(st.booleans()) and "gpus_per_node" not in kw
     return p, draw(COUNTS), kw
 
 
@@ -42,22 +45,26 @@ def test_every_algorithm_is_an_allreduce(name, data):
     r = check(s, seed=count)
     assert r.ok, (name, p, count, kw, r.error)
     assert s.ranks == p and s.count == count and s.itemsize == 2 and s.name == name
-    if count == 0 or p == 1:
+    assert s.n_channels <= kw["channels"] * (kw["slices"] if name == "hierarchical" else 1)   # slices pipeline on channels
+    if count == 0:
         assert s.n_transfers == 0
 
 
 @pytest.mark.parametrize("p", [1, 2, 3, 8, 13, 64])
 def test_small_and_prime_cases_exhaustively(p):
-    for name in ALGORITHMS:
+    for name, algo in ALGORITHMS.items():
+        if name in ("direct", "nvls", "nvlstree") and p > 13:
+            continue
         for count in (0, 1, p - 1, p, 2 * p + 1):
             kws = [{}]
-            if name.startswith("hierarchical"):
+            if "gpus_per_node" in algo.needs or name == "ring":
                 kws = [{"gpus_per_node": g} for g in divisors(p)]
                 if name == "hierarchical":
                     kws += [dict(k, inter="tree") for k in kws]
             for kw in kws:
-                r = check(build_schedule(name, p, count, **kw))
-                assert r.ok, (name, p, count, kw, r.error)
+                for channels in (1, 2, 5):
+                    r = check(build_schedule(name, p, count, channels=channels, **kw))
+                    assert r.ok, (name, p, count, kw, channels, r.error)
 
 
 def test_ring_steps_and_traffic_are_textbook():
@@ -107,17 +114,74 @@ def test_double_tree_is_two_complementary_trees(n):
 
 
 def test_colouring_never_shares_a_port_within_a_step():
-    s = build_schedule("hierarchical-nccl", 32, 1000, gpus_per_node=4, chunks=3)
+    s = build_schedule("hierarchical-nccl", 32, 1000, gpus_per_node=4, chunks=3, channels=4)
     for k in range(s.n_steps):
         sl = s.step_slice(k)
-        assert len(set(s.src[sl])) == len(s.src[sl]) and len(set(s.dst[sl])) == len(s.dst[sl])
+        for key in (s.src * 8 + s.channel, s.dst * 8 + s.channel):       # one slot use per channel and step
+            assert len(set(key[sl])) == len(key[sl])
 
 
-def test_default_chunks():
-    assert default_chunks("tree", 0) == 1
-    assert default_chunks("tree", 1 << 30) == 64
-    assert default_chunks("binary-tree", 4 << 16) == 4
-    assert build_schedule("tree", 4, 1 << 20).meta["chunks"] == default_chunks("tree", 4 << 20)
+def test_default_chunks_follow_nccl():
+    from collsim.algorithms.nvls import NVLS_CHUNK_BYTES
+    from collsim.algorithms.tree import TREE_CHUNK_BYTES, tree_chunks
+    assert TREE_CHUNK_BYTES == 512 << 10 and NVLS_CHUNK_BYTES == 128 << 10
+    assert tree_chunks(0) == 1 and tree_chunks(512 << 10) == 1 and tree_chunks((512 << 10) + 1) == 2
+    assert build_schedule("tree", 4, 1 << 20).meta["chunks"] == 4             # 4 MiB: two trees of 2 MiB
+    assert build_schedule("hierarchical-nccl", 64, 4 << 20, gpus_per_node=8, channels=16).meta["chunks"] == 2
+    assert build_schedule("nvls", 8, 8 << 20, channels=16).meta["chunks"] == 2   # 2 MiB a channel, 8 heads
+    assert build_schedule("tree", 4, 1 << 40 // 4 >> 10).meta["chunks"] <= 1024
+
+
+def test_rail_rings_match_nccl_2_x_8():
+    from collsim.algorithms.ring import ring_orders
+    orders = ring_orders(16, 16, gpus_per_node=8)
+    # nccl_source notes 1.4: ring 0 = GPU 0 7 6 5 4 3 2 1, ring 1 = 1 2 ... 7 0; channel c + 8 repeats c
+    assert orders[0, :8].tolist() == [0, 7, 6, 5, 4, 3, 2, 1] and orders[1, :8].tolist() == [1, 2, 3, 4, 5, 6, 7, 0]
+    assert orders[2, :8].tolist() == [2, 1, 0, 7, 6, 5, 4, 3] and (orders[8:] == orders[:8]).all()
+    # odd nodes run the partner channel, so every hop between nodes stays on one rail (local index)
+    assert orders[0, 8:].tolist() == [9, 10, 11, 12, 13, 14, 15, 8]
+    for ring in orders:
+        nxt = np.roll(ring, -1)
+        cross = ring // 8 != nxt // 8
+        assert (ring[cross] % 8 == nxt[cross] % 8).all() and cross.sum() == 2
+    # each local GPU leaves its node on exactly 2 of 16 channels and enters on 2: all 8 NICs, both ways
+    leave = np.concatenate([ring[ring // 8 != np.roll(ring, -1) // 8] % 8 for ring in orders])
+    assert np.bincount(leave, minlength=8).tolist() == [4] * 8            # 2 nodes x 2 channels
+    one_node = ring_orders(8, 3)
+    assert (one_node == np.arange(8)).all()
+
+
+def test_direct_board_rings_spread_over_hamiltonian_cycles():
+    from collsim.algorithms.ring import hamiltonian_cycles, ring_orders
+    cycles = hamiltonian_cycles(4)
+    assert len(cycles) == 6 and all(sorted(c) == [0, 1, 2, 3] for c in cycles)
+    orders = ring_orders(4, 6, direct=True)
+    pairs = np.bincount((orders * 4 + np.roll(orders, -1, axis=1)).ravel(), minlength=16).reshape(4, 4)
+    assert (pairs[~np.eye(4, dtype=bool)] == 2).all()                     # every directed pair link twice
+    assert len(hamiltonian_cycles(9)) == 6                                # rotations beyond 7 GPUs
+    assert check(build_schedule("ring", 4, 1000, channels=6, direct=True)).ok
+
+
+def test_nccl_tree_heads_and_trees_per_channel():
+    s = build_schedule("hierarchical-nccl", 32, 32 * 64, gpus_per_node=8, chunks=1, channels=4)
+    inter = s.src // 8 != s.dst // 8
+    for c in range(4):
+        on = inter & (s.channel == c)
+        assert set((s.src[on] % 8).tolist()) == {c}                        # the head GPU carries the network
+    from collsim.algorithms.hierarchical import tree_of_channel
+    assert tree_of_channel(16).tolist() == [0] * 8 + [1] * 8 and tree_of_channel(1).tolist() == [0]
+
+
+def test_nvls_moves_s_n_plus_one_over_n_per_gpu_and_direction():
+    n, count = 8, 8 * 8 * 64
+    s = build_schedule("nvls", n, count, itemsize=4, channels=2, chunks=4)
+    r = check(s)
+    assert r.ok and s.switches == 1
+    assert (r.bytes_sent == count * 4 * (n + 1) // n).all() and (r.bytes_recv == r.bytes_sent).all()
+    t = build_schedule("nvlstree", 32, count, itemsize=4, gpus_per_node=8, channels=2, chunks=2)
+    assert check(t).ok and t.switches == 4
+    inter = (t.src < 32) & (t.dst < 32)
+    assert (t.src[inter] % 8 == t.dst[inter] % 8).all()                  # heads of one index, one rail
 
 
 @pytest.mark.parametrize("args, kw, words", [
@@ -128,8 +192,12 @@ def test_default_chunks():
     (("ring", 4, 10.0), {}, "count must be an integer"),
     (("ring", 4, 10), {"chunks": 2}, "takes no 'chunks'"),
     (("ring", 4, 10), {"slices": 0}, "slices must be >= 1"),
+    (("ring", 4, 10), {"channels": 0}, "channels must be >= 1"),
+    (("ring", 4, 10), {"lanes": 2}, "unknown parameter 'lanes'"),
+    (("nvlstree", 8, 10), {}, "needs gpus_per_node"),
     (("tree", 4, 10), {"chunks": 1.5}, "chunks must be an integer"),
     (("hierarchical", 6, 10), {}, "needs gpus_per_node"),
+    (("ring", 6, 10), {"gpus_per_node": 4}, "does not divide"),
     (("hierarchical", 6, 10), {"gpus_per_node": 4}, "does not divide"),
     (("hierarchical", 6, 10), {"gpus_per_node": 3, "inter": "mesh"}, "inter must be"),
     (("direct", 4, 10), {"gpus_per_node": 2}, "takes no 'gpus_per_node'"),
@@ -142,26 +210,31 @@ def test_bad_input_is_one_line_error(args, kw, words):
 
 
 def test_algorithms_describe_themselves():
-    for name, info in ALGORITHMS.items():
-        assert info.description and "\n" not in info.description
-        assert set(info.params) <= {"slices", "chunks", "gpus_per_node", "inter"}
+    from collsim.algorithms import DEFAULTS
+    assert set(REGISTRY) - set(ALGORITHMS) == {"lecture-ring", "lecture-tree"}
+    for name, algo in REGISTRY.items():
+        assert algo.name == name and algo.description and "\n" not in algo.description
+        assert set(algo.params) <= set(DEFAULTS) and set(algo.needs) <= set(algo.params)
+        assert algo.teaching_only or ("channels" in algo.params and algo.formula and algo.exact)
 
 
-def test_transfer_bound_bounds_every_schedule_and_guards_huge_ones():
-    from collsim.algorithms import MAX_TRANSFERS, transfer_bound, validate
-    for name in ALGORITHMS:
+def test_transfer_bound_bounds_every_schedule_and_guards_huge_ones(monkeypatch):
+    from collsim.algorithms import MAX_TRANSFERS, resolve
+    for name, algo in REGISTRY.items():
         for p in (1, 2, 3, 5, 8, 12, 17, 32):
-            gs = [g for g in range(1, p + 1) if p % g == 0] if name.startswith("hierarchical") else [None]
+            gs = divisors(p) if "gpus_per_node" in algo.params else [None]
             for g in gs:
                 kw = {"gpus_per_node": g} if g else {}
                 kw.update({"ring": {"slices": 3}, "hierarchical": {"inter": "tree", "chunks": 3}}.get(name, {}))
-                if name in ("tree", "binary-tree", "hierarchical-nccl"):
-                    kw["chunks"] = 3
-                q = validate(name, p, **kw)
-                q.setdefault("chunks", 1)
-                assert build_schedule(name, p, 10007, **kw).n_transfers <= transfer_bound(name, p, q)
-    with pytest.raises(CollsimError, match="transfers"):
+                if "channels" in algo.params:
+                    kw["channels"] = 3
+                q = resolve(name, p, 10007, **kw)
+                assert build_schedule(name, p, 10007, **kw).n_transfers <= algo.transfer_bound(p, q)
+    with pytest.raises(CollsimError, match=r"transfers \(about .* GiB; limit .* COLLSIM_MAX_TRANSFERS"):
         build_schedule("direct", 1 << 14, 1)
-    assert transfer_bound("direct", 1 << 14, {}) > MAX_TRANSFERS
+    assert REGISTRY["direct"].transfer_bound(1 << 14, {"channels": 1}) > MAX_TRANSFERS
+    monkeypatch.setenv("COLLSIM_MAX_TRANSFERS", "100")
+    with pytest.raises(CollsimError, match="limit 100"):
+        build_schedule("ring", 8, 1000)
     with pytest.raises(CollsimError, match="too large"):
         build_schedule("ring", 4, 1 << 62)

@@ -67,7 +67,7 @@ def ref_up_slots(plan, chunks):
     return np.array(slot, np.int64)
 
 
-def ref_tree_phase(b, ref, groups, seg_off, seg_len):
+def ref_tree_phase(b, ref, groups, seg_off, seg_len, channel=0):
     plan, chunks = ref.plan, ref.chunks
     groups = np.atleast_2d(np.asarray(groups, np.int64))
     if len(plan.child) == 0:
@@ -87,8 +87,10 @@ def ref_tree_phase(b, ref, groups, seg_off, seg_len):
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(key)]):
         sl = slice(lo, hi)
         t = plan.tree[e[sl]]
+        ch = np.broadcast_to(np.asarray(channel)[..., None], (len(groups), hi - lo))
         b.add_step(groups[:, src[sl]].ravel(), groups[:, dst[sl]].ravel(),
-                   c_off[:, t, c[sl]].ravel(), c_len[:, t, c[sl]].ravel(), REDUCE if up[lo] else COPY)
+                   c_off[:, t, c[sl]].ravel(), c_len[:, t, c[sl]].ravel(), REDUCE if up[lo] else COPY,
+                   channel=ch.ravel())
 
 
 def ref_tree_steps(layout, n, g, chunks):
@@ -106,13 +108,13 @@ def reference_build(monkeypatch, *args, **kw):
 
 def same(a, b):
     return (all(np.array_equal(getattr(a, f), getattr(b, f))
-                for f in ("src", "dst", "offset", "length", "op", "step_ptr"))
+                for f in ("src", "dst", "offset", "length", "op", "step_ptr", "channel"))
             and (a.ranks, a.count, a.itemsize, a.name, a.meta) == (b.ranks, b.count, b.itemsize, b.name, b.meta))
 
 
 def cases(p):
     g = max(d for d in (1, 2, 4, 8) if p % d == 0)
-    return [("tree", {}), ("binary-tree", {}), ("hierarchical-nccl", {"gpus_per_node": g}),
+    return [("tree", {}), ("binary-tree", {"channels": 2}), ("hierarchical-nccl", {"gpus_per_node": g, "channels": 3}),
             ("hierarchical", {"gpus_per_node": g, "inter": "tree"})]
 
 
@@ -128,7 +130,7 @@ def test_fast_build_equals_reference(monkeypatch, p):
 
 
 def test_fast_build_equals_reference_on_1000_ranks(monkeypatch):
-    for name, kw in (("tree", {}), ("hierarchical-nccl", {"gpus_per_node": 8})):
+    for name, kw in (("tree", {}), ("hierarchical-nccl", {"gpus_per_node": 8, "channels": 2})):
         new = build_schedule(name, 1000, 123457, chunks=5, **kw)
         assert same(new, reference_build(monkeypatch, name, 1000, 123457, chunks=5, **kw))
 

@@ -28,11 +28,12 @@ def test_single_transfer_time_and_stats():
     assert r.time_s == pytest.approx(A + 400 * B, rel=1e-15)
     assert r.resource_bytes["gpu0.send"] == 400 and r.resource_bytes["gpu1.recv"] == 400
     assert r.resource_bytes["gpu1.send"] == 0
-    assert r.resource_busy_s["gpu0.send"] == pytest.approx(A + 400 * B)
+    assert r.resource_busy_s["gpu0.send"] == pytest.approx(400 * B)     # a port is held for the bytes only
     assert r.link_bytes == {(0, 1): 400}
     d = r.to_dict(transfers=True)
     assert d["time_s"] == r.time_s and d["links"] == [[0, 1, 400]] and len(d["start_s"]) == 1
-    assert "gpu1.send" not in d["resources"]
+    assert [x["name"] for x in d["resources"]] == ["gpu0.send", "gpu1.recv"]
+    assert d["resources"][0]["busy"] == pytest.approx(400 * B / (A + 400 * B))
 
 
 def test_data_flow_lets_pipelined_steps_overlap():
@@ -48,13 +49,17 @@ def test_data_flow_lets_pipelined_steps_overlap():
     assert simulate(s2, uni(4)).start[2] == 0.0
 
 
-def test_fifo_port_contention_in_schedule_order():
-    # rank 0 sends three messages in one step: its send port serves them in order
+def test_fifo_slot_and_port_contention_in_schedule_order():
+    # rank 0 sends three messages in one step on one channel: its send slot serves them in order
     s = sched(4, 30, [[(0, 1, 0, 10, "copy"), (0, 2, 10, 10, "copy"), (0, 3, 20, 10, "copy")]])
     r = simulate(s, uni(4))
     t = A + 10 * B
     np.testing.assert_allclose(r.start, [0, t, 2 * t])
-    assert r.resource_busy_s["gpu0.send"] == pytest.approx(3 * t)
+    assert r.resource_busy_s["gpu0.send"] == pytest.approx(3 * 10 * B)
+    # on three channels only the port is shared, for the bytes: latency overlaps
+    s = sched(4, 30, [[(0, 1, 0, 10, "copy", 0), (0, 2, 10, 10, "copy", 1), (0, 3, 20, 10, "copy", 2)]])
+    np.testing.assert_allclose(simulate(s, uni(4)).start, [0, 10 * B, 20 * B])
+    assert simulate(s, uni(4)).time_s == pytest.approx(A + 30 * B)
     # two senders into one receiver: the receive port serializes them, full duplex otherwise
     s = sched(3, 10, [[(0, 2, 0, 10, "reduce"), (1, 2, 0, 10, "reduce"), (2, 0, 0, 10, "reduce")]])
     np.testing.assert_allclose(simulate(s, uni(3)).start, [0, t, 0])
@@ -65,13 +70,15 @@ def test_shared_nic_contention_depends_on_nics_per_node():
     steps = [[(g, 4 + g, 0, 1000, "copy") for g in range(4)]]
     s = sched(8, 1000, steps)
     intra, inter = Link(1e-7, 1e-10), Link(5e-6, 1e-9)
-    t = 5e-6 + 1000 * 1e-9
+    w = 1000 * 1e-9                                            # a NIC is held for the bytes only
+    t = 5e-6 + w
     one = simulate(s, Topology(2, 4, intra, inter, nics_per_node=1))
-    assert one.time_s == pytest.approx(4 * t)
-    np.testing.assert_allclose(one.start, [0, t, 2 * t, 3 * t])
+    assert one.time_s == pytest.approx(3 * w + t)
+    np.testing.assert_allclose(one.start, [0, w, 2 * w, 3 * w])
     assert one.resource_bytes["node0.nic0.out"] == 4000 and one.resource_bytes["node1.nic0.in"] == 4000
+    assert "gpu0.send" not in {x["name"] for x in one.resource_table()}   # NIC traffic skips NVLink ports
     two = simulate(s, Topology(2, 4, intra, inter, nics_per_node=2))
-    np.testing.assert_allclose(two.start, [0, 0, t, t])       # GPU g uses NIC g % 2
+    np.testing.assert_allclose(two.start, [0, w, 0, w])       # GPU g uses NIC g x 2 // 4
     four = simulate(s, Topology(2, 4, intra, inter, nics_per_node=4))
     assert four.time_s == pytest.approx(t)
     # intra-node transfers take no NIC and use the intra link
@@ -107,7 +114,7 @@ def test_ring_on_uniform_topology_matches_formula():
         r = simulate(s, uni(P, 5e-6, 1e-11))
         assert r.time_s == pytest.approx(2 * (P - 1) * (5e-6 + n / P * 1e-11), rel=1e-12)
         busy = r.resource_busy_s
-        assert busy["gpu0.send"] == pytest.approx(r.time_s, rel=1e-12)   # ports always busy
+        assert busy["gpu0.send"] == pytest.approx(2 * (P - 1) * n / P * 1e-11, rel=1e-12)   # bytes x beta
 
 
 def test_deterministic():
@@ -139,19 +146,30 @@ def test_long_in_step_chain():
 def random_case(draw):
     nodes, gpn = draw(st.integers(1, 3)), draw(st.integers(1, 4))
     nics = draw(st.integers(1, gpn))
+    board = draw(st.sampled_from(["switch", "nvls", "direct"]))
     P = nodes * gpn
     count = draw(st.integers(1, 12))
+    channels = draw(st.integers(1, 3))
     steps = []
     for _ in range(draw(st.integers(1, 6))):
         step = []
         for _ in range(draw(st.integers(0, 5))):
             src, dst = draw(st.integers(0, P - 1)), draw(st.integers(0, P - 1))
+            if board == "nvls" and draw(st.booleans()):       # a GPU and its node's switch (endpoint P + node)
+                if draw(st.booleans()):
+                    dst = P + src // gpn
+                else:
+                    src = P + dst // gpn
             off = draw(st.integers(0, count - 1))
             ln = draw(st.integers(1, count - off))
-            step.append((src, dst, off, ln, draw(st.sampled_from(["reduce", "copy"]))))
+            step.append((src, dst, off, ln, draw(st.sampled_from(["reduce", "copy"])),
+                         draw(st.integers(0, channels - 1))))
         steps.append(step)
-    topo = Topology(nodes, gpn, Link(draw(st.sampled_from([0.0, 1e-6])), 1e-9), Link(3e-6, 4e-9), nics)
-    return Schedule.from_steps(P, count, steps, itemsize=draw(st.sampled_from([1, 4]))), topo
+    topo = Topology(nodes, gpn, Link(draw(st.sampled_from([0.0, 1e-6])), 1e-9), Link(3e-6, 4e-9), nics,
+                    nvls=Link(5e-7, 2e-9) if board == "nvls" else None, links_per_pair=2 * (board == "direct"))
+    s = Schedule.from_steps(P, count, steps, itemsize=draw(st.sampled_from([1, 4])),
+                            switches=nodes if board == "nvls" else 0)
+    return s, topo
 
 
 @settings(max_examples=150, deadline=None)
@@ -171,11 +189,13 @@ def test_matches_reference_on_random_schedules(case, gamma):
 
 @st.composite
 def crowded_step(draw):
-    # a few long steps on shared NICs and ports: several resource kinds chain within a step
+    # a few long steps on shared NICs, ports and slots: several resource kinds chain within a step
     nodes, gpn = draw(st.integers(2, 3)), draw(st.integers(2, 4))
     P, count = nodes * gpn, draw(st.integers(1, 6))
+    channels = draw(st.integers(1, 4))
     steps = [[(draw(st.integers(0, P - 1)), draw(st.integers(0, P - 1)), 0, draw(st.integers(1, count)),
-               draw(st.sampled_from(["reduce", "copy"]))) for _ in range(draw(st.integers(10, 40)))]
+               draw(st.sampled_from(["reduce", "copy"])), draw(st.integers(0, channels - 1)))
+              for _ in range(draw(st.integers(10, 40)))]
              for _ in range(draw(st.integers(1, 3)))]
     topo = Topology(nodes, gpn, Link(1e-6, draw(st.sampled_from([1e-9, 3e-9]))), Link(3e-6, 4e-9),
                     draw(st.integers(1, 2)))
@@ -234,3 +254,38 @@ def test_all_to_all_step_matches_reference(order, nodes):
     r = simulate(s, topo, gamma=1e-11)
     start, _ = reference(s, topo, gamma=1e-11)
     np.testing.assert_allclose(r.start, start, rtol=1e-12, atol=0)
+
+
+def test_switch_transfers_use_the_nvls_link_and_only_the_gpu_side():
+    # 2 GPUs reduce into their switch (endpoint 2) on two channels, the switch sends the sum back
+    nv = Link(5e-7, 2e-9)
+    topo = Topology(1, 2, Link(A, B), Link(A, B), nvls=nv)
+    s = Schedule.from_steps(2, 10, [[(0, 2, 0, 10, "reduce", 0), (1, 2, 0, 10, "reduce", 1)],
+                                    [(2, 0, 0, 10, "copy", 0), (2, 1, 0, 10, "copy", 1)]], itemsize=4,
+                            switches=1)
+    r = simulate(s, topo)
+    t = 5e-7 + 40 * 2e-9
+    np.testing.assert_allclose(r.start, [0, 0, t, t])            # no switch-side resource is shared
+    assert r.time_s == pytest.approx(2 * t)
+    assert r.resource_busy_s["gpu0.send"] == pytest.approx(80e-9) and r.resource_bytes["gpu1.recv"] == 40
+    with pytest.raises(CollsimError, match="need NVLink SHARP"):
+        simulate(s, uni(2))
+    across = Schedule.from_steps(4, 1, [[(0, 5, 0, 1, "reduce")]], switches=2)      # GPU 0 -> node 1's switch
+    with pytest.raises(CollsimError, match="another node"):
+        simulate(across, Topology(2, 2, Link(A, B), Link(A, B), nvls=nv))
+
+
+def test_direct_pair_links_replace_ports():
+    # a board without NVSwitch: 0 -> 1 and 0 -> 2 in one step use two pair links, not one port
+    topo = Topology(1, 3, Link(A, B), Link(A, B), links_per_pair=4)
+    s = sched(3, 20, [[(0, 1, 0, 10, "copy", 0), (0, 2, 10, 10, "copy", 1), (1, 2, 0, 10, "copy", 2)]])
+    r = simulate(s, topo)
+    np.testing.assert_allclose(r.start, [0, 0, 0])
+    assert {x["name"] for x in r.resource_table()} == {"gpu0-gpu1", "gpu0-gpu2", "gpu1-gpu2"}
+
+
+def test_call_cost_is_added_to_every_nonempty_collective():
+    s = sched(2, 100, [[(0, 1, 0, 100, "copy")]])
+    topo = Topology(1, 2, Link(A, B), Link(A, B), call_us=8.4)
+    assert simulate(s, topo).time_s == pytest.approx(8.4e-6 + A + 100 * B)
+    assert simulate_times([s, sched(2, 0, [])], topo).tolist() == [simulate(s, topo).time_s, 0.0]

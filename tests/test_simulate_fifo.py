@@ -19,9 +19,19 @@ def test_contended_two_kinds_against_loop():
     # three senders share one NIC-like row; receivers 0 and 1 take two each: two chain kinds
     ready = np.array([[0.0], [0.5], [0.0], [4.0]])
     d = np.array([[1.0], [1.0], [2.0], [1.0]])
-    out, inn = np.zeros(2), np.zeros(2)
-    res = [(out, np.array([[0], [0], [0], [1]]), None), (inn, np.array([[0], [1], [0], [1]]), None)]
+    out, inn = np.zeros(3), np.zeros(3)                 # row 2: the spare row (holds nothing)
+    res = [(out, np.array([[0], [0], [0], [1]]), d), (inn, np.array([[0], [1], [0], [1]]), d)]
     st, en = contended(ready.copy(), d, res, [(np.array([[0, 1, 2]]), np.ones((1, 3), bool)),
                                              (np.array([[0, 2], [1, 3]]), np.ones((2, 2), bool))])
     assert st[:, 0].tolist() == [0.0, 1.0, 2.0, 4.0]
-    assert out.tolist() == [4.0, 5.0] and inn.tolist() == [4.0, 5.0]
+    assert out.tolist() == [4.0, 5.0, 0.0] and inn.tolist() == [4.0, 5.0, 0.0]
+
+
+def test_contended_holds_per_kind():
+    # one row held for the whole transfer, one only for its "wire" part: the wire row binds less
+    ready, d, w = np.zeros((3, 1)), np.array([[3.0], [3.0], [3.0]]), np.array([[1.0], [1.0], [1.0]])
+    port, slot = np.zeros(2), np.zeros(4)
+    res = [(slot, np.array([[0], [1], [2]]), d), (port, np.array([[0], [0], [0]]), w)]
+    st, en = contended(ready.copy(), d, res, [None, (np.array([[0, 1, 2]]), np.ones((1, 3), bool))])
+    assert st[:, 0].tolist() == [0.0, 1.0, 2.0] and en[:, 0].tolist() == [3.0, 4.0, 5.0]
+    assert port.tolist() == [3.0, 0.0] and slot.tolist() == [3.0, 4.0, 5.0, 0.0]

@@ -1,60 +1,73 @@
-"""AllReduce schedules: ``build_schedule(name, ranks, count, ...)`` and ``ALGORITHMS``.
+"""AllReduce schedules: one ``Algorithm`` record per algorithm in ``REGISTRY``; ``build_schedule``.
 
-Every algorithm works for any P >= 1 and any count >= 0 (uneven splits use
-``split_even``); every schedule it builds is proved correct by
-``collsim.checker.check`` in the tests.
+Every algorithm works for any P >= 1, any count >= 0 (uneven splits use
+``split_even``) and any number of channels C >= 1 (the buffer cut into C
+contiguous parts, each its own ring or tree on its own channel, all channels of
+a step in one schedule step); every schedule it builds is proved correct by
+``collsim.checker.check`` in the tests. ``ALGORITHMS`` lists the algorithms
+(``REGISTRY`` without the teaching-only lecture schedules, which are not
+AllReduces).
+
+Adding an algorithm: a module that ends with its ``Algorithm`` record, and one
+entry in ``REGISTRY`` below.
 """
 from __future__ import annotations
 
 import numbers
+import os
 from dataclasses import dataclass
+from typing import Callable
 
-from collsim.algorithms.hierarchical import hierarchical, hierarchical_nccl
-from collsim.algorithms.classic import direct, halving_doubling, recursive_doubling
-from collsim.algorithms.ring import ring
-from collsim.algorithms.tree import binary_tree, double_tree
 from collsim.errors import CollsimError
 from collsim.schedule import Schedule
 
-CHUNK_TARGET_BYTES = 1 << 16   # default pipeline chunk: 64 KiB ...
-MAX_DEFAULT_CHUNKS = 64        # ... but at most 64 chunks per tree
-MAX_TRANSFERS = 1 << 27        # larger schedules are refused (5 int64 columns: ~5 GB)
+MAX_TRANSFERS = 1 << 26        # larger schedules are refused unless COLLSIM_MAX_TRANSFERS says otherwise
+BYTES_PER_TRANSFER = 49 * 3    # schedule columns (6 x int64 + op) and what building and simulating hold besides
 MAX_BYTES = 1 << 60            # buffer size limit (element offsets are int64)
-
-
-@dataclass(frozen=True)
-class AlgorithmInfo:
-    """description: one line; params: the keyword parameters it takes; trees: how many
-    trees share the buffer (0 for non-tree algorithms, used by ``default_chunks``)."""
-
-    description: str
-    params: tuple[str, ...] = ()
-    trees: int = 0
-
-
-ALGORITHMS: dict[str, AlgorithmInfo] = {
-    "ring": AlgorithmInfo("ring reduce-scatter + all-gather, 2(P-1) steps, optional pipeline slices",
-                          ("slices",)),
-    "tree": AlgorithmInfo("NCCL double binary tree, each tree half the data, pipelined over chunks",
-                          ("chunks",), 2),
-    "binary-tree": AlgorithmInfo("one binary tree: reduce up, broadcast down, pipelined over chunks",
-                                 ("chunks",), 1),
-    "hierarchical": AlgorithmInfo("intra-node reduce-scatter, inter-node ring or tree AllReduce, "
-                                  "intra-node all-gather", ("gpus_per_node", "inter", "slices", "chunks"), 2),
-    "hierarchical-nccl": AlgorithmInfo("NCCL multi-node tree: intra-node chain + inter-node double "
-                                       "binary tree, pipelined", ("gpus_per_node", "chunks"), 2),
-    "halving-doubling": AlgorithmInfo("Rabenseifner: recursive-halving reduce-scatter + "
-                                      "recursive-doubling all-gather"),
-    "recursive-doubling": AlgorithmInfo("log2(P) steps exchanging the whole buffer"),
-    "direct": AlgorithmInfo("one-shot: every rank sends its whole buffer to every other rank"),
-}
+DEFAULTS = {"gpus_per_node": None, "slices": 1, "chunks": None, "inter": "ring", "channels": 1, "direct": False}
 INTER_ALGORITHMS = ("ring", "tree")
 
 
-def default_chunks(name: str, nbytes: int) -> int:
-    """Pipeline chunks per tree when none are given: 64 KiB each, 1 to 64."""
-    per_tree = nbytes // max(ALGORITHMS[name].trees, 1)
-    return int(min(max(per_tree // CHUNK_TARGET_BYTES, 1), MAX_DEFAULT_CHUNKS))
+@dataclass(frozen=True)
+class Algorithm:
+    """One AllReduce algorithm, everything collsim knows about it in one place.
+
+    name, description (one line); params: the keyword parameters ``build`` takes besides
+    ranks, count, itemsize (names in ``DEFAULTS``); needs: those that have no default;
+    build(ranks, count, itemsize, **params) -> Schedule; transfer_bound(ranks, params) -> an
+    upper bound on its transfers (checked before building); default_chunks(nbytes, ranks,
+    params) -> pipeline chunks when none are given (None: takes no chunks); closed_form(p,
+    nbytes, link, gamma, params) -> seconds (``collsim.algorithms.timing.Links``; None: no
+    closed form), exact or a stated bound (``exact``: a short statement of when it is exact);
+    granularity(ranks, params) -> the element multiple for which the closed form holds;
+    formula: the closed form in words; teaching_only: not an AllReduce (the lecture's
+    pseudo-code), listed but never swept."""
+
+    name: str
+    description: str
+    build: Callable[..., Schedule]
+    transfer_bound: Callable[[int, dict], int]
+    params: tuple[str, ...] = ("channels",)
+    needs: tuple[str, ...] = ()
+    default_chunks: Callable[[int, int, dict], int] | None = None
+    closed_form: Callable | None = None
+    granularity: Callable[[int, dict], int] = lambda ranks, params: 1
+    formula: str = ""
+    exact: str = ""
+    teaching_only: bool = False
+
+
+from collsim.algorithms.classic import DIRECT, HALVING_DOUBLING, RECURSIVE_DOUBLING  # noqa: E402
+from collsim.algorithms.hierarchical import HIERARCHICAL, HIERARCHICAL_NCCL  # noqa: E402
+from collsim.algorithms.lecture import LECTURE_RING, LECTURE_TREE  # noqa: E402
+from collsim.algorithms.nvls import NVLS, NVLSTREE  # noqa: E402
+from collsim.algorithms.ring import RING  # noqa: E402
+from collsim.algorithms.tree import BINARY_TREE, TREE  # noqa: E402
+
+REGISTRY: dict[str, Algorithm] = {a.name: a for a in (
+    RING, TREE, BINARY_TREE, HIERARCHICAL, HIERARCHICAL_NCCL, NVLS, NVLSTREE, HALVING_DOUBLING,
+    RECURSIVE_DOUBLING, DIRECT, LECTURE_RING, LECTURE_TREE)}
+ALGORITHMS: dict[str, Algorithm] = {n: a for n, a in REGISTRY.items() if not a.teaching_only}
 
 
 def _int(what: str, value, minimum: int) -> int:
@@ -65,77 +78,88 @@ def _int(what: str, value, minimum: int) -> int:
     return int(value)
 
 
-def validate(name: str, ranks, *, gpus_per_node=None, slices=1, chunks=None, inter="ring") -> dict:
-    """Check an algorithm name and its parameters; return the parameters it takes.
+def get(name: str) -> Algorithm:
+    """The record of ``name``, or the one-line "unknown algorithm" error."""
+    if name not in REGISTRY:
+        raise CollsimError(f"unknown algorithm {name!r}; choose from {', '.join(REGISTRY)}")
+    return REGISTRY[name]
 
-    Raises CollsimError (one line) for an unknown name, P < 1, a parameter the
-    algorithm does not take, or gpus_per_node that does not divide P.
+
+def validate(name: str, ranks, **given) -> dict:
+    """Check an algorithm name and its parameters; return the parameters it takes (defaults filled in,
+    chunks only when given).
+
+    Raises CollsimError (one line) for an unknown name, P < 1, an unknown parameter or one the
+    algorithm does not take (with a value other than its default), a missing needed one, or
+    gpus_per_node that does not divide P.
     """
-    if name not in ALGORITHMS:
-        raise CollsimError(f"unknown algorithm {name!r}; choose from {', '.join(ALGORITHMS)}")
+    algo = get(name)
     ranks = _int("ranks", ranks, 1)
-    takes = ALGORITHMS[name].params
-    given = {"gpus_per_node": gpus_per_node, "slices": slices if slices != 1 else None,
-             "chunks": chunks, "inter": inter if inter != "ring" else None}
     for key, value in given.items():
-        if value is not None and key not in takes:
+        if key not in DEFAULTS:
+            raise CollsimError(f"unknown parameter {key!r} (known: {', '.join(DEFAULTS)})")
+        if key not in algo.params and value is not None and value != DEFAULTS[key]:
             raise CollsimError(f"algorithm {name!r} takes no {key!r} parameter")
     params = {}
-    if "gpus_per_node" in takes:
-        if gpus_per_node is None:
-            raise CollsimError(f"algorithm {name!r} needs gpus_per_node")
-        g = _int("gpus_per_node", gpus_per_node, 1)
-        if ranks % g:
-            raise CollsimError(f"gpus_per_node {g} does not divide ranks {ranks}")
-        params["gpus_per_node"] = g
-    if "slices" in takes:
-        params["slices"] = _int("slices", slices, 1)
-    if "chunks" in takes and chunks is not None:
-        params["chunks"] = _int("chunks", chunks, 1)
-    if "inter" in takes:
-        if inter not in INTER_ALGORITHMS:
-            raise CollsimError(f"inter must be one of {', '.join(INTER_ALGORITHMS)}, got {inter!r}")
-        params["inter"] = inter
+    for key in algo.params:
+        value = given.get(key, DEFAULTS[key])
+        if value is None:
+            if key in algo.needs:
+                raise CollsimError(f"algorithm {name!r} needs {key}")
+            continue
+        if key == "inter":
+            if value not in INTER_ALGORITHMS:
+                raise CollsimError(f"inter must be one of {', '.join(INTER_ALGORITHMS)}, got {value!r}")
+        elif key == "direct":
+            if not isinstance(value, bool):
+                raise CollsimError(f"direct must be true or false, got {value!r}")
+        else:
+            value = _int(key, value, 1)
+        params[key] = value
+    g = params.get("gpus_per_node")
+    if g is not None and ranks % g:
+        raise CollsimError(f"gpus_per_node {g} does not divide ranks {ranks}")
     return params
 
 
-def transfer_bound(name: str, ranks: int, params: dict) -> int:
-    """Upper bound on the number of transfers of a schedule (before zero-length ones are dropped)."""
-    p, s, c = ranks, params.get("slices", 1), params.get("chunks", 1)
-    g = params.get("gpus_per_node", 1)
-    n, lg = p // g, p.bit_length()
-    if name == "hierarchical":
-        inter = 2 * p * (n - 1) * s if params["inter"] == "ring" else 4 * g * (n - 1) * c
-        return 2 * p * (g - 1) * s + inter
-    return {"ring": 2 * p * (p - 1) * s, "tree": 4 * (p - 1) * c, "binary-tree": 2 * (p - 1) * c,
-            "hierarchical-nccl": 4 * (p - 1) * c, "halving-doubling": 2 * p * (lg + 1),
-            "recursive-doubling": p * (lg + 2), "direct": p * (p - 1)}[name]
+def transfer_limit() -> int:
+    """MAX_TRANSFERS, or the COLLSIM_MAX_TRANSFERS environment variable."""
+    text = os.environ.get("COLLSIM_MAX_TRANSFERS")
+    if text is None:
+        return MAX_TRANSFERS
+    try:
+        return _int("COLLSIM_MAX_TRANSFERS", int(text), 1)
+    except ValueError:
+        raise CollsimError(f"COLLSIM_MAX_TRANSFERS must be an integer, got {text!r}") from None
 
 
-_BUILDERS = {"ring": ring, "tree": double_tree, "binary-tree": binary_tree,
-             "hierarchical": hierarchical, "hierarchical-nccl": hierarchical_nccl,
-             "halving-doubling": halving_doubling, "recursive-doubling": recursive_doubling,
-             "direct": direct}
-
-
-def build_schedule(name: str, ranks: int, count: int, itemsize: int = 4, *, gpus_per_node=None,
-                   slices=1, chunks=None, inter="ring") -> Schedule:
-    """The AllReduce schedule of algorithm ``name`` for ``count`` elements of ``itemsize``
-    bytes per rank on ``ranks`` ranks; chunks default to ``default_chunks``."""
-    params = validate(name, ranks, gpus_per_node=gpus_per_node, slices=slices, chunks=chunks,
-                      inter=inter)
+def resolve(name: str, ranks: int, count: int, itemsize: int = 4, **given) -> dict:
+    """The parameters ``build_schedule`` uses: validated, chunks defaulted for ``count * itemsize`` bytes,
+    the transfer bound checked against ``transfer_limit`` (one-line error naming it and how to lift it)."""
+    params = validate(name, ranks, **given)
     count = _int("count", count, 0)
     itemsize = _int("itemsize", itemsize, 1)
     if count * itemsize > MAX_BYTES:
         raise CollsimError(f"buffer of {count} x {itemsize} bytes is too large (limit {MAX_BYTES} bytes)")
-    if "chunks" in ALGORITHMS[name].params and "chunks" not in params:
-        params["chunks"] = default_chunks(name, count * itemsize)
-    bound = transfer_bound(name, int(ranks), params)
-    if bound > MAX_TRANSFERS:
-        raise CollsimError(f"{name} on {ranks} ranks would build up to {bound} transfers (limit "
-                           f"{MAX_TRANSFERS}): use fewer ranks, slices or chunks")
-    return _BUILDERS[name](int(ranks), count, itemsize, **params)
+    algo = REGISTRY[name]
+    if algo.default_chunks is not None and "chunks" not in params:
+        params["chunks"] = algo.default_chunks(count * itemsize, int(ranks), params)
+    bound, limit = algo.transfer_bound(int(ranks), params), transfer_limit()
+    if bound > limit:
+        raise CollsimError(f"{name} on {ranks} ranks would build up to {bound} transfers (about "
+                           f"{bound * BYTES_PER_TRANSFER / 2**30:.1f} GiB; limit {limit}, set COLLSIM_MAX_TRANSFERS "
+                           "to lift it): use fewer ranks, channels, slices or chunks")
+    return params
 
 
-__all__ = ["ALGORITHMS", "AlgorithmInfo", "build_schedule", "default_chunks", "transfer_bound",
-           "validate"]
+def build_schedule(name: str, ranks: int, count: int, itemsize: int = 4, *, gpus_per_node=None, slices=1,
+                   chunks=None, inter="ring", channels=1, direct=False) -> Schedule:
+    """The AllReduce schedule of algorithm ``name`` for ``count`` elements of ``itemsize``
+    bytes per rank on ``ranks`` ranks (the keyword parameters are ``DEFAULTS``; each algorithm
+    takes those of its record); chunks default to the record's ``default_chunks``."""
+    q = resolve(name, ranks, count, itemsize, gpus_per_node=gpus_per_node, slices=slices, chunks=chunks,
+                inter=inter, channels=channels, direct=direct)
+    return REGISTRY[name].build(int(ranks), int(count), int(itemsize), **q)
+
+
+__all__ = ["ALGORITHMS", "Algorithm", "REGISTRY", "build_schedule", "get", "resolve", "transfer_limit", "validate"]

@@ -1,7 +1,8 @@
 """The lecture's ring and tree pseudo-code, exactly as it behaves, as schedules.
 
-See /work/shared/reference/lecture.md ("Its pseudo-code, exactly as it
-behaves"). Both move the whole buffer in every transfer. ``collsim check``
+Registered as the teaching-only algorithms ``lecture-ring`` and ``lecture-tree``
+(``collsim check --algo lecture-ring``): listed, built and checked like the others,
+never swept. Both move the whole buffer in every transfer. ``collsim check``
 (``collsim.checker.check``) shows where they go wrong:
 
 * ``lecture_ring``: phase 1 (P-1 steps) every rank sends its current buffer to
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from collsim.algorithms import Algorithm
 from collsim.schedule import COPY, REDUCE, Schedule, ScheduleBuilder
 
 
@@ -44,5 +46,8 @@ def lecture_tree(ranks: int, count: int, itemsize: int = 4) -> Schedule:
     return b.build()
 
 
-# The lecture's schedules by name (``collsim check --algo lecture-ring``; teaching only, wrong on purpose).
-LECTURE = {"lecture-ring": lecture_ring, "lecture-tree": lecture_tree}
+LECTURE_RING = Algorithm("lecture-ring", "the lecture's ring pseudo-code: whole buffers, counts contributions twice",
+                         lecture_ring, lambda p, q: 2 * p * max(p - 1, 0), params=(), teaching_only=True)
+LECTURE_TREE = Algorithm("lecture-tree", "the lecture's tree pseudo-code: one exchange, then rank 0 copies to all",
+                         lecture_tree, lambda p, q: 2 * p, params=(), teaching_only=True)
+LECTURE = {a.name: a.build for a in (LECTURE_RING, LECTURE_TREE)}   # by name (``collsim.measure.executed``)

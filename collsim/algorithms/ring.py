@@ -1,29 +1,56 @@
-"""Ring AllReduce: reduce-scatter then all-gather around a ring, 2(P-1) steps.
+"""Ring AllReduce: reduce-scatter then all-gather around a ring, 2(P-1) steps per channel.
 
-The buffer is cut into P chunks (``split_even``, so any count works, also
-count < P); with ``slices`` S every chunk is cut again into S slices and every
-ring step becomes S steps, one per slice (NCCL's pipelining of a chunk into
-slices). Rank i sends to rank i+1. Reduce-scatter step k (k = 0..P-2): rank i
-sends chunk (i - k) mod P, the receiver adds it; afterwards rank i owns the
-full sum of chunk (i + 1) mod P. All-gather step k: rank i sends chunk
-(i + 1 - k) mod P, the receiver overwrites its copy.
+The buffer is cut into C channel parts (``split_ranges``), each reduced by its own
+ring on its own channel; every ring cuts its part into P chunks (so any count
+works, also count < P); with ``slices`` S every chunk is cut again into S slices
+and every ring step becomes S steps, one per slice (NCCL's pipelining of a chunk
+into slices). Position i of a ring sends to position i+1. Reduce-scatter step k
+(k = 0..P-2): position i sends chunk (i - k) mod P, the receiver adds it;
+afterwards position i owns the full sum of chunk (i + 1) mod P. All-gather step k:
+position i sends chunk (i + 1 - k) mod P, the receiver overwrites its copy. All
+channels of a step are one schedule step, in channel order.
+
+Ring orders (``ring_orders``):
+
+* one node (no ``gpus_per_node``, or one node of them): every channel is the ring
+  0, 1, ..., P-1;
+* several nodes of G GPUs: NCCL 2.20+'s paired rail rings. Channel c follows
+  search channel s = c mod G (coll channels repeat the search channels,
+  NVIDIA/nccl src/graph/connect.cc:69-72); even s enters a node at GPU s and
+  visits s, s-1, ..., s+1 (mod G), leaving from GPU s+1; odd s enters at s and
+  visits s, s+1, ..., s-1 (src/graph/search.cc:559-574, 669-751, crossNic 2);
+  odd nodes run the order of s^1 (connect.cc:392-405), so every hop between
+  nodes joins two GPUs of one rail (one NIC index), except the wrap-around hop
+  when the node count is odd;
+* ``direct`` (GPUs linked without NVSwitch): channel c visits the GPUs of each
+  node along Hamiltonian cycle c mod H (``hamiltonian_cycles``), so the channels
+  spread over the pair links.
 
 ``ring_phases`` runs the same pattern on many disjoint rank groups at once, each
-on its own element range; the hierarchical algorithms reuse it.
+on its own element range and channel; the hierarchical algorithms reuse it.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+from itertools import permutations
+from math import gcd
+
 import numpy as np
 
+from collsim.algorithms import Algorithm
+from collsim.algorithms.timing import chain, step
 from collsim.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, split_ranges
+
+MAX_ENUMERATED_CYCLES = 720   # up to 7 GPUs a node: every Hamiltonian cycle; beyond, the rotations i -> i + d
 
 
 def ring_phases(b: ScheduleBuilder, groups: np.ndarray, offset, length, slices: int = 1,
-                reduce_scatter: bool = True, all_gather: bool = True) -> None:
+                reduce_scatter: bool = True, all_gather: bool = True, channel=0) -> None:
     """Append ring reduce-scatter and/or all-gather steps to ``b``.
 
     groups: (G, n) rank matrix; row g is one ring (position i sends to i+1).
     offset, length: (G,) element range each ring reduces (its own buffer part).
+    channel: (G,) or scalar, the channel of each ring.
     After the reduce-scatter, position i owns chunk (i + 1) mod n of its range.
     """
     groups = np.atleast_2d(np.asarray(groups, np.int64))
@@ -36,16 +63,88 @@ def ring_phases(b: ScheduleBuilder, groups: np.ndarray, offset, length, slices: 
     src = groups.ravel()
     dst = np.roll(groups, -1, axis=1).ravel()
     gi = np.repeat(np.arange(g), n)
+    ch = np.repeat(np.broadcast_to(np.asarray(channel, np.int64), (g,)), n)
     k = np.arange(n - 1)[:, None, None]
     s = np.arange(slices)[None, :, None]
     phases = ([(REDUCE, 0)] if reduce_scatter else []) + ([(COPY, 1)] if all_gather else [])
     for op, shift in phases:
         chunk = (np.tile(np.arange(n), g)[None, None, :] + shift - k) % n   # (n-1, 1, G*n)
         shape = ((n - 1) * slices, g * n)
-        b.add_steps(src, dst, sl_off[gi, chunk, s].reshape(shape), sl_len[gi, chunk, s].reshape(shape), op)
+        b.add_steps(src, dst, sl_off[gi, chunk, s].reshape(shape), sl_len[gi, chunk, s].reshape(shape), op, ch)
 
-def ring(ranks: int, count: int, itemsize: int = 4, slices: int = 1) -> Schedule:
-    """Ring AllReduce of ``count`` elements on ``ranks`` ranks, 2(P-1)*slices steps."""
-    b = ScheduleBuilder(ranks, count, itemsize, name="ring", meta={"slices": slices})
-    ring_phases(b, np.arange(ranks)[None, :], [0], [count], slices)
+
+@lru_cache(maxsize=16)
+def hamiltonian_cycles(g: int) -> tuple[tuple[int, ...], ...]:
+    """Directed Hamiltonian cycles of g fully linked GPUs, each from GPU 0: all of them while there are at
+    most ``MAX_ENUMERATED_CYCLES`` (every directed pair link then lies on equally many), else the
+    rotations i -> i + d for d coprime to g."""
+    if g <= 2:
+        return (tuple(range(g)),)
+    count = 1
+    for k in range(2, g):
+        count *= k
+    if count <= MAX_ENUMERATED_CYCLES:
+        return tuple((0,) + p for p in permutations(range(1, g)))
+    return tuple(tuple(i * d % g for i in range(g)) for d in range(1, g) if gcd(d, g) == 1)
+
+
+def node_order(s: int, g: int) -> np.ndarray:
+    """Local GPUs of rail ring search channel s in visiting order (even: s, s-1, ...; odd: s, s+1, ...)."""
+    step = 1 if s % 2 else -1
+    return (s + step * np.arange(g)) % g
+
+
+def ring_orders(ranks: int, channels: int, gpus_per_node: int | None = None, direct: bool = False) -> np.ndarray:
+    """(channels, ranks) rank order of every channel's ring (see the module docstring)."""
+    g = ranks if gpus_per_node is None else gpus_per_node
+    nodes = ranks // g
+    out = np.empty((channels, ranks), np.int64)
+    for c in range(channels):
+        if direct:
+            local = [np.array(hamiltonian_cycles(g)[c % len(hamiltonian_cycles(g))])] * nodes
+        elif nodes == 1:
+            local = [np.arange(g)]
+        else:
+            s = c % g
+            local = [node_order(s ^ 1 if n % 2 and (s ^ 1) < g else s, g) for n in range(nodes)]
+        out[c] = np.concatenate([n * g + order for n, order in enumerate(local)])
+    return out
+
+
+def ring(ranks: int, count: int, itemsize: int = 4, slices: int = 1, channels: int = 1,
+         gpus_per_node: int | None = None, direct: bool = False) -> Schedule:
+    """Ring AllReduce of ``count`` elements on ``ranks`` ranks over ``channels`` rings,
+    2(P-1)*slices steps."""
+    meta = {"slices": slices, "channels": channels}
+    if gpus_per_node is not None:
+        meta["gpus_per_node"] = gpus_per_node
+    if direct:
+        meta["direct"] = True
+    b = ScheduleBuilder(ranks, count, itemsize, name="ring", meta=meta)
+    off, ln = split_ranges(np.array([0]), np.array([count]), channels)
+    ring_phases(b, ring_orders(ranks, channels, gpus_per_node, direct), off[0], ln[0], slices,
+                channel=np.arange(channels))
     return b.build()
+
+
+def ring_time(p: int, nb, links, params: dict):
+    """Closed form on a uniform topology (``timing.chain``): 2(P-1)S steps of m = N/(P S C) bytes per
+    transfer, the first (P-1)S reducing."""
+    c, s = params["channels"], params["slices"]
+    if p == 1:
+        return np.zeros_like(nb)
+    m = nb / (p * s * c)
+    k = (p - 1) * s
+    return chain([(*step(m, links.alpha, links.beta, links.gamma), k), (*step(m, links.alpha, links.beta, 0.0), k)],
+                 c)
+
+
+RING = Algorithm(
+    "ring", "ring reduce-scatter + all-gather per channel, 2(P-1) steps; NCCL's rail rings across nodes",
+    ring, lambda p, q: 2 * p * (p - 1) * q["slices"] * q["channels"],
+    params=("slices", "channels", "gpus_per_node", "direct"),
+    closed_form=ring_time, granularity=lambda p, q: p * q["slices"] * q["channels"],
+    formula="K = 2(P-1)S steps of m = N/(P S C): d = alpha + m beta (+ m gamma in the first half), h = m beta; "
+            "T = sum d + (C-1) h + sum_{k<K-1} max(0, (C-1) h - (d_k - h)); one channel: "
+            "2(P-1) S alpha + 2 (P-1)/P N beta + (P-1)/P N gamma",
+    exact="exact on a uniform topology for N a multiple of the granularity")

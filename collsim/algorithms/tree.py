@@ -1,31 +1,89 @@
-"""Pipelined tree AllReduce: NCCL's double binary tree, and one binary tree.
+"""Pipelined tree AllReduce: NCCL's double binary tree over all ranks, and one binary tree.
 
-Each tree reduces and broadcasts its own segment of the buffer (the double
-tree gives each tree half), cut into ``chunks`` pipeline chunks. Shapes:
+The buffer is cut into C channel parts; on each channel each tree reduces and
+broadcasts its own segment of the part (the double tree gives each tree half),
+cut into ``chunks`` pipeline chunks; all channels run the same trees on the same
+ranks, all channels of a step in one schedule step. Shapes:
 ``collsim.algorithms.tree_shapes``; the steps of every (edge, chunk) transfer:
-``collsim.algorithms.tree_pipeline``.
+``collsim.algorithms.tree_pipeline``. Default chunks follow NCCL's Tree Simple
+chunk (``tree_chunks``).
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
+from collsim.algorithms import Algorithm
+from collsim.algorithms.timing import chain, step
 from collsim.algorithms.tree_pipeline import tree_phase, tree_steps
 from collsim.schedule import Schedule, ScheduleBuilder, split_ranges
 
+TREE_CHUNK_BYTES = 512 << 10   # NCCL Tree Simple chunk since 2.20.3 (enqueue.cc calcCollChunking; v2.19.4 :1349-1355 shrank it)
+MAX_DEFAULT_CHUNKS = 1024      # beyond 512 MiB per tree segment chunks grow instead (bounds the schedule)
 
-def _run(name: str, layout: str, ranks: int, count: int, itemsize: int, chunks: int) -> Schedule:
-    b = ScheduleBuilder(ranks, count, itemsize, name=name, meta={"chunks": chunks})
+
+def tree_chunks(segment_bytes: int, chunk_bytes: int = TREE_CHUNK_BYTES) -> int:
+    """Pipeline chunks of a segment of ``segment_bytes`` as NCCL cuts it per channel (enqueue.cc:656-669 computes
+    chunks per channel): ceil(bytes / chunk_bytes), 1 to ``MAX_DEFAULT_CHUNKS``."""
+    return int(min(max(-(-int(segment_bytes) // chunk_bytes), 1), MAX_DEFAULT_CHUNKS))
+
+
+def channel_parts(count: int, channels: int) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, lengths) of the C channel parts of a buffer of ``count`` elements."""
+    off, ln = split_ranges(np.array([0]), np.array([count]), channels)
+    return off[0], ln[0]
+
+
+def _run(name: str, layout: str, ranks: int, count: int, itemsize: int, chunks: int, channels: int) -> Schedule:
+    b = ScheduleBuilder(ranks, count, itemsize, name=name, meta={"chunks": chunks, "channels": channels})
     steps = tree_steps(layout, ranks, 1, chunks)
-    off, ln = split_ranges(np.array([0]), np.array([count]), steps.trees)
-    tree_phase(b, steps, np.arange(ranks)[None, :], off, ln)
+    part_off, part_len = channel_parts(count, channels)
+    off, ln = split_ranges(part_off, part_len, steps.trees)                 # (C, T)
+    tree_phase(b, steps, np.tile(np.arange(ranks), (channels, 1)), off, ln, np.arange(channels))
     return b.build()
 
 
-def binary_tree(ranks: int, count: int, itemsize: int = 4, chunks: int = 1) -> Schedule:
-    """One NCCL binary tree carrying the whole buffer, pipelined over ``chunks``."""
-    return _run("binary-tree", "binary", ranks, count, itemsize, chunks)
+def binary_tree(ranks: int, count: int, itemsize: int = 4, chunks: int = 1, channels: int = 1) -> Schedule:
+    """One NCCL binary tree per channel carrying the channel's part, pipelined over ``chunks``."""
+    return _run("binary-tree", "binary", ranks, count, itemsize, chunks, channels)
 
 
-def double_tree(ranks: int, count: int, itemsize: int = 4, chunks: int = 1) -> Schedule:
-    """NCCL's double binary tree: each tree carries half the buffer, pipelined over ``chunks``."""
-    return _run("tree", "double", ranks, count, itemsize, chunks)
+def double_tree(ranks: int, count: int, itemsize: int = 4, chunks: int = 1, channels: int = 1) -> Schedule:
+    """NCCL's double binary tree per channel: each tree carries half the channel's part, pipelined over ``chunks``."""
+    return _run("tree", "double", ranks, count, itemsize, chunks, channels)
+
+
+@lru_cache(maxsize=4096)
+def up_steps(layout: str, n: int, chunks: int, gpus_per_node: int = 1) -> int:
+    """U: the reduce-up steps (as many broadcast-down steps follow) of ``tree_steps(layout, n, g, chunks)``."""
+    return int(tree_steps(layout, n, gpus_per_node, chunks).up.sum())
+
+
+def _tree_time(layout: str, trees: int):
+    """Closed form of ``layout``'s trees on C channels: U up steps (reduce) then U down steps (copy) of
+    m = N/(T C chunks) bytes, ``timing.chain``."""
+    def time(p: int, nb, links, params: dict):
+        c, k = params["channels"], params["chunks"]
+        u, m = up_steps(layout, p, k), nb / (trees * k * c)
+        return chain([(*step(m, links.alpha, links.beta, links.gamma), u),
+                      (*step(m, links.alpha, links.beta, 0.0), u)], c)
+    return time
+
+
+TREE_EXACT = ("exact on a uniform topology for N a multiple of the granularity with one channel, or while "
+              "(C-1) m beta <= alpha; otherwise an upper bound (it lets every step's ports run on into the next)")
+TREE = Algorithm(
+    "tree", "NCCL's double binary tree over all ranks per channel, each tree half the part, pipelined over chunks",
+    double_tree, lambda p, q: 4 * (p - 1) * q["chunks"] * q["channels"], params=("chunks", "channels"),
+    default_chunks=lambda nbytes, p, q: tree_chunks(nbytes // (2 * q["channels"])),
+    closed_form=_tree_time("double", 2), granularity=lambda p, q: 2 * q["chunks"] * q["channels"],
+    formula="U up steps then U down steps of m = N/(2 C chunks), U from tree_pipeline.up_slots: "
+            "timing.chain; one channel: U (2 alpha + 2 m beta + m gamma)", exact=TREE_EXACT)
+BINARY_TREE = Algorithm(
+    "binary-tree", "one binary tree per channel: reduce up, broadcast down, pipelined over chunks",
+    binary_tree, lambda p, q: 2 * (p - 1) * q["chunks"] * q["channels"], params=("chunks", "channels"),
+    default_chunks=lambda nbytes, p, q: tree_chunks(nbytes // q["channels"]),
+    closed_form=_tree_time("binary", 1), granularity=lambda p, q: q["chunks"] * q["channels"],
+    formula="U up steps then U down steps of m = N/(C chunks): timing.chain; one channel: "
+            "U (2 alpha + 2 m beta + m gamma)", exact=TREE_EXACT)

@@ -109,13 +109,16 @@ def read_only(*arrays: np.ndarray) -> None:
 def tree_plan(layout: str, n: int, gpus_per_node: int = 1) -> TreePlan:
     """Cached plan of the trees of ``layout`` over n positions (arrays read-only):
     "binary" (``btree_parents(n)``), "double" (``dtree_parents(n)``) or "nccl"
-    (``chain_tree_parents`` of the double tree over n // gpus_per_node nodes)."""
+    (``chain_tree_parents`` of the double tree over n // gpus_per_node nodes);
+    "double0"/"double1" and "nccl0"/"nccl1": one of the two trees alone."""
     if layout == "binary":
         parents = [btree_parents(n)]
-    elif layout == "double":
+    elif layout.startswith("double"):
         parents = list(dtree_parents(n))
     else:
         parents = [chain_tree_parents(q, gpus_per_node) for q in dtree_parents(n // gpus_per_node)]
+    if layout[-1] in "01":
+        parents = [parents[int(layout[-1])]]
     plan = plan_trees(parents)
     read_only(plan.tree, plan.child, plan.parent, plan.colour, plan.up0)
     return plan
@@ -248,11 +251,14 @@ def tree_steps(layout: str, n: int, gpus_per_node: int, chunks: int) -> TreeStep
     return steps
 
 
-def tree_phase(b: ScheduleBuilder, steps: TreeSteps, groups: np.ndarray, seg_off, seg_len) -> None:
+def tree_phase(b: ScheduleBuilder, steps: TreeSteps, groups: np.ndarray, seg_off, seg_len, channel=0) -> None:
     """Append the pipelined reduce-up / broadcast-down steps of ``steps`` to ``b``.
 
-    groups: (G, n) rank of every tree position in each of G disjoint groups.
-    seg_off, seg_len: (G, T) the element range tree t handles in group g.
+    groups: (G, n) rank of every tree position in each of G groups (disjoint ranks, or disjoint
+    element ranges on other channels).
+    seg_off, seg_len: (G, T) the element range tree t handles in group g (length 0: the group does
+    not use tree t).
+    channel: (G,) or scalar, the channel of each group.
     Every step holds its transfers group by group; it is laid out padded to
     ``steps.width`` per group with zero-length transfers, which ``add_steps`` drops.
     """
@@ -267,4 +273,5 @@ def tree_phase(b: ScheduleBuilder, steps: TreeSteps, groups: np.ndarray, seg_off
         grid = np.zeros(shape, np.int64)
         grid[steps.step, :, steps.slot] = values.T
         cols.append(grid.reshape(shape[0], -1))
-    b.add_steps(*cols, np.where(steps.up, REDUCE, COPY)[:, None])
+    ch = np.repeat(np.broadcast_to(np.asarray(channel, np.int64), (len(groups),)), steps.width)
+    b.add_steps(*cols, np.where(steps.up, REDUCE, COPY)[:, None], ch[None, :])

@@ -3,37 +3,53 @@
 Timing semantics (shared with the closed forms in ``collsim.cost``; ``collsim.simulate.reference``
 computes exactly this as one plain loop, the place to read it first):
 
-* Duration. A transfer of b bytes (``length * itemsize``) takes
-  ``alpha_L + b * beta_L`` seconds on its link class L (intra-node if both
-  ranks are on one node, else inter-node), plus ``b * gamma`` if its op is
-  reduce (the receiver's reduction, ``gamma`` in seconds per byte).
+* Link and duration. A transfer of b bytes (``length * itemsize``) on link L
+  (intra-node between two GPUs of a node, inter-node between nodes, NVLS between
+  a GPU and its node's NVSwitch endpoint) ends ``alpha_L + b * beta_L`` seconds
+  after it starts, plus ``b * gamma`` if its op is reduce (the receiver's
+  reduction, ``gamma`` in seconds per byte).
 * Data readiness. A transfer is ready when every transfer of an *earlier
   step* that wrote an element range overlapping its own on its sender (and,
   for reduce, on its receiver) has ended. Transfers of one step never wait for
   each other's data (a step reads the buffers as at its start). So pipelined
   steps overlap wherever the data allows.
-* Resources and contention policy. A transfer holds, for its whole duration,
-  the sender's send port ("gpuR.send"), the receiver's receive port
-  ("gpuR.recv") and, if it crosses nodes, the sending node's NIC
-  ("nodeN.nicK.out") and the receiving node's NIC ("nodeN.nicK.in"), where
-  K = local GPU index % nics_per_node. Ports are full duplex (send and receive
-  are separate resources). Each resource serves its transfers one at a time in
+* Resources (``collsim.simulate.resources``). A transfer holds (a) its
+  channel's send slot on the sender and receive slot on the receiver (keyed
+  (rank, channel): NCCL runs a channel as one thread block that waits for its
+  own flags) for its whole duration, so latency is paid per channel; and (b)
+  the ports its bytes cross for ``b * beta_L`` only, so bandwidth is shared by
+  all channels: the sender's link-out port and the receiver's link-in port
+  inside a node ("gpuR.send"/"gpuR.recv"; on a board without NVSwitch the
+  directed pair link "gpuA-gpuB"), the two NICs across nodes
+  ("nodeN.nicK.out"/"in", ``Topology.nic_of``: a GPU reaches its NIC over PCIe,
+  not through its NVLink ports). A transfer to or from a switch holds only the
+  GPU side's slot and port, and needs the topology's ``nvls`` link. Ports are
+  full duplex (send and receive are separate resources).
+* Contention policy. Each resource serves its transfers one at a time in
   schedule order (step, then position in the step): first come in schedule
   order, first served, never reordered, no bandwidth sharing. A transfer
   starts at max(ready, the time every one of its resources is free).
+* A topology's ``call_us`` (a real machine's fixed cost per collective call)
+  is added to the completion time of every non-empty schedule.
+
+With one channel a rank's slot is held longer than its ports, so the slots bind
+and a ring or tree takes alpha + b beta per step as before; with C channels the
+ports serialize the channels' bytes while each channel's alpha overlaps the
+others' transfers (``collsim.cost`` gives the exact forms).
 
 Speed: steps are processed in order with numpy (``collsim.simulate.engine``). Element
 ranges are mapped to segments between the schedule's breakpoints (every offset
-and end), and the latest write time of each (rank, segment) is kept, so
+and end), and the latest write time of each (endpoint, segment) is kept, so
 readiness is a gather and a max; where ranges span many segments (halving-
-doubling) the latest write times live in per-rank segment trees
+doubling) the latest write times live in per-endpoint segment trees
 (``collsim.simulate.segment_tree``), O(log segments) per transfer, same result bit for bit.
 A step whose transfers share no resource is one vectorized update; a step
 whose transfers share resources is solved by cumulative maxima along each
 resource's FIFO chain, swept over the resource kinds to the fixed point, or by
 an exact per-transfer loop where that converges slowly (``collsim.simulate.fifo``;
 results within 1e-12 relative of the loop). Deterministic: no randomness,
-fixed order of floating-point operations.
+fixed order of floating-point operations. Simulations of many transfers show a
+tqdm progress bar on stderr when stderr is a terminal (``PROGRESS_TRANSFERS``).
 """
 from __future__ import annotations
 
@@ -46,9 +62,11 @@ import numpy as np
 from collsim.errors import CollsimError
 from collsim.schedule import REDUCE, Schedule
 from collsim.simulate.engine import Plan
+from collsim.simulate.resources import Routes, port_names, route
 from collsim.simulate.topology import Topology
 
 BATCH_ELEMENTS = 1 << 24   # cap on ranks x segments x batched sizes (float64 data-readiness table)
+PROGRESS_TRANSFERS = 4_000_000   # simulations of more transfers show a progress bar (a few seconds or more)
 
 
 @dataclass(eq=False)
@@ -60,11 +78,13 @@ class SimResult:
     gamma: float
     start: np.ndarray
     end: np.ndarray
+    routes: Routes | None = None
 
     @property
     def time_s(self) -> float:
-        """Completion time of the whole schedule (seconds; 0 for an empty one)."""
-        return float(self.end.max()) if len(self.end) else 0.0
+        """Completion time of the whole schedule plus the topology's ``call_us`` (seconds; 0 for an
+        empty schedule)."""
+        return float(self.end.max()) + self.topology.call_us * 1e-6 if len(self.end) else 0.0
 
     @property
     def duration(self) -> np.ndarray:
@@ -75,30 +95,19 @@ class SimResult:
         """Bytes of every transfer."""
         return self.schedule.length * self.schedule.itemsize
 
-    def _per(self, keys: np.ndarray, size: int, mask=None) -> tuple[np.ndarray, np.ndarray]:
-        if mask is not None:
-            keys, dur, nb = keys[mask], self.duration[mask], self.nbytes[mask]
-        else:
-            dur, nb = self.duration, self.nbytes
-        return (np.bincount(keys, weights=dur, minlength=size),
-                np.bincount(keys, weights=nb, minlength=size).astype(np.int64))
-
     @cached_property
     def _resources(self) -> dict[str, tuple[float, int]]:
-        s, topo, P = self.schedule, self.topology, self.schedule.ranks
+        """name -> (seconds held, bytes) of every port, NIC and pair link (slots are per channel and
+        not listed)."""
+        s, topo = self.schedule, self.topology
+        r = self.routes or route(s.src, s.dst, s.channel, s.ranks, topo)
+        wire = durations(s, topo, self.gamma, r)[1]
         out = {}
-        for kind, keys in (("send", s.src), ("recv", s.dst)):
-            busy, nb = self._per(keys, P)
-            for r in range(P):
-                out[f"gpu{r}.{kind}"] = (float(busy[r]), int(nb[r]))
-        if topo.nodes > 1:
-            inter = topo.node_of(s.src) != topo.node_of(s.dst)
-            nics = topo.nodes * topo.nics_per_node
-            for kind, keys in (("out", topo.nic_of(s.src)), ("in", topo.nic_of(s.dst))):
-                busy, nb = self._per(keys, nics, inter)
-                for k in range(nics):
-                    node, nic = divmod(k, topo.nics_per_node)
-                    out[f"node{node}.nic{nic}.{kind}"] = (float(busy[k]), int(nb[k]))
+        for kind, names in zip((2, 3), port_names(topo)):
+            v = r.valid(kind)
+            busy = np.bincount(r.keys[kind][v], weights=wire[v], minlength=len(names))
+            nb = np.bincount(r.keys[kind][v], weights=self.nbytes[v], minlength=len(names)).astype(np.int64)
+            out.update((name, (float(busy[i]), int(nb[i]))) for i, name in enumerate(names))
         return out
 
     @property
@@ -110,6 +119,13 @@ class SimResult:
     def resource_bytes(self) -> dict[str, int]:
         """Bytes that went through each resource."""
         return {k: v[1] for k, v in self._resources.items()}
+
+    def resource_table(self) -> list[dict]:
+        """[{"name", "busy" (share of ``time_s`` held, 0..1), "busy_s", "bytes"}] of every resource that
+        carried bytes, in the order of ``collsim.simulate.resources.port_names`` (GPU ports, NICs, pair links)."""
+        t = self.time_s
+        return [{"name": k, "busy": b / t if t > 0 else 0.0, "busy_s": b, "bytes": n}
+                for k, (b, n) in self._resources.items() if n]
 
     @cached_property
     def link_bytes(self) -> dict[tuple[int, int], int]:
@@ -127,8 +143,7 @@ class SimResult:
              "schedule": {"name": s.name, "ranks": s.ranks, "count": s.count, "itemsize": s.itemsize,
                           "steps": s.n_steps, "transfers": s.n_transfers},
              "topology": self.topology.to_dict(),
-             "resources": {k: {"busy_s": b, "bytes": n, "utilization": b / t if t > 0 else 0.0}
-                           for k, (b, n) in self._resources.items() if n},
+             "resources": self.resource_table(),
              "links": [[a, b, n] for (a, b), n in self.link_bytes.items()]}
         if transfers:
             d["start_s"] = self.start.tolist()
@@ -136,28 +151,42 @@ class SimResult:
         return d
 
 
-def durations(schedule: Schedule, topology: Topology, gamma: float = 0.0) -> np.ndarray:
-    """Seconds each transfer holds its resources: alpha + bytes * (beta + gamma if reduce)."""
+def durations(schedule: Schedule, topology: Topology, gamma: float = 0.0,
+              routes: Routes | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(duration, wire) in seconds per transfer: duration = alpha_L + bytes * beta_L (+ bytes * gamma if it
+    reduces), how long it holds its slots and when it ends after its start; wire = bytes * beta_L, how long
+    it holds its ports. ``routes`` (``collsim.simulate.resources.route``) gives each transfer's link L."""
     if not (gamma >= 0 and np.isfinite(gamma)):
         raise CollsimError(f"gamma must be a finite number >= 0 (seconds per byte), got {gamma!r}")
-    nb = (schedule.length * schedule.itemsize).astype(np.float64)
-    intra, inter = topology.intra, topology.inter
-    if topology.nodes == 1:
-        alpha, beta = intra.alpha, intra.beta
-    else:
-        cross = topology.node_of(schedule.src) != topology.node_of(schedule.dst)
-        alpha = np.where(cross, inter.alpha, intra.alpha)
-        beta = np.where(cross, inter.beta, intra.beta)
-    dur = alpha + nb * beta
+    s = schedule
+    r = routes or route(s.src, s.dst, s.channel, s.ranks, topology)
+    nb = (s.length * s.itemsize).astype(np.float64)
+    links = [topology.intra, topology.inter, topology.nvls or topology.intra]
+    alpha = np.array([link.alpha for link in links])[r.link]
+    wire = nb * np.array([link.beta for link in links])[r.link]
+    dur = alpha + wire
     if gamma:
-        dur += nb * gamma * (schedule.op == REDUCE)
-    return dur
+        dur += nb * gamma * (s.op == REDUCE)
+    return dur, wire
 
 
 def _check_fit(schedule: Schedule, topology: Topology) -> None:
     if schedule.ranks > topology.ranks:
         raise CollsimError(f"schedule has {schedule.ranks} ranks but topology {topology.name or ''} has only "
                            f"{topology.ranks} ({topology.nodes} nodes x {topology.gpus_per_node} GPUs)")
+
+
+def _progress(total: int):
+    """A tqdm bar's update on stderr for a simulation of ``total`` transfers, or None (small runs, no
+    terminal, or tqdm missing)."""
+    import sys
+    if total < PROGRESS_TRANSFERS or not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit="transfer", unit_scale=True, file=sys.stderr, leave=False, desc="simulate").update
 
 
 def simulate(schedule: Schedule, topology: Topology, gamma: float = 0.0) -> SimResult:
@@ -167,9 +196,10 @@ def simulate(schedule: Schedule, topology: Topology, gamma: float = 0.0) -> SimR
     ranks 0..P-1 of it), never fewer.
     """
     _check_fit(schedule, topology)
-    dur = durations(schedule, topology, gamma)
-    start, end = Plan(schedule, topology).run(dur[None, :])
-    return SimResult(schedule, topology, float(gamma), start[0], end[0])
+    plan = Plan(schedule, topology)
+    dur, wire = durations(schedule, topology, gamma, plan.routes)
+    start, end = plan.run(dur[None, :], wire[None, :], _progress(schedule.n_transfers))
+    return SimResult(schedule, topology, float(gamma), start[0], end[0], plan.routes)
 
 
 def simulate_times(schedules: Iterable[Schedule], topology: Topology, gamma: float = 0.0) -> np.ndarray:
@@ -184,10 +214,12 @@ def simulate_times(schedules: Iterable[Schedule], topology: Topology, gamma: flo
     times: list[float] = []
     plan, batch = None, []
 
+    call_s = topology.call_us * 1e-6
+
     def flush():
         if batch:
-            _, end = plan.run(np.stack(batch))
-            times.extend(end.max(axis=1).tolist() if end.shape[1] else [0.0] * len(batch))
+            _, end = plan.run(np.stack([d for d, _ in batch]), np.stack([w for _, w in batch]))
+            times.extend((end.max(axis=1) + call_s).tolist() if end.shape[1] else [0.0] * len(batch))
             batch.clear()
 
     for sched in schedules:
@@ -197,6 +229,6 @@ def simulate_times(schedules: Iterable[Schedule], topology: Topology, gamma: flo
                 (len(batch) + 1) * plan.table_size > max(BATCH_ELEMENTS, plan.table_size):
             flush()
             plan = new
-        batch.append(durations(sched, topology, gamma))
+        batch.append(durations(sched, topology, gamma, new.routes))
     flush()
     return np.array(times)

@@ -3,14 +3,15 @@
 Semantics and contention policy are documented in ``collsim.simulate``; this
 module makes them fast. ``Plan(schedule, topology)`` precomputes everything
 that does not depend on durations: element ranges as segment index ranges,
-resource indices, and per step whether its ranges are single segments, whether
-it has inter-node transfers or transfers that share a resource (and their FIFO
-chains, ``collsim.simulate.fifo``). Where ranges span many segments on average,
-readiness goes through per-rank segment trees (``collsim.simulate.segment_tree``) instead of
-the flat (rank, segment) table.
-``Plan.run(durations)`` then walks the steps once; ``durations`` has one column
-per variant (e.g. message size) of the same structure, so a sweep pays the
-per-step overhead once for many sizes.
+the resources of every transfer (``collsim.simulate.resources``: two slots held
+for the whole transfer, two ports held for its bytes), and per step whether its
+ranges are single segments and which resource kinds two of its transfers share
+(and their FIFO chains, ``collsim.simulate.fifo``). Where ranges span many
+segments on average, readiness goes through per-endpoint segment trees
+(``collsim.simulate.segment_tree``) instead of the flat (endpoint, segment) table.
+``Plan.run(durations, wire)`` then walks the steps once; both have one row per
+variant (e.g. message size) of the same structure, so a sweep pays the per-step
+overhead once for many sizes.
 """
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.schedule import Schedule
+from collsim.schedule import REDUCE
 from collsim.simulate.fifo import chain_table, contended, fifo
+from collsim.simulate.resources import route
 from collsim.simulate.segment_tree import tree_index, tree_size
 from collsim.simulate.topology import Topology
 
@@ -95,77 +98,66 @@ class Plan:
 
     def __init__(self, schedule: Schedule, topology: Topology):
         s = schedule
-        self.ranks, n = s.ranks, s.n_transfers
+        self.ranks, n, ends = s.endpoints, s.n_transfers, s.offset + s.length
         self.src, self.dst, self.step_ptr = s.src, s.dst, s.step_ptr
-        end = s.offset + s.length
-        if n and (s.src.min() < 0 or s.dst.min() < 0 or max(s.src.max(), s.dst.max()) >= s.ranks):
-            raise CollsimError(f"schedule names a rank outside 0..{s.ranks - 1}")
-        if n and (s.offset.min() < 0 or s.length.min() < 0 or end.max() > s.count):
+        if n and (s.src.min() < 0 or s.dst.min() < 0 or max(s.src.max(), s.dst.max()) >= s.endpoints):
+            raise CollsimError(f"schedule names a rank outside 0..{s.endpoints - 1}")
+        if n and (s.offset.min() < 0 or s.length.min() < 0 or ends.max() > s.count):
             raise CollsimError(f"schedule has an element range outside its buffer of {s.count} elements")
-        self.sa, self.sb, self.nseg = segments(s.offset, end)
-        self.table_size = max(1, self.ranks * self.nseg)
+        self.routes = route(s.src, s.dst, s.channel, s.ranks, topology)
+        self.sa, self.sb, self.nseg = segments(s.offset, ends)
+        reduce = s.op == REDUCE
+        self.table_size = self.ranks * self.nseg + 1      # + a cell that stays 0 (what a copy reads on its receiver)
         N, span = tree_size(self.nseg), self.sb - self.sa
-        self.tree = None                              # per-rank segment trees when ranges are long on average
+        self.tree = None                                  # per-endpoint segment trees when ranges are long on average
         if self.nseg > 1 and int(span.sum()) > TREE_SPAN_FACTOR * n * N.bit_length():
             self.tree = tree_index(self.src, self.dst, self.sa, self.sb, N, self.ranks, s.step_ptr)
+            self.tree_rr = tree_index(self.dst, self.dst, self.sa, np.where(reduce, self.sb, self.sa), N,
+                                      self.ranks, s.step_ptr)[:2]
             self.table_size = self.tree[4]
-        # Data readiness reads the sender's (rank, segment) rows. A reduce also waits for earlier writes
-        # on its receiver, but those arrived through the receiver's receive port, which serves in
-        # schedule order: the port is free only after them, so the resource wait already covers it.
-        self.rs = self.src * self.nseg + self.sa      # (rank, segment) rows, used where spans are 1
+        # Data readiness reads the sender's (endpoint, segment) rows and, for a reduce, the receiver's.
+        zero = self.ranks * self.nseg
+        self.rs = self.src * self.nseg + self.sa          # rows, used where spans are 1
         self.rd = self.dst * self.nseg + self.sa
-        n_steps = s.n_steps
-        step_of = s.step_index
-        self.n_nics = topology.nodes * topology.nics_per_node
-        if topology.nodes > 1:
-            cross = topology.node_of(s.src) != topology.node_of(s.dst)
-            spare = self.n_nics                                 # intra-node transfers use a spare row
-            self.nic_out = np.where(cross, topology.nic_of(s.src), spare)
-            self.nic_in = np.where(cross, topology.nic_of(s.dst), spare)
-            nic_shared = [_steps_with_shared(step_of[cross], key[cross], self.n_nics, n_steps)
-                          for key in (self.nic_out, self.nic_in)]
-        else:
-            cross = np.zeros(n, dtype=bool)
-            self.nic_out = self.nic_in = None
-            nic_shared = [np.zeros(n_steps, dtype=bool)] * 2
-        # per step: which resource kinds (send, recv, NIC out, NIC in) have two users, or None
-        kinds = np.stack([_steps_with_shared(step_of, s.src, self.ranks, n_steps),
-                          _steps_with_shared(step_of, s.dst, self.ranks, n_steps)] + nic_shared, axis=1)
+        self.rr = np.where(reduce, self.rd, zero)
+        self.reduce = reduce
+        n_steps, step_of = s.n_steps, s.step_index
+        keys, sizes = self.routes.keys, self.routes.sizes
+        valid = [self.routes.valid(k) for k in range(4)]
+        kinds = np.stack([_steps_with_shared(step_of[v], key[v], size, n_steps)
+                          for key, size, v in zip(keys, sizes, valid)], axis=1)
         shared = [tuple(k) if any(k) else None for k in kinds.tolist()]
         lo, m = s.step_ptr[:-1], np.diff(s.step_ptr)
         self.chain_tables = []
-        for r, (key, size) in enumerate(((s.src, self.ranks), (s.dst, self.ranks),
-                                         (self.nic_out, self.n_nics), (self.nic_in, self.n_nics))):
+        for r, (key, size, v) in enumerate(zip(keys, sizes, valid)):
             table = None
-            if r == 3 and self.chain_tables[2] is not None and _mirrored(step_of[cross], self.nic_out[cross],
-                                                                         self.nic_in[cross], self.n_nics, n_steps):
-                table = self.chain_tables[2]             # node pairs: NIC in chains are the NIC out chains
+            mirror = self.chain_tables[r - 1] if r % 2 else None    # receive side of the same hold kind
+            if mirror is not None and np.array_equal(v, valid[r - 1]) and \
+                    _mirrored(step_of[v], keys[r - 1][v], key[v], max(sizes[r - 1], size), n_steps):
+                table = mirror                           # e.g. node pairs: NIC in chains are the NIC out chains
             elif kinds[:, r].any():
-                use = kinds[step_of, r] & (cross if r >= 2 else True)
+                use = kinds[step_of, r] & v
                 table = chain_table(np.flatnonzero(use), step_of[use], key[use], size, lo, m)
             self.chain_tables.append(table)
         nonempty = np.flatnonzero(np.diff(s.step_ptr) > 0)
         starts = s.step_ptr[nonempty]
-
-        def per_step(mask, ufunc=np.logical_or):
-            out = np.zeros(n_steps, dtype=bool)
-            if len(starts):
-                out[nonempty] = ufunc.reduceat(mask, starts)
-            return out
-
-        self.flags = list(zip(s.step_ptr[:-1].tolist(), s.step_ptr[1:].tolist(),
-                              per_step(self.sb - self.sa == 1, np.logical_and).tolist(),
-                              per_step(cross).tolist(), shared))
+        single = np.zeros(n_steps, dtype=bool)
+        if len(starts):
+            single[nonempty] = np.logical_and.reduceat(span == 1, starts)
+        self.flags = list(zip(s.step_ptr[:-1].tolist(), s.step_ptr[1:].tolist(), single.tolist(), shared))
 
     def same_structure(self, other: "Plan") -> bool:
         """True if ``other`` differs from this plan at most in durations."""
-        return (self.ranks == other.ranks and self.nseg == other.nseg and self.n_nics == other.n_nics
+        return (self.ranks == other.ranks and self.nseg == other.nseg and self.routes.sizes == other.routes.sizes
                 and all(np.array_equal(getattr(self, k), getattr(other, k))
-                        for k in ("step_ptr", "src", "dst", "sa", "sb", "nic_out", "nic_in")))
+                        for k in ("step_ptr", "src", "dst", "sa", "sb", "reduce"))
+                and all(np.array_equal(a, b) for a, b in zip(self.routes.keys, other.routes.keys)))
 
     # ------------------------------------------------------------ time pass
-    def run(self, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Start and end (seconds) of every transfer; ``dur`` and both results have shape (variants, transfers).
+    def run(self, dur: np.ndarray, wire: np.ndarray, progress=None) -> tuple[np.ndarray, np.ndarray]:
+        """Start and end (seconds) of every transfer; ``dur`` (slot hold = duration) and ``wire`` (port
+        hold, bytes x beta) and both results have shape (variants, transfers). ``progress``: a callable
+        told the number of transfers done after each step, or None.
 
         Variants are simulated as disjoint copies of the structure in flat 1-D
         tables, interleaved (row r of copy k is entry r * K + k, so a gather
@@ -173,55 +165,62 @@ class Plan:
         or ``maximum.at`` on a 1-D table. Inside, arrays are (transfers, K).
         """
         K = dur.shape[0]
-        dur = dur.T if K == 1 else np.ascontiguousarray(dur.T)
+        dur, wire = (a.T if K == 1 else np.ascontiguousarray(a.T) for a in (dur, wire))
         copies = np.arange(K)[None, :]
-        lift = (lambda idx, size: idx[:, None]) if K == 1 else (lambda idx, size: idx[:, None] * K + copies)
-        tab, P, nics = self.table_size, self.ranks, self.n_nics + 1
-        W = np.zeros(K * tab)                            # latest write end per (rank, segment)
-        send_free, recv_free = np.zeros(K * P), np.zeros(K * P)
-        nic_out_free, nic_in_free = np.zeros(K * nics), np.zeros(K * nics)
+        lift = (lambda idx: idx[:, None]) if K == 1 else (lambda idx: idx[:, None] * K + copies)
+        tab = self.table_size
+        W = np.zeros(K * tab)                            # latest write end per (endpoint, segment)
+        sizes = self.routes.sizes
+        free = [np.zeros(K * size) for size in sizes]    # when each resource row is free
+        spare = [slice((size - 1) * K, size * K) for size in sizes]
         start, end = np.empty_like(dur), np.empty_like(dur)
-        for k, (lo, hi, single, inter, shared) in enumerate(self.flags):
+        for k, (lo, hi, single, shared) in enumerate(self.flags):
             if lo == hi:
                 continue
             if self.tree is not None:
                 ready, writes, wend = self._ready_tree(W, k, lo, hi, lift)
             elif single:
-                ready = W.take(lift(self.rs[lo:hi], tab))
-                writes, wend = lift(self.rd[lo:hi], tab), None
+                ready = np.maximum(W.take(lift(self.rs[lo:hi])), W.take(lift(self.rr[lo:hi])))
+                writes, wend = lift(self.rd[lo:hi]), None
             else:
                 ready, writes, wend = self._ready_multi(W, lo, hi, lift)
-            res = [(send_free, lift(self.src[lo:hi], P), None), (recv_free, lift(self.dst[lo:hi], P), None)]
-            if inter:
-                for free, key in ((nic_out_free, self.nic_out[lo:hi]), (nic_in_free, self.nic_in[lo:hi])):
-                    res.append((free, lift(key, nics), np.broadcast_to((key < self.n_nics)[:, None], (hi - lo, K))))
-            st, en = fifo(ready, dur[lo:hi], res) if shared is None else \
-                contended(ready, dur[lo:hi], res, self._chains(k, shared))
+            d, w = dur[lo:hi], wire[lo:hi]
+            res = [(f, lift(key[lo:hi]), h) for f, key, h in zip(free, self.routes.keys, (d, d, w, w))]
+            st, en = fifo(ready, d, res) if shared is None else contended(ready, d, res, self._chains(k, shared))
+            for f, sp in zip(free, spare):
+                f[sp] = 0.0                              # the spare rows hold nothing
             start[lo:hi], end[lo:hi] = st, en
             vals = en if wend is None else en[wend]
             if writes.ndim == 3:                        # segment trees: (cells, transfers, variants)
                 vals = np.broadcast_to(en, writes.shape)
             np.maximum.at(W, writes.ravel(), vals.ravel())   # 1-D: fast path
+            if progress is not None:
+                progress(hi - lo)
         return start.T, end.T
 
     def _chains(self, k: int, shared: tuple):
-        """Chains of step ``k`` per shared resource kind (None if one kind's are too uneven to pad)."""
+        """Chains of step ``k`` per resource kind (None: no chains; or all None if one kind's are too uneven to pad)."""
         out = []
         for table, has in zip(self.chain_tables, shared):
-            if has:
-                if table is None:
-                    return None
-                a, b = table[2][k], table[2][k + 1]
-                out.append((table[0][a:b], table[1][a:b]))
+            if not has:
+                out.append(None)
+                continue
+            if table is None:
+                return None
+            a, b = table[2][k], table[2][k + 1]
+            out.append((table[0][a:b], table[1][a:b]))
         return out
 
     def _ready_tree(self, W, k, lo, hi, lift):
         """``_ready_multi`` through the segment trees of ``collsim.simulate.segment_tree``, for step ``k``."""
         read, rptr, write, wptr, tab = self.tree
         m, K = hi - lo, len(W) // tab
-        cells, width = read[rptr[k]:rptr[k + 1]], (rptr[k + 1] - rptr[k]) // m
-        ready = W.take(lift(cells, tab)).reshape(width, m, K).max(axis=0) if width else np.zeros((m, K))
-        writes = lift(write[wptr[k]:wptr[k + 1]], tab).reshape((wptr[k + 1] - wptr[k]) // m, m, K)
+        ready = np.zeros((m, K))
+        for cells_all, ptr in ((read, rptr), self.tree_rr):
+            cells, width = cells_all[ptr[k]:ptr[k + 1]], (ptr[k + 1] - ptr[k]) // m
+            if width:
+                np.maximum(ready, W.take(lift(cells)).reshape(width, m, K).max(axis=0), out=ready)
+        writes = lift(write[wptr[k]:wptr[k + 1]]).reshape((wptr[k + 1] - wptr[k]) // m, m, K)
         return ready, writes, None
 
     def _ready_multi(self, W, lo, hi, lift):
@@ -230,12 +229,12 @@ class Plan:
         first = np.cumsum(span) - span
         seg = np.repeat(sa - first, span) + np.arange(int(span.sum()))
         owner = np.repeat(np.arange(hi - lo), span)
-        tab, m, K = self.table_size, hi - lo, len(W) // self.table_size
-        vals = W.take(lift(self.src[lo:hi][owner] * self.nseg + seg, tab))
-        writes = lift(self.dst[lo:hi][owner] * self.nseg + seg, tab)
+        m, K = hi - lo, len(W) // self.table_size
+        dst = self.dst[lo:hi][owner] * self.nseg + seg
+        vals = np.maximum(W.take(lift(self.src[lo:hi][owner] * self.nseg + seg)),
+                          W.take(lift(np.where(self.reduce[lo:hi][owner], dst, self.ranks * self.nseg))))
         ready = np.zeros((m, K))
         has = np.flatnonzero(span > 0)                  # zero-length transfers read nothing
         if len(has):
             ready[has] = np.maximum.reduceat(vals, first[has], axis=0)
-        return ready, writes, owner
-
+        return ready, lift(dst), owner

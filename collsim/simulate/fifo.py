@@ -1,13 +1,14 @@
 """FIFO timing of one step's transfers on their resources (the simulator's contention policy).
 
 Policy (documented in ``collsim.simulate``): every resource serves its
-transfers one at a time in schedule order, so a transfer starts at
-max(ready, the resource's free time before the step, the end of its in-step
-predecessor on each of its resources). Times in seconds. Arrays are
-(transfers, variants); ``res`` holds (free times, key, valid) per resource
-kind: ``free`` a flat table, ``key`` the rows of the step's transfers in it,
-``valid`` (None: all) marks transfers that use the resource (intra-node
-transfers use no NIC: their key is a spare row).
+transfers one at a time in schedule order; a transfer holds a resource of a
+kind for that kind's hold time (slots: its whole duration; ports: its bytes x
+beta), so it starts at max(ready, the resource's free time before the step,
+its in-step predecessor's start + hold on each of its resources). Times in
+seconds. Arrays are (transfers, variants); ``res`` holds (free times, key,
+hold) per resource kind: ``free`` a flat table, ``key`` the rows of the step's
+transfers in it (a transfer that holds nothing of the kind points at the
+table's spare last row, which the caller keeps at 0), ``hold`` the hold times.
 """
 from __future__ import annotations
 
@@ -23,11 +24,8 @@ def fifo(ready: np.ndarray, d: np.ndarray, res: list) -> tuple[np.ndarray, np.nd
     for free, key, _ in res:
         np.maximum(st, free.take(key), out=st)
     en = st + d
-    for free, key, valid in res:
-        if valid is None:
-            free[key] = en
-        else:
-            free[key[valid]] = en[valid]
+    for free, key, hold in res:
+        free[key] = en if hold is d else st + hold
     return st, en
 
 
@@ -88,13 +86,14 @@ def chain_table(at: np.ndarray, step_of: np.ndarray, key: np.ndarray, size: int,
 def contended(ready: np.ndarray, d: np.ndarray, res: list, chains) -> tuple[np.ndarray, np.ndarray]:
     """Exact FIFO timing of one step whose transfers share resources.
 
-    ``chains``: (pad, real) per resource kind with chains, as rows of
-    ``chain_table`` (None: too uneven to pad). On one resource row the
-    transfers form a chain c_1, c_2, ... in schedule order, and
-    start(c_i) = max over j <= i of (x(c_j) + D_i - D_j), where x is the start
-    the other constraints allow and D the chain's prefix sums of durations: a
-    cumulative max. All chains of one kind are solved at once; kinds whose
-    chains coincide (a node's NIC out and its peer's NIC in) count once.
+    ``chains``: per resource kind None (no chains in this step) or (pad, real),
+    rows of ``chain_table``; ``chains`` None: a kind's chains are too uneven to
+    pad. On one resource row the transfers form a chain c_1, c_2, ... in
+    schedule order, and start(c_i) = max over j <= i of (x(c_j) + H_i - H_j),
+    where x is the start the other constraints allow and H the chain's prefix
+    sums of hold times: a cumulative max. All chains of one kind are solved at
+    once; kinds with the same chains and hold times (a node's NIC out and its
+    peer's NIC in) count once.
     Sweeping the kinds in turn reaches the least fixed point: exact when one
     kind has chains, else to within REL_TOL (checked by a sweep that moves
     nothing). Without convergence in ``MAX_FIXPOINT_ITERATIONS`` sweeps, or
@@ -109,19 +108,19 @@ def contended(ready: np.ndarray, d: np.ndarray, res: list, chains) -> tuple[np.n
     st = None
     if chains is not None:
         kinds = []
-        for c in chains:
-            if not any(c[0] is o or c[0].shape == o.shape and np.array_equal(c[0], o) for o, _ in kinds):
-                kinds.append(c)
+        for c, (_, _, hold) in zip(chains, res):
+            if c is not None and not any(h is hold and (c[0] is o or c[0].shape == o.shape
+                                                        and np.array_equal(c[0], o)) for o, _, h in kinds):
+                kinds.append((c[0], c[1], hold))
         ext = np.vstack([base, np.zeros((1, K))])       # padding reads row m, never written back
-        d_ext = np.vstack([d, np.zeros((1, K))])
         prefix = []
-        for pad, _ in kinds:
-            dp = d_ext[pad]
-            prefix.append(np.cumsum(dp, axis=1) - dp)
+        for pad, _, hold in kinds:
+            hp = np.vstack([hold, np.zeros((1, K))])[pad]
+            prefix.append(np.cumsum(hp, axis=1) - hp)
         before = m + 1
         for sweep in range(MAX_FIXPOINT_ITERATIONS):
             moved = 0
-            for (pad, real), D in zip(kinds, prefix):
+            for (pad, real, _), D in zip(kinds, prefix):
                 old = ext[pad]
                 new = np.maximum.accumulate(old - D, axis=1) + D
                 grow = (new > old + REL_TOL * new) & real[..., None]
@@ -135,36 +134,41 @@ def contended(ready: np.ndarray, d: np.ndarray, res: list, chains) -> tuple[np.n
                 break
             before = moved
     if st is None:
-        st = _sequential_all(base, d, res)
+        st = _sequential_all(base, res)
     en = st + d
-    for free, key, valid in res:
-        sel = (slice(None),) if valid is None else valid
-        np.maximum.at(free, key[sel].ravel(), en[sel].ravel())   # FIFO ends never decrease: max = last end
+    for free, key, hold in res:                         # FIFO frees never decrease: max = the last one
+        np.maximum.at(free, key.ravel(), (en if hold is d else st + hold).ravel())
     return st, en
 
 
-def _sequential_all(base: np.ndarray, d: np.ndarray, res: list) -> np.ndarray:
-    """Per-transfer loop for every variant: each transfer waits for its predecessor on each resource."""
+def _sequential_all(base: np.ndarray, res: list) -> np.ndarray:
+    """Per-transfer loop for every variant: each transfer waits for its predecessor on each resource.
+    Spare rows (the table's last row: holds nothing) chain nobody."""
     m = len(base)
     preds = []
-    for _, key, valid in res:
-        idx = np.arange(m) if valid is None else np.flatnonzero(valid[:, 0])
+    for free, key, _ in res:
+        K = base.shape[1]
+        idx = np.flatnonzero(key[:, 0] // K != len(free) // K - 1)
         order = idx[np.argsort(key[idx, 0], kind="stable")]
         same = key[order[1:], 0] == key[order[:-1], 0]
         p = np.full(m, m, dtype=np.int64)
         p[order[1:][same]] = order[:-1][same]
         preds.append(p.tolist())
-    return np.stack([_sequential(base[:, k], d[:, k], preds) for k in range(base.shape[1])], axis=1)
+    holds = [h for _, _, h in res]
+    return np.stack([_sequential(base[:, k], [h[:, k] for h in holds], preds) for k in range(base.shape[1])], axis=1)
 
 
-def _sequential(base: np.ndarray, d: np.ndarray, preds: list) -> np.ndarray:
-    """Start = max(base, ends of in-step predecessors), transfer by transfer in schedule order."""
+def _sequential(base: np.ndarray, holds: list, preds: list) -> np.ndarray:
+    """Start = max(base, in-step predecessor's start + hold on each resource), transfer by transfer in
+    schedule order (four resource kinds)."""
     m = len(base)
-    none = [m] * m                                      # m: no predecessor (reads the 0.0 sentinel)
-    p0, p1, p2, p3 = (preds + [none] * 4)[:4]           # at most 4 resources per transfer
-    st, en = [0.0] * m, [0.0] * (m + 1)
-    for i, (b, d_, a0, a1, a2, a3) in enumerate(zip(base.tolist(), d.tolist(), p0, p1, p2, p3)):
-        t = max(b, en[a0], en[a1], en[a2], en[a3])
+    st = [0.0] * m
+    free = [[0.0] * (m + 1) for _ in holds]            # free[kind][i]: start of i + its hold; [m]: no predecessor
+    h0, h1, h2, h3 = (h.tolist() for h in holds)
+    f0, f1, f2, f3 = free
+    p0, p1, p2, p3 = preds
+    for i, b in enumerate(base.tolist()):
+        t = max(b, f0[p0[i]], f1[p1[i]], f2[p2[i]], f3[p3[i]])
         st[i] = t
-        en[i] = t + d_
+        f0[i], f1[i], f2[i], f3[i] = t + h0[i], t + h1[i], t + h2[i], t + h3[i]
     return np.array(st)

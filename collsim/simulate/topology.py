@@ -1,13 +1,21 @@
-"""Machines as the simulator sees them: nodes of GPUs, two link classes, NICs.
+"""Machines as the simulator sees them: nodes of GPUs, three link classes, NICs.
 
 A ``Topology`` has ``nodes`` nodes of ``gpus_per_node`` GPUs each. Rank ``r``
 lives on node ``r // gpus_per_node`` at local index ``r % gpus_per_node``.
 A transfer between two GPUs of one node uses the ``intra`` link, one between
 nodes the ``inter`` link and, on both sides, a NIC: local GPU ``g`` uses NIC
-``g % nics_per_node`` of its node. Every link follows the Hockney model: a
-message of b bytes takes ``alpha + b * beta`` seconds (``Link.alpha`` in
-seconds, ``Link.beta`` in seconds per byte). Ports are full duplex: a GPU
-sends and receives at once (see ``collsim.simulate`` for contention).
+``g x nics_per_node // gpus_per_node`` of its node (one NIC per GPU: rail g is
+NIC g; as ``collsim.simulate.cluster.Cluster.nic_of_local``). A transfer between
+a GPU and its node's NVSwitch (a switch endpoint of the schedule) uses the
+``nvls`` link (NVLink SHARP); ``nvls`` None means the machine has none. Every
+link follows the Hockney model: a message of b bytes takes ``alpha + b * beta``
+seconds (``Link.alpha`` in seconds, ``Link.beta`` in seconds per byte). Ports
+are full duplex: a GPU sends and receives at once (see ``collsim.simulate`` for
+contention). ``links_per_pair`` > 0 describes a board whose GPUs are linked
+directly (no NVSwitch): each ordered GPU pair has its own link of that many
+NVLinks (the ``intra`` link's bandwidth) instead of one port per GPU.
+``call_us`` is a fixed cost of every collective call on the machine (kernel
+launch and setup), added to every simulated time; 0 for a uniform topology.
 
 Topology file (JSON or YAML, chosen by the extension .json, .yaml or .yml)::
 
@@ -22,6 +30,11 @@ Topology file (JSON or YAML, chosen by the extension .json, .yaml or .yml)::
     inter:                      # link between nodes; required when nodes > 1
       alpha_s: 8.0e-6           #   or: seconds, >= 0
       beta_s_per_byte: 2.17e-11 #   and seconds per byte, > 0
+    nvls:                       # optional: GPU <-> NVSwitch link of NVLink SHARP (either form)
+      bandwidth_GBps: 313
+      latency_us: 2.0
+    links_per_pair: 0           # optional: > 0 for GPUs linked directly (NVLinks per pair)
+    call_us: 0                  # optional: fixed cost per collective call, microseconds >= 0
 
 Unknown keys are errors (they are usually typos). Counts are at most
 ``collsim.inputs.MAX_RANKS``; latencies at most ``MAX_SECONDS`` (3.6e9 us), seconds
@@ -80,7 +93,8 @@ class Link:
 
 @dataclass(frozen=True)
 class Topology:
-    """``nodes`` x ``gpus_per_node`` GPUs; ``intra``/``inter`` links; NICs per node."""
+    """``nodes`` x ``gpus_per_node`` GPUs; ``intra``/``inter``/``nvls`` links; NICs per node;
+    ``links_per_pair`` (0: GPUs behind a switch); ``call_us`` per collective call (microseconds)."""
 
     nodes: int
     gpus_per_node: int
@@ -89,6 +103,9 @@ class Topology:
     nics_per_node: int = 1
     name: str = ""
     source: str = ""
+    nvls: Link | None = None
+    call_us: float = 0.0
+    links_per_pair: int = 0
 
     def __post_init__(self):
         for field in ("nodes", "gpus_per_node", "nics_per_node"):
@@ -98,6 +115,15 @@ class Topology:
         if self.nics_per_node > self.gpus_per_node:
             raise CollsimError(f"topology nics_per_node ({self.nics_per_node}) must not exceed "
                                f"gpus_per_node ({self.gpus_per_node})")
+        v = self.links_per_pair
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
+            raise CollsimError(f"topology links_per_pair must be an integer >= 0, got {v!r}")
+        if not isinstance(self.call_us, (int, float)) or isinstance(self.call_us, bool) \
+                or not math.isfinite(self.call_us) or self.call_us < 0:
+            raise CollsimError(f"topology call_us must be a finite number >= 0, got {self.call_us!r}")
+        if self.nvls is not None and self.links_per_pair:
+            raise CollsimError("topology: an nvls link needs an NVSwitch, but links_per_pair says the GPUs are "
+                               "linked directly")
 
     @classmethod
     def uniform(cls, ranks: int, alpha: float, beta: float) -> "Topology":
@@ -119,13 +145,20 @@ class Topology:
         return rank % self.gpus_per_node
 
     def nic_of(self, rank):
-        """Global NIC index (node * nics_per_node + local % nics_per_node) of ``rank``."""
-        return self.node_of(rank) * self.nics_per_node + self.local_of(rank) % self.nics_per_node
+        """Global NIC index of ``rank``: node x nics_per_node + local x nics_per_node // gpus_per_node."""
+        return self.node_of(rank) * self.nics_per_node + self.local_of(rank) * self.nics_per_node // self.gpus_per_node
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "source": self.source, "nodes": self.nodes,
-                "gpus_per_node": self.gpus_per_node, "nics_per_node": self.nics_per_node,
-                "intra": self.intra.to_dict(), "inter": self.inter.to_dict()}
+        d = {"name": self.name, "source": self.source, "nodes": self.nodes,
+             "gpus_per_node": self.gpus_per_node, "nics_per_node": self.nics_per_node,
+             "intra": self.intra.to_dict(), "inter": self.inter.to_dict()}
+        if self.nvls is not None:
+            d["nvls"] = self.nvls.to_dict()
+        if self.links_per_pair:
+            d["links_per_pair"] = self.links_per_pair
+        if self.call_us:
+            d["call_us"] = self.call_us
+        return d
 
     def describe(self) -> str:
         """One line: shape and links in GB/s and microseconds."""
@@ -134,6 +167,12 @@ class Topology:
         if self.nodes > 1:
             text += (f", inter {self.inter.bandwidth_GBps:.4g} GB/s {self.inter.latency_us:.3g} us, "
                      f"{self.nics_per_node} NIC(s)/node")
+        if self.links_per_pair:
+            text += f", direct links ({self.links_per_pair} NVLinks a pair)"
+        if self.nvls is not None:
+            text += f", NVLS {self.nvls.bandwidth_GBps:.4g} GB/s"
+        if self.call_us:
+            text += f", {self.call_us:.3g} us per call"
         return text
 
     @classmethod
@@ -141,19 +180,25 @@ class Topology:
         """Build from the file format above; errors name ``where`` and the field."""
         if not isinstance(d, dict):
             raise CollsimError(f"{where}: expected a mapping with nodes, gpus_per_node, intra, inter")
-        known = {"name", "source", "nodes", "gpus_per_node", "nics_per_node", "intra", "inter"}
+        known = {"name", "source", "nodes", "gpus_per_node", "nics_per_node", "intra", "inter", "nvls",
+                 "links_per_pair", "call_us"}
         for key in d:
             if key not in known:
                 raise CollsimError(f"{where}: unknown field {key!r} (known: {', '.join(sorted(known))})")
         ints = {}
-        for key, default in (("nodes", None), ("gpus_per_node", None), ("nics_per_node", 1)):
+        for key, default, low in (("nodes", None, 1), ("gpus_per_node", None, 1), ("nics_per_node", 1, 1),
+                                  ("links_per_pair", 0, 0)):
             v = d.get(key, default)
             if v is None:
                 raise CollsimError(f"{where}: missing field {key!r}")
-            if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_RANKS:
-                raise CollsimError(f"{where}: field {key!r} must be an integer from 1 to {MAX_RANKS}, "
+            if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= MAX_RANKS:
+                raise CollsimError(f"{where}: field {key!r} must be an integer from {low} to {MAX_RANKS}, "
                                    f"got {describe(v)}")
             ints[key] = v
+        call = d.get("call_us", 0.0)
+        if not isinstance(call, (int, float)) or isinstance(call, bool) or not 0 <= call <= MAX_SECONDS * 1e6:
+            raise CollsimError(f"{where}: field 'call_us' must be a number from 0 to {MAX_SECONDS * 1e6:g}, "
+                               f"got {describe(call)}")
         for key in ("name", "source"):
             if not isinstance(d.get(key, ""), str):
                 raise CollsimError(f"{where}: field {key!r} must be a string, got {describe(d[key])}")
@@ -169,8 +214,12 @@ class Topology:
         if ints["nics_per_node"] > ints["gpus_per_node"]:
             raise CollsimError(f"{where}: field 'nics_per_node' ({ints['nics_per_node']}) must not "
                                f"exceed gpus_per_node ({ints['gpus_per_node']})")
+        nvls = _link_from_dict(d["nvls"], f"{where}: field 'nvls'") if d.get("nvls") is not None else None
+        if nvls is not None and ints["links_per_pair"]:
+            raise CollsimError(f"{where}: field 'nvls' needs an NVSwitch, but links_per_pair says the GPUs are "
+                               "linked directly")
         return cls(ints["nodes"], ints["gpus_per_node"], intra, inter, ints["nics_per_node"],
-                   d.get("name", ""), d.get("source", ""))
+                   d.get("name", ""), d.get("source", ""), nvls, float(call), ints["links_per_pair"])
 
 
 _LINK_FORMS = ({"alpha_s", "beta_s_per_byte"}, {"bandwidth_GBps", "latency_us"})

@@ -1,0 +1,98 @@
+"""Closed-form building blocks under the simulator's semantics (``collsim.simulate``), shared by the
+algorithms' records (``Algorithm.closed_form``).
+
+Units: seconds, bytes, seconds per byte. A transfer of b bytes lasts d = alpha + b beta (+ b gamma if it
+reduces) and holds its channel's slots for d and its ports for h = b beta.
+
+``chain``: K steps in which every rank in use moves one transfer per channel on each of its ports, in
+channel order (C channels), every transfer of step k lasting d_k and holding its port h_k, and every
+transfer of step k + 1 following its own channel's transfer of step k (its data or its slot). The
+critical path then walks the channels 0..C-1 along one port's holds (C - 1 holds of h), and where the
+ports of step k are also the ports of step k + 1 (``wrap[k]``) it may go on from channel C - 1 to
+channel 0 of step k + 1 after one more hold h_k instead of a whole d_k. Longest path:
+
+    T = sum_k d_k + max over cuts of the steps into intervals I_1..I_J (a cut only after a step k
+        with wrap[k]) of  sum_j (C - 1) max_{k in I_j} h_k  -  sum_{cuts k} (d_k - h_k)
+
+With one channel T = sum_k d_k (every step costs its duration: the slots bind). With equal h and
+v_k = (C - 1) h - (d_k - h) this is sum_k d_k + (C - 1) h + sum_{k < K-1} max(0, v_k): each step
+after which the ports run on adds v_k when it is positive (bandwidth-bound: the ports stay busy and
+the alphas hide behind other channels' bytes), nothing otherwise (latency-bound).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Links:
+    """alpha (s), beta (s/byte) of the link of one node (intra), between nodes (inter) and between a GPU
+    and its NVSwitch (nvls); gamma (s/byte) of a reduction."""
+
+    alpha: float
+    beta: float
+    gamma: float = 0.0
+    alpha_inter: float | None = None
+    beta_inter: float | None = None
+    alpha_nvls: float | None = None
+    beta_nvls: float | None = None
+
+    def inter(self) -> tuple[float, float]:
+        return (self.alpha if self.alpha_inter is None else self.alpha_inter,
+                self.beta if self.beta_inter is None else self.beta_inter)
+
+    def nvls(self) -> tuple[float, float]:
+        return (self.alpha if self.alpha_nvls is None else self.alpha_nvls,
+                self.beta if self.beta_nvls is None else self.beta_nvls)
+
+
+def step(m, alpha: float, beta: float, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """(d, h) of a step moving ``m`` bytes (array over sizes): d = alpha + m (beta + gamma), h = m beta."""
+    h = m * beta
+    return alpha + h + m * gamma, h
+
+
+def chain(steps: list, channels: int, wrap=None) -> np.ndarray:
+    """Exact time of the step chain in the module docstring. ``steps``: list of (d, h, count) with d, h
+    arrays over sizes (count identical steps each, the ports running on between them); ``wrap``: per
+    entry, whether the ports run on after its last step (default all; the last step never cuts)."""
+    kept = [(x, w) for x, w in zip(steps, [True] * len(steps) if wrap is None else wrap) if x[2] > 0]
+    if not kept:
+        return 0.0
+    steps, wrap = [x for x, _ in kept], [w for _, w in kept]
+    total = sum(count * d for d, _, count in steps)
+    if channels == 1:
+        return total
+    c1 = channels - 1
+    hs = np.stack([h for _, h, _ in steps])
+    if np.all(hs == hs[:1]):                                   # equal holds: cut wherever it pays
+        h = hs[0]
+        gain = c1 * h
+        for j, (d, _, count) in enumerate(steps):
+            cuts = count - 1 + (wrap[j] and j < len(steps) - 1)
+            gain = gain + cuts * np.maximum(0.0, c1 * h - (d - h))
+        return total + gain
+    flat = [(d, h, w) for (d, h, count), wj in zip(steps, wrap) for w in [True] * (count - 1) + [wj]]
+    return total + _cuts(flat, c1)
+
+
+def _cuts(flat: list, c1: int) -> np.ndarray:
+    """max over cuts of sum_j c1 max h - sum (d - h) at the cuts, step by step (``flat``: (d, h, wrap) per
+    step). A monotonic stack holds, for the open interval's possible starts grouped by their max h so far
+    (decreasing), the best value before them and the best over the stack up to there: O(K) per size."""
+    n = flat[0][0].shape
+    before = np.zeros(n)                # best value of the steps before a new interval (0 at the start)
+    stack: list = []                    # (h max, best start value, best value over the stack so far)
+    for k, (d, h, w) in enumerate(flat):
+        top = before
+        while stack and np.all(stack[-1][0] <= h):
+            top = np.maximum(top, stack.pop()[1])
+        if stack and not np.all(stack[-1][0] > h):         # steps ordered differently per size: one at a time
+            return np.concatenate([_cuts([(d_[i:i + 1], h_[i:i + 1], w_) for d_, h_, w_ in flat], c1)
+                                   for i in range(n[0])])
+        value = top + c1 * h
+        stack.append((h, top, np.maximum(stack[-1][2], value) if stack else value))
+        before = stack[-1][2] - (d - h) if (w and k < len(flat) - 1) else np.full(n, -np.inf)
+    return stack[-1][2]

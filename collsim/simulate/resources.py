@@ -1,0 +1,99 @@
+"""Which link a transfer takes and which resources it holds: the simulator's routing, vectorised.
+
+Link classes (``Routes.link``): ``INTRA`` (two GPUs of one node), ``INTER`` (GPUs of two nodes),
+``NVLS`` (a GPU and its node's NVSwitch endpoint; the topology's ``nvls`` link).
+
+Resource kinds, one key column each (``Routes.keys[k]``, a row of a table of ``Routes.sizes[k]``
+rows whose last row is a spare meaning "holds nothing of this kind"):
+
+0. send slot of (sender, channel): rows ``rank x channels + channel``;
+1. receive slot of (receiver, channel), same numbering;
+2. out port: the sender's NVLink port "gpuR.send" (rows 0..R-1, R = the topology's GPUs), or
+   across nodes its NIC "nodeN.nicK.out" (rows R + global NIC), or on a board without
+   NVSwitch (``links_per_pair`` > 0) the directed pair link "gpuA-gpuB" (rows R + NICs +
+   A x G + local B);
+3. in port: the receiver's "gpuR.recv" (rows 0..R-1) or its NIC "nodeN.nicK.in" (R + NIC);
+   none for a direct pair link (the pair link is both ends).
+
+A switch endpoint holds no slot and no port: a transfer to or from it holds the GPU side's
+slot and port only. Slots are held for the whole transfer (alpha + bytes x beta [+ bytes x
+gamma]), ports for bytes x beta (``collsim.simulate``). An inter-node transfer holds the two
+NICs, not the GPUs' NVLink ports: a GPU reaches its own NIC over PCIe, not NVLink
+(NVIDIA/nccl src/graph/paths.cc:719-741, PIX; nccl_source notes 1.2).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from collsim.errors import CollsimError
+from collsim.simulate.topology import Topology
+
+INTRA, INTER, NVLS = 0, 1, 2
+KINDS = ("send slot", "receive slot", "out port", "in port")
+
+
+@dataclass(frozen=True)
+class Routes:
+    """Per transfer: ``link`` class (int8) and ``keys`` (4 int64 columns); ``sizes``: rows per kind
+    (the last one spare); ``channels``: slots per rank."""
+
+    link: np.ndarray
+    keys: tuple
+    sizes: tuple
+    channels: int
+
+    def valid(self, kind: int) -> np.ndarray:
+        """Which transfers hold a resource of ``kind``."""
+        return self.keys[kind] != self.sizes[kind] - 1
+
+
+def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, topo: Topology,
+          channels: int | None = None) -> Routes:
+    """Routes of transfers ``src -> dst`` on ``channel`` of a schedule of ``ranks`` ranks (endpoints from
+    ``ranks`` on are switches: endpoint ranks + n is node n's NVSwitch); one-line CollsimError for a
+    switch transfer on a machine without NVLink SHARP or across nodes."""
+    src, dst, channel = (np.asarray(a, np.int64) for a in (src, dst, channel))
+    c = int(channels if channels is not None else (channel.max() + 1 if len(channel) else 1))
+    g, r_all, nn = topo.gpus_per_node, topo.ranks, topo.nodes * topo.nics_per_node
+    sw_src, sw_dst = src >= ranks, dst >= ranks
+    nvls = sw_src | sw_dst
+    if nvls.any():
+        if topo.nvls is None:
+            raise CollsimError(f"switch transfers need NVLink SHARP, which topology {topo.name or ''} does not have "
+                               "(no nvls link)")
+        if (sw_src & sw_dst).any():
+            raise CollsimError("a transfer between two switch endpoints: switches only talk to their GPUs")
+        gpu = np.where(sw_src, dst, src)[nvls]
+        node = np.where(sw_src, src, dst)[nvls] - ranks
+        if (node >= topo.nodes).any() or (gpu // g != node).any():
+            raise CollsimError("a switch transfer between a GPU and the NVSwitch of another node "
+                               f"(switch of node n is endpoint {ranks} + n)")
+    cross = ~nvls & (src // g != dst // g)
+    link = np.where(nvls, NVLS, np.where(cross, INTER, INTRA)).astype(np.int8)
+    slot_spare = ranks * c
+    send_slot = np.where(sw_src, slot_spare, src * c + channel)
+    recv_slot = np.where(sw_dst, slot_spare, dst * c + channel)
+    pairs = r_all * g if topo.links_per_pair else 0
+    out_spare, in_spare = r_all + nn + pairs, r_all + nn
+    out = np.where(cross, r_all + topo.nic_of(src), src)
+    inn = np.where(cross, r_all + topo.nic_of(dst), dst)
+    if topo.links_per_pair:
+        direct = (link == INTRA)
+        out = np.where(direct, r_all + nn + src * g + dst % g, out)
+        inn = np.where(direct, in_spare, inn)
+    out = np.where(sw_src, out_spare, out)
+    inn = np.where(sw_dst, in_spare, inn)
+    return Routes(link, (send_slot, recv_slot, out, inn), (slot_spare + 1, slot_spare + 1, out_spare + 1,
+                                                           in_spare + 1), c)
+
+
+def port_names(topo: Topology) -> tuple[list[str], list[str]]:
+    """Names of the out-port and in-port rows (spare rows excluded), in row order."""
+    r_all, g, k = topo.ranks, topo.gpus_per_node, topo.nics_per_node
+    nics = [f"node{n}.nic{i}" for n in range(topo.nodes) for i in range(k)]
+    out = [f"gpu{r}.send" for r in range(r_all)] + [f"{x}.out" for x in nics]
+    if topo.links_per_pair:
+        out += [f"gpu{a}-gpu{a // g * g + b}" for a in range(r_all) for b in range(g)]
+    return out, [f"gpu{r}.recv" for r in range(r_all)] + [f"{x}.in" for x in nics]
