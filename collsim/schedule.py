@@ -63,14 +63,13 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from collsim.errors import CollsimError, describe
-from collsim.inputs import MAX_BYTES, MAX_RANKS, parse_json, read_text
+from collsim.inputs import MAX_BYTES, MAX_CHANNELS, MAX_RANKS, parse_json, read_text
 
 REDUCE = 0
 COPY = 1
 OP_NAMES = ("reduce", "copy")
 OP_CODES = {name: code for code, name in enumerate(OP_NAMES)}
 MAX_ITEMSIZE = 1024  # bytes per element a schedule file may give
-MAX_CHANNELS = 1 << 16   # channels a schedule file may name (NCCL has at most 64)
 
 
 class ScheduleError(CollsimError):

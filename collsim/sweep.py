@@ -35,16 +35,19 @@ def sizes(min_bytes: int = 8, max_bytes: int = 16 * 2**30, factor: int = 2) -> n
 
 
 def _params_for(name: str, params: dict, topology: Topology | None) -> tuple[dict, dict]:
-    """(build_schedule kwargs, closed_form kwargs): the parameters algorithm ``name`` takes."""
-    from collsim.algorithms import ALGORITHMS, validate
-    if name not in ALGORITHMS:
-        validate(name, 1)                                # the one-line "unknown algorithm" error
-    takes = ALGORITHMS[name].params
-    build = {k: v for k, v in params.items() if k in takes}
-    if "gpus_per_node" in takes and "gpus_per_node" not in build and topology is not None \
-            and topology.nodes > 1:
+    """(build_schedule kwargs, closed_form kwargs): the parameters algorithm ``name`` takes, and what the
+    topology implies (gpus_per_node across nodes, direct rings on boards without NVSwitch)."""
+    from collsim.algorithms import get
+    algo = get(name)                                     # the one-line "unknown algorithm" error
+    if algo.teaching_only:
+        raise CollsimError(f"{name} is a teaching example, not an AllReduce: sweeps take the algorithms only")
+    build = {k: v for k, v in params.items() if k in algo.params}
+    if "gpus_per_node" in algo.params and "gpus_per_node" not in build and topology is not None \
+            and (topology.nodes > 1 or "gpus_per_node" in algo.needs):
         build["gpus_per_node"] = topology.gpus_per_node
-    levels = {k: v for k, v in params.items() if k in ("alpha_inter", "beta_inter") and "gpus_per_node" in takes}
+    if "direct" in algo.params and topology is not None and topology.links_per_pair:
+        build["direct"] = True
+    levels = {k: v for k, v in params.items() if k in ("alpha_inter", "beta_inter") and "gpus_per_node" in algo.needs}
     return build, {**build, **levels}
 
 
@@ -64,10 +67,10 @@ def sweep(algos, ranks: int, sizes, *, alpha: float | None = None, beta: float |
 
     alpha (s), beta (s/byte), gamma (s/byte): the closed forms' link, and the
     uniform topology simulated when ``topology`` is None. Each algorithm gets
-    the ``params`` it takes (gpus_per_node, slices, chunks, inter; and
+    the ``params`` it takes (channels, gpus_per_node, slices, chunks, inter; and
     alpha_inter, beta_inter for the closed forms of hierarchical ones), so one
     sweep can give ring its slices and tree its chunks. A simulated
-    hierarchical algorithm defaults gpus_per_node to the topology's.
+    algorithm over nodes defaults gpus_per_node to the topology's.
     """
     algos = [algos] if isinstance(algos, str) else list(algos)
     ranks = require_int("ranks", ranks, 1)

@@ -47,7 +47,7 @@ def test_schedule_json_schema(capsys, algo, extra):
     assert d["steps"] and all(isinstance(step, list) and step for step in d["steps"])
     for step in d["steps"]:
         for t in step:
-            assert set(t) == {"src", "dst", "offset", "count", "op"} and t["op"] in ("reduce", "copy")
+            assert set(t) == {"src", "dst", "offset", "count", "op", "channel"} and t["op"] in ("reduce", "copy")
             assert 0 <= t["src"] < 6 and 0 <= t["dst"] < 6 and 0 <= t["offset"] < t["offset"] + t["count"] <= 37
     kw = {"gpus_per_node": extra[1]} if extra else {}
     assert d["steps"] == build_schedule(algo, 6, 37, **kw).to_dict()["steps"]
@@ -55,7 +55,7 @@ def test_schedule_json_schema(capsys, algo, extra):
 
 def test_schedule_text_and_list(capsys):
     rc, out, _ = run(capsys, "schedule", "--list")
-    assert rc == 0 and all(name in out for name in ALGORITHMS)
+    assert rc == 0 and all(name in out for name in ALGORITHMS) and "lecture-tree         (teaching only)" in out
     rc, out, _ = run(capsys, "schedule", "--algo", "ring", "--ranks", 4, "--count", 8)
     assert rc == 0 and "step    0: 0->1[0:2]+" in out
 
@@ -72,18 +72,43 @@ def test_predict_and_simulate_print_the_same_time(capsys):
 
 @pytest.mark.parametrize("algo", sorted(ALGORITHMS))
 def test_predict_and_simulate_agree_for_every_algorithm(capsys, algo):
-    # hierarchical-nccl is exact on one link class (on two classes its step sum is an upper bound)
+    # hierarchical-nccl is exact on one link class (on two classes its step sum is an upper bound); nvls's
+    # form is an upper bound; nvlstree has none
     inter = ["--alpha-inter", 2e-5, "--beta-inter", 8e-11] if algo == "hierarchical" else \
         ["--alpha-inter", A, "--beta-inter", B]
-    extra = ["--gpus-per-node", 4, *inter] if algo.startswith("hier") else []
+    extra = ["--gpus-per-node", 4, *inter] if algo.startswith("hier") or algo == "nvlstree" else []
     argv = ["--algo", algo, "--ranks", 16, "--bytes", 3 << 20, *UNIFORM, "--gamma", G, *extra, "--json"]
-    rc, out, err = run(capsys, "predict", *argv)
-    assert rc == 0, err
-    predicted = json.loads(out)["time_s"]
     rc, out, err = run(capsys, "simulate", *argv)
     assert rc == 0, err
     simulated = json.loads(out)["time_s"]
-    assert simulated == pytest.approx(predicted, rel=1e-11)
+    rc, out, err = run(capsys, "predict", *argv)
+    if algo == "nvlstree":
+        assert_one_line_error(rc, out, err, "no closed form")
+        return
+    assert rc == 0, err
+    predicted = json.loads(out)["time_s"]
+    if algo == "nvls":
+        assert simulated <= predicted
+    else:
+        assert simulated == pytest.approx(predicted, rel=1e-11)
+
+
+def test_simulate_cluster_json_reports_every_nic(capsys):
+    rc, out, err = run(capsys, "simulate", "--cluster", "h100-nvlink", "--nodes", 2, "--algo", "ring",
+                       "--channels", 16, "--bytes", "1G", "--json")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["ranks"] == 16 and d["channels"] == 16 and d["busbw_GBps"] > 300
+    busy = {x["name"]: x["busy"] for x in d["resources"]}
+    nics = [busy[f"node{n}.nic{k}.{way}"] for n in range(2) for k in range(8) for way in ("out", "in")]
+    assert len(nics) == 32 and min(nics) > 0.85                         # all 8 NICs carry the ring, both ways
+    assert all(0 < busy[f"gpu{r}.send"] < 1 for r in range(16))
+    rc, out, err = run(capsys, "schedule", "--algo", "ring", "--cluster", "h100-nvlink", "--nodes", 2, "--channels",
+                       2, "--count", 64, "--json")
+    assert rc == 0 and json.loads(out)["ranks"] == 16
+    rc, out, err = run(capsys, "simulate", "--cluster", "a100x4-nvlink", "--algo", "ring", "--channels", 6,
+                       "--bytes", "64M")
+    assert rc == 0 and "gpuN-gpuN" in out
 
 
 def test_predict_passes_inter_tree(capsys):
@@ -169,7 +194,13 @@ BAD = [
     (["predict", "--algo", "ring", "--ranks", 4, "--bytes", 8, "--alpha", A], ["--beta"]),
     (["predict", "--algo", "hierarchical", "--ranks", 6, "--gpus-per-node", 4, "--bytes", 8, *UNIFORM],
      ["does not divide"]),
-    (["predict", "--algo", "ring", "--ranks", 4, "--gpus-per-node", 2, "--bytes", 8, *UNIFORM], ["gpus_per_node"]),
+    (["predict", "--algo", "direct", "--ranks", 4, "--gpus-per-node", 2, "--bytes", 8, *UNIFORM], ["gpus_per_node"]),
+    (["simulate", "--algo", "ring", "--channels", 0, "--cluster", "h100-nvlink", "--bytes", 8], ["--channels"]),
+    (["simulate", "--algo", "nvls", "--cluster", "a100-nvlink", "--bytes", 64], ["NVLink SHARP"]),
+    (["simulate", "--algo", "nvls", "--cluster", "h100-nvlink", "--nodes", 2, "--bytes", 64], ["another node"]),
+    (["simulate", "--algo", "ring", "--cluster", "nope", "--bytes", 64], ["--cluster", "nope"]),
+    (["simulate", "--algo", "ring", "--cluster", "h100-nvlink", "--ranks", 4, "--bytes", 64], ["8 GPUs"]),
+    (["simulate", "--algo", "ring", "--nodes", 2, "--bytes", 64, *UNIFORM, "--ranks", 4], ["--nodes"]),
     (["simulate", "--algo", "ring", "--ranks", 4, "--bytes", 8], ["exactly one topology"]),
     (["simulate", "--algo", "ring", "--ranks", 4, "--bytes", 8, "--alpha", A], ["--alpha and --beta"]),
     (["simulate", "--algo", "ring", "--ranks", 4, "--bytes", 8, *UNIFORM, "--preset", "ib-400g"],
@@ -189,6 +220,7 @@ BAD = [
     (["sweep", "--algos", "ring,nope", "--ranks", 4, *UNIFORM], ["unknown algorithm"]),
     (["check", "--ranks", 4, "--count", 8], ["--algo", "--file"]),
     (["check", "--algo", "lecture-nope", "--ranks", 4, "--count", 8], ["lecture"]),
+    (["sweep", "--algos", "lecture-ring", "--ranks", 4, *UNIFORM], ["teaching"]),
     (["check", "--algo", "ring", "--ranks", 4, "--count", 8, "--file", "x.json"], ["not both"]),
     (["frobnicate"], ["invalid choice"]),
     ([], ["required"]),
@@ -260,10 +292,12 @@ def test_schedule_file_that_is_not_one(capsys, tmp_path, text, words):
     assert_one_line_error(*run(capsys, "check", "--file", f), *words)
 
 
-FLAGS = ["--algo", "--ranks", "--count", "--bytes", "--alpha", "--beta", "--gamma", "--gpus-per-node",
+FLAGS = ["--algo", "--ranks", "--count", "--bytes", "--alpha", "--beta", "--gamma", "--gpus-per-node", "--cluster",
+         "--channels",
          "--chunks", "--slices", "--inter", "--preset", "--topology", "--file", "--nodes", "--itemsize", "--json",
          "--algos", "-b", "-e"]
-VALUES = ["ring", "tree", "hierarchical", "nope", "0", "1", "2", "3", "8", "-1", "1.5", "abc", "nan", "inf",
+VALUES = ["ring", "tree", "hierarchical", "nvls", "nope", "0", "1", "2", "3", "8", "-1", "1.5", "abc", "nan", "inf",
+          "h100-nvlink", "a100x4-nvlink",
           "1e400", "64K", "", "5e-6", "1e-11", "ib-400g", "x.json", "lecture-ring", "--"]
 
 

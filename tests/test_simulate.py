@@ -269,7 +269,7 @@ def test_switch_transfers_use_the_nvls_link_and_only_the_gpu_side():
     assert r.time_s == pytest.approx(2 * t)
     assert r.resource_busy_s["gpu0.send"] == pytest.approx(80e-9) and r.resource_bytes["gpu1.recv"] == 40
     with pytest.raises(CollsimError, match="need NVLink SHARP"):
-        simulate(s, uni(2))
+        simulate(s, Topology(1, 2, Link(A, B), Link(A, B)))
     across = Schedule.from_steps(4, 1, [[(0, 5, 0, 1, "reduce")]], switches=2)      # GPU 0 -> node 1's switch
     with pytest.raises(CollsimError, match="another node"):
         simulate(across, Topology(2, 2, Link(A, B), Link(A, B), nvls=nv))

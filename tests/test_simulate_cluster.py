@@ -79,7 +79,18 @@ def test_topologies_follow_the_tables():
     for name, c in CLUSTERS.items():
         t = PRESETS[name]
         assert (t.nodes, t.gpus_per_node, t.name) == (c.nodes, c.gpus_per_node, name) and c.gpu in t.source
-        assert t.intra.bandwidth_GBps == pytest.approx(c.intra_GBps * c.gpu_info.ring_efficiency)
+        pair = c.gpu_info.nvlinks // (c.gpus_per_node - 1) * c.gpu_info.link_GBps if c.intra == "nvlink" else None
+        assert t.intra.bandwidth_GBps == pytest.approx((pair or c.intra_GBps) * c.gpu_info.ring_efficiency)
+        assert t.links_per_pair == (c.gpu_info.nvlinks // (c.gpus_per_node - 1) if pair else 0)
+        assert (t.nvls is not None) == c.nvls and t.call_us == (25.0 if c.nodes == 1 else 60.0)
+        if c.nvls:
+            assert t.nvls.bandwidth_GBps == pytest.approx(t.intra.bandwidth_GBps * c.gpu_info.nvls_efficiency)
     ib = to_topology(load_cluster("ib-400g", nodes=2))
     assert ib.inter.bandwidth_GBps == pytest.approx(50 * NETS["ib"].efficiency) and ib.nics_per_node == 8
     assert PRESETS["h100-nvlink"].intra.bandwidth_GBps == pytest.approx(368.09, rel=1e-3)   # L01's plateau
+    assert PRESETS["a100x4-nvlink"].links_per_pair == 4 and PRESETS["h100-nvlink"].nvls.bandwidth_GBps == \
+        pytest.approx(368.09 * 0.85, rel=1e-3)
+    mine = to_topology(Cluster("H100", 8, 2, nics_per_node=8, nic_Gbps=400, call_us=8.4))
+    assert mine.call_us == 8.4 and Cluster("H100", 8, 2, nics_per_node=8, nic_Gbps=400).with_nodes(1).per_call_us == 25
+    with pytest.raises(CollsimError, match="call_us"):
+        Cluster("H100", 8, call_us=-1)

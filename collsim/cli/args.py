@@ -15,7 +15,7 @@ import json
 import math
 
 from collsim.errors import CollsimError, require_number
-from collsim.inputs import MAX_BYTES, MAX_RANKS, MAX_SECONDS, MAX_SECONDS_PER_BYTE, int_text
+from collsim.inputs import MAX_BYTES, MAX_CHANNELS, MAX_RANKS, MAX_SECONDS, MAX_SECONDS_PER_BYTE, int_text
 from collsim.schedule import MAX_ITEMSIZE
 
 
@@ -79,12 +79,27 @@ def add_algo_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--chunks", type=positive_int, help="tree pipeline chunks (default: by size)")
     p.add_argument("--inter", choices=("ring", "tree"), default="ring",
                    help="inter-node algorithm of `hierarchical`")
+    p.add_argument("--channels", type=int_in(1, MAX_CHANNELS), default=1,
+                   help="channels C >= 1: the buffer in C parts, each its own ring or tree (NCCL's channels)")
     p.add_argument("--itemsize", type=int_in(1, MAX_ITEMSIZE), default=4, help="bytes per element (default 4)")
 
 
 def algo_params(args) -> dict:
     return {"gpus_per_node": args.gpus_per_node, "slices": args.slices, "chunks": args.chunks,
-            "inter": args.inter}
+            "inter": args.inter, "channels": args.channels, "direct": getattr(args, "direct", False)}
+
+
+def fit_to_topology(args, topo) -> None:
+    """Defaults the topology implies: gpus_per_node for algorithms that need it (and for ``ring`` across
+    nodes: NCCL's rail rings), ``direct`` rings on boards without NVSwitch."""
+    from collsim.algorithms import REGISTRY
+    algo = REGISTRY.get(args.algo)
+    if algo is None or args.gpus_per_node is not None:
+        pass
+    elif "gpus_per_node" in algo.needs or ("gpus_per_node" in algo.params and topo.nodes > 1):
+        args.gpus_per_node = topo.gpus_per_node
+    if algo is not None and "direct" in algo.params and topo.links_per_pair:
+        args.direct = True
 
 
 def element_count(args) -> int:
@@ -101,19 +116,31 @@ def element_count(args) -> int:
 
 def require_ranks(args) -> int:
     if args.ranks is None:
-        raise CollsimError("--ranks is required")
+        raise CollsimError("--ranks is required (or a machine: --cluster, --preset, --topology)")
     return args.ranks
 
 
 def build_from_args(args):
+    """The schedule the arguments ask for; with --cluster, ranks and the layout come from the machine."""
     from collsim.algorithms import build_schedule
+    if getattr(args, "cluster", None):
+        topo = topology_from_args(args, args.ranks)
+        fit_to_topology(args, topo)
+        args.ranks = topo.ranks
     return build_schedule(args.algo, require_ranks(args), element_count(args), args.itemsize, **algo_params(args))
 
 
+def add_cluster_args(g) -> None:
+    g.add_argument("--cluster", help="a machine: preset name (`collsim simulate --list-presets`) or a cluster "
+                                     "YAML/JSON file (format in collsim.simulate.cluster)")
+    g.add_argument("--nodes", type=positive_int, help="resize the cluster or preset to this many nodes")
+
+
 def add_topology_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("topology (one of: --preset, --topology FILE, or --alpha/--beta for a uniform one)")
+    g = p.add_argument_group("topology (one of: --cluster, --preset, --topology FILE, or --alpha/--beta for a "
+                             "uniform one)")
+    add_cluster_args(g)
     g.add_argument("--preset", help="topology preset name (see `collsim simulate --list-presets`)")
-    g.add_argument("--nodes", type=positive_int, help="resize the preset (or --cluster) to this many nodes")
     g.add_argument("--topology", help="topology file (JSON or YAML; format in collsim.simulate.topology)")
     g.add_argument("--alpha", type=seconds, help="latency per message, seconds")
     g.add_argument("--beta", type=positive_seconds_per_byte, help="seconds per byte (1 / bandwidth), > 0")
@@ -123,17 +150,29 @@ def add_topology_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--gamma", type=seconds_per_byte, default=0.0, help="reduction cost, seconds per byte (default 0)")
 
 
-def topology_from_args(args, ranks: int):
-    """The topology the arguments ask for, checked against ``ranks``."""
+def topology_from_args(args, ranks: int | None):
+    """The topology the arguments ask for, checked against ``ranks`` (None: the machine's GPUs)."""
+    from collsim.simulate.cluster import load_cluster, to_topology
     from collsim.simulate.presets import get_preset
     from collsim.simulate.topology import Link, Topology, load_topology
-    chosen = [x for x in ("preset", "topology") if getattr(args, x)]
+    for key in ("cluster", "preset", "topology", "alpha", "beta", "alpha_inter", "beta_inter", "nodes"):
+        if not hasattr(args, key):
+            setattr(args, key, None)                    # commands that take only some of the options
+    chosen = [x for x in ("cluster", "preset", "topology") if getattr(args, x)]
     if args.alpha is not None or args.beta is not None:
         chosen.append("alpha/beta")
     if len(chosen) != 1:
-        raise CollsimError("give exactly one topology: --preset NAME, --topology FILE, or --alpha and --beta"
-                           + (f" (got {', '.join(chosen)})" if chosen else ""))
-    if args.preset:
+        raise CollsimError("give exactly one topology: --cluster SPEC, --preset NAME, --topology FILE, or --alpha "
+                           "and --beta" + (f" (got {', '.join(chosen)})" if chosen else ""))
+    if args.nodes is not None and not (args.cluster or args.preset):
+        raise CollsimError("--nodes resizes a --cluster or --preset")
+    if args.cluster:
+        topo = to_topology(load_cluster(args.cluster, args.nodes))
+        ranks = topo.ranks if ranks is None else ranks
+    elif args.preset and ranks is None:
+        topo = get_preset(args.preset, nodes=args.nodes, gpus_per_node=args.gpus_per_node)
+        ranks = topo.ranks
+    elif args.preset:
         gpn = args.gpus_per_node
         nodes = args.nodes
         if nodes is None:
@@ -145,7 +184,9 @@ def topology_from_args(args, ranks: int):
         topo = get_preset(args.preset, nodes=nodes, gpus_per_node=gpn)
     elif args.topology:
         topo = load_topology(args.topology)
+        ranks = topo.ranks if ranks is None else ranks
     else:
+        ranks = require_ranks(args)
         if args.alpha is None or args.beta is None:
             raise CollsimError("a uniform topology needs both --alpha and --beta")
         if args.gpus_per_node and args.gpus_per_node < ranks:
@@ -155,7 +196,8 @@ def topology_from_args(args, ranks: int):
                 raise CollsimError(f"--ranks {ranks} is not a multiple of --gpus-per-node {args.gpus_per_node}")
             gpn = args.gpus_per_node
             topo = Topology(ranks // gpn, gpn, Link(args.alpha, args.beta), Link(args.alpha_inter, args.beta_inter),
-                            gpn, "two-level", "from --alpha/--beta/--alpha-inter/--beta-inter")
+                            gpn, "two-level", "from --alpha/--beta/--alpha-inter/--beta-inter",
+                            nvls=Link(args.alpha, args.beta))
         else:
             topo = Topology.uniform(ranks, args.alpha, args.beta)
     if topo.ranks != ranks:

@@ -3,6 +3,7 @@
 Examples::
 
     collsim schedule --algo ring --ranks 4 --count 8 --json
+    collsim schedule --algo ring --cluster h100-nvlink --nodes 2 --channels 16 --count 4096 --json
     collsim check --algo tree --ranks 7 --count 1000
     collsim check --file my_schedule.json
     collsim predict --algo ring --ranks 8 --bytes 1073741824 --alpha 5e-6 --beta 1e-11 --json
@@ -18,20 +19,20 @@ JSON, bandwidths in GB/s (1e9 bytes/s) with nccl-tests' algbw/busbw.
 from __future__ import annotations
 
 from collsim.cli.args import (
-    add_algo_args, build_from_args, element_count, emit, finite_json, int_in, nonneg_int, positive_seconds_per_byte,
-    require_ranks, round_seconds, seconds, seconds_per_byte, size_arg)
+    add_algo_args, add_cluster_args, algo_params, build_from_args, emit, finite_json, int_in, nonneg_int,
+    positive_seconds_per_byte, require_ranks, round_seconds, seconds, seconds_per_byte, size_arg)
 from collsim.errors import CollsimError
 
 
 # ------------------------------------------------------------------ commands
 def cmd_schedule(args) -> int:
-    from collsim.algorithms import ALGORITHMS
+    from collsim.algorithms import REGISTRY
     if args.list:
-        for name, info in ALGORITHMS.items():
-            print(f"{name:20s} {info.description}")
+        for name, algo in REGISTRY.items():
+            print(f"{name:20s} {'(teaching only) ' if algo.teaching_only else ''}{algo.description}")
         return 0
     if args.algo is None or args.count is None:
-        raise CollsimError("schedule needs --algo, --ranks and --count (or --list)")
+        raise CollsimError("schedule needs --algo, --ranks (or --cluster) and --count (or --list)")
     s = build_from_args(args)
     if args.json:
         print(s.to_json())
@@ -55,14 +56,7 @@ def cmd_check(args) -> int:
             raise CollsimError("give either --file or --algo, not both")
         s = read_schedule(args.file)
     elif args.algo:
-        if args.algo.startswith("lecture-"):
-            from collsim.algorithms.lecture import LECTURE
-            fn = LECTURE.get(args.algo)
-            if fn is None:
-                raise CollsimError(f"unknown lecture schedule {args.algo!r} ({', '.join(LECTURE)})")
-            s = fn(require_ranks(args), element_count(args))
-        else:
-            s = build_from_args(args)
+        s = build_from_args(args)
     else:
         raise CollsimError("check needs --algo NAME (with --ranks and --count) or --file SCHEDULE.json")
     r = check(s, seed=args.seed)
@@ -83,14 +77,10 @@ def cmd_predict(args) -> int:
     nbytes = args.bytes
     if args.alpha is None or args.beta is None:
         raise CollsimError("predict needs --alpha (s) and --beta (s/byte)")
-    params = {k: v for k, v in (("gpus_per_node", args.gpus_per_node), ("alpha_inter", args.alpha_inter),
-                                ("beta_inter", args.beta_inter)) if v is not None}
-    if args.chunks is not None:
-        params["chunks"] = args.chunks
-    if args.slices != 1:
-        params["slices"] = args.slices
-    if args.inter != "ring":
-        params["inter"] = args.inter
+    from collsim.algorithms import DEFAULTS
+    params = {k: v for k, v in algo_params(args).items() if v is not None and v != DEFAULTS[k]}
+    params.update((k, v) for k, v in (("alpha_inter", args.alpha_inter), ("beta_inter", args.beta_inter))
+                  if v is not None)
     t = closed_form(args.algo, ranks, nbytes, args.alpha, args.beta, args.gamma, **params)
     alg, bus = bandwidths(nbytes, t * 1e6, ranks)
     obj = {"algo": args.algo, "ranks": ranks, "bytes": nbytes, "alpha": args.alpha, "beta": args.beta,
@@ -103,6 +93,7 @@ def cmd_predict(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("schedule", help="print an algorithm's schedule (steps of transfers)")
     add_algo_args(p, required=False)
+    add_cluster_args(p)
     p.add_argument("--count", type=nonneg_int, help="elements per rank buffer (>= 0)")
     p.add_argument("--json", action="store_true", help="print the schedule as JSON (schema in collsim.schedule)")
     p.add_argument("--list", action="store_true", help="list the algorithms")
@@ -111,6 +102,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("check", help="execute a schedule on random integers and prove every rank gets the sum")
     add_algo_args(p, required=False)
+    add_cluster_args(p)
     p.add_argument("--count", type=nonneg_int, help="elements per rank buffer")
     p.add_argument("--bytes", type=size_arg, help="bytes per rank buffer (instead of --count)")
     p.add_argument("--file", help="a schedule JSON file (as written by `collsim schedule --json`)")

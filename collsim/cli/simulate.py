@@ -3,21 +3,25 @@
 Examples::
 
     collsim simulate --algo ring --ranks 8 --bytes 1G --alpha 5e-6 --beta 1e-11 --json
+    collsim simulate --cluster h100-nvlink --nodes 2 --algo ring --channels 16 --bytes 1G --json
     collsim simulate --algo hierarchical --ranks 32 --bytes 256M --preset ib-400g --gpus-per-node 8
     collsim simulate --list-presets
     collsim sweep --algos ring,tree,hierarchical --ranks 32 --preset ib-400g --plot sweep.png
+    collsim sweep --algos ring,hierarchical-nccl --cluster ib-400g --nodes 8 --channels 16 --method simulate
 
 Times printed in microseconds, ``time_s`` in JSON in seconds, bandwidths in GB/s (1e9 bytes/s)
-with nccl-tests' algbw/busbw definitions.
+with nccl-tests' algbw/busbw definitions. ``--json`` of simulate adds ``resources``: every GPU port,
+NIC and pair link that carried bytes, with ``busy`` its share of the run (0..1).
 """
 from __future__ import annotations
 
 import sys
 
 from collsim.cli.args import (
-    add_algo_args, add_topology_args, algo_params, build_from_args, finite_json, plot_path, positive_int,
-    require_ranks, round_seconds, size_arg, topology_from_args)
+    add_algo_args, add_topology_args, algo_params, build_from_args, finite_json, fit_to_topology, int_in,
+    plot_path, positive_int, round_seconds, size_arg, topology_from_args)
 from collsim.errors import CollsimError
+from collsim.inputs import MAX_CHANNELS
 
 
 def cmd_simulate(args) -> int:
@@ -30,42 +34,45 @@ def cmd_simulate(args) -> int:
         return 0
     if args.algo is None:
         raise CollsimError("simulate needs --algo")
-    ranks = require_ranks(args)
-    topo = topology_from_args(args, ranks)
-    if args.gpus_per_node is None and args.algo.startswith("hierarchical"):
-        args.gpus_per_node = topo.gpus_per_node
+    topo = topology_from_args(args, args.ranks)
+    ranks = args.ranks = args.ranks or topo.ranks
+    fit_to_topology(args, topo)
+    cluster, args.cluster = args.cluster, None          # the topology is built: the schedule takes it as is
     s = build_from_args(args)
-    r = simulate(s, topo, gamma=args.gamma)
+    args.cluster = cluster
+    r = simulate(s, topo, gamma=args.gamma, progress=not args.json)
     alg, bus = bandwidths(s.nbytes, r.time_s * 1e6, ranks)
-    obj = {"algo": args.algo, "ranks": ranks, "bytes": s.nbytes, "topology": topo.name, "steps": s.n_steps,
-           "transfers": s.n_transfers, "time_s": round_seconds(r.time_s), "algbw_GBps": alg, "busbw_GBps": bus}
+    obj = {"algo": args.algo, "ranks": ranks, "bytes": s.nbytes, "topology": topo.name, "channels": s.n_channels,
+           "steps": s.n_steps, "transfers": s.n_transfers, "time_s": round_seconds(r.time_s), "algbw_GBps": alg,
+           "busbw_GBps": bus, "resources": [{k: x[k] for k in ("name", "busy", "bytes")} for x in r.resource_table()]}
     if args.json:
         if args.transfers:
             obj["result"] = r.to_dict(transfers=True)
         print(finite_json(obj))
         return 0
-    print(f"{args.algo} P={ranks} {s.nbytes} B on {topo.name}: {r.time_s * 1e6:.3f} us  "
+    print(f"{args.algo} P={ranks} {s.nbytes} B on {topo.name}, {s.n_channels} channel(s): {r.time_s * 1e6:.3f} us  "
           f"algbw {alg:.2f} GB/s  busbw {bus:.2f} GB/s  ({s.n_steps} steps, {s.n_transfers} transfers)")
     _print_utilisation(r)
     return 0
 
 
 def _print_utilisation(r) -> None:
-    """Busy share of the run per kind of resource (send/receive ports, NICs): max and mean."""
+    """Busy share of the run per kind of resource (GPU ports, NICs, pair links): how many carried bytes,
+    max, mean, min among those."""
     import re
     if r.time_s <= 0:
         return
     kinds: dict[str, list[float]] = {}
-    for name, busy in r.resource_busy_s.items():
-        kinds.setdefault(re.sub(r"\d+", "N", name), []).append(busy / r.time_s)
-    print(f"{'resource':18s} {'count':>6s} {'busiest':>8s} {'mean':>7s}   (share of the run spent busy)")
+    for x in r.resource_table():
+        kinds.setdefault(re.sub(r"\d+", "N", x["name"]), []).append(x["busy"])
+    print(f"{'resource':18s} {'used':>6s} {'busiest':>8s} {'mean':>7s} {'least':>7s}   (share of the run spent busy)")
     for kind, shares in sorted(kinds.items(), key=lambda kv: -max(kv[1])):
-        print(f"{kind:18s} {len(shares):6d} {100 * max(shares):7.1f}% {100 * sum(shares) / len(shares):6.1f}%")
+        print(f"{kind:18s} {len(shares):6d} {100 * max(shares):7.1f}% {100 * sum(shares) / len(shares):6.1f}% "
+              f"{100 * min(shares):6.1f}%")
 
 
 def cmd_sweep(args) -> int:
     from collsim.sweep import sizes, sweep
-    ranks = require_ranks(args)
     if args.plot:
         from collsim.outputs import check_output
         check_output(args.plot, [args.topology] if args.topology else [], "figure")
@@ -73,17 +80,19 @@ def cmd_sweep(args) -> int:
     if not algos:
         raise CollsimError("--algos needs at least one algorithm name")
     size_list = sizes(args.min_bytes, args.max_bytes, args.factor)
-    if args.method == "simulate" or args.preset or args.topology:
-        topo = topology_from_args(args, ranks)
-        if args.gpus_per_node is None:
-            args.gpus_per_node = topo.gpus_per_node if topo.gpus_per_node < ranks else None
-        table = sweep(algos, ranks, size_list, method="simulate", topology=topo, gamma=args.gamma,
-                      **{k: v for k, v in algo_params(args).items() if v is not None})
+    params = {k: v for k, v in algo_params(args).items() if v is not None and k != "direct"}
+    if args.method == "simulate" or args.preset or args.topology or args.cluster:
+        topo = topology_from_args(args, args.ranks)
+        ranks = args.ranks or topo.ranks
+        table = sweep(algos, ranks, size_list, method="simulate", topology=topo, gamma=args.gamma, **params)
     else:
         if args.alpha is None or args.beta is None:
             raise CollsimError("sweep needs --alpha and --beta (closed form) or a topology with --method simulate")
-        params = {k: v for k, v in (("gpus_per_node", args.gpus_per_node), ("alpha_inter", args.alpha_inter),
-                                    ("beta_inter", args.beta_inter)) if v is not None}
+        if args.ranks is None:
+            raise CollsimError("--ranks is required (or a machine: --cluster, --preset, --topology)")
+        ranks = args.ranks
+        params.update((k, v) for k, v in (("alpha_inter", args.alpha_inter), ("beta_inter", args.beta_inter))
+                      if v is not None)
         table = sweep(algos, ranks, size_list, alpha=args.alpha, beta=args.beta, gamma=args.gamma,
                       method="closed", **params)
     rows = _rows(table)
@@ -150,6 +159,7 @@ def register(sub) -> None:
     add_topology_args(p)
     p.add_argument("--slices", type=positive_int, default=1)
     p.add_argument("--chunks", type=positive_int)
+    p.add_argument("--channels", type=int_in(1, MAX_CHANNELS), default=1, help="channels C >= 1 of every algorithm")
     p.add_argument("--inter", choices=("ring", "tree"), default="ring")
     p.add_argument("--plot", type=plot_path, help="write a busbw/time vs size figure (.png, .pdf, .svg, ...)")
     p.add_argument("--json", action="store_true")

@@ -176,11 +176,11 @@ def _check_fit(schedule: Schedule, topology: Topology) -> None:
                            f"{topology.ranks} ({topology.nodes} nodes x {topology.gpus_per_node} GPUs)")
 
 
-def _progress(total: int):
-    """A tqdm bar's update on stderr for a simulation of ``total`` transfers, or None (small runs, no
-    terminal, or tqdm missing)."""
+def _progress(total: int, wanted: bool = True):
+    """A tqdm bar's update on stderr for a simulation of ``total`` transfers, or None (not wanted, small
+    runs, no terminal, or tqdm missing)."""
     import sys
-    if total < PROGRESS_TRANSFERS or not sys.stderr.isatty():
+    if not wanted or total < PROGRESS_TRANSFERS or not sys.stderr.isatty():
         return None
     try:
         from tqdm import tqdm
@@ -189,16 +189,16 @@ def _progress(total: int):
     return tqdm(total=total, unit="transfer", unit_scale=True, file=sys.stderr, leave=False, desc="simulate").update
 
 
-def simulate(schedule: Schedule, topology: Topology, gamma: float = 0.0) -> SimResult:
+def simulate(schedule: Schedule, topology: Topology, gamma: float = 0.0, progress: bool = True) -> SimResult:
     """Simulate ``schedule`` on ``topology`` (gamma: reduction seconds per byte).
 
     The topology may have more GPUs than the schedule has ranks (the job uses
-    ranks 0..P-1 of it), never fewer.
+    ranks 0..P-1 of it), never fewer. ``progress``: allow the progress bar (big runs, terminal only).
     """
     _check_fit(schedule, topology)
     plan = Plan(schedule, topology)
     dur, wire = durations(schedule, topology, gamma, plan.routes)
-    start, end = plan.run(dur[None, :], wire[None, :], _progress(schedule.n_transfers))
+    start, end = plan.run(dur[None, :], wire[None, :], _progress(schedule.n_transfers, progress))
     return SimResult(schedule, topology, float(gamma), start[0], end[0], plan.routes)
 
 

@@ -14,10 +14,15 @@ File format (YAML or JSON; extra keys are kept in ``Cluster.extra`` and otherwis
     nvls: true           # optional: NVLink SHARP available (default: the GPU has it and intra is nvswitch)
     nccl: "2.28"         # optional: the NCCL version whose tuning logic to follow (default the newest)
     cpu: intel           # optional: intel | amd (NCCL's network overhead and multi-node LL caps use it)
+    call_us: 25          # optional: fixed cost of every collective call, microseconds (default ``CALL_US``)
 
 ``load_cluster(spec)`` takes a preset name (``collsim.simulate.presets.CLUSTERS``) or a file
 path; every bad value is one CollsimError naming the key. GPU g of a node uses NIC
 g x nics_per_node // gpus_per_node (one NIC per GPU: rail g is NIC g).
+
+``to_topology`` gives the simulator's view: links with their alphas and efficiencies, the NVLS link
+where the machine has NVLink SHARP, per-pair links on boards without NVSwitch (intra: nvlink), and
+``call_us``.
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ NCCL_VERSIONS = ("2.18", "2.19", "2.20", "2.21", "2.22", "2.23", "2.24", "2.25",
 NEWEST_NCCL = NCCL_VERSIONS[-1]
 PCIE_GBPS = 32.0     # PCIe Gen4 x16: 16 GT/s x 16 lanes x 128/130 / 8 bits, per direction
 KEYS = ("name", "source", "gpu", "gpus_per_node", "nodes", "intra", "nvlink_GBps", "pcie_GBps", "nics_per_node",
-        "nic_Gbps", "net", "nvls", "nccl", "cpu")
+        "nic_Gbps", "net", "nvls", "nccl", "cpu", "call_us")
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,7 @@ class Cluster:
 
     Unset optional values are resolved at construction: ``nvlink_GBps`` from the GPU table,
     ``nvls`` from the GPU and the intra-node link, ``nics_per_node`` 0 and ``nic_Gbps`` 0 on one node
-    when not given."""
+    when not given; ``call_us`` None means the default of ``per_call_us``."""
 
     gpu: str
     gpus_per_node: int
@@ -55,6 +60,7 @@ class Cluster:
     nvls: bool | None = None
     nccl: str = NEWEST_NCCL
     cpu: str = "intel"
+    call_us: float | None = None
     name: str = ""
     source: str = ""
     extra: dict = field(default_factory=dict, compare=False)
@@ -90,6 +96,8 @@ class Cluster:
             raise CollsimError("cluster nic_Gbps must be > 0 when nodes > 1")
         object.__setattr__(self, "nics_per_node", nics)
         object.__setattr__(self, "nic_Gbps", gbit)
+        if self.call_us is not None:
+            object.__setattr__(self, "call_us", require_number("cluster call_us", self.call_us, 0.0))
         possible = info.nvls and self.intra == "nvswitch"
         if self.nvls is None:
             object.__setattr__(self, "nvls", possible)
@@ -125,6 +133,13 @@ class Cluster:
     def nic_of_local(self, local):
         """NIC index of local GPU ``local`` (int or array): local x nics_per_node // gpus_per_node."""
         return local * max(self.nics_per_node, 1) // self.gpus_per_node
+
+    @property
+    def per_call_us(self) -> float:
+        """Fixed cost of one collective call, microseconds: ``call_us``, or by default ``CALL_US``."""
+        if self.call_us is not None:
+            return self.call_us
+        return CALL_US[0] if self.nodes == 1 else CALL_US[1]
 
     def with_nodes(self, nodes: int) -> "Cluster":
         """The same machine with ``nodes`` nodes."""
@@ -165,12 +180,21 @@ class Cluster:
             raise CollsimError(f"{where}: {e}") from None
 
 
-# Per-message latency of the simulator's links (alpha, microseconds): the midpoint of NCCL's per-hop
-# latencies for LL and Simple rings on that link class (NVIDIA/nccl src/graph/tuning.cc:149-168,
-# v2.28.9-1: NVLink 0.6 / 3.4, PCI 1.0 / 5.7, NET 2.7 / 14.0); TCP sockets an assumed 15 us (kernel
-# TCP path). These are starting points for teaching simulations, not the NCCL model's latencies.
+# Per-message latency of the simulator's links (alpha, microseconds), per channel and step. NVLink and
+# PCIe: the midpoint of NCCL's per-hop latencies for LL and Simple rings on that link class (NVIDIA/nccl
+# src/graph/tuning.cc:149-168, v2.28.9-1: NVLink 0.6 / 3.4, PCI 1.0 / 5.7). InfiniBand and RoCE (NCCL's
+# IB verbs transport): NCCL's NET per-hop latency of a Ring LL128, 4.0 us (same table), which with
+# CALL_US[1] fits the 2-node ring log L15 from 1 MiB up (README "Calibration"). TCP sockets: an assumed
+# 15 us (kernel TCP path).
 ALPHA_US = {"nvswitch": (0.6 + 3.4) / 2, "nvlink": (0.6 + 3.4) / 2, "pcie": (1.0 + 5.7) / 2,
-            "ib": (2.7 + 14.0) / 2, "roce": (2.7 + 14.0) / 2, "tcp": 15.0}
+            "ib": 4.0, "roce": 4.0, "tcp": 15.0}
+# Fixed cost of one collective call (microseconds, ``Topology.call_us``): NCCL's own base latency of a
+# Simple ring is 8.4 us (baseLat, src/graph/tuning.cc:143-144: the kernel launch and setup NCCL models);
+# a host-timed nccl-tests loop pays more per call (one process launching 8 GPUs' kernels; across nodes
+# NCCL's proxy threads and MPI ranks). CALL_US[0] for one node, CALL_US[1] across nodes, calibrated on
+# the ring logs L01 (1 x 8 H100) and L15 (2 x 8 H100, 8 x 400G IB): the time the pipelined ring leaves
+# unexplained from 1 MiB to 1 GiB.
+CALL_US = (25.0, 60.0)
 
 
 def to_topology(cluster: Cluster):
@@ -179,11 +203,19 @@ def to_topology(cluster: Cluster):
     efficiency of their line rate, alphas from ``ALPHA_US``; ``source`` says where each number is from."""
     from collsim.simulate.topology import Link, Topology
     info, net = cluster.gpu_info, cluster.net_info
-    intra_GBps = cluster.intra_GBps * info.ring_efficiency
+    g = cluster.gpus_per_node
+    pairs = info.nvlinks // (g - 1) if cluster.intra == "nvlink" and g > 1 else 0
+    share = pairs * info.link_GBps / cluster.intra_GBps if pairs else 1.0   # a pair link's part of the GPU's NVLink
+    intra_GBps = cluster.intra_GBps * share * info.ring_efficiency
     intra = Link.from_GBps(intra_GBps, ALPHA_US[cluster.intra])
-    source = (f"{cluster.gpus_per_node} x {cluster.gpu} ({cluster.intra}): {cluster.intra_GBps:g} GB/s per GPU x "
-              f"ring efficiency {info.ring_efficiency:.3f} = {intra_GBps:.4g} GB/s, alpha "
-              f"{ALPHA_US[cluster.intra]:.3g} us [{info.source}]")
+    source = (f"{g} x {cluster.gpu} ({cluster.intra}): {cluster.intra_GBps * share:g} GB/s per "
+              f"{'pair (' + str(pairs) + ' NVLinks)' if pairs else 'GPU'} x ring efficiency "
+              f"{info.ring_efficiency:.3f} = {intra_GBps:.4g} GB/s, alpha {ALPHA_US[cluster.intra]:.3g} us [{info.source}]")
+    nvls = None
+    if cluster.nvls:
+        nvls = Link.from_GBps(intra_GBps * info.nvls_efficiency, ALPHA_US[cluster.intra])
+        source += (f". NVLS: {intra_GBps:.4g} GB/s x nvlsEfficiency {info.nvls_efficiency:g} = "
+                   f"{intra_GBps * info.nvls_efficiency:.4g} GB/s")
     if cluster.nodes > 1 or cluster.nic_Gbps > 0:
         inter_GBps = cluster.nic_GBps * net.efficiency
         inter = Link.from_GBps(inter_GBps, ALPHA_US[cluster.net])
@@ -191,10 +223,11 @@ def to_topology(cluster: Cluster):
                    f"{net.efficiency:.3f} = {inter_GBps:.4g} GB/s, alpha {ALPHA_US[cluster.net]:.3g} us [{net.source}]")
     else:
         inter = intra
+    source += f". {cluster.per_call_us:g} us per call"
     if cluster.source:
         source = f"{cluster.source}. {source}"
-    return Topology(cluster.nodes, cluster.gpus_per_node, intra, inter, max(cluster.nics_per_node, 1),
-                    cluster.name, source)
+    return Topology(cluster.nodes, g, intra, inter, max(cluster.nics_per_node, 1), cluster.name, source, nvls,
+                    cluster.per_call_us, pairs)
 
 
 def load_cluster(spec, nodes: int | None = None) -> Cluster:

@@ -60,9 +60,9 @@ def get_preset(name: str, nodes: int | None = None, gpus_per_node: int | None = 
     """
     if name not in PRESETS:
         raise CollsimError(f"unknown topology preset {name!r:.40} (known: {', '.join(PRESETS)})")
-    base = PRESETS[name]
+    base = CLUSTERS[name]
     nodes = base.nodes if nodes is None else require_int(f"preset {name}: nodes", nodes, 1)
     gpn = base.gpus_per_node if gpus_per_node is None else require_int(f"preset {name}: gpus_per_node",
                                                                        gpus_per_node, 1)
     nics = gpn if base.nics_per_node == base.gpus_per_node else min(base.nics_per_node, gpn)
-    return replace(base, nodes=nodes, gpus_per_node=gpn, nics_per_node=nics)
+    return to_topology(replace(base, nodes=nodes, gpus_per_node=gpn, nics_per_node=nics))

@@ -127,10 +127,11 @@ class Topology:
 
     @classmethod
     def uniform(cls, ranks: int, alpha: float, beta: float) -> "Topology":
-        """One node of ``ranks`` GPUs, every pair linked by ``Link(alpha, beta)``."""
+        """One node of ``ranks`` GPUs, every pair linked by ``Link(alpha, beta)``, and each GPU to the node's
+        switch by the same link (``nvls``); no per-call cost."""
         link = Link(alpha, beta)
         return cls(1, int(ranks), link, link, 1, name=f"uniform-{ranks}",
-                   source="uniform alpha-beta topology")
+                   source="uniform alpha-beta topology", nvls=link)
 
     @property
     def ranks(self) -> int:
