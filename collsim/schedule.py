@@ -67,6 +67,7 @@ from collsim.inputs import MAX_BYTES, MAX_CHANNELS, MAX_RANKS, parse_json, read_
 
 REDUCE = 0
 COPY = 1
+DTYPES = (np.int64, np.int64, np.int64, np.int64, np.uint8, np.int32)   # src, dst, offset, length, op, channel
 OP_NAMES = ("reduce", "copy")
 OP_CODES = {name: code for code, name in enumerate(OP_NAMES)}
 MAX_ITEMSIZE = 1024  # bytes per element a schedule file may give
@@ -108,7 +109,7 @@ class Schedule:
             (``length`` is the transfer's element count; ``count`` is the
             buffer's).
         op: uint8, ``REDUCE`` (0) or ``COPY`` (1).
-        channel: the channel each transfer runs on (>= 0).
+        channel: int32, the channel each transfer runs on (>= 0).
         step_ptr: length ``n_steps + 1``; step ``s`` holds transfers
             ``step_ptr[s]:step_ptr[s+1]``.
         ranks, count, itemsize: buffer geometry (count in elements, itemsize
@@ -128,8 +129,8 @@ class Schedule:
         self.offset = np.ascontiguousarray(offset, dtype=np.int64)
         self.length = np.ascontiguousarray(length, dtype=np.int64)
         self.op = np.ascontiguousarray(op, dtype=np.uint8)
-        self.channel = (np.zeros(len(self.src), np.int64) if channel is None
-                        else np.ascontiguousarray(channel, dtype=np.int64))
+        self.channel = (np.zeros(len(self.src), np.int32) if channel is None
+                        else np.ascontiguousarray(channel, dtype=np.int32))
         self.switches = int(switches)
         self.step_ptr = np.ascontiguousarray(step_ptr, dtype=np.int64)
         self.name = name
@@ -354,11 +355,9 @@ class ScheduleBuilder:
     def add_step(self, src, dst, offset, length, op, keep_empty: bool = False, channel=0) -> None:
         src = np.atleast_1d(np.asarray(src, dtype=np.int64))
         n = len(src)
-        cols = [src] + [np.broadcast_to(np.asarray(x, dtype=np.int64), (n,))
-                        for x in (dst, offset, length)]
-        op = np.asarray(_op_code(op) if isinstance(op, str) else op, dtype=np.int64)
-        cols.append(np.broadcast_to(op, (n,)))
-        cols.append(np.broadcast_to(np.asarray(channel, dtype=np.int64), (n,)))
+        op = _op_code(op) if isinstance(op, str) else op
+        cols = [src] + [np.broadcast_to(np.asarray(x, dtype=t), (n,))
+                        for x, t in zip((dst, offset, length, op, channel), DTYPES[1:])]
         keep = cols[3] > 0
         if not keep.all():
             cols = [c[keep] for c in cols]
@@ -371,18 +370,21 @@ class ScheduleBuilder:
     def add_steps(self, src, dst, offset, length, op, channel=0) -> None:
         """Append many steps at once: 2-D arrays (steps x transfers per step), broadcastable
         to one shape; zero-length transfers are dropped and steps left empty skipped."""
-        cols = np.broadcast_arrays(*(np.asarray(x, dtype=np.int64)
-                                     for x in (src, dst, offset, length, op, channel)))
-        if cols[0].ndim != 2:
+        cols = [np.asarray(x, dtype=t) for x, t in zip((src, dst, offset, length, op, channel), DTYPES)]
+        shape = np.broadcast_shapes(*(c.shape for c in cols))
+        if len(shape) != 2:
             raise ScheduleError("add_steps needs 2-D arrays (steps x transfers)")
-        keep = cols[3] > 0
+        keep = np.broadcast_to(cols[3] > 0, shape)
         sizes = keep.sum(axis=1)
+        every = bool(sizes.sum() == keep.size)
         for store, c in zip(self._cols, cols):
-            store.append(c[keep])
+            c = np.broadcast_to(c, shape)
+            store.append(c.ravel() if every else c[keep])          # ravel of a broadcast: one fast copy
         self._ptr.extend((self._ptr[-1] + np.cumsum(sizes[sizes > 0])).tolist())
 
     def build(self) -> Schedule:
-        cols = [np.concatenate(c) if c else np.zeros(0, np.int64) for c in self._cols]
+        cols = [(np.concatenate(c) if len(c) > 1 else c[0]) if c else np.zeros(0, t)
+                for c, t in zip(self._cols, DTYPES)]
         return Schedule(self.ranks, self.count, self.itemsize, *cols[:5], np.array(self._ptr),
                         name=self.name, meta=self.meta, channel=cols[5], switches=self.switches)
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from collsim.errors import CollsimError
 from collsim.schedule import COPY, REDUCE, Schedule, ScheduleBuilder
-from collsim.simulate import engine, fifo, simulate, simulate_times
+from collsim.simulate import contention, engine, simulate, simulate_times
 from collsim.simulate.reference import simulate_reference as reference
 from collsim.simulate.topology import Link, Topology
 
@@ -136,7 +136,7 @@ def test_too_few_gpus_and_bad_ranges():
 
 def test_long_in_step_chain():
     # one sender, many receivers in one step: one chain, solved by one cumulative max
-    m = fifo.MAX_FIXPOINT_ITERATIONS * 2
+    m = 64
     s = sched(m + 1, m, [[(0, k + 1, k, 1, "copy") for k in range(m)]])
     r = simulate(s, uni(m + 1))
     np.testing.assert_allclose(r.start, np.arange(m) * (A + B))
@@ -180,8 +180,8 @@ def test_matches_reference_on_random_schedules(case, gamma):
     start, end = reference(s, topo, gamma)
     np.testing.assert_allclose(r.start, start, rtol=1e-12, atol=0)
     np.testing.assert_allclose(r.end, end, rtol=1e-12, atol=0)
-    with mock.patch.object(fifo, "MAX_FIXPOINT_ITERATIONS", 1):   # force the per-transfer loop
-        np.testing.assert_allclose(simulate(s, topo, gamma).start, start, rtol=1e-12, atol=0)
+    with mock.patch.object(contention, "ONE_KIND_CUMMAX", False):      # every contended step level by level
+        assert np.array_equal(simulate(s, topo, gamma).start, start)
     with mock.patch.object(engine, "TREE_SPAN_FACTOR", 0):          # force the segment trees
         tree = simulate(s, topo, gamma)
     assert np.array_equal(tree.start, r.start) and np.array_equal(tree.end, r.end)
@@ -208,8 +208,8 @@ def test_crowded_steps_match_reference(case):
     s, topo = case
     start, end = reference(s, topo)
     np.testing.assert_allclose(simulate(s, topo).start, start, rtol=1e-12, atol=0)
-    with mock.patch.object(fifo, "MAX_FIXPOINT_ITERATIONS", 1):
-        np.testing.assert_allclose(simulate(s, topo).end, end, rtol=1e-12, atol=0)
+    with mock.patch.object(contention, "ONE_KIND_CUMMAX", False):
+        assert np.array_equal(simulate(s, topo).end, end)
 
 
 @pytest.mark.parametrize("P, count", [(12, 1000), (16, 4096), (7, 99)])

@@ -58,19 +58,22 @@ def ring_phases(b: ScheduleBuilder, groups: np.ndarray, offset, length, slices: 
     if n < 2:
         return
     chunk_off, chunk_len = split_ranges(offset, length, n)          # (G, n)
-    sl_off, sl_len = split_ranges(chunk_off, chunk_len, slices)     # (G, n, S)
     g = groups.shape[0]
-    src = groups.ravel()
-    dst = np.roll(groups, -1, axis=1).ravel()
-    gi = np.repeat(np.arange(g), n)
-    ch = np.repeat(np.broadcast_to(np.asarray(channel, np.int64), (g,)), n)
-    k = np.arange(n - 1)[:, None, None]
-    s = np.arange(slices)[None, :, None]
     phases = ([(REDUCE, 0)] if reduce_scatter else []) + ([(COPY, 1)] if all_gather else [])
-    for op, shift in phases:
-        chunk = (np.tile(np.arange(n), g)[None, None, :] + shift - k) % n   # (n-1, 1, G*n)
-        shape = ((n - 1) * slices, g * n)
-        b.add_steps(src, dst, sl_off[gi, chunk, s].reshape(shape), sl_len[gi, chunk, s].reshape(shape), op, ch)
+    # step (phase, k, slice) x transfer (group, position): chunk (position + shift - k) mod n of the group
+    shift = np.array([sh for _, sh in phases])[:, None]
+    k = np.arange(n - 1)[None, :]
+    chunk = (np.arange(n)[None, None, :] + (shift - k)[:, :, None]) % n              # (phases, n-1, n)
+    flat = (np.arange(g) * n)[None, None, :, None] + chunk[:, :, None, :]             # (phases, n-1, G, n)
+    flat = flat.reshape(len(phases), n - 1, 1, g * n)
+    if slices > 1:
+        flat = flat * slices + np.arange(slices)[None, None, :, None]
+        chunk_off, chunk_len = (a.ravel() for a in split_ranges(chunk_off, chunk_len, slices))
+    shape = (len(phases) * (n - 1) * slices, g * n)
+    ops = np.repeat([op for op, _ in phases], (n - 1) * slices)[:, None]
+    ch = np.repeat(np.broadcast_to(np.asarray(channel, np.int64), (g,)), n)[None, :]
+    b.add_steps(groups.ravel()[None, :], np.roll(groups, -1, axis=1).ravel()[None, :],
+                np.take(chunk_off, flat).reshape(shape), np.take(chunk_len, flat).reshape(shape), ops, ch)
 
 
 @lru_cache(maxsize=16)

@@ -5,8 +5,8 @@ module makes them fast. ``Plan(schedule, topology)`` precomputes everything
 that does not depend on durations: element ranges as segment index ranges,
 the resources of every transfer (``collsim.simulate.resources``: two slots held
 for the whole transfer, two ports held for its bytes), and per step whether its
-ranges are single segments and which resource kinds two of its transfers share
-(and their FIFO chains, ``collsim.simulate.fifo``). Where ranges span many
+ranges are single segments and how its transfers contend
+(``collsim.simulate.contention``). Where ranges span many
 segments on average, readiness goes through per-endpoint segment trees
 (``collsim.simulate.segment_tree``) instead of the flat (endpoint, segment) table.
 ``Plan.run(durations, wire)`` then walks the steps once; both have one row per
@@ -20,12 +20,23 @@ import numpy as np
 from collsim.errors import CollsimError
 from collsim.schedule import Schedule
 from collsim.schedule import REDUCE
-from collsim.simulate.fifo import chain_table, contended, fifo
+from collsim.simulate.contention import step_modes
+from collsim.simulate.fifo import by_levels, fifo, one_chain
 from collsim.simulate.resources import route
 from collsim.simulate.segment_tree import tree_index, tree_size
 from collsim.simulate.topology import Topology
 
 TREE_SPAN_FACTOR = 2   # segment trees when ranges average over this x tree depth segments (else a flat table)
+
+
+def _grid(offset: np.ndarray, end: np.ndarray) -> int:
+    """A common divisor of every offset and end, large where the breakpoints sit on a grid: the gcd of a
+    sample, kept when it divides them all (one vectorized check), else the gcd of all of them."""
+    sample = np.concatenate([offset[:: max(1, len(offset) // 4096)], end[:: max(1, len(end) // 4096)]])
+    g = int(np.gcd.reduce(sample)) or 1
+    if g > 1 and not ((offset % g == 0).all() and (end % g == 0).all()):
+        g = int(np.gcd.reduce(np.concatenate([offset, end]))) or 1
+    return g
 
 
 def segments(offset: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -39,8 +50,7 @@ def segments(offset: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarra
     """
     if len(offset) == 0:
         return offset.copy(), end.copy(), 0
-    both = np.concatenate([offset, end])
-    g = int(np.gcd.reduce(both)) or 1
+    g = _grid(offset, end)
     a, b = (offset, end) if g == 1 else (offset // g, end // g)
     hi = int(b.max()) + 1
     if hi <= max(1 << 22, 4 * len(offset)):
@@ -48,8 +58,9 @@ def segments(offset: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarra
         mark[a] = True
         mark[b] = True
         idx = np.cumsum(mark, dtype=np.int64) - 1
+        idx = idx.astype(np.int32) if len(idx) < 1 << 31 else idx
         return idx[a], idx[b], int(idx[-1])
-    srt = np.sort(both, kind="stable")                  # radix/timsort: fast on these runs
+    srt = np.sort(np.concatenate([offset, end]), kind="stable")   # radix/timsort: fast on these runs
     bp = srt[np.concatenate([[True], srt[1:] != srt[:-1]])]
     for modulus in range(8 * len(bp) + 1, 8 * len(bp) + 9, 2):   # a few tries, then binary search
         slot = bp % modulus
@@ -58,39 +69,6 @@ def segments(offset: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarra
             table[slot] = np.arange(len(bp))
             return table[offset % modulus], table[end % modulus], len(bp) - 1
     return np.searchsorted(bp, offset), np.searchsorted(bp, end), len(bp) - 1
-
-
-def _steps_with_shared(step_of: np.ndarray, key: np.ndarray, size: int, n_steps: int) -> np.ndarray:
-    """Boolean per step: do two transfers of the step use the same resource ``key``?"""
-    flags = np.zeros(n_steps, dtype=bool)
-    if len(key) == 0:
-        return flags
-    combined = step_of * size + key
-    if n_steps * size <= 1 << 26:
-        pos = np.arange(len(key), dtype=np.int32)
-        stamp = np.empty(n_steps * size, dtype=np.int32)
-        stamp[combined] = pos          # one writer per slot survives; the others lose
-        lost = stamp[combined] != pos
-    else:
-        order = np.argsort(combined, kind="stable")
-        dup = combined[order][1:] == combined[order][:-1]
-        lost = np.zeros(len(key), dtype=bool)
-        lost[order[1:][dup]] = True
-    flags[step_of[lost]] = True
-    return flags
-
-
-def _mirrored(step_of: np.ndarray, a: np.ndarray, b: np.ndarray, size: int, n_steps: int) -> bool:
-    """True if within every step row ``a`` determines row ``b`` and back (then both have the same chains)."""
-    if n_steps * size > 1 << 24:
-        return False
-    for x, y in ((a, b), (b, a)):
-        idx = step_of * size + x
-        stamp = np.empty(n_steps * size, dtype=y.dtype)
-        stamp[idx] = y                                  # one writer per slot survives
-        if not np.array_equal(stamp[idx], y):
-            return False
-    return True
 
 
 class Plan:
@@ -117,34 +95,23 @@ class Plan:
             self.table_size = self.tree[4]
         # Data readiness reads the sender's (endpoint, segment) rows and, for a reduce, the receiver's.
         zero = self.ranks * self.nseg
-        self.rs = self.src * self.nseg + self.sa          # rows, used where spans are 1
-        self.rd = self.dst * self.nseg + self.sa
-        self.rr = np.where(reduce, self.rd, zero)
+        row = np.int32 if self.table_size < 1 << 31 else np.int64
+        self.rs = (self.src * self.nseg + self.sa).astype(row)         # rows, used where spans are 1
+        self.rd = (self.dst * self.nseg + self.sa).astype(row)
+        self.rr = self.rd.copy()
+        self.rr[~reduce] = zero
         self.reduce = reduce
-        n_steps, step_of = s.n_steps, s.step_index
+        n_steps = s.n_steps
+        step_of = np.repeat(np.arange(n_steps, dtype=np.int32), np.diff(s.step_ptr))
         keys, sizes = self.routes.keys, self.routes.sizes
         valid = [self.routes.valid(k) for k in range(4)]
-        kinds = np.stack([_steps_with_shared(step_of[v], key[v], size, n_steps)
-                          for key, size, v in zip(keys, sizes, valid)], axis=1)
-        shared = [tuple(k) if any(k) else None for k in kinds.tolist()]
-        lo, m = s.step_ptr[:-1], np.diff(s.step_ptr)
-        self.chain_tables = []
-        for r, (key, size, v) in enumerate(zip(keys, sizes, valid)):
-            table = None
-            mirror = self.chain_tables[r - 1] if r % 2 else None    # receive side of the same hold kind
-            if mirror is not None and np.array_equal(v, valid[r - 1]) and \
-                    _mirrored(step_of[v], keys[r - 1][v], key[v], max(sizes[r - 1], size), n_steps):
-                table = mirror                           # e.g. node pairs: NIC in chains are the NIC out chains
-            elif kinds[:, r].any():
-                use = kinds[step_of, r] & v
-                table = chain_table(np.flatnonzero(use), step_of[use], key[use], size, lo, m)
-            self.chain_tables.append(table)
+        modes = step_modes(s.step_ptr, step_of, s.channel, keys, sizes, valid)
         nonempty = np.flatnonzero(np.diff(s.step_ptr) > 0)
         starts = s.step_ptr[nonempty]
         single = np.zeros(n_steps, dtype=bool)
         if len(starts):
             single[nonempty] = np.logical_and.reduceat(span == 1, starts)
-        self.flags = list(zip(s.step_ptr[:-1].tolist(), s.step_ptr[1:].tolist(), single.tolist(), shared))
+        self.flags = list(zip(s.step_ptr[:-1].tolist(), s.step_ptr[1:].tolist(), single.tolist(), modes))
 
     def same_structure(self, other: "Plan") -> bool:
         """True if ``other`` differs from this plan at most in durations."""
@@ -174,7 +141,7 @@ class Plan:
         free = [np.zeros(K * size) for size in sizes]    # when each resource row is free
         spare = [slice((size - 1) * K, size * K) for size in sizes]
         start, end = np.empty_like(dur), np.empty_like(dur)
-        for k, (lo, hi, single, shared) in enumerate(self.flags):
+        for k, (lo, hi, single, mode) in enumerate(self.flags):
             if lo == hi:
                 continue
             if self.tree is not None:
@@ -186,7 +153,18 @@ class Plan:
                 ready, writes, wend = self._ready_multi(W, lo, hi, lift)
             d, w = dur[lo:hi], wire[lo:hi]
             res = [(f, lift(key[lo:hi]), h) for f, key, h in zip(free, self.routes.keys, (d, d, w, w))]
-            st, en = fifo(ready, d, res) if shared is None else contended(ready, d, res, self._chains(k, shared))
+            if mode is None:
+                st, en = fifo(ready, d, res)
+            elif mode[0] == "runs":
+                st, en = np.empty_like(ready), np.empty_like(ready)
+                for a, b in zip(mode[1][:-1].tolist(), mode[1][1:].tolist()):
+                    st[a:b], en[a:b] = fifo(ready[a:b], d[a:b], [(f, key[a:b], h[a:b]) for f, key, h in res])
+                    for f, sp in zip(free, spare):
+                        f[sp] = 0.0
+            elif mode[0] == "one":
+                st, en = one_chain(ready, d, res, mode[1:3], (d, w)[mode[3]])
+            else:
+                st, en = by_levels(ready, d, res, mode[1], mode[2], spare)
             for f, sp in zip(free, spare):
                 f[sp] = 0.0                              # the spare rows hold nothing
             start[lo:hi], end[lo:hi] = st, en
@@ -197,19 +175,6 @@ class Plan:
             if progress is not None:
                 progress(hi - lo)
         return start.T, end.T
-
-    def _chains(self, k: int, shared: tuple):
-        """Chains of step ``k`` per resource kind (None: no chains; or all None if one kind's are too uneven to pad)."""
-        out = []
-        for table, has in zip(self.chain_tables, shared):
-            if not has:
-                out.append(None)
-                continue
-            if table is None:
-                return None
-            a, b = table[2][k], table[2][k + 1]
-            out.append((table[0][a:b], table[1][a:b]))
-        return out
 
     def _ready_tree(self, W, k, lo, hi, lift):
         """``_ready_multi`` through the segment trees of ``collsim.simulate.segment_tree``, for step ``k``."""

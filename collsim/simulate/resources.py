@@ -36,7 +36,7 @@ KINDS = ("send slot", "receive slot", "out port", "in port")
 
 @dataclass(frozen=True)
 class Routes:
-    """Per transfer: ``link`` class (int8) and ``keys`` (4 int64 columns); ``sizes``: rows per kind
+    """Per transfer: ``link`` class (int8) and ``keys`` (4 int32 columns); ``sizes``: rows per kind
     (the last one spare); ``channels``: slots per rank."""
 
     link: np.ndarray
@@ -54,37 +54,43 @@ def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, top
     """Routes of transfers ``src -> dst`` on ``channel`` of a schedule of ``ranks`` ranks (endpoints from
     ``ranks`` on are switches: endpoint ranks + n is node n's NVSwitch); one-line CollsimError for a
     switch transfer on a machine without NVLink SHARP or across nodes."""
-    src, dst, channel = (np.asarray(a, np.int64) for a in (src, dst, channel))
+    src, dst, channel = (np.asarray(a).astype(np.int32, copy=False) for a in (src, dst, channel))
     c = int(channels if channels is not None else (channel.max() + 1 if len(channel) else 1))
     g, r_all, nn = topo.gpus_per_node, topo.ranks, topo.nodes * topo.nics_per_node
-    sw_src, sw_dst = src >= ranks, dst >= ranks
-    nvls = sw_src | sw_dst
-    if nvls.any():
+    node_s, node_d = src // g, dst // g
+    switched = len(src) > 0 and max(int(src.max()), int(dst.max())) >= ranks
+    sw_src, sw_dst = (src >= ranks, dst >= ranks) if switched else (None, None)
+    cross = node_s != node_d
+    if switched:
+        nvls = sw_src | sw_dst
         if topo.nvls is None:
             raise CollsimError(f"switch transfers need NVLink SHARP, which topology {topo.name or ''} does not have "
                                "(no nvls link)")
         if (sw_src & sw_dst).any():
             raise CollsimError("a transfer between two switch endpoints: switches only talk to their GPUs")
-        gpu = np.where(sw_src, dst, src)[nvls]
-        node = np.where(sw_src, src, dst)[nvls] - ranks
-        if (node >= topo.nodes).any() or (gpu // g != node).any():
-            raise CollsimError("a switch transfer between a GPU and the NVSwitch of another node "
-                               f"(switch of node n is endpoint {ranks} + n)")
-    cross = ~nvls & (src // g != dst // g)
-    link = np.where(nvls, NVLS, np.where(cross, INTER, INTRA)).astype(np.int8)
+        gpu_node = np.where(sw_src, node_d, node_s)[nvls]
+        sw_node = np.where(sw_src, src, dst)[nvls] - ranks
+        if (sw_node >= topo.nodes).any() or (gpu_node != sw_node).any():
+            raise CollsimError("a switch transfer between a GPU and the NVSwitch of another node (switch of node n is "
+                               f"endpoint {ranks} + n; nvls runs on one node, nvlstree across nodes)")
+        cross &= ~nvls
+    link = cross.astype(np.int8)
     slot_spare = ranks * c
-    send_slot = np.where(sw_src, slot_spare, src * c + channel)
-    recv_slot = np.where(sw_dst, slot_spare, dst * c + channel)
+    send_slot, recv_slot = src * c + channel, dst * c + channel
     pairs = r_all * g if topo.links_per_pair else 0
     out_spare, in_spare = r_all + nn + pairs, r_all + nn
-    out = np.where(cross, r_all + topo.nic_of(src), src)
-    inn = np.where(cross, r_all + topo.nic_of(dst), dst)
+    out, inn = src.copy(), dst.copy()
+    x = np.flatnonzero(cross)
+    nic = lambda r: r_all + r // g * topo.nics_per_node + r % g * topo.nics_per_node // g  # noqa: E731 (Topology.nic_of)
+    out[x], inn[x] = nic(src[x]), nic(dst[x])
     if topo.links_per_pair:
-        direct = (link == INTRA)
-        out = np.where(direct, r_all + nn + src * g + dst % g, out)
-        inn = np.where(direct, in_spare, inn)
-    out = np.where(sw_src, out_spare, out)
-    inn = np.where(sw_dst, in_spare, inn)
+        direct = np.flatnonzero(link == INTRA)
+        out[direct] = r_all + nn + src[direct] * g + dst[direct] % g
+        inn[direct] = in_spare
+    if switched:
+        link[nvls] = NVLS
+        send_slot[sw_src], out[sw_src] = slot_spare, out_spare
+        recv_slot[sw_dst], inn[sw_dst] = slot_spare, in_spare
     return Routes(link, (send_slot, recv_slot, out, inn), (slot_spare + 1, slot_spare + 1, out_spare + 1,
                                                            in_spare + 1), c)
 
