@@ -54,7 +54,6 @@ def test_nvls_reaches_the_480_class_on_one_h100_node():
     assert 460 <= nvls[0] <= 500 and 470 <= nvls[1] <= 500 and (ring < 370).all()
 
 
-@pytest.mark.slow
 def test_ring_tree_crossover_at_64_ranks_matches_nccls_model():
     """8 x 8 H100, 8 x 400G, 16 channels: where the ring overtakes NCCL's tree, simulated and in NCCL's
     own model (with the TREE-pattern penalty NCCL applies there, tuning.cc:309)."""

@@ -4,7 +4,8 @@
 
 1. Predicted time of every algorithm on a preset cluster (event simulation on
    ``ib-400g`` by default: 4 nodes x 8 H100, NVLink inside, one 400 Gb/s
-   InfiniBand NIC per GPU), at sizes from 8 B to 1 GiB.
+   InfiniBand NIC per GPU), at sizes from 8 B to 1 GiB: each on one channel, then
+   NCCL's layouts on 16 channels (rail rings, NCCL's tree, NVLSTree).
 2. The bundled 2 x H200 NCCL measurements (``data/h200x2/runner``, graph
    timing) beside collsim's NCCL-shaped model (parameters
    ``data/h200x2/params.json``; fitted on the spot if that file is missing)
@@ -23,17 +24,27 @@ from collsim.cli.args import positive_int
 from collsim.errors import CollsimError
 
 DATA = Path("data") / "h200x2"   # from the repository root, as README runs it
-ALGOS = ["ring", "tree", "hierarchical", "hierarchical-nccl", "halving-doubling", "recursive-doubling", "direct"]
+# (row label, algorithm, parameters): every algorithm on one channel, then NCCL's layouts on 16 channels
+# (NCCL's coll channels on multi-node H100, nccl_source notes 1.5)
+ROWS = [(a, a, {}) for a in ("ring", "tree", "hierarchical", "hierarchical-nccl", "halving-doubling",
+                             "recursive-doubling", "direct")] + \
+       [("ring 16ch", "ring", {"channels": 16}), ("nccl-tree 16ch", "hierarchical-nccl", {"channels": 16}),
+        ("nvlstree 16ch", "nvlstree", {"channels": 16})]
+LABELS = [label for label, _, _ in ROWS]
 TABLE_SIZES = [8, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30]
 
 
 def simulated(preset: str, nodes: int | None, sizes) -> tuple[dict, object]:
-    """{algo: time_s array} on the preset, and the topology."""
+    """{row label: time_s array} on the preset (``ROWS``), and the topology."""
     from collsim.sweep import sweep
     from collsim.simulate.presets import get_preset
     topo = get_preset(preset, nodes=nodes)
-    table = sweep(ALGOS, topo.ranks, sizes, method="simulate", topology=topo)
-    out = {a: np.asarray(table["time_s"][table["algo"] == a], float) for a in ALGOS}
+    out = {}
+    for label, algo, params in ROWS:
+        if algo.startswith("nvls") and topo.nvls is None:
+            continue                                    # no NVLink SHARP on this machine
+        out[label] = np.asarray(sweep([algo], topo.ranks, sizes, method="simulate", topology=topo,
+                                      **params)["time_s"], float)
     return out, topo
 
 
@@ -92,9 +103,9 @@ def run(out: str | None, preset: str = "ib-400g", nodes: int | None = None, data
           f"{topo.gpus_per_node} GPUs = {topo.ranks} ranks")
     print(f"  ({topo.source})")
     print(f"{'algorithm':20s}" + "".join(f"{format_size(int(s)):>10s}" for s in sizes))
-    for a in ALGOS:
+    for a in times:
         print(f"{a:20s}" + "".join(_fmt_us(t) for t in times[a]))
-    best = [min(ALGOS, key=lambda a: times[a][i]) for i in range(len(sizes))]
+    best = [min(times, key=lambda a: times[a][i]) for i in range(len(sizes))]
     print(f"{'fastest':20s}" + "".join(f"{b[:9]:>10s}" for b in best))
 
     result, params, points, how = measured_vs_models(Path(data))
@@ -127,7 +138,7 @@ def figure(path: str, grid, times: dict, topo, result: dict, params, points) -> 
     left = fig.add_subplot(grid_spec[:, 0])
     top = fig.add_subplot(grid_spec[0, 1])
     bottom = fig.add_subplot(grid_spec[1, 1], sharex=top)
-    for a in ALGOS:
+    for a in times:
         left.semilogx(grid, busbw(grid, times[a], busbw_factor(topo.ranks)), label=a)
     left.set(xlabel="message size (bytes)", ylabel="busbw (GB/s)",
              title=f"simulated on {topo.name} ({topo.nodes} x {topo.gpus_per_node} GPUs)")

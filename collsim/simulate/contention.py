@@ -56,10 +56,13 @@ def mirrored(step_of: np.ndarray, a: np.ndarray, b: np.ndarray, size: int, n_ste
     return True
 
 
-def step_modes(step_ptr: np.ndarray, step_of: np.ndarray, channel: np.ndarray, keys, sizes, valid) -> list:
+def step_modes(step_ptr: np.ndarray, step_of: np.ndarray, channel: np.ndarray, keys, sizes, valid,
+               ports_follow_slots: bool = False) -> list:
     """The mode of every step (module docstring). ``keys``/``sizes``/``valid``: per resource kind (send
     slot, receive slot, out port, in port) each transfer's row, the rows, and who holds one; kinds 0, 1
-    are held for the duration, 2, 3 for the bytes."""
+    are held for the duration, 2, 3 for the bytes. ``ports_follow_slots``: a port row is a one-to-one
+    function of the GPU (its NVLink port, its own NIC, its pair link to the peer), so within a run of one
+    channel a port repeats only where a slot does and the ports need no check of their own."""
     n, n_steps = len(step_of), len(step_ptr) - 1
     modes = [None] * n_steps
     if n == 0:
@@ -70,7 +73,7 @@ def step_modes(step_ptr: np.ndarray, step_of: np.ndarray, channel: np.ndarray, k
     run_start = np.flatnonzero(new_run)
     run_of = np.repeat(np.arange(len(run_start), dtype=np.int32), np.diff(np.r_[run_start, n]))
     bad_run = np.zeros(len(run_start), dtype=bool)
-    for key, size, v in zip(keys, sizes, valid):
+    for key, size, v in list(zip(keys, sizes, valid))[:2 if ports_follow_slots else 4]:
         every = bool(v.all())
         bad_run |= repeats(run_of if every else run_of[v], key if every else key[v], size, len(run_start))
     bad = np.zeros(n_steps, dtype=bool)

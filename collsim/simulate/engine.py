@@ -105,7 +105,8 @@ class Plan:
         step_of = np.repeat(np.arange(n_steps, dtype=np.int32), np.diff(s.step_ptr))
         keys, sizes = self.routes.keys, self.routes.sizes
         valid = [self.routes.valid(k) for k in range(4)]
-        modes = step_modes(s.step_ptr, step_of, s.channel, keys, sizes, valid)
+        modes = step_modes(s.step_ptr, step_of, s.channel, keys, sizes, valid,
+                           topology.nodes == 1 or topology.nics_per_node == topology.gpus_per_node)
         nonempty = np.flatnonzero(np.diff(s.step_ptr) > 0)
         starts = s.step_ptr[nonempty]
         single = np.zeros(n_steps, dtype=bool)
