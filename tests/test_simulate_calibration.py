@@ -12,7 +12,7 @@ from collsim.simulate.cluster import load_cluster, to_topology
 from collsim.sweep import sizes, sweep
 from collsim.viz.curves import crossovers
 
-LOGS = Path(__file__).resolve().parents[1] / "data" / "public-nccl-tests"
+LOGS = Path(__file__).resolve().parents[1] / "data" / "public"
 
 
 def measured(name: str):
