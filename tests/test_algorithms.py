@@ -193,7 +193,6 @@ def test_nvls_moves_s_n_plus_one_over_n_per_gpu_and_direction():
     (("ring", 4, 10), {"chunks": 2}, "takes no 'chunks'"),
     (("ring", 4, 10), {"slices": 0}, "slices must be >= 1"),
     (("ring", 4, 10), {"channels": 0}, "channels must be >= 1"),
-    (("ring", 4, 10), {"lanes": 2}, "unknown parameter 'lanes'"),
     (("nvlstree", 8, 10), {}, "needs gpus_per_node"),
     (("tree", 4, 10), {"chunks": 1.5}, "chunks must be an integer"),
     (("hierarchical", 6, 10), {}, "needs gpus_per_node"),
@@ -207,6 +206,12 @@ def test_bad_input_is_one_line_error(args, kw, words):
     with pytest.raises(CollsimError) as e:
         build_schedule(*args, **kw)
     assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_validate_names_unknown_parameters():
+    from collsim.algorithms import validate
+    with pytest.raises(CollsimError, match="unknown parameter 'lanes'"):
+        validate("ring", 4, lanes=2)
 
 
 def test_algorithms_describe_themselves():

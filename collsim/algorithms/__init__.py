@@ -41,7 +41,8 @@ class Algorithm:
     closed form), exact or a stated bound (``exact``: a short statement of when it is exact);
     granularity(ranks, params) -> the element multiple for which the closed form holds;
     formula: the closed form in words; teaching_only: not an AllReduce (the lecture's
-    pseudo-code), listed but never swept."""
+    pseudo-code), listed but never swept; switches: its schedules use NVSwitch endpoints (NVLink
+    SHARP: a machine needs an ``nvls`` link, and no backend without one can run them)."""
 
     name: str
     description: str
@@ -55,6 +56,7 @@ class Algorithm:
     formula: str = ""
     exact: str = ""
     teaching_only: bool = False
+    switches: bool = False
 
 
 from collsim.algorithms.classic import DIRECT, HALVING_DOUBLING, RECURSIVE_DOUBLING  # noqa: E402

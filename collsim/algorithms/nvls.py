@@ -120,7 +120,7 @@ NVLS = Algorithm(
     formula="L + 3 steps of the loops' wavefront, each at most max(send side, receive side) with a side's "
             "stages costing d + (C-1) h (stage 1: G x bytes reducing, 2 and 4: x, 5: G x; x = N/(C L G)) on "
             "the nvls link; bandwidth-bound: S (G+1)/G bytes per GPU per direction",
-    exact="an upper bound (the simulation overlaps the steps)")
+    exact="an upper bound (the simulation overlaps the steps)", switches=True)
 NVLSTREE = Algorithm(
     "nvlstree", "NVLS inside nodes, per head index a double binary tree across nodes over the head's NIC "
     "(NCCL's NVLSTree)", nvlstree,
@@ -130,4 +130,4 @@ NVLSTREE = Algorithm(
     granularity=lambda p, q: q["gpus_per_node"] * q["chunks"] * q["channels"],
     formula="none: the loops' switch stages and the heads' trees over the NICs interleave; simulate it "
             "(bandwidth-bound: S (G+1)/G bytes per GPU per direction on NVLink, 2 S/G per head NIC and tree)",
-    exact="no closed form")
+    exact="no closed form", switches=True)

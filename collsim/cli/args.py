@@ -186,7 +186,7 @@ def topology_from_args(args, ranks: int | None):
         topo = load_topology(args.topology)
         ranks = topo.ranks if ranks is None else ranks
     else:
-        ranks = require_ranks(args)
+        ranks = require_ranks(args) if ranks is None else ranks
         if args.alpha is None or args.beta is None:
             raise CollsimError("a uniform topology needs both --alpha and --beta")
         if args.gpus_per_node and args.gpus_per_node < ranks:

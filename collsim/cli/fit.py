@@ -222,7 +222,6 @@ def register(sub) -> None:
     p.add_argument("files", nargs="*", metavar="EXECUTED.jsonl",
                    help="files of runners/schedule_bench.py (give a topology; no --params)")
     p.add_argument("--params", help="parameters JSON from collsim fit")
-    p.add_argument("--cluster", help="predict from a cluster description (preset or YAML/JSON) instead of --params")
     p.add_argument("--measured", nargs="+", help="runner .jsonl files, nccl-tests output or published logs")
     p.add_argument("--label", help="ALGO/PROTO for nccl-tests logs (default: from the file name)")
     p.add_argument("--nccl-log", help="NCCL debug log with the TUNING table, or a runner .jsonl with a probe, for files without one")
@@ -236,7 +235,7 @@ def register(sub) -> None:
     p.add_argument("--plot", type=plot_path, help="write a figure (.png, .pdf, .svg, ...): log-log time vs size "
                                                   "and an error panel")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    add_topology_args(p)
+    add_topology_args(p)           # --cluster (also: predict from a cluster description instead of --params), --nodes
     p.add_argument("--gpus-per-node", type=positive_int, help="GPUs per node of the --preset")
     p.set_defaults(func=_compare)
 

@@ -46,10 +46,12 @@ def parameters() -> dict[str, type]:
 
 
 def algorithm_names(spec: str) -> list[str]:
-    """"ring", "ring,tree", "all" (every registered algorithm) or "all,lecture-ring" as names,
+    """"ring", "ring,tree", "all" (every registered algorithm a backend can run: none through a switch)
+    or "all,lecture-ring" as names,
     each once; the lecture's schedules (``LECTURE``) are accepted by name."""
     parts = [n.strip() for n in spec.split(",") if n.strip()]
-    names = list(dict.fromkeys(n for p in parts for n in (ALGORITHMS if p == "all" else [p])))
+    runnable = [n for n, a in ALGORITHMS.items() if not a.switches]      # no backend has an NVSwitch endpoint
+    names = list(dict.fromkeys(n for p in parts for n in (runnable if p == "all" else [p])))
     known = list(ALGORITHMS) + list(LECTURE)
     for n in names:
         if n not in known:
@@ -69,7 +71,7 @@ def algorithm_params(names: list[str], given: dict, ranks_per_node: int) -> dict
     out = {}
     for n, t in takes.items():
         out[n] = {k: v for k, v in given.items() if k in t}
-        if "gpus_per_node" in t:
+        if n in ALGORITHMS and "gpus_per_node" in ALGORITHMS[n].needs:
             out[n].setdefault("gpus_per_node", ranks_per_node)
     return out
 
