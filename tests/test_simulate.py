@@ -182,6 +182,8 @@ def test_matches_reference_on_random_schedules(case, gamma):
     np.testing.assert_allclose(r.end, end, rtol=1e-12, atol=0)
     with mock.patch.object(contention, "ONE_KIND_CUMMAX", False):      # every contended step level by level
         assert np.array_equal(simulate(s, topo, gamma).start, start)
+        with mock.patch.object(contention, "LEVEL_WIDTH", 10**9):      # ... or one loop in schedule order
+            assert np.array_equal(simulate(s, topo, gamma).start, start)
     with mock.patch.object(engine, "TREE_SPAN_FACTOR", 0):          # force the segment trees
         tree = simulate(s, topo, gamma)
     assert np.array_equal(tree.start, r.start) and np.array_equal(tree.end, r.end)

@@ -9,7 +9,9 @@ vectorized update (mode None). Otherwise the step is cut into the cheapest exact
   vectorized update (``fifo.fifo``), in schedule order;
 * ``("one", pad, real, hold)``: one kind of resource (or kinds with the same chains and hold times)
   has chains: a cumulative max along them (``fifo.one_chain``);
-* ``("levels", order, ptr)``: the general case, level by level (``fifo.levels``, ``fifo.by_levels``).
+* ``("levels", order, ptr)``: the general case, level by level (``fifo.levels``, ``fifo.by_levels``);
+* ``("seq", preds)``: where levels hold few transfers each (long chains across many resources, e.g.
+  all-to-all through shared NICs), one loop in schedule order (``fifo.in_order``).
 
 Row repeats are found by stamping rows in blocks of groups small enough to stay in cache
 (``repeats``), the chains by sorting only the steps that need them.
@@ -22,6 +24,7 @@ from collsim.simulate.fifo import chain_links, chain_table, levels
 
 BLOCK = 1 << 18               # stamp table entries per block of groups (fits in cache)
 ONE_KIND_CUMMAX = True        # a step with one kind of chains: a cumulative max (False: level by level)
+LEVEL_WIDTH = 8               # levels of fewer transfers on average: one loop in schedule order instead
 
 
 def repeats(group_of: np.ndarray, key: np.ndarray, size: int, n_groups: int) -> np.ndarray:
@@ -116,14 +119,25 @@ def _contended(modes: list, bad: np.ndarray, step_ptr, step_of, keys, sizes, val
             by_level[k] = True
     if not by_level.any():
         return
-    links = []
+    links, link_kind = [], []
     for r in range(4):
         use = by_level[step_of] & kinds[step_of, r] & uses[r]
         if use.any():
             at = np.flatnonzero(use)
             links.append((at, *chain_links(at, step_of[use], keys[r][use], sizes[r], n_steps)))
+            link_kind.append(r)
     level = levels(len(step_of), links)
+    preds = None
     for k in np.flatnonzero(by_level).tolist():
-        lv = level[step_ptr[k]:step_ptr[k + 1]]
+        lo_k, hi_k = int(step_ptr[k]), int(step_ptr[k + 1])
+        lv = level[lo_k:hi_k]
+        if (int(lv.max()) + 1) * LEVEL_WIDTH > hi_k - lo_k:     # thin levels: one loop in schedule order
+            if preds is None:
+                preds = np.full((4, len(step_of)), -1, np.int64)
+                for r, (at, _, pred) in zip(link_kind, links):
+                    preds[r, at] = pred
+            local = preds[:, lo_k:hi_k]
+            modes[k] = ("seq", np.where(local >= 0, local - lo_k, -1))
+            continue
         order = np.argsort(lv, kind="stable").astype(np.int32)
         modes[k] = ("levels", order, np.searchsorted(lv[order], np.arange(int(lv.max()) + 2)))

@@ -21,7 +21,7 @@ from collsim.errors import CollsimError
 from collsim.schedule import Schedule
 from collsim.schedule import REDUCE
 from collsim.simulate.contention import step_modes
-from collsim.simulate.fifo import by_levels, fifo, one_chain
+from collsim.simulate.fifo import by_levels, fifo, in_order, one_chain
 from collsim.simulate.resources import route
 from collsim.simulate.segment_tree import tree_index, tree_size
 from collsim.simulate.topology import Topology
@@ -162,6 +162,8 @@ class Plan:
                     st[a:b], en[a:b] = fifo(ready[a:b], d[a:b], [(f, key[a:b], h[a:b]) for f, key, h in res])
                     for f, sp in zip(free, spare):
                         f[sp] = 0.0
+            elif mode[0] == "seq":
+                st, en = in_order(ready, d, res, mode[1])
             elif mode[0] == "one":
                 st, en = one_chain(ready, d, res, mode[1:3], (d, w)[mode[3]])
             else:

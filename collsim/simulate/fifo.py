@@ -141,6 +141,36 @@ def by_levels(ready: np.ndarray, d: np.ndarray, res: list, order: np.ndarray, pt
     return st, st + d
 
 
+def in_order(ready: np.ndarray, d: np.ndarray, res: list, preds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact FIFO timing of a step one transfer at a time in schedule order: each waits for the free times
+    before the step and for its in-step predecessor (``preds[kind, i]``, -1: none) on every resource row it
+    holds, that predecessor's start + hold. For steps whose levels are thin (``by_levels`` would pay a
+    vectorized update per transfer)."""
+    base = _base(ready, res)
+    m, K = base.shape
+    st = np.empty_like(base)
+    kinds = [(p, [i for i in range(m) if p[i] >= 0]) for p in preds.tolist()]
+    for k in range(K):
+        out = base[:, k].tolist()
+        ends = [(h[:, k].tolist(), [0.0] * m) for _, _, h in res]
+        waiting = {}
+        for (p, who), (_, end) in zip(kinds, ends):
+            for i in who:
+                waiting.setdefault(i, []).append((end, p[i]))
+        for i in range(m):
+            t = out[i]
+            for end, j in waiting.get(i, ()):
+                if end[j] > t:
+                    t = end[j]
+            out[i] = t
+            for hold, end in ends:
+                end[i] = t + hold[i]
+        st[:, k] = out
+    for free, key, hold in res:                         # FIFO frees never decrease: max = the last one
+        np.maximum.at(free, key.ravel(), (st + hold).ravel())
+    return st, st + d
+
+
 def _base(ready: np.ndarray, res: list) -> np.ndarray:
     """Start allowed by the data and by every resource's free time before the step."""
     for free, key, _ in res:
@@ -148,19 +178,31 @@ def _base(ready: np.ndarray, res: list) -> np.ndarray:
     return ready
 
 
+MAX_LEVEL_PASSES = 16     # vectorized passes over the chains before one pass in schedule order
+
+
 def levels(n: int, links: list) -> np.ndarray:
     """Level of each of ``n`` transfers (int32): at least its place in every in-step chain it is in, and
     above its predecessor's on every chain, so the transfers of one level of a step share no resource
     row. ``links``: per resource kind, (at, pos, pred) of ``chain_links``. Starts at the largest place and
-    raises levels until no chain is violated (a few passes: in channel-ordered steps the places agree)."""
+    raises levels until no chain is violated: a few vectorized passes where the places agree (steps in
+    channel order), else, past ``MAX_LEVEL_PASSES``, one loop in schedule order (predecessors come first)."""
     level = np.zeros(n, np.int32)
     for at, pos, _ in links:
-        np.maximum.at(level, at, pos)
-    while True:
+        level[at] = np.maximum(level[at], pos)          # ``at`` lists each transfer once
+    for _ in range(MAX_LEVEL_PASSES):
         new = level.copy()
         for at, _, pred in links:
             has = pred >= 0
-            np.maximum.at(new, at[has], level[pred[has]] + 1)
+            new[at[has]] = np.maximum(new[at[has]], level[pred[has]] + 1)
         if np.array_equal(new, level):
             return level
         level = new
+    preds = np.full((len(links), n), -1, np.int64)
+    for k, (at, _, pred) in enumerate(links):
+        preds[k, at] = pred
+    todo = np.flatnonzero((preds >= 0).any(axis=0)).tolist()
+    out, by = level.tolist(), preds.T.tolist()
+    for i in todo:                                      # in schedule order: every predecessor is done
+        out[i] = max(out[i], max(out[p] + 1 for p in by[i] if p >= 0))
+    return np.array(out, np.int32)
