@@ -20,7 +20,7 @@ import numpy as np
 from collsim.errors import CollsimError
 from collsim.schedule import Schedule
 from collsim.schedule import REDUCE
-from collsim.simulate.contention import step_modes
+from collsim.simulate.contention import repeats, step_modes
 from collsim.simulate.fifo import by_levels, fifo, in_order, one_chain
 from collsim.simulate.resources import route
 from collsim.simulate.segment_tree import tree_index, tree_size
@@ -107,6 +107,9 @@ class Plan:
         valid = [self.routes.valid(k) for k in range(4)]
         modes = step_modes(s.step_ptr, step_of, s.channel, keys, sizes, valid,
                            topology.nodes == 1 or topology.nics_per_node == topology.gpus_per_node)
+        self.spare_used = [not v.all() for v in valid]
+        self.unique_writes = ~repeats(step_of, self.rd, self.ranks * self.nseg, n_steps) if self.tree is None \
+            else np.zeros(n_steps, dtype=bool)
         nonempty = np.flatnonzero(np.diff(s.step_ptr) > 0)
         starts = s.step_ptr[nonempty]
         single = np.zeros(n_steps, dtype=bool)
@@ -141,6 +144,7 @@ class Plan:
         sizes = self.routes.sizes
         free = [np.zeros(K * size) for size in sizes]    # when each resource row is free
         spare = [slice((size - 1) * K, size * K) for size in sizes]
+        resets = [(f, sp) for f, sp, used in zip(free, spare, self.spare_used) if used]   # rows that must stay 0
         start, end = np.empty_like(dur), np.empty_like(dur)
         for k, (lo, hi, single, mode) in enumerate(self.flags):
             if lo == hi:
@@ -159,8 +163,10 @@ class Plan:
             elif mode[0] == "runs":
                 st, en = np.empty_like(ready), np.empty_like(ready)
                 for a, b in zip(mode[1][:-1].tolist(), mode[1][1:].tolist()):
-                    st[a:b], en[a:b] = fifo(ready[a:b], d[a:b], [(f, key[a:b], h[a:b]) for f, key, h in res])
-                    for f, sp in zip(free, spare):
+                    da, wa = d[a:b], w[a:b]
+                    st[a:b], en[a:b] = fifo(ready[a:b], da, [(f, key[a:b], da if h is d else wa)
+                                                             for f, key, h in res])
+                    for f, sp in resets:
                         f[sp] = 0.0
             elif mode[0] == "seq":
                 st, en = in_order(ready, d, res, mode[1])
@@ -168,13 +174,16 @@ class Plan:
                 st, en = one_chain(ready, d, res, mode[1:3], (d, w)[mode[3]])
             else:
                 st, en = by_levels(ready, d, res, mode[1], mode[2], spare)
-            for f, sp in zip(free, spare):
+            for f, sp in resets:
                 f[sp] = 0.0                              # the spare rows hold nothing
             start[lo:hi], end[lo:hi] = st, en
             vals = en if wend is None else en[wend]
             if writes.ndim == 3:                        # segment trees: (cells, transfers, variants)
                 vals = np.broadcast_to(en, writes.shape)
-            np.maximum.at(W, writes.ravel(), vals.ravel())   # 1-D: fast path
+            if wend is None and self.unique_writes[k]:   # each cell written once: plain indexing
+                W[writes.ravel()] = np.maximum(W[writes.ravel()], vals.ravel())
+            else:
+                np.maximum.at(W, writes.ravel(), vals.ravel())
             if progress is not None:
                 progress(hi - lo)
         return start.T, end.T
