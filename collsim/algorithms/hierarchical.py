@@ -149,12 +149,18 @@ def nccl_time(p: int, nb, links, q: dict):
     c, k, g = q["channels"], q["chunks"], q["gpus_per_node"]
     m = nb / (c * k)
     ai, bi = links.inter()
-    steps = []
-    for up, intra, inter in nccl_step_classes(p, g, k, tuple(np.unique(tree_of_channel(c)).tolist())):
-        gamma = links.gamma if up else 0.0
-        costs = [step(m, a, b, gamma) for a, b, on in ((links.alpha, links.beta, intra), (ai, bi, inter)) if on]
-        steps.append((np.max([d for d, _ in costs], axis=0), np.max([h for _, h in costs], axis=0), 1))
-    return chain(steps, c) if steps else np.zeros_like(nb)
+    costs, steps = {}, []
+    for cls in nccl_step_classes(p, g, k, tuple(np.unique(tree_of_channel(c)).tolist())):
+        if cls not in costs:
+            up, intra, inter = cls
+            gamma = links.gamma if up else 0.0
+            on = [step(m, a, b, gamma) for a, b, there in ((links.alpha, links.beta, intra), (ai, bi, inter)) if there]
+            costs[cls] = (np.max([d for d, _ in on], axis=0), np.max([h for _, h in on], axis=0))
+        if steps and steps[-1][3] == cls:                # runs of alike steps: one entry
+            steps[-1][2] += 1
+        else:
+            steps.append([*costs[cls], 1, cls])
+    return chain([tuple(x[:3]) for x in steps], c) if steps else np.zeros_like(nb)
 
 
 HIERARCHICAL = Algorithm(

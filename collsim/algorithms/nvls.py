@@ -102,12 +102,13 @@ def nvls_time(p: int, nb, links, q: dict):
     stages = [(0, 0, step(p * x, a, b, links.gamma)), (1, 1, step(x, a, b, 0.0)), (2, 0, step(x, a, b, 0.0)),
               (3, 1, step(p * x, a, b, 0.0))]                     # (local step, side: 0 send / 1 receive, (d, h))
     total = np.zeros_like(nb)
-    for t in range(loops + 3):
+    middle = max(0, loops - 3)                          # steps 3 .. loops-1 hold every stage
+    for t in sorted(set(range(min(3, loops + 3))) | set(range(max(3, loops), loops + 3)) | ({3} if middle else set())):
         sides = [np.zeros_like(nb), np.zeros_like(nb)]
         for j, side, (d, h) in stages:
             if 0 <= t - j < loops:
                 sides[side] = sides[side] + d + (c - 1) * h
-        total = total + np.maximum(*sides)
+        total = total + np.maximum(*sides) * (middle if 3 <= t < loops else 1)
     return total
 
 

@@ -61,13 +61,14 @@ def ring_phases(b: ScheduleBuilder, groups: np.ndarray, offset, length, slices: 
     g = groups.shape[0]
     phases = ([(REDUCE, 0)] if reduce_scatter else []) + ([(COPY, 1)] if all_gather else [])
     # step (phase, k, slice) x transfer (group, position): chunk (position + shift - k) mod n of the group
-    shift = np.array([sh for _, sh in phases])[:, None]
-    k = np.arange(n - 1)[None, :]
-    chunk = (np.arange(n)[None, None, :] + (shift - k)[:, :, None]) % n              # (phases, n-1, n)
-    flat = (np.arange(g) * n)[None, None, :, None] + chunk[:, :, None, :]             # (phases, n-1, G, n)
+    idx = np.int32 if g * n * slices < 1 << 31 else np.int64                          # index width: half the bytes
+    shift = np.array([sh for _, sh in phases], idx)[:, None]
+    k = np.arange(n - 1, dtype=idx)[None, :]
+    chunk = (np.arange(n, dtype=idx)[None, None, :] + (shift - k)[:, :, None]) % n    # (phases, n-1, n)
+    flat = (np.arange(g, dtype=idx) * n)[None, None, :, None] + chunk[:, :, None, :]  # (phases, n-1, G, n)
     flat = flat.reshape(len(phases), n - 1, 1, g * n)
     if slices > 1:
-        flat = flat * slices + np.arange(slices)[None, None, :, None]
+        flat = flat * slices + np.arange(slices, dtype=idx)[None, None, :, None]
         chunk_off, chunk_len = (a.ravel() for a in split_ranges(chunk_off, chunk_len, slices))
     shape = (len(phases) * (n - 1) * slices, g * n)
     ops = np.repeat([op for op, _ in phases], (n - 1) * slices)[:, None]

@@ -74,25 +74,27 @@ def chain(steps: list, channels: int, wrap=None) -> np.ndarray:
             cuts = count - 1 + (wrap[j] and j < len(steps) - 1)
             gain = gain + cuts * np.maximum(0.0, c1 * h - (d - h))
         return total + gain
-    flat = [(d, h, w) for (d, h, count), wj in zip(steps, wrap) for w in [True] * (count - 1) + [wj]]
-    return total + _cuts(flat, c1)
+    n = np.shape(total)[0] if np.ndim(total) else 1
+    cols = [[(float(np.broadcast_to(d, (n,))[i]), float(np.broadcast_to(h, (n,))[i]), count, w)
+             for (d, h, count), w in zip(steps, wrap)] for i in range(n)]
+    return total + np.array([_cuts(col, c1) for col in cols]).reshape(np.shape(total))
 
 
-def _cuts(flat: list, c1: int) -> np.ndarray:
-    """max over cuts of sum_j c1 max h - sum (d - h) at the cuts, step by step (``flat``: (d, h, wrap) per
-    step). A monotonic stack holds, for the open interval's possible starts grouped by their max h so far
-    (decreasing), the best value before them and the best over the stack up to there: O(K) per size."""
-    n = flat[0][0].shape
-    before = np.zeros(n)                # best value of the steps before a new interval (0 at the start)
-    stack: list = []                    # (h max, best start value, best value over the stack so far)
-    for k, (d, h, w) in enumerate(flat):
-        top = before
-        while stack and np.all(stack[-1][0] <= h):
-            top = np.maximum(top, stack.pop()[1])
-        if stack and not np.all(stack[-1][0] > h):         # steps ordered differently per size: one at a time
-            return np.concatenate([_cuts([(d_[i:i + 1], h_[i:i + 1], w_) for d_, h_, w_ in flat], c1)
-                                   for i in range(n[0])])
-        value = top + c1 * h
-        stack.append((h, top, np.maximum(stack[-1][2], value) if stack else value))
-        before = stack[-1][2] - (d - h) if (w and k < len(flat) - 1) else np.full(n, -np.inf)
+def _cuts(entries: list, c1: int) -> float:
+    """max over cuts of sum_j c1 max h - sum (d - h) at the cuts, for one size (``entries``: (d, h, count,
+    wrap after the last) runs of identical steps). A monotonic stack holds, for the open interval's
+    possible starts grouped by their max h so far (decreasing), the best value before them and the best
+    over the stack up to there: O(steps)."""
+    before = 0.0                         # best value of the steps before a new interval (0 at the start)
+    stack: list = []                     # [h max, best start value, best value over the stack so far]
+    last = len(entries) - 1
+    for j, (d, h, count, w) in enumerate(entries):
+        for k in range(count):
+            top = before
+            while stack and stack[-1][0] <= h:
+                top = max(top, stack.pop()[1])
+            value = top + c1 * h
+            stack.append((h, top, max(stack[-1][2], value) if stack else value))
+            cut = k < count - 1 or (w and j < last)
+            before = stack[-1][2] - (d - h) if cut else -np.inf
     return stack[-1][2]
