@@ -15,6 +15,11 @@ rank and atom the checker keeps
   inputs the value contains; a reduce whose two operands share a bit would
   count that contribution twice.
 
+Switch endpoints (``Schedule.switches``, endpoints P.. of the schedule) take part
+like ranks without an input: value 0 and no contribution bits at the start, a
+reduce into a switch accumulates, a copy out of it delivers what it holds; the
+end check covers GPUs (ranks 0..P-1) only.
+
 Hard errors stop the execution at once: a bad rank or an element range outside
 [0, count), and two transfers of one step writing the same elements of a rank
 where one is a copy (the result is undefined).
@@ -26,7 +31,9 @@ rank and atom, the earliest transfer whose mistake the held value carries:
 * ``twice``: a reduce whose operands share a contribution (counted twice);
   the value stays tainted through later copies and reduces;
 * ``stale``: a copy of a partial sum, i.e. data sent before it was reduced
-  (in an AllReduce copies only distribute finished sums).
+  (in an AllReduce copies only distribute finished sums; a copy out of a switch
+  is exempt: it delivers the switch's own reduction, which in NVLSTree is a
+  node's partial sum on its way across nodes).
 
 At the end every rank must hold every contribution exactly once. If not, the
 reported error is the earliest recorded mistake carried by a wrong final
@@ -51,8 +58,9 @@ from collsim.schedule import Schedule
 
 @dataclass
 class CheckReport:
-    """Outcome of ``check``. bytes_* are numpy arrays (bytes per rank); link_bytes maps
-    (src, dst) -> bytes. step/transfer locate the first error (transfer = index within step)."""
+    """Outcome of ``check``. bytes_* are numpy arrays (bytes per rank, GPUs only: traffic to and from
+    a switch counts on the GPU's side); link_bytes maps (src, dst) -> bytes (switch endpoints included).
+    step/transfer locate the first error (transfer = index within step)."""
 
     ok: bool
     error: str | None
@@ -85,12 +93,13 @@ def _bits(words: np.ndarray, ranks: int) -> np.ndarray:
 
 def _traffic(s: Schedule):
     nbytes = (s.length * s.itemsize).astype(np.float64)
-    ok = (s.src >= 0) & (s.src < s.ranks) & (s.dst >= 0) & (s.dst < s.ranks)
-    sent = np.bincount(s.src[ok], nbytes[ok], minlength=s.ranks).astype(np.int64)
-    recv = np.bincount(s.dst[ok], nbytes[ok], minlength=s.ranks).astype(np.int64)
-    key, inv = np.unique(s.src[ok] * s.ranks + s.dst[ok], return_inverse=True)
+    e = s.endpoints
+    ok = (s.src >= 0) & (s.src < e) & (s.dst >= 0) & (s.dst < e)
+    sent = np.bincount(s.src[ok], nbytes[ok], minlength=e)[:s.ranks].astype(np.int64)
+    recv = np.bincount(s.dst[ok], nbytes[ok], minlength=e)[:s.ranks].astype(np.int64)
+    key, inv = np.unique(s.src[ok] * e + s.dst[ok], return_inverse=True)
     per = np.bincount(inv, nbytes[ok], minlength=len(key)).astype(np.int64)
-    links = {(int(k) // s.ranks, int(k) % s.ranks): int(b) for k, b in zip(key, per)}
+    links = {(int(k) // e, int(k) % e): int(b) for k, b in zip(key, per)}
     return sent, recv, links
 
 
@@ -150,7 +159,7 @@ def contribution_states(schedule: Schedule) -> ContributionStates:
     over = np.empty(shape, bool)
     distinct[0], over[0] = 1, False
     for k, st in enumerate(run, start=1):
-        cells = st.written
+        cells = st.written[st.written < st.gpu_cells]                # the ranks' cells (not the switches')
         distinct[k], over[k] = distinct[k - 1], over[k - 1]
         distinct[k, cells], over[k, cells] = st.held(cells), st.twice[cells] < NONE
     if st.error:
@@ -161,16 +170,16 @@ def contribution_states(schedule: Schedule) -> ContributionStates:
 
 def _final_error(st: Execution):
     """None if every rank ends with the sum, else (step, index within step, reason)."""
-    s = st.s
-    complete = (st.bits == st.full).all(axis=1)
-    tainted = st.twice < NONE
+    s, gpus = st.s, slice(0, st.gpu_cells)                 # the end check covers the ranks only
+    complete = (st.bits[gpus] == st.full).all(axis=1)
+    tainted = st.twice[gpus] < NONE
     if complete.all() and not tainted.any():
-        wrong = np.flatnonzero(st.value != np.tile(st.data.reshape(s.ranks, -1).sum(axis=0), s.ranks))
+        wrong = np.flatnonzero(st.value[gpus] != np.tile(st.data.reshape(s.ranks, -1).sum(axis=0), s.ranks))
         if len(wrong):
             rank, atom = divmod(int(wrong[0]), st.atoms)
             return None, None, f"rank {rank} {st.span(atom, atom + 1)} hold a wrong value"
         return None
-    first = min(st.twice[tainted].min(initial=NONE), st.stale[~complete].min(initial=NONE))
+    first = min(st.twice[gpus][tainted].min(initial=NONE), st.stale[gpus][~complete].min(initial=NONE))
     if first < NONE:
         t = s.transfer(int(first))
         where = f"rank {t.src} -> {t.dst} {st.span(st.ev_atom[first], st.ev_atom[first] + 1)}"

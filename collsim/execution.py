@@ -39,7 +39,7 @@ def expand_atoms(lo: int, hi: int, a_lo, a_hi) -> tuple[np.ndarray, np.ndarray]:
 
 def static_error(s: Schedule) -> tuple[int, str] | None:
     """First transfer with a bad rank or element range, as (index, reason); None if there is none."""
-    bad_rank = (s.src < 0) | (s.src >= s.ranks) | (s.dst < 0) | (s.dst >= s.ranks)
+    bad_rank = (s.src < 0) | (s.src >= s.endpoints) | (s.dst < 0) | (s.dst >= s.endpoints)
     bad_range = (s.offset < 0) | (s.length < 0) | (s.offset + s.length > s.count)
     bad = np.flatnonzero(bad_rank | bad_range)
     if not len(bad):
@@ -47,7 +47,8 @@ def static_error(s: Schedule) -> tuple[int, str] | None:
     i = int(bad[0])
     t = s.transfer(i)
     if bad_rank[i]:
-        return i, f"bad rank: {t.src} -> {t.dst} with ranks 0..{s.ranks - 1}"
+        more = f" and switches {s.ranks}..{s.endpoints - 1}" if s.switches else ""
+        return i, f"bad rank: {t.src} -> {t.dst} with ranks 0..{s.ranks - 1}{more}"
     return i, f"element range [{t.offset}, {t.offset + t.count}) outside the buffer [0, {s.count})"
 
 
@@ -56,28 +57,31 @@ def run_steps(schedule: Schedule, data):
     start of every step and after the last (``n_steps + 1`` arrays).
 
     ``data`` has shape (ranks, atoms, ...) with atoms as in ``atoms_of`` (trailing axes move
-    along, e.g. one-hot contribution vectors for pictures). Reduces add, copies overwrite; a
-    schedule with a bad rank or range raises ``CollsimError``.
+    along, e.g. one-hot contribution vectors for pictures). Reduces add, copies overwrite; switch
+    endpoints start at zero and are not yielded (the arrays have ``ranks`` rows); a schedule with a
+    bad rank or range raises ``CollsimError``.
     """
     static = static_error(schedule)
     if static:
         raise CollsimError(f"transfer {static[0]}: {static[1]}")
     s, (_, a_lo, a_hi) = schedule, atoms_of(schedule)
-    value = np.array(data, copy=True)
-    yield value.copy()
+    data = np.asarray(data)
+    value = np.concatenate([data, np.zeros((s.switches,) + data.shape[1:], data.dtype)])
+    yield value[:s.ranks].copy()
     for k in range(s.n_steps):
         t, atom = expand_atoms(int(s.step_ptr[k]), int(s.step_ptr[k + 1]), a_lo, a_hi)
         dst, cp = s.dst[t], s.op[t] == COPY
         moved = value[s.src[t], atom]                 # every send reads the start-of-step buffer
         np.add.at(value, (dst[~cp], atom[~cp]), moved[~cp])
         value[dst[cp], atom[cp]] = moved[cp]
-        yield value.copy()
+        yield value[:s.ranks].copy()
 
 
 class Execution:
     """The checker's execution of ``s`` on random int64 data (``seed``), one step at a time.
 
-    State per cell (index rank * atoms + atom): ``value``, ``bits`` (contribution
+    State per cell (index endpoint * atoms + atom; the ranks' cells first, then the switches',
+    which start with value 0 and no bits): ``value``, ``bits`` (contribution
     bitset, one bit per rank, P/64 uint64 words), ``writer`` (last transfer, -1),
     ``twice`` and ``stale`` (earliest carried mistake, ``NONE`` if none); per
     transfer with a mistake ``ev_atom[i]`` (its first such atom) and ``ev_bits[i]``
@@ -92,17 +96,17 @@ class Execution:
         self.limit = static[0] if static else s.n_transfers
         self.bounds, a_lo, a_hi = atoms_of(s, self.limit)
         p, self.atoms, words = s.ranks, len(self.bounds) - 1, (s.ranks + 63) // 64
-        cells = p * self.atoms
+        self.gpu_cells, cells = p * self.atoms, s.endpoints * self.atoms
         need = cells * (5 + words) * 8      # data, value, writer, twice, stale and bits, bytes
         if need > MAX_STATE_BYTES:
             raise CollsimError(f"checking this schedule needs {need / 2**30:.1f} GiB of state ({p} ranks x "
                                f"{self.atoms} element ranges); the limit is collsim.execution.MAX_STATE_BYTES "
                                f"({MAX_STATE_BYTES / 2**30:g} GiB)")
-        self.data = np.random.default_rng(seed).integers(-2**40, 2**40, size=cells, dtype=np.int64)
-        self.value = self.data.copy()
+        self.data = np.random.default_rng(seed).integers(-2**40, 2**40, size=self.gpu_cells, dtype=np.int64)
+        self.value = np.r_[self.data, np.zeros(cells - self.gpu_cells, np.int64)]
         one, r = np.uint64(1) << (np.arange(p) % 64).astype(np.uint64), np.repeat(np.arange(p), self.atoms)
         self.bits = np.zeros((cells, words), np.uint64)
-        self.bits[np.arange(cells), r // 64] = one[r]
+        self.bits[np.arange(self.gpu_cells), r // 64] = one[r]
         self.full = np.zeros(words, np.uint64)
         np.bitwise_or.at(self.full, np.arange(p) // 64, one)
         self.writer = np.full(cells, -1, np.int64)
@@ -127,7 +131,7 @@ class Execution:
         k = np.arange(s.n_steps + 1)
         self.ptr, self.mid = np.searchsorted(step, k), np.searchsorted(2 * step + red, 2 * k[:-1] + 1)
         by_cell = np.lexsort((self.dst, step))
-        key = step[by_cell] * (s.ranks * self.atoms) + self.dst[by_cell]
+        key = step[by_cell] * (s.endpoints * self.atoms) + self.dst[by_cell]
         again = np.zeros(len(t) + 1, bool)       # in key order: the cell of the one before
         again[1:-1] = key[1:] == key[:-1]
         shared = np.zeros(len(t), bool)
@@ -202,8 +206,8 @@ class Execution:
             np.add.at(self.value, cells, in_val[r])
             np.minimum.at(self.twice, cells, np.where(twice, t[r], in_twice[r]))
             np.minimum.at(self.stale, cells, in_stale[r])
-        if lo < mid:
-            partial = (in_bits[c] != self.full).any(axis=1)
+        if lo < mid:                   # a copy out of a switch is its own reduction: never a stale copy
+            partial = (in_bits[c] != self.full).any(axis=1) & (src[c] < self.gpu_cells)
             self._record(t[c], atom[c], partial, self.full & ~in_bits[c])
             cells = dst[c]
             self.value[cells], self.bits[cells], self.twice[cells] = in_val[c], in_bits[c], in_twice[c]

@@ -186,7 +186,7 @@ def assert_states_are_the_checkers(s: Schedule) -> None:
 @pytest.mark.parametrize("name", list(ALGORITHMS))
 @pytest.mark.parametrize("p", [6, 8])
 def test_contribution_states_of_every_algorithm(name, p):
-    s = build_schedule(name, p, 23, **({"gpus_per_node": 2} if name.startswith("hierarchical") else {}))
+    s = build_schedule(name, p, 23, **({"gpus_per_node": 2} if "gpus_per_node" in ALGORITHMS[name].needs else {}))
     st = contribution_states(s)
     assert st.complete() and np.array_equal(st.bounds, atoms_of(s)[0])
     assert_states_are_the_checkers(s)
