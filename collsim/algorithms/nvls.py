@@ -22,6 +22,10 @@ Per GPU per direction that is S (n+1)/n bytes for S bytes per rank and n GPUs a 
 sjeaugey describes NVLS (NVIDIA/nccl-tests PR 239); a ring moves 2 (n-1)/n S. The loops form a
 wavefront (``schedule.wavefront``): loop i starts one step after loop i - 1, so the stages of
 consecutive loops overlap as NCCL's scatter, reduce and gather warps do (device/all_reduce.h:387-454).
+
+Not modelled: CollNet (SHARP reductions in the InfiniBand switches, NCCL's CollNetDirect/Chain and NVLS
+across nodes, all_reduce.h:455-516), which needs a CollNet plugin; without it NCCL runs NVLSTree across
+nodes (tuning.cc:466-471).
 """
 from __future__ import annotations
 

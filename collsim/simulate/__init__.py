@@ -44,10 +44,11 @@ readiness is a gather and a max; where ranges span many segments (halving-
 doubling) the latest write times live in per-endpoint segment trees
 (``collsim.simulate.segment_tree``), O(log segments) per transfer, same result bit for bit.
 A step whose transfers share no resource is one vectorized update; a step
-whose transfers share resources is solved by cumulative maxima along each
-resource's FIFO chain, swept over the resource kinds to the fixed point, or by
-an exact per-transfer loop where that converges slowly (``collsim.simulate.fifo``;
-results within 1e-12 relative of the loop). Deterministic: no randomness,
+whose transfers share resources is cut into its runs of one channel (each one
+update), or solved by a cumulative max along one kind of FIFO chains, level by
+level, or one loop in schedule order (``collsim.simulate.contention``,
+``collsim.simulate.fifo``; within 1e-12 relative of the reference, the level and
+loop forms bit for bit). Deterministic: no randomness,
 fixed order of floating-point operations. Simulations of many transfers show a
 tqdm progress bar on stderr when stderr is a terminal (``PROGRESS_TRANSFERS``).
 """
