@@ -160,7 +160,8 @@ def _value(name: str, value, where: str, label: str | None = None) -> float:
 
 def _numbers(d: dict, key: str, where: str, name: str) -> dict:
     """{str: number in RANGES[name]} from the object ``d[key]`` (absent: empty)."""
-    return {str(k): _value(name, v, where, f"{key}.{k}") for k, v in (read_field(d, key, where, dict) or {}).items()}
+    return {str(k): _value(name, v, where, f"{key}.{describe(k)}")
+            for k, v in (read_field(d, key, where, dict) or {}).items()}
 
 
 def _launch(d: dict, where: str) -> dict:
@@ -168,8 +169,8 @@ def _launch(d: dict, where: str) -> dict:
     out = {}
     for k, v in (read_field(d, "launch_us", where, dict) or {}).items():
         if not isinstance(v, list) or len(v) != 2:
-            raise CollsimError(f"{where}: launch_us.{k} must be [fixed_us, per_gpu_us], got {describe(v)}")
-        out[str(k)] = tuple(_value("launch_us", x, where, f"launch_us.{k}") for x in v)
+            raise CollsimError(f"{where}: launch_us.{describe(k)} must be [fixed_us, per_gpu_us], got {describe(v)}")
+        out[str(k)] = tuple(_value("launch_us", x, where, f"launch_us.{describe(k)}") for x in v)
     return out
 
 
