@@ -72,8 +72,9 @@ class MeasuredVsPredicted:
     """Pick a run and a configuration; see its measured points, both models' curves, their errors
     and where collsim's predicted time goes.
 
-    ``MeasuredVsPredicted(data)`` offers every run of ``bundled_runs(data)``;
-    ``MeasuredVsPredicted(files=[...], params_file=..., nccl_log=...)`` starts on your own files.
+    ``MeasuredVsPredicted(data=folder)`` (or ``MeasuredVsPredicted(folder)``) offers every run of
+    ``bundled_runs(folder)``; ``MeasuredVsPredicted(files, params_file, nccl_log=...)`` shows your own
+    files (with ``data`` too: both).
     ``.run`` and ``.config`` are the dropdowns (set ``.value``), ``.path`` + ``.load`` (a button:
     ``load_files()``) and ``.upload`` bring your own files (predicted with the parameters of the
     run shown, or ``params_file``), ``.status`` says what is shown or what went wrong, ``.result``
@@ -82,7 +83,7 @@ class MeasuredVsPredicted:
     ``.shares`` (sizes, {term: share}) the stacked bars.
     """
 
-    def __init__(self, data=None, files=None, params_file=None, label: str | None = None, nccl_log=None,
+    def __init__(self, files=None, params_file=None, label: str | None = None, nccl_log=None, data=None,
                  run: str | None = None):
         import ipywidgets as W
         from matplotlib.figure import Figure
@@ -90,6 +91,8 @@ class MeasuredVsPredicted:
         from collsim.viz.measured import MeasuredPanel, SharesPanel
         from collsim.viz.render import FramePNG
 
+        if isinstance(files, (str, Path)) and Path(files).is_dir():
+            data, files = files, None                      # MeasuredVsPredicted(folder)
         self.runs = bundled_runs(data) if data is not None else {}
         self._params_file, self._label, self._probe = params_file, label, nccl_log
         self._cache: dict = {}                     # run name -> (points, params, result)
