@@ -15,8 +15,9 @@ loop, as in a Jupyter kernel: a first visit shows the grid at once and
 simulates on the loop's next tick; "timeline ready" is the time from the
 control change until that tick has shown the timeline too.
 
-MeasuredVsPredicted on the bundled 2 x H200 files (as notebook 05): every
-configuration's first visit, then revisits.
+MeasuredVsPredicted on the bundled 2 x H200 runs (as notebook 05): every run's first visit
+(loading and comparing its files), every configuration's first visit on the first run, then
+revisits.
 
 Execution: ``grid_states`` (the grid of every step: the checker's execution,
 ``collsim.checker.contribution_states``) and ``check`` of ring and tree on 64
@@ -97,18 +98,19 @@ async def schedule_explorer_rows(ranks=(4, 8, 16, 32, 64)) -> list[tuple]:
     return rows
 
 
-def measured_rows() -> tuple[list, list]:
-    """(first visits, revisits) of MeasuredVsPredicted over notebook 05's bundled configurations."""
+def measured_rows() -> tuple[list, list, list]:
+    """(run first visits, configuration first visits, revisits) of MeasuredVsPredicted over
+    notebook 05's bundled runs."""
     from collsim.widgets.measured import MeasuredVsPredicted
 
     data = Path(__file__).resolve().parent.parent / "data" / "h200x2"
-    files = sorted(glob.glob(str(data / "runner" / "nvlink_*_graph.jsonl")))
-    w = MeasuredVsPredicted(files, data / "params.json",
-                            nccl_log=data / "runner" / "nvlink_default_eager.jsonl")
+    w = MeasuredVsPredicted(data)
+    runs = list(w.run.options)
+    run_first = [_ms(_set(w.run, v)) for v in runs[1:] + runs[:1]]
     labels = list(w.config.options)
     first = [_ms(_set(w.config, v)) for v in labels[1:] + labels[:1]]
     again = [_ms(_set(w.config, v)) for v in labels]
-    return first, again
+    return run_first, first, again
 
 
 def execution_rows(ranks: int = 64, repeats: int = 7) -> list[tuple]:
@@ -148,9 +150,9 @@ def main() -> None:
     alpha = [_ms(_set(cost.latency, v)) for v in [1.0, 3.0, 10.0, 30.0] * 3]
     ranks = [_ms(_set(cost.ranks, v)) for v in [32, 64] * 6]
     print(f"CostExplorer P=64: alpha {_stats(alpha)} ms, P {_stats(ranks)} ms (median / max)")
-    first, again = measured_rows()
-    print(f"MeasuredVsPredicted ({len(first)} configurations): first visit {_stats(first)} ms, "
-          f"revisit {_stats(again)} ms (median / max)")
+    run_first, first, again = measured_rows()
+    print(f"MeasuredVsPredicted: {len(run_first)} runs, first visit {_stats(run_first)} ms; "
+          f"{len(first)} configurations, first visit {_stats(first)} ms, revisit {_stats(again)} ms (median / max)")
     for algo, n, grid_ms, check_ms in execution_rows():
         print(f"{algo} P=64 ({n} transfers): grid_states {grid_ms:.1f} ms, check {check_ms:.1f} ms (best of 7)")
     gc_only = sum(t - g <= 50 < t for t, g in _SLOW)

@@ -22,6 +22,7 @@ import pytest
 
 CHROMIUM = "/usr/bin/chromium"
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "04_alpha_beta.ipynb"
+NOTEBOOK05 = NOTEBOOK.parent / "05_from_alpha_beta_to_nccl.ipynb"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 OVERRIDES = {"@jupyterlab/docmanager-extension:plugin": {"autosave": False},
@@ -48,13 +49,21 @@ def _get(url: str):
         return json.loads(r.read())
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """A JupyterLab server on a free port serving a temporary copy of the notebook folder."""
-    _need_chromium()
+def _lab_root(tmp_path, notebook=NOTEBOOK):
+    """A temporary server root: a copy of the notebook in notebooks/, the repository's data/ beside it."""
     root = tmp_path / "root"
-    root.mkdir()
-    shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
+    (root / "notebooks").mkdir(parents=True)
+    shutil.copy(notebook, root / "notebooks" / notebook.name)
+    (root / "data").symlink_to(NOTEBOOK.parent.parent / "data")
+    return root
+
+
+@pytest.fixture
+def lab(tmp_path, request):
+    """A JupyterLab server on a free port serving a temporary copy of the notebook (``request.param``
+    when parametrized indirectly, else notebook 04) and the data folder."""
+    _need_chromium()
+    root = _lab_root(tmp_path, getattr(request, "param", NOTEBOOK))
     env = dict(os.environ, JUPYTER_PREFER_ENV_PATH="1", HOME=str(tmp_path / "home"))
     for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR",
                 "JUPYTERLAB_WORKSPACES_DIR", "IPYTHONDIR", "MPLCONFIGDIR"):
@@ -91,27 +100,33 @@ def _kernel_idle(base: str) -> bool:
     return any(s.get("kernel", {}).get("execution_state") == "idle" for s in _get(base + "/api/sessions"))
 
 
+def _open_and_run_all(page, lab: str, name: str):
+    """Open notebooks/NAME in JupyterLab, wait for its kernel, Run All Cells; the notebook panel."""
+    page.goto(f"{lab}/lab/tree/notebooks/{name}?reset")
+    panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count() and "Select Kernel" in dialog.inner_text():
+            dialog.get_by_role("button", name="Select").click()
+        if _kernel_idle(lab) and page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').count():
+            break
+        time.sleep(0.5)
+    else:
+        pytest.fail("kernel never became idle")
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-item:not(.lm-mod-disabled) .lm-Menu-itemLabel",
+                 has_text=re.compile(r"^Run All Cells$")).click()
+    return panel
+
+
 def test_slider_changes_rendered_figure(lab):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{lab}/lab/tree/{NOTEBOOK.name}?reset")
-        panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            dialog = page.locator(".jp-Dialog")
-            if dialog.count() and "Select Kernel" in dialog.inner_text():
-                dialog.get_by_role("button", name="Select").click()
-            if _kernel_idle(lab) and page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').count():
-                break
-            time.sleep(0.5)
-        else:
-            pytest.fail("kernel never became idle")
-        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-        page.locator(".lm-Menu-item:not(.lm-mod-disabled) .lm-Menu-itemLabel",
-                     has_text=re.compile(r"^Run All Cells$")).click()
+        panel = _open_and_run_all(page, lab, NOTEBOOK.name)
         image = panel.locator(".widget-image").first
         image.wait_for(state="visible", timeout=60_000)
         slider = panel.locator(".widget-slider").first
@@ -130,4 +145,82 @@ def test_slider_changes_rendered_figure(lab):
         assert readout.inner_text() != before_value
         after_shot = hashlib.sha256(image.screenshot()).hexdigest()
         assert after_shot != before_shot, "the figure did not change after moving the slider"
+        browser.close()
+
+
+def test_executed_html_shows_figures_and_widgets(tmp_path):
+    """``python -m collsim.notebooks_html`` on notebook 05 (figures and the MeasuredVsPredicted
+    widget): chromium opens the index, follows the link, and sees a figure and the widget drawn
+    from its saved state (its dropdowns, status and image), with no kernel and no network."""
+    _need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    from collsim import notebooks_html
+
+    out = tmp_path / "html"
+    rows = notebooks_html.build(out, only=["05"])
+    assert [r["name"][:2] for r in rows] == ["05"] and (out / "index.html").exists()
+    if not (out / notebooks_html.EMBED).exists():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("npm could not fetch @jupyter-widgets/html-manager: widgets would need a CDN")
+        pytest.skip("npm not available: the page's widgets would load from a CDN")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto((out / "index.html").as_uri())
+        link = page.locator("a", has_text=re.compile("From alpha-beta to NCCL"))
+        assert link.count() == 1
+        link.click()
+        page.wait_for_load_state("load")
+        figure = page.locator(".jp-OutputArea-output img[src^='data:image/png']").first
+        figure.wait_for(state="visible", timeout=30_000)
+        assert figure.evaluate("el => el.naturalWidth") > 100
+        widget = page.locator(".widget-image img, img.widget-image").first     # MeasuredVsPredicted's picture
+        widget.wait_for(state="visible", timeout=30_000)
+        assert widget.evaluate("el => el.naturalWidth") > 100
+        runs = page.locator(".widget-dropdown select").first
+        assert "run 1: runner, CUDA graphs" in runs.inner_text().replace("\xa0", " ")
+        assert "sizes; collsim median" in page.locator(".widget-html").first.inner_text().replace("\xa0", " ")
+        browser.close()
+
+
+@pytest.mark.parametrize("lab", [NOTEBOOK05], indirect=True)
+def test_measured_widget_switches_runs_and_survives_a_bad_path(lab):
+    """Notebook 05 in JupyterLab: pick another bundled run in MeasuredVsPredicted's run dropdown (the
+    picture and status change), type a path that is no measurement and press load (an error line, the
+    picture stays), then pick another configuration (the widget still answers)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        panel = _open_and_run_all(page, lab, NOTEBOOK05.name)
+        box = panel.locator(".widget-vbox", has=page.locator(".widget-upload")).first
+        image = box.locator(".widget-image").first
+        image.wait_for(state="visible", timeout=90_000)
+        status = box.locator(".widget-html").last
+        quiet, deadline = 0, time.time() + 90         # Run All done: the driving cell has moved the widget
+        while quiet < 4 and time.time() < deadline:
+            quiet = quiet + 1 if _kernel_idle(lab) else 0
+            time.sleep(0.5)
+
+        def changed(old):
+            page.wait_for_function("([el, old]) => el.src !== old && el.complete && el.naturalWidth > 0",
+                                   arg=[image.element_handle(), old], timeout=30_000)
+            return image.get_attribute("src")
+
+        box.scroll_into_view_if_needed()
+        src = image.get_attribute("src")
+        box.locator(".widget-dropdown select").first.select_option(label="run 2: runner, CUDA graphs")
+        src = changed(src)
+        page.wait_for_function("el => el.textContent.includes('run 2')", arg=status.element_handle(), timeout=30_000)
+        box.locator(".widget-text input").fill("../README.md")
+        box.locator("button.widget-button", has_text=re.compile(r"^load$")).click()
+        page.wait_for_function("el => el.textContent.includes('could not show')", arg=status.element_handle(),
+                               timeout=30_000)
+        assert image.get_attribute("src") == src
+        configs = box.locator(".widget-dropdown select").nth(1)
+        configs.select_option(index=3)
+        changed(src)
+        assert "could not" not in status.text_content()
         browser.close()

@@ -9,7 +9,7 @@ ALL = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 
 
 def test_every_course_notebook_is_here():
-    assert [n[:2] for n in ALL] == ["01", "02", "03", "04", "05", "06", "07"], ALL
+    assert [n[:2] for n in ALL] == ["01", "02", "03", "04", "05", "06", "07", "08", "09"], ALL
 
 
 @pytest.mark.slow

@@ -1,5 +1,7 @@
 """Tests of collsim.widgets: pure logic, and widgets driven by setting .value (no browser)."""
+import datetime
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -211,3 +213,48 @@ def test_measured_vs_predicted_shows_nccls_choice_too(tmp_path):
     assert list(w.config.options) == [w.comparison["config"]]
     assert w.comparison["config"].startswith("default/default/2r1n/")
     assert np.isfinite(w.comparison["collsim_us"]).all()    # predicted with the pair NCCL would pick
+
+
+def test_measured_vs_predicted_offers_every_bundled_run_and_survives_bad_files(tmp_path):
+    data = Path(__file__).resolve().parent.parent / "data" / "h200x2"
+    runs = mv.bundled_runs(data)
+    assert len(runs) >= 12 and all(r.files and r.params.exists() for r in runs.values())
+    assert {"run 1: runner, CUDA graphs", "run 4: nccl-tests, CUDA graphs", "run 6: runner, CUDA graphs"} <= set(runs)
+    w = mv.MeasuredVsPredicted(data=data)
+    assert list(w.run.options) == list(runs) and w.run.value == "run 1: runner, CUDA graphs"
+    first = w.image.value
+    w.run.value = "run 4: nccl-tests, CUDA graphs"
+    assert w.result["unknown_harness"] == []               # its nccl-tests term measured from run 4's A/B
+    assert "run 4: nccl-tests" in w.status.value and w.image.value != first
+    sizes, shares = w.shares                               # where time goes: shares per size sum to 1
+    assert len(sizes) == len(w.comparison["sizes"])
+    assert np.allclose(sum(shares.values()), 1.0)
+    assert shares["bandwidth"][-1] > shares["bandwidth"][0] and shares["latency"][0] > shares["latency"][-1]
+    shown, picture = w.comparison, w.image.value
+    bad = tmp_path / "notes.txt"
+    bad.write_text("not a measurement\n")
+    assert not w.load_files([bad])                          # one line in the status ...
+    assert "could not show notes.txt" in w.status.value and w.comparison is shown and w.image.value == picture
+    assert not w.load_files([tmp_path / "missing.jsonl"])
+    w.config.value = w.config.options[-1]                   # ... and the widget still works
+    assert w.comparison["config"] == w.config.options[-1] and "could not" not in w.status.value
+    good = tmp_path / "ring_ll.jsonl"
+    _synthetic_run(good, "Ring", "LL", 1.0)
+    assert w.load_files([good]) and w.config.options == (w.comparison["config"],)
+    assert "your files" in w.status.value
+
+
+def test_measured_vs_predicted_upload(tmp_path):
+    from collsim.nccl.params import default_params, save_params
+
+    good = tmp_path / "ring_ll.jsonl"
+    _synthetic_run(good, "Ring", "LL", 1.0)
+    params = tmp_path / "params.json"
+    save_params(default_params(), params)
+    w = mv.MeasuredVsPredicted([good], params)
+    w.upload.value = ({"name": "up.jsonl", "type": "", "size": 0, "last_modified": datetime.datetime(2026, 1, 1),
+                       "content": memoryview(good.read_bytes())},)
+    assert w.comparison["config"].startswith("Ring/LL/") and "could not" not in w.status.value
+    w.upload.value = ({"name": "bad.log", "type": "", "size": 0, "last_modified": datetime.datetime(2026, 1, 1),
+                       "content": memoryview(b"garbage")},)
+    assert "could not show bad.log" in w.status.value and w.comparison["config"].startswith("Ring/LL/")

@@ -77,6 +77,39 @@ def _choice(meta: dict, table: TuningTable, size: int) -> tuple[str, str]:
     return a, p
 
 
+def nccl_choice(p: Point) -> tuple[str, str]:
+    """(algorithm, protocol) that ran at point ``p``: its own when it forced them, else NCCL's choice
+    (logged in the run's probe, else the argmin of NCCL's table)."""
+    if p.algo and p.proto:
+        return p.algo, p.proto
+    table, _ = nccl_table(p.meta, p.config)
+    return _choice(p.meta, table, p.size)
+
+
+def term_shares(params: ModelParams, points: list[Point]) -> tuple[np.ndarray, dict]:
+    """Where time goes: (sizes, {term: share of collsim's predicted time per size}) for ``points``
+    of one configuration (``collsim.nccl.model.explain``'s terms, each size with the algorithm and
+    protocol that ran there; sizes ascending, shares sum to 1 per size). Points whose pair collsim
+    does not model get no shares (left out)."""
+    from collsim.nccl.model import explain
+
+    rows = {}
+    by_pair: dict = {}
+    for p in points:
+        by_pair.setdefault(nccl_choice(p), []).append(p)
+    for (algo, proto), pts in by_pair.items():
+        try:
+            a, pr = canonical_pair(algo, proto)
+        except CollsimError:
+            continue
+        cfg = pts[0].config
+        for row in explain(params, a, pr, sorted({q.size for q in pts}), cfg):
+            rows[row["size"]] = row["shares"]
+    sizes = np.array(sorted(rows), dtype=np.int64)
+    names = list(next(iter(rows.values()))) if rows else []
+    return sizes, {k: np.array([rows[int(s)].get(k, 0.0) for s in sizes]) for k in names}
+
+
 def predictions(params: ModelParams, points: list[Point]) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """(collsim us, NCCL-model us, NCCL table source) per point; nan where a model has no answer
     (NCCL chose an algorithm collsim does not model, or the table disables the pair)."""

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Mapping
 
+from pathlib import Path
+
 import numpy as np
 
 from collsim.errors import CollsimError
@@ -165,29 +167,40 @@ class CurvesView:
         return list(self.lines.values()) + [self.marks, self.ax.title] + self.labels
 
 
-def predicted_busbw_figure(result: dict, path) -> None:
-    """``collsim predict-nccl``'s result as a figure at ``path``: busbw vs size, one marker per NCCL
-    choice (algorithm/protocol) so the switches show, and NCCL's own model dashed. Written whole or
-    not at all, in the format of ``path``'s extension (``collsim.outputs.save_figure``)."""
-    from matplotlib.figure import Figure
-
-    from collsim.outputs import save_figure
-
+def draw_predicted_busbw(ax, result: dict, measured: dict | None = None) -> None:
+    """``collsim predict-nccl``'s result (``collsim.nccl.predict.predict_nccl``) on ``ax``: busbw vs
+    size, one marker colour per NCCL choice (algorithm/protocol) so the switches show, NCCL's own
+    model dashed; with ``measured`` (one file's entry of ``collsim.fit.cluster_compare.compare_cluster``)
+    its measured busbw as black crosses."""
     rows = result["rows"]
     sizes = np.array([r["bytes"] for r in rows], float)
     ranks = result["cluster"]["gpus_per_node"] * result["cluster"]["nodes"]
     factor = 2 * (ranks - 1) / ranks
-    fig = Figure(figsize=(8, 4.6))
-    ax = fig.subplots()
     ax.semilogx(sizes, [r["busbw_GBps"] for r in rows], "-", color="0.3", lw=1.2, label="collsim")
     ax.semilogx(sizes, busbw(sizes, np.array([r["nccl_model_us"] for r in rows]) * 1e-6, factor), "--", color="0.6",
                 lw=1, label="NCCL's own model")
     for i, choice in enumerate(dict.fromkeys(f"{r['algo']}/{r['proto']}" for r in rows)):
         pick = [j for j, r in enumerate(rows) if f"{r['algo']}/{r['proto']}" == choice]
         ax.semilogx(sizes[pick], [rows[j]["busbw_GBps"] for j in pick], "o", ms=5, color=f"C{i}", label=choice)
+    if measured is not None:
+        m = measured["rows"]
+        ms = np.array([r["size"] for r in m], float)
+        ax.semilogx(ms, busbw(ms, np.array([r["measured_us"] for r in m]) * 1e-6, factor), "x", color="k", ms=6,
+                    label=f"measured ({Path(measured['file']).name[:32]})")
     c = result["cluster"]
     ax.set(xlabel="message size (bytes)", ylabel="busbw (GB/s)",
            title=f"{c.get('name') or 'cluster'}: {c['nodes']} x {c['gpus_per_node']} {c['gpu']}, NCCL {c['nccl']}")
     ax.legend(fontsize=8)
+
+
+def predicted_busbw_figure(result: dict, path) -> None:
+    """``draw_predicted_busbw`` as a figure at ``path``, written whole or not at all, in the format
+    of ``path``'s extension (``collsim.outputs.save_figure``)."""
+    from matplotlib.figure import Figure
+
+    from collsim.outputs import save_figure
+
+    fig = Figure(figsize=(8, 4.6))
+    draw_predicted_busbw(fig.subplots(), result)
     fig.tight_layout()
     save_figure(fig, path)

@@ -93,3 +93,47 @@ def plot_compare(result: dict, params, points, path) -> None:
     draw_measured(top, bottom, result, params, points)
     fig.tight_layout()
     save_figure(fig, path)
+
+
+# the terms of collsim.nccl.model.explain, in stacking order, with one colour each
+TERM_COLOURS = {"latency": "#4c72b0", "steps": "#8172b3", "sync": "#64b5cd", "harness": "#937860",
+                "launch": "#da8bc3", "bandwidth": "#55a868", "protocol": "#c44e52", "channels": "#dd8452",
+                "fill": "#ccb974", "l2": "#8c8c8c", "reuse": "#bcbd22", "network": "#17becf"}
+
+
+class SharesPanel:
+    """Where time goes: a stacked bar per size of the shares of collsim's predicted time
+    (``collsim.fit.compare.term_shares``), one colour per term (``TERM_COLOURS``), on a log-size
+    axis. All bars are one ``PolyCollection`` (one artist, fast to replace); the legend lists every
+    term once, at the figure's right edge. ``show`` replaces the bars."""
+
+    def __init__(self, ax):
+        from matplotlib.collections import PolyCollection
+        from matplotlib.patches import Patch
+
+        self.ax = ax
+        ax.set(xscale="log", ylim=(0, 1), xlabel="message size (bytes)", ylabel="share of time")
+        self.bars = PolyCollection([], linewidths=0)
+        ax.add_collection(self.bars)
+        self.legend = ax.figure.legend(handles=[Patch(color=c, label=k) for k, c in TERM_COLOURS.items()],
+                                       fontsize=7, loc="center right", frameon=False, title="where time goes",
+                                       title_fontsize=7)
+
+    def show(self, sizes, shares: dict) -> None:
+        sizes = np.asarray(sizes, float)
+        verts, colours = [], []
+        if sizes.size:
+            ratio = np.exp(np.median(np.diff(np.log(sizes)))) if sizes.size > 1 else 2.0
+            x0, x1 = sizes / ratio ** 0.4, sizes * ratio ** 0.4
+            bottom = np.zeros(sizes.size)
+            for name in [k for k in TERM_COLOURS if k in shares] + [k for k in shares if k not in TERM_COLOURS]:
+                h = np.asarray(shares[name], float)
+                top = bottom + h
+                for a, b, lo, hi in zip(x0, x1, bottom, top):
+                    if hi > lo:
+                        verts.append(((a, lo), (b, lo), (b, hi), (a, hi)))
+                        colours.append(TERM_COLOURS.get(name, "0.5"))
+                bottom = top
+            self.ax.set_xlim(x0.min(), x1.max())
+        self.bars.set_verts(verts)
+        self.bars.set_facecolor(colours)
