@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 import reprlib
 
 
@@ -28,6 +29,7 @@ class _Short(reprlib.Repr):
 _SHORT = _Short()
 _SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 2, 40, 40, 40
 _SHORT.maxdict = _SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxset = 4
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.+-]{1,40}")
 
 
 def describe(value) -> str:
@@ -35,6 +37,12 @@ def describe(value) -> str:
     nested and long values elided (``reprlib``: the cost does not grow with the value), control
     characters escaped (repr does)."""
     return _SHORT.repr(value)
+
+
+def describe_key(key) -> str:
+    """A JSON object key for a dotted error path (``link_GBps.nvlink``): a short plain name as it
+    is, anything else (long, odd characters) as ``describe`` shows it."""
+    return key if isinstance(key, str) and _PLAIN_KEY.fullmatch(key) else describe(key)
 
 
 def require_int(what: str, value, minimum: int | None = None, maximum: int | None = None) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from collsim.errors import CollsimError, describe, require_number
+from collsim.errors import CollsimError, describe, describe_key, require_number
 from collsim.inputs import MAX_BYTES, MAX_CHANNELS, read_field, read_json
 from collsim.nccl import PROTOS, canonical_pair
 from collsim.nccl.layout import Config
@@ -160,7 +160,7 @@ def _value(name: str, value, where: str, label: str | None = None) -> float:
 
 def _numbers(d: dict, key: str, where: str, name: str) -> dict:
     """{str: number in RANGES[name]} from the object ``d[key]`` (absent: empty)."""
-    return {str(k): _value(name, v, where, f"{key}.{describe(k)}")
+    return {str(k): _value(name, v, where, f"{key}.{describe_key(k)}")
             for k, v in (read_field(d, key, where, dict) or {}).items()}
 
 
@@ -169,8 +169,8 @@ def _launch(d: dict, where: str) -> dict:
     out = {}
     for k, v in (read_field(d, "launch_us", where, dict) or {}).items():
         if not isinstance(v, list) or len(v) != 2:
-            raise CollsimError(f"{where}: launch_us.{describe(k)} must be [fixed_us, per_gpu_us], got {describe(v)}")
-        out[str(k)] = tuple(_value("launch_us", x, where, f"launch_us.{describe(k)}") for x in v)
+            raise CollsimError(f"{where}: launch_us.{describe_key(k)} must be [fixed_us, per_gpu_us], got {describe(v)}")
+        out[str(k)] = tuple(_value("launch_us", x, where, f"launch_us.{describe_key(k)}") for x in v)
     return out
 
 
