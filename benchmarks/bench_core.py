@@ -26,9 +26,9 @@ import numpy as np
 
 from collsim.algorithms import ALGORITHMS, build_schedule
 from collsim.simulate import simulate
-from collsim.sweep import sizes, sweep
 from collsim.simulate.presets import get_preset
 from collsim.simulate.topology import Topology
+from collsim.sweep import sizes, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA, BETA = 5e-6, 1e-11

@@ -27,13 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import glob
 import statistics
 import time
 from pathlib import Path
 
 import numpy as np
-
 
 _GC_MS = [0.0]          # milliseconds spent in full (generation 2) garbage collections so far
 _SLOW: list[tuple] = []  # (update ms, of which full garbage collection ms) of updates over 50 ms

@@ -23,6 +23,7 @@ from collsim.errors import CollsimError, require_int
 from collsim.simulate.topology import Topology
 from collsim.units import algbw_GBps, busbw_factor
 
+
 def sizes(min_bytes: int = 8, max_bytes: int = 16 * 2**30, factor: int = 2) -> np.ndarray:
     """Message sizes in bytes: min_bytes, min_bytes*factor, ... up to max_bytes (int64)."""
     lo = require_int("min_bytes", min_bytes, 1)

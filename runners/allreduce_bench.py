@@ -81,7 +81,6 @@ import time
 from common import DTYPES, BenchError, parse_args
 from harness import Session, count_wrong, fill, main as runner_main
 
-
 FAULTS = {"die": lambda: os._exit(3), "hang": lambda: time.sleep(10**6),
           "stop": lambda: os.kill(os.getpid(), signal.SIGSTOP), "term": lambda: os.kill(os.getpid(), signal.SIGTERM)}
 

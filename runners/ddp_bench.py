@@ -33,8 +33,11 @@ import argparse
 import copy
 import gc
 
-from common import Clock, init, meta_record, summary, time_each
+from common import Clock, init, summary, time_each
+from provenance import meta_record
+
 from collsim.measure import result_record, write_jsonl
+
 
 def build_model(layers: int, width: int, device):
     import torch.nn as nn

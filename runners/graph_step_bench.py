@@ -26,7 +26,9 @@ import argparse
 import os
 import sys
 
-from common import Clock, init, meta_record, summary
+from common import Clock, init, summary
+from provenance import meta_record
+
 from collsim.measure import result_record, write_jsonl
 from collsim.units import parse_size
 

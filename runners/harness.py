@@ -34,8 +34,9 @@ import sys
 import time
 from datetime import timedelta
 
-from common import BenchError, build_meta, debug_file_version, probe_log_dir, rank_env, rank_info
+from common import BenchError, rank_env
 from nccl_probe import probe_child, run_probe
+from provenance import build_meta, debug_file_version, probe_log_dir, rank_info
 
 from collsim.measure import TABLE_HEADER, JsonlWriter, format_row, result_record
 
@@ -167,7 +168,7 @@ class Session:
         self.out, self.say = None, print
 
     def begin(self, argv, sizes, desc: str, **meta):
-        """Write the meta record (``common.build_meta`` updated with ``meta``) and the table
+        """Write the meta record (``provenance.build_meta`` updated with ``meta``) and the table
         header on rank 0; return ``sizes`` with a progress bar on rank 0 when tqdm is there."""
         if self.rank == 0:
             record = build_meta(self.args, argv, self.world, self.infos, self.version)

@@ -23,7 +23,8 @@ import subprocess
 import sys
 from datetime import timedelta
 
-from common import DTYPES, BenchError, probe_log_dir
+from common import DTYPES, BenchError
+from provenance import probe_log_dir
 
 from collsim.nccl.log import parse_file
 

@@ -52,7 +52,7 @@ and ``wrong`` counts the elements that differ from the exact sum, over ranks. A 
 also prints ``schedule_bench: wrong: ...`` on stderr with ``collsim check``'s verdict on the
 schedule; the run goes on.
 
-Output (``--out``): JSON Lines, the meta (``common.build_meta`` plus ``schedule``: the algorithms
+Output (``--out``): JSON Lines, the meta (``provenance.build_meta`` plus ``schedule``: the algorithms
 and their parameters, or the file and its sha256) then per size a record per schedule (``algo``
 "collsim:NAME", ``executor`` "collsim", ``schedule_sha256``, ``steps``, ``transfers``) and with
 --with-native one for ``all_reduce`` (``algo`` null, ``executor`` "native"), flushed as measured
@@ -70,8 +70,16 @@ from harness import Session, count_wrong, fill, main as runner_main
 
 from collsim.checker import check
 from collsim.errors import CollsimError
-from collsim.measure.executed import (PREFIX, algorithm_names, algorithm_params, build, file_name, parameters,
-                                      read_schedule, schedule_hash)
+from collsim.measure.executed import (
+    PREFIX,
+    algorithm_names,
+    algorithm_params,
+    build,
+    file_name,
+    parameters,
+    read_schedule,
+    schedule_hash,
+)
 from collsim.rank_plan import fit_error, rank_plan
 from collsim.schedule import REDUCE
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collsim.fit.compare import compare
 from collsim.fit import fit, holdout_report
+from collsim.fit.compare import compare
 from collsim.fit.overheads import start_costs, with_overheads
 from collsim.fit.points import load_points, split
+from collsim.measure import load
 from collsim.nccl.model import predict
 from collsim.nccl.params import load_params
-from collsim.measure import load
 
 D = Path(__file__).resolve().parents[1] / "data" / "h200x2"
 AB = [D / "fidelity" / f for f in ("fid_graph.jsonl", "fid_graph_mix0_small.jsonl", "nt_graph.txt")]

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from collsim.checker import check
 from collsim.algorithms.lecture import lecture_ring, lecture_tree
+from collsim.checker import check
 from collsim.schedule import Schedule
 
 

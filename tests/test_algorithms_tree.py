@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from collsim.algorithms import build_schedule
-from collsim.schedule import split_ranges
+from collsim.compose import split_ranges
 from collsim.schedule import COPY, REDUCE
 
 tree_mod = importlib.import_module("collsim.algorithms.tree")

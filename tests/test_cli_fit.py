@@ -3,9 +3,9 @@ import json
 from pathlib import Path
 
 import pytest
+from model_data import write_run
 
 import collsim.cli as cli
-from model_data import write_run
 
 cli_data = (Path(__file__).resolve().parents[1] / "data" / "h200x2").joinpath
 

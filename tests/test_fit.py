@@ -9,10 +9,9 @@ from collsim.errors import CollsimError
 from collsim.fit import BOUNDS, FITTED, fit
 from collsim.fit.overheads import harness_overheads, start_costs, with_overheads
 from collsim.fit.points import Point, load_points, split
-from collsim.nccl.params import load_params, save_params
 from collsim.nccl.layout import Config
 from collsim.nccl.model import predict
-from collsim.nccl.params import default_params, with_path
+from collsim.nccl.params import default_params, load_params, save_params, with_path
 
 SIZES = 2 ** np.arange(3, 33)
 TRUE = {("nvlink", "Ring", "Simple"): dict(base_us=12.0, step_us=1.5, chan_GBps=14.8, fill=1.5, host_us=40.0),

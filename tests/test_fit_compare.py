@@ -1,15 +1,15 @@
 """compare: collsim vs NCCL's model against (synthetic) measurements."""
 import numpy as np
 import pytest
+from model_data import true_params, write_run
 
-from collsim.fit.compare import compare, nccl_table, predictions, select
-from collsim.viz.measured import plot_compare
 from collsim.errors import CollsimError
 from collsim.fit import fit
+from collsim.fit.compare import compare, nccl_table, predictions, select
 from collsim.fit.points import load_points
 from collsim.nccl.layout import Config
 from collsim.nccl.tuning import algo_time_us
-from model_data import true_params, write_run
+from collsim.viz.measured import plot_compare
 
 
 def test_errors_collsim_vs_nccl(tmp_path):

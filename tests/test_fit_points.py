@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from collsim.measure import result_record
 from collsim.fit.points import buffer_reuse, clock_key, harness_key, load_points, timed_calls
+from collsim.measure import result_record
 
 
 def _write(path, records):

@@ -7,10 +7,18 @@ import numpy as np
 import pytest
 
 from collsim.errors import CollsimError, CollsimWarning
-from collsim.measure import (JsonlWriter, Measurements, format_row, load, read_records, result_record, to_csv,
-                             write_jsonl)
-from collsim.units import bandwidths, parse_size
+from collsim.measure import (
+    JsonlWriter,
+    Measurements,
+    format_row,
+    load,
+    read_records,
+    result_record,
+    to_csv,
+    write_jsonl,
+)
 from collsim.measure.nccl_tests import import_nccl_tests, parse_env, parse_label
+from collsim.units import bandwidths, parse_size
 
 FIX = Path(__file__).parent / "fixtures"
 META = {"type": "meta", "harness": "collsim", "world_size": 4}

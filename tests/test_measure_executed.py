@@ -10,8 +10,14 @@ from collsim.cli import main
 from collsim.errors import CollsimError
 from collsim.fit.points import load_points
 from collsim.measure import result_record, write_jsonl
-from collsim.measure.executed import (algorithm_names, algorithm_params, build, executed_schedule, parameters,
-                                      schedule_hash)
+from collsim.measure.executed import (
+    algorithm_names,
+    algorithm_params,
+    build,
+    executed_schedule,
+    parameters,
+    schedule_hash,
+)
 from collsim.schedule import Schedule
 from collsim.simulate import simulate
 from collsim.simulate.topology import Topology

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from collsim.errors import CollsimError
-from collsim.measure.fidelity import fidelity
 from collsim.measure import result_record
+from collsim.measure.fidelity import fidelity
 
 D = Path(__file__).resolve().parents[1] / "data" / "h200x2"
 

@@ -1,12 +1,12 @@
-"""collsim.schedule: JSON round trip and errors, builder, split_even, concat."""
+"""collsim.schedule: JSON round trip and errors, shape errors, channels and switches."""
 import json
 
 import numpy as np
 import pytest
 
+from collsim.compose import ScheduleBuilder, concat
 from collsim.errors import CollsimError
-from collsim.schedule import (COPY, REDUCE, Schedule, ScheduleBuilder, ScheduleError, Transfer, concat,
-                              split_even)
+from collsim.schedule import COPY, REDUCE, Schedule, ScheduleError, Transfer
 
 
 def small():
@@ -69,43 +69,7 @@ def test_malformed_json_gives_one_line_errors(text, words):
     assert isinstance(e.value, ScheduleError)
 
 
-def test_builder_drops_zero_length_and_empty_steps():
-    b = ScheduleBuilder(2, 4)
-    b.add_step([0, 1], [1, 0], [0, 2], [2, 0], REDUCE)
-    b.add_step([0], [1], 0, 0, COPY)                       # empty: skipped
-    b.add_step([0], [1], 0, 0, COPY, keep_empty=True)      # kept on request
-    b.add_steps(np.array([[0, 1], [1, 0]]), np.array([[1, 0], [0, 1]]), 1, np.array([[1, 0], [0, 0]]), COPY)
-    s = b.build()
-    assert s.n_steps == 3 and list(s.step_ptr) == [0, 1, 1, 2]
-    assert s.transfer(1) == Transfer(0, 1, 1, 1, "copy")
-
-
-def test_builder_add_steps_matches_add_step():
-    rng = np.random.default_rng(1)
-    cols = [rng.integers(0, 3, size=(4, 5)) for _ in range(4)]
-    a, b = ScheduleBuilder(3, 9), ScheduleBuilder(3, 9)
-    a.add_steps(*cols, REDUCE)
-    for k in range(4):
-        b.add_step(*(c[k] for c in cols), REDUCE)
-    sa, sb = a.build(), b.build()
-    assert sa.steps == sb.steps
-    with pytest.raises(ScheduleError):
-        a.add_steps([1, 2], [0, 1], 0, 1, REDUCE)
-
-
-def test_split_even_any_count():
-    for count, parts in [(10, 3), (2, 5), (0, 4), (12, 4)]:
-        off, ln = split_even(count, parts)
-        assert ln.sum() == count and ln.max() - ln.min() <= 1 and len(off) == parts
-        assert np.array_equal(off, np.r_[0, np.cumsum(ln)[:-1]])
-
-
-def test_concat_and_shape_errors():
-    s = small()
-    c = concat([s, s])
-    assert c.n_steps == 6 and c.steps[3:] == s.steps
-    with pytest.raises(ScheduleError, match="differ"):
-        concat([s, Schedule.from_steps(2, 6, [])])
+def test_shape_errors():
     with pytest.raises(ScheduleError, match="step_ptr"):
         Schedule(2, 4, 4, [0], [1], [0], [1], [0], [0, 2])
     with pytest.raises(ScheduleError, match="op codes"):

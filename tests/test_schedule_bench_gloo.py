@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "runners" / "schedule_bench.py"
 sys.path.insert(0, str(REPO / "runners"))
 import schedule_bench  # noqa: E402
+
 SIZES = (4, 20, 4096)  # one element (fewer than the ranks), five (uneven chunks), 1024
 # Reduce to rank 0 in two messages between one pair in one step, then broadcast beside a copy of
 # rank 0 to itself.

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from collsim.compose import ScheduleBuilder
 from collsim.errors import CollsimError
-from collsim.schedule import COPY, REDUCE, Schedule, ScheduleBuilder
+from collsim.schedule import COPY, REDUCE, Schedule
 from collsim.simulate import contention, engine, simulate, simulate_times
 from collsim.simulate.reference import simulate_reference as reference
 from collsim.simulate.topology import Link, Topology

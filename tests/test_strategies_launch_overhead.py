@@ -1,8 +1,15 @@
 import pytest
 
 from collsim.errors import CollsimError
-from collsim.strategies.launch_overhead import (LaunchModel, Op, fit_host_s, graph_gain, graphs_matter_below, per_call_s,
-                            pipeline)
+from collsim.strategies.launch_overhead import (
+    LaunchModel,
+    Op,
+    fit_host_s,
+    graph_gain,
+    graphs_matter_below,
+    per_call_s,
+    pipeline,
+)
 
 US = 1e-6
 MODEL = LaunchModel(host_s=40 * US, graph_launch_s=5 * US, graph_node_s=1 * US)

@@ -5,8 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from collsim.errors import CollsimError
-from collsim.strategies.overlap import (BF16, MIB, Layer, assign_buckets, simulate, sweep_bucket_caps,
-                             table_cost)
+from collsim.strategies.overlap import BF16, MIB, Layer, assign_buckets, simulate, sweep_bucket_caps, table_cost
 
 
 def layers_of(times, nbytes):

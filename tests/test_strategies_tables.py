@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from collsim.cost import fit_alpha_beta
 from collsim.errors import CollsimError
 from collsim.strategies.launch_overhead import graphs_matter_below
 from collsim.strategies.overlap import table_cost
-from collsim.cost import fit_alpha_beta
 from collsim.strategies.tables import DDP_FILE, ddp_rows, graph_rows, launch_fit, main, step_rows
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200x2"

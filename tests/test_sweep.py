@@ -4,9 +4,9 @@ import pytest
 
 from collsim.errors import CollsimError
 from collsim.simulate import simulate
+from collsim.simulate.topology import Link, Topology
 from collsim.sweep import sizes, sweep, to_records
 from collsim.units import algbw_GBps, busbw_factor
-from collsim.simulate.topology import Link, Topology
 
 
 def test_sizes_like_nccl_tests():

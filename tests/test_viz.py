@@ -4,8 +4,9 @@ import io
 import numpy as np
 import pytest
 
+from collsim.compose import ScheduleBuilder, split_even
 from collsim.errors import CollsimError
-from collsim.schedule import COPY, REDUCE, ScheduleBuilder, split_even
+from collsim.schedule import COPY, REDUCE
 from collsim.viz import curves, grid, timeline
 
 

@@ -5,7 +5,7 @@ matplotlib.use("Agg")
 
 from collsim.errors import CollsimError  # noqa: E402
 from collsim.strategies.launch_overhead import LaunchModel, Op, pipeline  # noqa: E402
-from collsim.strategies.overlap import BF16, MIB, Layer, Event, simulate  # noqa: E402
+from collsim.strategies.overlap import BF16, MIB, Event, Layer, simulate  # noqa: E402
 from collsim.viz.strategies import launch_figure, overlap_figure, stream_bars  # noqa: E402
 
 

@@ -8,9 +8,7 @@ import pytest
 
 from collsim.errors import CollsimError
 from collsim.measure import result_record
-from collsim.widgets import cost_explorer as ce
-from collsim.widgets import measured as mv
-from collsim.widgets import schedule_explorer as se
+from collsim.widgets import cost_explorer as ce, measured as mv, schedule_explorer as se
 from collsim.widgets.exercise import check_answer
 
 
@@ -173,8 +171,7 @@ def _synthetic_run(path, algo, proto, scale):
 
 
 def test_measured_vs_predicted_on_synthetic_files(tmp_path):
-    from collsim.nccl.params import save_params
-    from collsim.nccl.params import default_params
+    from collsim.nccl.params import default_params, save_params
 
     a, b = tmp_path / "ring_ll.jsonl", tmp_path / "tree_simple.jsonl"
     sizes = _synthetic_run(a, "Ring", "LL", 1.10)       # model 10% fast on this one

@@ -6,7 +6,7 @@ unit runs (1) a ring reduce-scatter inside every node over G shards (afterwards
 local GPU l owns shard (l + 1) mod G); (2) the GPUs with the same local index l
 in all nodes AllReduce shard (l + 1) mod G across nodes with a ring
 (``inter="ring"``) or NCCL's double binary tree (``inter="tree"``); (3) a ring
-all-gather inside every node. The schedule is a wavefront (``schedule.wavefront``):
+all-gather inside every node. The schedule is a wavefront (``compose.wavefront``):
 slice j starts one step after slice j - 1, so the inter-node phase of one slice
 overlaps the intra-node phases of others. ``slices=1`` is the classic,
 non-pipelined form (phases one after the other).
@@ -30,7 +30,8 @@ from collsim.algorithms.ring import ring_phases
 from collsim.algorithms.timing import chain, step
 from collsim.algorithms.tree import channel_parts, tree_chunks, up_steps
 from collsim.algorithms.tree_pipeline import tree_phase, tree_plan, tree_steps
-from collsim.schedule import Schedule, ScheduleBuilder, interleave, split_ranges, wavefront
+from collsim.compose import ScheduleBuilder, interleave, split_ranges, wavefront
+from collsim.schedule import Schedule
 
 
 def hierarchical(ranks: int, count: int, itemsize: int = 4, gpus_per_node: int = 1, inter: str = "ring",
@@ -131,7 +132,7 @@ def hierarchical_time(p: int, nb, links, q: dict):
 @lru_cache(maxsize=1024)
 def nccl_step_classes(p: int, g: int, chunks: int, trees: tuple) -> tuple:
     """Per step of ``hierarchical-nccl`` with channels on ``trees``: (up, has intra-node, has inter-node
-    transfers), the two trees' plans side by side (``schedule.interleave``)."""
+    transfers), the two trees' plans side by side (``compose.interleave``)."""
     rows = {}
     for t in trees:
         layout = f"nccl{t}"

@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from collsim.algorithms import Algorithm
-from collsim.schedule import COPY, REDUCE, Schedule, ScheduleBuilder
+from collsim.compose import ScheduleBuilder
+from collsim.schedule import COPY, REDUCE, Schedule
 
 
 def lecture_ring(ranks: int, count: int, itemsize: int = 4) -> Schedule:

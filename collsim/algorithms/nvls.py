@@ -20,7 +20,7 @@ Per channel and loop:
 
 Per GPU per direction that is S (n+1)/n bytes for S bytes per rank and n GPUs a node, as
 sjeaugey describes NVLS (NVIDIA/nccl-tests PR 239); a ring moves 2 (n-1)/n S. The loops form a
-wavefront (``schedule.wavefront``): loop i starts one step after loop i - 1, so the stages of
+wavefront (``compose.wavefront``): loop i starts one step after loop i - 1, so the stages of
 consecutive loops overlap as NCCL's scatter, reduce and gather warps do (device/all_reduce.h:387-454).
 
 Not modelled: CollNet (SHARP reductions in the InfiniBand switches, NCCL's CollNetDirect/Chain and NVLS
@@ -35,7 +35,8 @@ from collsim.algorithms import Algorithm
 from collsim.algorithms.timing import step
 from collsim.algorithms.tree import MAX_DEFAULT_CHUNKS, channel_parts
 from collsim.algorithms.tree_pipeline import tree_phase, tree_steps
-from collsim.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, interleave, split_ranges, wavefront
+from collsim.compose import ScheduleBuilder, interleave, split_ranges, wavefront
+from collsim.schedule import COPY, REDUCE, Schedule
 
 NVLS_CHUNK_BYTES = 128 << 10    # NCCL_NVLS_CHUNKSIZE default, src/transport/nvls.cc:153 (v2.28.9-1)
 

@@ -39,7 +39,8 @@ import numpy as np
 
 from collsim.algorithms import Algorithm
 from collsim.algorithms.timing import chain, step
-from collsim.schedule import COPY, REDUCE, Schedule, ScheduleBuilder, split_ranges
+from collsim.compose import ScheduleBuilder, split_ranges
+from collsim.schedule import COPY, REDUCE, Schedule
 
 MAX_ENUMERATED_CYCLES = 720   # up to 7 GPUs a node: every Hamiltonian cycle; beyond, the rotations i -> i + d
 

@@ -34,7 +34,8 @@ from functools import lru_cache
 import numpy as np
 
 from collsim.algorithms.tree_shapes import btree_parents, chain_tree_parents, depths, dtree_parents, heights
-from collsim.schedule import COPY, REDUCE, ScheduleBuilder, split_ranges
+from collsim.compose import ScheduleBuilder, split_ranges
+from collsim.schedule import COPY, REDUCE
 
 
 def _edge_colouring(child: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, int]:

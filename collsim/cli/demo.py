@@ -36,8 +36,8 @@ TABLE_SIZES = [8, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30]
 
 def simulated(preset: str, nodes: int | None, sizes) -> tuple[dict, object]:
     """{row label: time_s array} on the preset (``ROWS``), and the topology."""
-    from collsim.sweep import sweep
     from collsim.simulate.presets import get_preset
+    from collsim.sweep import sweep
     topo = get_preset(preset, nodes=nodes)
     out = {}
     for label, algo, params in ROWS:
@@ -59,8 +59,8 @@ def data_files(data_dir: Path) -> tuple[list[Path], Path, Path]:
 
 def measured_vs_models(data_dir: Path):
     """(result of collsim.fit.compare.compare on every point, params, points, how params were obtained)."""
-    from collsim.fit.compare import attach_probe, compare
     from collsim.fit import fit
+    from collsim.fit.compare import attach_probe, compare
     from collsim.fit.points import load_points
     from collsim.nccl.params import load_params
     files, probe, pfile = data_files(data_dir)
@@ -88,8 +88,8 @@ def run(out: str | None, preset: str = "ib-400g", nodes: int | None = None, data
     """Print both tables and write the figure to ``out`` (none when empty or None; its folder is
     created; checked before any work: a known format, not one of the data files)."""
     from collsim.outputs import check_output, plot_format
-    from collsim.units import format_size
     from collsim.sweep import sizes as size_range
+    from collsim.units import format_size
     if out:
         plot_format(out)
         files, probe, pfile = data_files(Path(data))

@@ -138,11 +138,11 @@ def _compare_executed(args) -> int:
 
 def _compare_nccl(args) -> int:
     from collsim.fit.compare import attach_probe, compare, select
-    from collsim.viz.measured import plot_compare
     from collsim.fit.overheads import with_overheads
     from collsim.fit.points import load_points
     from collsim.nccl.params import load_params
     from collsim.outputs import check_output
+    from collsim.viz.measured import plot_compare
     if args.plot:
         check_output(args.plot, [args.params, *args.measured, *(args.overhead_from or []),
                                  *([args.nccl_log] if args.nccl_log else [])], "figure")
@@ -180,10 +180,10 @@ def _compare_nccl(args) -> int:
 
 
 def _explain(args) -> int:
-    from collsim.nccl.params import load_params
-    from collsim.units import format_size, parse_size
     from collsim.nccl.layout import Config
     from collsim.nccl.model import explain
+    from collsim.nccl.params import load_params
+    from collsim.units import format_size, parse_size
     params = load_params(args.params)
     sizes = [parse_size(s) for s in args.sizes]
     cfg = Config(args.ranks, args.nodes, args.intra, args.buffsize, args.channels, args.timing,

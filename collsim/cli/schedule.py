@@ -19,8 +19,21 @@ JSON, bandwidths in GB/s (1e9 bytes/s) with nccl-tests' algbw/busbw.
 from __future__ import annotations
 
 from collsim.cli.args import (
-    add_algo_args, add_cluster_args, algo_params, build_from_args, emit, finite_json, int_in, nonneg_int,
-    positive_seconds_per_byte, require_ranks, round_seconds, seconds, seconds_per_byte, size_arg)
+    add_algo_args,
+    add_cluster_args,
+    algo_params,
+    build_from_args,
+    emit,
+    finite_json,
+    int_in,
+    nonneg_int,
+    positive_seconds_per_byte,
+    require_ranks,
+    round_seconds,
+    seconds,
+    seconds_per_byte,
+    size_arg,
+)
 from collsim.errors import CollsimError
 
 

@@ -18,16 +18,27 @@ from __future__ import annotations
 import sys
 
 from collsim.cli.args import (
-    add_algo_args, add_topology_args, algo_params, build_from_args, finite_json, fit_to_topology, int_in,
-    plot_path, positive_int, round_seconds, size_arg, topology_from_args)
+    add_algo_args,
+    add_topology_args,
+    algo_params,
+    build_from_args,
+    finite_json,
+    fit_to_topology,
+    int_in,
+    plot_path,
+    positive_int,
+    round_seconds,
+    size_arg,
+    topology_from_args,
+)
 from collsim.errors import CollsimError
 from collsim.inputs import MAX_CHANNELS
 
 
 def cmd_simulate(args) -> int:
-    from collsim.units import bandwidths
     from collsim.simulate import simulate
     from collsim.simulate.presets import PRESETS
+    from collsim.units import bandwidths
     if args.list_presets:
         for name, topo in PRESETS.items():
             print(f"{name:14s} {topo.describe()}")
@@ -114,6 +125,7 @@ def _plot_sweep(path: str, algos: list[str], ranks: int, size_list, rows: list[d
     in the format of its extension)."""
     import numpy as np
     from matplotlib.figure import Figure
+
     from collsim.outputs import save_figure
     from collsim.units import busbw_factor
     from collsim.viz.curves import CurvesView

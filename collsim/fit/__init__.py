@@ -65,7 +65,6 @@ from collsim.nccl.layout import Config, layout
 from collsim.nccl.model import predict_layout
 from collsim.nccl.params import ModelParams, default_params, with_path
 
-
 BOUNDS = {"base_us": (1e-2, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0), "fill": (1e-3, 16.0),
           "host_us": (1e-2, 5000.0), "spill": (1e-3, 2.0), "warp_us": (1e-4, 5.0), "warm": (0.3, 3.0),
           "link_GBps": (1.0, 5000.0),

@@ -32,8 +32,8 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.inputs import BUFFSIZE_RANGE, MAX_CHANNELS, int_text
-from collsim.nccl import canonical_pair
 from collsim.measure.files import load_file
+from collsim.nccl import canonical_pair
 from collsim.nccl.layout import Config
 
 SPLITS = ("odd", "even", "timing", "run")

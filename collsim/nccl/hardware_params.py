@@ -23,8 +23,6 @@ from __future__ import annotations
 from dataclasses import replace
 from importlib import resources
 
-import numpy as np
-
 from collsim.nccl import PROTOS
 from collsim.nccl.params import NVLS_PRIOR, ModelParams, params_from_dict
 from collsim.nccl.tuning import HW_LAT

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from collsim.errors import CollsimError
-from collsim.nccl import ALGOS, PROTOS, canonical_pair
+from collsim.nccl import canonical_pair
 from collsim.nccl.tuning import nccl_channels
 
 TIMINGS = ("graph", "eager")

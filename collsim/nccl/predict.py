@@ -24,10 +24,10 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.nccl import ALGOS, PROTOS, canonical
+from collsim.nccl.decision import nccl_decision
 from collsim.nccl.hardware_params import cluster_params
 from collsim.nccl.layout import Config
 from collsim.nccl.model import explain
-from collsim.nccl.decision import nccl_decision
 from collsim.nccl.search import search
 from collsim.nccl.settings import Settings
 from collsim.simulate.cluster import Cluster

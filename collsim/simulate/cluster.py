@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from collsim.errors import CollsimError, require_int, require_number
-from collsim.simulate.hardware import GPUS, NETS, GPU, Net
+from collsim.simulate.hardware import GPU, GPUS, NETS, Net
 
 INTRA = ("nvswitch", "nvlink", "pcie")
 CPUS = ("intel", "amd")

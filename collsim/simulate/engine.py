@@ -18,8 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from collsim.errors import CollsimError
-from collsim.schedule import Schedule
-from collsim.schedule import REDUCE
+from collsim.schedule import REDUCE, Schedule
 from collsim.simulate.contention import repeats, step_modes
 from collsim.simulate.fifo import by_levels, fifo, in_order, one_chain
 from collsim.simulate.resources import route

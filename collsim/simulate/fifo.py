@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 
 
-
 def fifo(ready: np.ndarray, d: np.ndarray, res: list) -> tuple[np.ndarray, np.ndarray]:
     """Timing of transfers that share no resource: one vectorized update."""
     st = _base(ready, res)

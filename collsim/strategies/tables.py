@@ -72,8 +72,8 @@ def nccl_model_cost(params, meta: dict, ranks: int = 2, timing: str = "eager"):
 
 def ddp_rows(data, stat: str = "median") -> tuple[list[dict], dict]:
     """Rows per DDP configuration and a dict saying what fed each prediction."""
-    from collsim.strategies.ddp import load, predict
     from collsim.measure import load as load_meas
+    from collsim.strategies.ddp import load, predict
     data = Path(data)
     run = load(*require_files(data / DDP_FILE), stat)
     eager = load_meas(*require_files(data / EAGER_DEFAULT))
