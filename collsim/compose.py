@@ -125,8 +125,9 @@ def wavefront(schedule: Schedule, lag, oldest_first: bool = True) -> Schedule:
     of independent pieces that start one after another, or pieces built apart run side by side
     (``interleave``). ``oldest_first``: within a new step the transfers of later old steps come
     first (with lags that grow piece by piece: the piece begun earlier, further along), each old
-    step's in channel order; else the whole step in channel order (ties in schedule order). Only valid when transfers whose relative order changes touch disjoint elements
-    (e.g. pieces of a buffer that never meet), which the caller guarantees and the checker proves."""
+    step's in channel order; else the whole step in channel order (ties in schedule order). Only
+    valid when transfers whose relative order changes touch disjoint elements (e.g. pieces of a buffer
+    that never meet), which the caller guarantees and the checker proves."""
     s = schedule
     old = s.step_index
     new_step = old + np.asarray(lag, np.int64)

@@ -103,7 +103,8 @@ def build(out, notebooks=ROOT / "notebooks", only=None, timeout: int = 120) -> l
         rows.append({"name": path.stem, "page": page, "title": title(nb), "seconds": seconds})
         print(f"{path.name}: {seconds:.1f} s -> {out / page}", file=sys.stderr)
     items = "\n".join(f'<li><a href="{html.escape(r["page"])}">{html.escape(r["title"] or r["name"])}</a> '
-                      f'<small>({html.escape(r["name"])}.ipynb, ran in {r["seconds"]:.1f} s)</small></li>' for r in rows)
+                      f'<small>({html.escape(r["name"])}.ipynb, ran in {r["seconds"]:.1f} s)</small></li>'
+                      for r in rows)
     widgets = ("widgets are drawn from their saved state" if js else
                "widgets load their renderer from a CDN (npm was not available when this was built)")
     (out / "index.html").write_text(f"""<!DOCTYPE html>

@@ -6,9 +6,9 @@
   a folder that does not exist or that we may not write in.
 * ``atomic_write(path)``: a file object for writing ``path`` in full: the bytes go to a
   temporary file in the same folder, which replaces ``path`` in one rename when the block ends
-  without error (a symbolic link at ``path`` is replaced, not written through). On any error (a full disk, a read-only folder, an exception while writing) the
-  temporary file is removed, ``path`` is as it was, and a write error becomes one
-  ``CollsimError`` line.
+  without error (a symbolic link at ``path`` is replaced, not written through). On any error (a
+  full disk, a read-only folder, an exception while writing) the temporary file is removed, ``path`` is
+  as it was, and a write error becomes one ``CollsimError`` line.
 * ``plot_format(path)`` / ``save_figure(fig, path)``: figures, whose format is the extension
   (``PLOT_FORMATS``), checked before any drawing and written through ``atomic_write``.
 * ``printable(text)``: text from a file made safe for a terminal (control characters such as

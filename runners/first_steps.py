@@ -8,7 +8,8 @@ A laptop (gloo, CPU), two processes; each rank writes what it saw to OUT/<demo>_
 GPUs (NCCL; NCCL_DEBUG=INFO prints what NCCL set up, notebook 06 reads such a log), one node or
 several::
 
-    NCCL_DEBUG=INFO torchrun --standalone --nproc-per-node 8 runners/first_steps.py basics --backend nccl --out out/first
+    NCCL_DEBUG=INFO torchrun --standalone --nproc-per-node 8 \\
+        runners/first_steps.py basics --backend nccl --out out/first
     torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint node0:29500 --rdzv-id f1 \\
         runners/first_steps.py basics --backend nccl --out out/first
 

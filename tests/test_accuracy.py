@@ -44,7 +44,8 @@ def _assert_same_model(committed, refitted, points, holdout="odd"):
     the refit's within 0.2 points. (Rounding moves a well-conditioned fit's parameters by ~1e-6
     relative, its predictions by far less; a refit that changes the model moves them by more.)"""
     labelled = [p for p in points if p.algo and p.proto]
-    ours, theirs = ([predict(q, p.algo, p.proto, [p.size], p.config)[0] for p in labelled] for q in (committed, refitted))
+    ours, theirs = ([predict(q, p.algo, p.proto, [p.size], p.config)[0] for p in labelled]
+                    for q in (committed, refitted))
     assert np.max(np.abs(np.divide(ours, theirs) - 1)) <= 0.005
     test = [p for p, k in zip(points, split(points, holdout)[1]) if k]
     mine, refit = holdout_report(committed, test), holdout_report(refitted, test)
@@ -155,7 +156,8 @@ ROTATE_AB = sorted((D / "run5" / "rotate").glob("rot_*.jsonl"))  # runner one sl
 def _ab(run, *more):
     """The harness A/B: NCCL's default choice, runner sweep (100 calls) vs nccl-tests sweep (400
     calls), same run (ACCURACY.md "Runs 2-6"), and ``more`` files of that run (other call counts)."""
-    return load_points([D / run / "runner" / "nvlink_default_graph.jsonl", D / run / "nccl-tests" / "graph_default.jsonl",
+    return load_points([D / run / "runner" / "nvlink_default_graph.jsonl",
+                        D / run / "nccl-tests" / "graph_default.jsonl",
                         *(D / run / f for f in more)])
 
 

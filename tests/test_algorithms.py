@@ -45,7 +45,8 @@ def test_every_algorithm_is_an_allreduce(name, data):
     r = check(s, seed=count)
     assert r.ok, (name, p, count, kw, r.error)
     assert s.ranks == p and s.count == count and s.itemsize == 2 and s.name == name
-    assert s.n_channels <= kw["channels"] * (kw["slices"] if name == "hierarchical" else 1)   # slices pipeline on channels
+    # slices pipeline on channels
+    assert s.n_channels <= kw["channels"] * (kw["slices"] if name == "hierarchical" else 1)
     if count == 0:
         assert s.n_transfers == 0
 

@@ -243,7 +243,8 @@ def test_switch_endpoints_accumulate_and_distribute():
     assert list(r.bytes_sent) == [16, 16, 16] and r.link_bytes[(3, 0)] == 16
     lacking = Schedule.from_steps(3, 4, [[(r, 3, 0, 4, "reduce") for r in range(2)], gather], switches=1)
     e = check(lacking).error
-    assert e == "step 1 transfer 0: rank 0 elements [0, 4) end without the contribution of rank(s) 2 (last written here)"
+    assert e == ("step 1 transfer 0: rank 0 elements [0, 4) end without the contribution of rank(s) 2 "
+                 "(last written here)")
     twice = Schedule.from_steps(3, 4, [[(r, 3, 0, 4, "reduce") for r in (0, 1, 2, 2)], gather], switches=1)
     assert "rank(s) 2 twice" in check(twice).error
     bad = Schedule.from_steps(3, 4, [[(0, 4, 0, 4, "reduce")]], switches=1)

@@ -57,7 +57,7 @@ def test_explain_with_a_reused_buffer_uses_the_committed_warm_factor(run):
 
 
 def test_fit_run_holdout_and_nccl_tests_label(tmp_path, run):
-    a, b = write_run(tmp_path / "a.jsonl", 1, timings=("graph",)), write_run(tmp_path / "b.jsonl", 2, timings=("graph",))
+    a, b = (write_run(tmp_path / f"{n}.jsonl", seed, timings=("graph",)) for n, seed in (("a", 1), ("b", 2)))
     code, out, _ = run("fit", a, b, "-o", tmp_path / "p.json", "--holdout", "run")
     assert code == 0 and "(run)" in out
 
@@ -79,7 +79,7 @@ def test_compare_warns_on_unknown_harness_and_takes_overhead_from(tmp_path, run)
     """Graph records timed with NCCL's default graph mixing carry the harness key
     "torch-graph-mixing"; params fitted without its overhead warn, --overhead-from A/B files
     (bare runner vs the harness, same sizes) supply it."""
-    a, b = write_run(tmp_path / "a.jsonl", 1, timings=("graph",)), write_run(tmp_path / "b.jsonl", 2, timings=("graph",))
+    a, b = (write_run(tmp_path / f"{n}.jsonl", seed, timings=("graph",)) for n, seed in (("a", 1), ("b", 2)))
     run("fit", a, "-o", tmp_path / "p.json")
     code, out, _ = run("compare", "--params", tmp_path / "p.json", "--measured", b)
     assert code == 0 and "warning: no per-call overhead known for torch-graph-mixing" in out
@@ -94,7 +94,8 @@ def test_compare_warns_on_unknown_harness_and_takes_overhead_from(tmp_path, run)
     _, out0, _ = run("compare", "--params", tmp_path / "p.json", "--measured", b, "--json")
     base = json.loads(out0)["configs"][0]
     assert cfg["config"] == base["config"]
-    assert [x - y for x, y in zip(cfg["collsim_us"], base["collsim_us"])] == pytest.approx([5.0] * len(cfg["sizes"]), rel=0.05)
+    extra = [x - y for x, y in zip(cfg["collsim_us"], base["collsim_us"])]
+    assert extra == pytest.approx([5.0] * len(cfg["sizes"]), rel=0.05)
     # an A/B whose harness no measured point has is named, not silently dropped
     code, out, _ = run("compare", "--params", tmp_path / "p.json", "--measured", bare, "--overhead-from", bare, mixed)
     assert code == 0 and "warning: --overhead-from measured torch-graph-mixing, which no measured point uses" in out
@@ -109,7 +110,8 @@ def test_compare_warns_on_unknown_harness_and_takes_overhead_from(tmp_path, run)
     (["explain", "--params", "P", "--algo", "Ring", "--proto", "LL", "--ranks", "3", "--nodes", "2"], "divisible"),
     (["explain", "--params", "P", "--algo", "Ring", "--proto", "LL", "--ranks", "2", "--sizes", "lots"], "bad size"),
     (["fit", "A", "-o", "p.json", "--holdout", "timing"], "eager and graph"),
-    (["explain", "--params", "P", "--algo", "Ring", "--proto", "LL", "--ranks", "2", "--reused-slices", "-1"], "slices"),
+    (["explain", "--params", "P", "--algo", "Ring", "--proto", "LL", "--ranks", "2", "--reused-slices", "-1"],
+     "slices"),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, run, argv, msg):
     (tmp_path / "BAD").write_text("{not json\n")
@@ -126,6 +128,7 @@ def test_fit_prints_each_clocks_cost_from_two_call_counts(tmp_path, run):
     d = Path(__file__).resolve().parents[1] / "data" / "h200x2" / "run6"
     ab = [d / "runner" / "nvlink_default_graph.jsonl", d / "start" / "gated_n400.jsonl",
           d / "nccl-tests" / "graph_default.jsonl", d / "start" / "nt_G100.jsonl"]
-    code, out, _ = run("fit", d / "runner" / "nvlink_Ring_LL_graph.jsonl", "-o", tmp_path / "p.json", "--overhead-from", *ab)
+    code, out, _ = run("fit", d / "runner" / "nvlink_Ring_LL_graph.jsonl", "-o", tmp_path / "p.json",
+                       "--overhead-from", *ab)
     assert code == 0 and "clock cost per measurement: nccl-tests-mpi 75.0 us" in out
     assert json.loads((tmp_path / "p.json").read_text())["start_us"]["nccl-tests-mpi"] == pytest.approx(75.0)

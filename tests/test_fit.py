@@ -183,7 +183,8 @@ def test_warm_is_fitted_only_from_an_ab_of_the_same_sizes():
     assert alone.path("nvlink", "Ring", "LL")["warm"] == 1.0
 
 
-@pytest.mark.skipif(not os.environ.get("OPENBLAS_CORETYPE"), reason="OPENBLAS_CORETYPE not set (scripts/test.sh sets it)")
+@pytest.mark.skipif(not os.environ.get("OPENBLAS_CORETYPE"),
+                    reason="OPENBLAS_CORETYPE not set (scripts/test.sh sets it)")
 def test_blas_kernel_is_the_one_asked_for():
     """scripts/test.sh re-runs the fit tests with OPENBLAS_CORETYPE set: numpy's and scipy's
     OpenBLAS must then run that kernel, not the CPU's own, or the second run proves nothing."""

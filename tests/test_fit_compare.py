@@ -23,7 +23,8 @@ def test_errors_collsim_vs_nccl(tmp_path):
     assert res["nccl_model"]["median_abs_rel_error"] > 3 * res["collsim"]["median_abs_rel_error"]
     assert {c["nccl_table"] for c in res["configs"]} == {"printed"}
     one = compare(params, pts, "all", algo="ring", proto="LL", ranks=2)
-    assert [c["config"] for c in one["configs"]] == ["Ring/LL/2r1n/nvlink/eager", "Ring/LL/2r1n/nvlink/graph/torch-graph-mixing"]
+    assert [c["config"] for c in one["configs"]] == ["Ring/LL/2r1n/nvlink/eager",
+                                                     "Ring/LL/2r1n/nvlink/graph/torch-graph-mixing"]
     assert one["collsim"]["n"] == 60
 
 

@@ -14,7 +14,8 @@ PKG = Path(__file__).resolve().parents[1] / "collsim"
 ROOMS = [
     ("collsim", 0), ("collsim.errors", 0), ("collsim.units", 0), ("collsim.inputs", 0),
     ("collsim.outputs", 0),
-    ("collsim.schedule", 1), ("collsim.compose", 1), ("collsim.checker", 1), ("collsim.execution", 1), ("collsim.rank_plan", 1),
+    ("collsim.schedule", 1), ("collsim.compose", 1), ("collsim.checker", 1), ("collsim.execution", 1),
+    ("collsim.rank_plan", 1),
     ("collsim.algorithms", 1),
     ("collsim.cost", 2), ("collsim.simulate", 3), ("collsim.sweep", 4), ("collsim.nccl", 5),
     ("collsim.measure", 6), ("collsim.fit", 7), ("collsim.strategies", 8), ("collsim.viz", 9),
@@ -44,7 +45,8 @@ def imports(path: Path, package: str):
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
             names = [base] + [f"{base}.{a.name}" for a in node.names]
         else:
             continue

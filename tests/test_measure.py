@@ -30,7 +30,8 @@ def _write(path, recs, tail=""):
 
 
 def test_parse_size_suffixes_and_errors():
-    assert [parse_size(s) for s in ("8", "64K", "1M", "4G", "4GiB", "2kb")] == [8, 65536, 1 << 20, 4 << 30, 4 << 30, 2048]
+    sizes = [parse_size(s) for s in ("8", "64K", "1M", "4G", "4GiB", "2kb")]
+    assert sizes == [8, 65536, 1 << 20, 4 << 30, 4 << 30, 2048]
     for bad in ("", "K", "1.5", "-8", "12Q"):
         with pytest.raises(CollsimError, match="bad size"):
             parse_size(bad)

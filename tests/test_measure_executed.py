@@ -66,7 +66,8 @@ def test_build_schedules_keyword_parameters_are_the_runners_options():
 def test_algorithm_names_and_their_parameters():
     runnable = [n for n, a in ALGORITHMS.items() if not a.switches]
     assert algorithm_names("all") == runnable
-    assert algorithm_names("tree, all,lecture-ring") == ["tree"] + [a for a in runnable if a != "tree"] + ["lecture-ring"]
+    names = algorithm_names("tree, all,lecture-ring")
+    assert names == ["tree"] + [a for a in runnable if a != "tree"] + ["lecture-ring"]
     with pytest.raises(CollsimError, match="unknown algorithm 'spiral'; choose from ring, .* or all"):
         algorithm_names("ring,spiral")
     got = algorithm_params(["ring", "tree", "hierarchical", "lecture-ring"], {"slices": 2}, 4)
@@ -116,8 +117,8 @@ def test_compare_sets_each_schedule_beside_its_simulation_and_the_native_all_red
         assert r["simulated_us"] == pytest.approx(expect, rel=1e-12)
         assert r["measured_us"] == 200.0 + r["size"] / 32 and r["native_us"] == 100.0 + r["size"] / 64
     rc, out, err = run(capsys, "compare", f)
-    assert rc == 2 and "give exactly one topology: --cluster SPEC, --preset NAME, --topology FILE, or --alpha and --beta" \
-        in err
+    assert rc == 2
+    assert "give exactly one topology: --cluster SPEC, --preset NAME, --topology FILE, or --alpha and --beta" in err
     rc, out, _ = run(capsys, "compare", f, "--preset", "h200-nvlink", "--gpus-per-node", 4)
     lines = out.splitlines()
     assert rc == 0 and lines[1].startswith(f"# {f} simulated on h200-nvlink: 1 node(s) x 4 GPU(s), intra ")

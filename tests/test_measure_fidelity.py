@@ -49,7 +49,8 @@ def test_configurations_must_match_and_not_mix(tmp_path):
     eager = _runner(tmp_path / "e.jsonl", {8: 5.0}, timing="eager")
     with pytest.raises(CollsimError, match="runner files mix configurations: Ring/LL graph"):
         fidelity([ring, default], [default])
-    with pytest.raises(CollsimError, match="different configurations: default/default eager .* vs default/default graph"):
+    with pytest.raises(CollsimError,
+                       match="different configurations: default/default eager .* vs default/default graph"):
         fidelity([eager], [default])
     log = D / "run4" / "diag" / "diag_nt_c1.log"  # the name does not say: NCCL's choice unless --label
     runner = D / "run4" / "diag" / "diag_runner_inplace.jsonl"

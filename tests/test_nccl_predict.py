@@ -55,7 +55,8 @@ def test_other_hardware_scales_from_the_tables():
 
 def test_packaged_parameters_are_the_committed_fit():
     packaged = Path(__file__).resolve().parents[1] / "collsim" / "nccl" / "hopper_params.json"
-    assert packaged.read_bytes() == (Path(__file__).resolve().parents[1] / "data" / "h200x2" / "params.json").read_bytes()
+    committed = Path(__file__).resolve().parents[1] / "data" / "h200x2" / "params.json"
+    assert packaged.read_bytes() == committed.read_bytes()
 
 
 def test_cluster_params_keep_the_2gpu_fit_on_hopper():

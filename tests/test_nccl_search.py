@@ -117,6 +117,14 @@ def test_four_nics_ring_and_nvls():
     assert [pairs.tree_channel(c)[0] for c in range(8)] == list(range(8))
 
 
+def test_ring_falls_back_to_simple_order_when_no_speed_fits():
+    # NVLink far below NCCL's slowest search speed: NCCL keeps one SYS channel at 0.1 GB/s
+    # (search.cc:1189-1196@v2.28.9) instead of no ring at all.
+    slow = search(Cluster("H100", 8, 2, nics_per_node=8, nic_Gbps=400, nvlink_GBps=1))
+    assert (slow.ring.channels, slow.ring.bw_intra, slow.ring.bw_inter) == (1, 0.1, 0.1)
+    assert (slow.ring.type_intra, slow.ring.type_inter) == ("SYS", "SYS") and len(slow.rings) >= 1
+
+
 @pytest.mark.parametrize("version, ring", [  # NCCL's own search of the tags without a fixture, same topology
     ("2.20", (8, 48.0, 1, "PIX")), ("2.22", (8, 48.0, 1, "PIX")), ("2.24", (8, 48.0, 2, "PIX")),
     ("2.25", (8, 48.0, 2, "PIX"))])

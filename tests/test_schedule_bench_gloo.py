@@ -100,7 +100,8 @@ def schedule_file(tmp_path, ranks, steps, name, count=8):
 
 def test_a_bad_argument_is_one_line_exit_2_before_torch_loads(tmp_path):
     (tmp_path / "torch").mkdir()
-    (tmp_path / "torch" / "__init__.py").write_text("raise ImportError('torch loaded before the arguments were checked')")
+    (tmp_path / "torch" / "__init__.py").write_text(
+        "raise ImportError('torch loaded before the arguments were checked')")
     env = {**os.environ, "RANK": "0", "WORLD_SIZE": "4", "PYTHONPATH": str(tmp_path)}
     p = subprocess.run([sys.executable, str(BENCH), "--algo", "tree", "--slices", "2"], capture_output=True,
                        text=True, timeout=60, env=env)
@@ -137,4 +138,5 @@ def test_bad_arguments_one_line_exit_2(tmp_path, monkeypatch, capsys, args, mess
     with pytest.raises(SystemExit) as e:
         schedule_bench.parse_args([a.format(**files) for a in args])
     err = capsys.readouterr().err
-    assert e.value.code == 2 and err.count("\n") == 1 and err.startswith("schedule_bench: error: ") and message in err, err
+    assert e.value.code == 2 and err.count("\n") == 1, err
+    assert err.startswith("schedule_bench: error: ") and message in err, err

@@ -4,6 +4,8 @@ import io
 import numpy as np
 import pytest
 
+from collsim.algorithms import build_schedule
+from collsim.algorithms.lecture import lecture_tree
 from collsim.compose import ScheduleBuilder, split_even
 from collsim.errors import CollsimError
 from collsim.schedule import COPY, REDUCE
@@ -58,9 +60,8 @@ def test_grid_states_flags_double_counting_of_lecture_ring():
 
 
 @pytest.mark.parametrize("make", [lambda: ring(5, 23), lambda: whole_buffer_ring(4, 8),
-                                  lambda: __import__("collsim.algorithms.lecture").algorithms.lecture.lecture_tree(4, 8),
-                                  lambda: __import__("collsim.algorithms").algorithms.build_schedule(
-                                      "tree", 6, 12, chunks=2)])
+                                  lambda: lecture_tree(4, 8),
+                                  lambda: build_schedule("tree", 6, 12, chunks=2)])
 def test_grid_states_agree_with_executed_multiplicities(make):
     st = grid.grid_states(make())
     assert st.mult is not None

@@ -181,7 +181,7 @@ def test_measured_vs_predicted_on_synthetic_files(tmp_path):
     w = mv.MeasuredVsPredicted([a, b], params)
     labels = list(w.config.options)
     assert labels == [c["config"] for c in w.result["configs"]] and len(labels) == 2
-    w.config.value = next(l for l in labels if l.startswith("Ring/LL/"))
+    w.config.value = next(x for x in labels if x.startswith("Ring/LL/"))
     c = w.comparison
     assert c["sizes"] == sizes and c["config"] == w.config.value
     assert np.allclose(np.array(c["collsim_us"]) / c["measured_us"], 1 / 1.10)
@@ -191,7 +191,7 @@ def test_measured_vs_predicted_on_synthetic_files(tmp_path):
     err = w.panel.lines[0]["collsim_err"].get_ydata()
     assert np.allclose(err, 100 * (1 / 1.10 - 1))         # signed error strip
     picture = w.image.value
-    w.config.value = next(l for l in labels if l.startswith("Tree/Simple/"))
+    w.config.value = next(x for x in labels if x.startswith("Tree/Simple/"))
     assert w.panel.lines[0]["measured"] is measured and len(w.panel.lines) == 1
     assert np.allclose(w.panel.lines[0]["collsim_err"].get_ydata(), 0.0) and w.image.value != picture
     assert "median |error| 0.0%" in w.status.value

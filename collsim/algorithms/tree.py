@@ -20,7 +20,8 @@ from collsim.algorithms.tree_pipeline import tree_phase, tree_steps
 from collsim.compose import ScheduleBuilder, split_ranges
 from collsim.schedule import Schedule
 
-TREE_CHUNK_BYTES = 512 << 10   # NCCL Tree Simple chunk since 2.20.3 (enqueue.cc calcCollChunking; v2.19.4 :1349-1355 shrank it)
+# NCCL's Tree Simple chunk since 2.20.3 (enqueue.cc calcCollChunking; v2.19.4 :1349-1355 shrank it)
+TREE_CHUNK_BYTES = 512 << 10
 MAX_DEFAULT_CHUNKS = 1024      # beyond 512 MiB per tree segment chunks grow instead (bounds the schedule)
 
 

@@ -1,6 +1,7 @@
 """``collsim demo``: the quick-start job, predicted AllReduce times next to real measurements.
 
-``collsim demo [--out PNG] [--preset NAME] [--nodes N] [--data FOLDER]`` (what ``bash scripts/demo.sh`` runs) prints two tables and writes one figure:
+``collsim demo [--out PNG] [--preset NAME] [--nodes N] [--data FOLDER]`` (what
+``bash scripts/demo.sh`` runs) prints two tables and writes one figure:
 
 1. Predicted time of every algorithm on a preset cluster (event simulation on
    ``ib-400g`` by default: 4 nodes x 8 H100, NVLink inside, one 400 Gb/s

@@ -102,7 +102,8 @@ def _compare_cluster(args) -> int:
         for r in f["rows"]:
             print(f"  {r['size']:11d} {r['measured_us']:12.2f} {r['collsim_us']:11.2f} "
                   f"{100 * (r['collsim_us'] / r['measured_us'] - 1):+5.0f}% {r['nccl_model_us']:14.2f} "
-                  f"{100 * (r['nccl_model_us'] / r['measured_us'] - 1):+5.0f}%  {r['algo']}/{r['proto']} x{r['channels']}")
+                  f"{100 * (r['nccl_model_us'] / r['measured_us'] - 1):+5.0f}%  "
+                  f"{r['algo']}/{r['proto']} x{r['channels']}")
     for scope, suffix in (("all sizes", ""), ("from 1 MiB", "_from_1MiB")):
         ours, theirs = result["collsim" + suffix], result["nccl_model" + suffix]
         print(f"{scope:11s}: collsim {_pct(ours['median_abs_rel_error'])} / {_pct(ours['p90_abs_rel_error'])}, "
@@ -156,7 +157,8 @@ def _compare_nccl(args) -> int:
         attach_probe(points, args.nccl_log)
     result = compare(params, points, args.holdout, args.algo, args.proto, args.ranks)
     if args.plot:
-        plot_compare(result, params, select(points, params, args.holdout, args.algo, args.proto, args.ranks)[0], args.plot)
+        shown = select(points, params, args.holdout, args.algo, args.proto, args.ranks)[0]
+        plot_compare(result, params, shown, args.plot)
     result["unused_overheads"] = unused
     if args.json:
         print(finite_json(result))
@@ -212,7 +214,8 @@ def register(sub) -> None:
                    help="fit even powers of two/test odd (odd), the reverse (even), eager->graph "
                         "(timing), first file->others (run)")
     p.add_argument("--label", help="ALGO/PROTO for nccl-tests logs (default: from the file name)")
-    p.add_argument("--nodes", type=positive_int, help="nodes of the measured runs (for logs whose hosts do not tell them apart)")
+    p.add_argument("--nodes", type=positive_int,
+                   help="nodes of the measured runs (for logs whose hosts do not tell them apart)")
     p.add_argument("--out-of-place", action="store_true", help="use out-of-place results, not in-place")
     _overhead_argument(p)
     p.set_defaults(func=_fit)
@@ -224,7 +227,8 @@ def register(sub) -> None:
     p.add_argument("--params", help="parameters JSON from collsim fit")
     p.add_argument("--measured", nargs="+", help="runner .jsonl files, nccl-tests output or published logs")
     p.add_argument("--label", help="ALGO/PROTO for nccl-tests logs (default: from the file name)")
-    p.add_argument("--nccl-log", help="NCCL debug log with the TUNING table, or a runner .jsonl with a probe, for files without one")
+    p.add_argument("--nccl-log", help="NCCL debug log with the TUNING table, or a runner .jsonl with a probe, "
+                                      "for files without one")
     p.add_argument("--out-of-place", action="store_true", help="use out-of-place results, not in-place")
     p.add_argument("--algo")
     p.add_argument("--proto")

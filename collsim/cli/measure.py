@@ -91,7 +91,8 @@ def register(sub) -> None:
                    help="NCCL_* variables the run had (text logs do not record them)")
     p.add_argument("-o", "--output", required=True, help="output .jsonl")
     p.add_argument("--nodes", type=positive_int, help="nodes of the run (for a log whose hosts do not tell them apart)")
-    p.add_argument("--cluster", help="the machine it ran on (preset or YAML/JSON): its nodes, GPU and NICs go into the meta")
+    p.add_argument("--cluster",
+                   help="the machine it ran on (preset or YAML/JSON): its nodes, GPU and NICs go into the meta")
     p.set_defaults(func=_import)
     p = sub.add_parser("show", help="print a measurement file as a table")
     p.add_argument("file", help="collsim .jsonl measurement file")

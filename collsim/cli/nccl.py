@@ -80,7 +80,8 @@ def register(sub) -> None:
     p.add_argument("--algo", default="default", help="default (NCCL's choice), Ring, Tree, NVLS, NVLSTree, CollNet")
     p.add_argument("--proto", default="default", help="default (NCCL's choice), LL, LL128, Simple")
     p.add_argument("--env", nargs="+", metavar="NCCL_X=V", help="NCCL variables of the run (NCCL_ALGO, NCCL_PROTO, "
-                   "NCCL_MIN_NCHANNELS/NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS, NCCL_BUFFSIZE, NCCL_NVLS_ENABLE, NCCL_IB_DISABLE)")
+                   "NCCL_MIN_NCHANNELS/NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS, NCCL_BUFFSIZE, NCCL_NVLS_ENABLE, "
+                   "NCCL_IB_DISABLE)")
     p.add_argument("--harness", choices=("nccl-tests", "runner"), default="nccl-tests")
     p.add_argument("--timing", choices=("eager", "graph"), default="eager",
                    help="eager: back-to-back launches (nccl-tests' default); graph: CUDA graphs (nccl-tests -G)")

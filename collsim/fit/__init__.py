@@ -12,42 +12,41 @@ each clock's fixed cost per measurement (``start_costs``), from the same harness
 call counts. Both are then fixed terms of the model (``ModelParams.harness_us``, ``start_us``)
 while the paths are fitted.
 
-Method: per (link class, algorithm, protocol), least squares on log(predicted / measured) over
-the training points of every configuration sharing those parameters, in log-parameter space
-within ``BOUNDS``, by ``scipy.optimize.least_squares`` ("trf"): from three starting points with
-scipy's default tolerances, then from the best of them to convergence (``SOLVER``: central
-differences, steps below 1e-12). A weak prior keeps every fit well-conditioned: each parameter
-also pays MIN_EFFECT x sqrt(points) x log(value / start value), where the start value is its
-prior or the path's value from an earlier stage (one e-fold below the lower bound for a term
-whose prior is 0, no effect; for host_us without one, the fastest call measured: an eager call
-cannot be faster than the launch interval, so that is its largest value). Moving parameters by a factor e then costs as much as MIN_EFFECT
-(0.1%) rms of misfit: along directions the data sees this moves the fit negligibly; along
-directions it cannot see (e.g. base_us against step_us x steps where the step count is the same
-at every size, chan_GBps once the link cap binds, host_us with no eager point at the launch
+Method: per (link class, algorithm, protocol), least squares on log(predicted / measured) over the
+training points of every configuration sharing those parameters, in log-parameter space within
+``BOUNDS``, by ``scipy.optimize.least_squares`` ("trf"): from three starting points with scipy's
+default tolerances, then from the best of them to convergence (``SOLVER``: central differences,
+steps below 1e-12). A weak prior keeps every fit well-conditioned: each parameter also pays
+MIN_EFFECT x sqrt(points) x log(value / start value), where the start value is its prior or the
+path's value from an earlier stage (one e-fold below the lower bound for a term whose prior is 0, no
+effect; for host_us without one, the fastest call measured: an eager call cannot be faster than the
+launch interval, so that is its largest value). Moving parameters by a factor e then costs as much
+as MIN_EFFECT (0.1%) rms of misfit: along directions the data sees this moves the fit negligibly;
+along directions it cannot see (e.g. base_us against step_us x steps where the step count is the
+same at every size, chan_GBps once the link cap binds, host_us with no eager point at the launch
 floor) the prior decides, instead of rounding and the BLAS beneath. Parameters mostly in such
 directions are listed per path in ``params.meta["unseen"]`` (``_unseen``): their values are the
 prior's pull against data that barely moves them, not measurements. ACCURACY.md "Fit method"
-compares this with the hand-written Levenberg-Marquardt it replaced: held-out medians of the
-graph sweeps the same within 0.3 points or better; worse: the emulated socket path (5.5% ->
-6.3%, p90 12% -> 18%; five to ten points per path, which the old optimiser settled by rounding),
-eager Tree LL (9.1% -> 9.8%) and runner -> nccl-tests Tree LL (6.4% -> 7.4%, from a Tree LL solution of
-lower cost); parameters reproducible across OpenBLAS kernels to ~1e-6 instead of 1e-4 to 100%;
-fits up to twice as fast.
-Fitted: base_us, step_us, chan_GBps, fill, warp_us (``BOUNDS``; warp_us is told apart from step_us
-by the sizes where NCCL runs fewer threads per channel); spill too when the path's training
-points have NCCL's receive buffers both within and beyond L2 (sizes >= 4 MiB, where bandwidth
-shows; else it stays 0: nothing could tell it apart from chan_GBps); warm only when some size
->= 2 MiB was measured both with the user buffer still in L2 and not (an A/B such as the runner
+compares this with the hand-written Levenberg-Marquardt it replaced: held-out medians of the graph
+sweeps the same within 0.3 points or better; worse: the emulated socket path (5.5% -> 6.3%, p90 12%
+-> 18%; five to ten points per path, which the old optimiser settled by rounding), eager Tree LL
+(9.1% -> 9.8%) and runner -> nccl-tests Tree LL (6.4% -> 7.4%, from a Tree LL solution of lower
+cost); parameters reproducible across OpenBLAS kernels to ~1e-6 instead of 1e-4 to 100%; fits up to
+twice as fast. Fitted: base_us, step_us, chan_GBps, fill, warp_us (``BOUNDS``; warp_us is told apart
+from step_us by the sizes where NCCL runs fewer threads per channel); spill too when the path's
+training points have NCCL's receive buffers both within and beyond L2 (sizes >= 4 MiB, where
+bandwidth shows; else it stays 0: nothing could tell it apart from chan_GBps); warm only when some
+size >= 2 MiB was measured both with the user buffer still in L2 and not (an A/B such as the runner
 with and without --rotate; a sweep alone has it in L2 up to 16 MiB and not above, which the fit
-would confuse with how bandwidth grows with size) and not for the "net" class (its bandwidth is
-the network's), else it stays at its start value (1: no effect); and, for a path whose
-training points ran at three or more channel counts (NCCL_MAX/MIN_NCHANNELS sweeps), the link
-cap link_GBps and its sharpness link_exp, shared by the paths fitted after it (those paths
-first); that path's own parameters are then re-fitted on its runs at the default channel count
-only (a sweep is often another session, whose latency floor differs). hop_us stays at its prior (NCCL's
-per-hop constant), since with a fixed rank count only base + hops x hop_us is observable. Then
-host_us (eager launch interval) is fitted on the eager training points, the others fixed (with
-eager points only, all five together).
+would confuse with how bandwidth grows with size) and not for the "net" class (its bandwidth is the
+network's), else it stays at its start value (1: no effect); and, for a path whose training points
+ran at three or more channel counts (NCCL_MAX/MIN_NCHANNELS sweeps), the link cap link_GBps and its
+sharpness link_exp, shared by the paths fitted after it (those paths first); that path's own
+parameters are then re-fitted on its runs at the default channel count only (a sweep is often
+another session, whose latency floor differs). hop_us stays at its prior (NCCL's per-hop constant),
+since with a fixed rank count only base + hops x hop_us is observable. Then host_us (eager launch
+interval) is fitted on the eager training points, the others fixed (with eager points only, all five
+together).
 
 Hold-out (``points.split``): "odd", "even", "timing", "run"; errors on the test points only.
 """

@@ -194,8 +194,11 @@ def ring_graph(c, hw: Hw, s: Settings, maxch: int) -> Graph:
         target = 1.0 - ((old[1] == "any") - (new[1] == "any")) * .15 if vnum(v) < (2, 20) else 1.0
         return new[0] > old[0] * target
 
-    n, sp, mode = _walk(speeds, lambda x: x <= hw.max_bw and x <= hw.total_bw, options,
-                        lambda n, x, m: n == maxch or n * x >= hw.total_bw, better)
+    found = _walk(speeds, lambda x: x <= hw.max_bw and x <= hw.total_bw, options,
+                  lambda n, x, m: n == maxch or n * x >= hw.total_bw, better)
+    if found is None:   # no speed fits a channel: "falling back to simple order" (search.cc:1189-1196@v2.28.9)
+        return Graph("RING", 1, 0.1, 0.1, "SYS", "SYS")
+    n, sp, mode = found
     n, sp = _dup(n, sp, c.gpu_info.compcap, maxch)
     if vnum(v) >= (2, 19):
         def fits(x):

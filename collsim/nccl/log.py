@@ -40,7 +40,8 @@ _ALGO_NAMES = {a.upper(): a for a in ALGOS} | {"NVLS_TREE": "NVLSTree",
                                                "COLLNET_CHAIN": "CollNetChain"}
 _PROTO_NAMES = {p.upper(): p for p in PROTOS}
 
-_INFO = re.compile(r"(?:^|\s|\])(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL INFO (?P<msg>.*)$")
+_INFO = re.compile(r"(?:^|\s|\])(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
+                   r"NCCL INFO (?P<msg>.*)$")
 VERSION_PATTERN = re.compile(r"NCCL version (\d+\.\d+\.\d+)(\S*)")
 _COMM = re.compile(r"comm (\S+) rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)")
 _CHANNELS = re.compile(r"(\d+) coll channels, (\d+) collnet channels, (\d+) nvls channels, (\d+) p2p channels")

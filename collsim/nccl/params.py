@@ -52,8 +52,9 @@ class ModelParams:
     fixed cost (us) per measurement of a clock (``Config.clock``), spread over ``Config.calls``
     (``collsim.fit.start_costs``; 0 for clocks not listed). ``launch_us[key]``: (fixed, per GPU) host
     time (us) an eager harness spends per call, the second per GPU its process launches on
-    (``Config.gpus_per_process``); keys not listed use the path's ``host_us``. ``nvls_channels``: NCCL's NVLS channel count. The
-    "nvls" link class is the per-GPU port into an NVSwitch doing NVLink SHARP (multimem) work."""
+    (``Config.gpus_per_process``); keys not listed use the path's ``host_us``. ``nvls_channels``:
+    NCCL's NVLS channel count. The "nvls" link class is the per-GPU port into an NVSwitch doing NVLink
+    SHARP (multimem) work."""
     paths: dict
     link_GBps: dict
     channels: int = 24
@@ -169,7 +170,8 @@ def _launch(d: dict, where: str) -> dict:
     out = {}
     for k, v in (read_field(d, "launch_us", where, dict) or {}).items():
         if not isinstance(v, list) or len(v) != 2:
-            raise CollsimError(f"{where}: launch_us.{describe_key(k)} must be [fixed_us, per_gpu_us], got {describe(v)}")
+            raise CollsimError(f"{where}: launch_us.{describe_key(k)} must be [fixed_us, per_gpu_us], "
+                               f"got {describe(v)}")
         out[str(k)] = tuple(_value("launch_us", x, where, f"launch_us.{describe_key(k)}") for x in v)
     return out
 
@@ -203,7 +205,8 @@ def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
     channels = read_field(d, "channels", where, int, required=True, minimum=1, maximum=MAX_CHANNELS)
     nvls_channels = read_field(d, "nvls_channels", where, int, minimum=1, maximum=MAX_CHANNELS)
     return ModelParams(paths, links, channels, read_field(d, "meta", where, dict) or {},
-                       _numbers(d, "harness_us", where, "harness_us"), _value("link_exp", d.get("link_exp", 0.0), where),
+                       _numbers(d, "harness_us", where, "harness_us"),
+                       _value("link_exp", d.get("link_exp", 0.0), where),
                        _value("l2_bytes", d.get("l2_bytes", L2_BYTES), where),
                        _numbers(d, "start_us", where, "start_us"), _launch(d, where),
                        16 if nvls_channels is None else nvls_channels)

@@ -98,7 +98,8 @@ def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "d
     rows = []
     for size, d in zip(sizes, decisions):
         if d.algo not in ALGOS:
-            raise CollsimError(f"NCCL picks {d.algo} here, which collsim does not model (CollNet: SHARP in the switches)")
+            raise CollsimError(f"NCCL picks {d.algo} here, which collsim does not model "
+                               "(CollNet: SHARP in the switches)")
         e = explain(params, d.algo, d.proto, [size], cfg)[0]
         alg, bus = bandwidths(size, e["time_us"], cluster.ranks)
         rows.append(Row(size, e["time_us"], alg, bus, d.algo, d.proto, d.channels, d.time_us, e["dominant"]))

@@ -210,7 +210,8 @@ def to_topology(cluster: Cluster):
     intra = Link.from_GBps(intra_GBps, ALPHA_US[cluster.intra])
     source = (f"{g} x {cluster.gpu} ({cluster.intra}): {cluster.intra_GBps * share:g} GB/s per "
               f"{'pair (' + str(pairs) + ' NVLinks)' if pairs else 'GPU'} x ring efficiency "
-              f"{info.ring_efficiency:.3f} = {intra_GBps:.4g} GB/s, alpha {ALPHA_US[cluster.intra]:.3g} us [{info.source}]")
+              f"{info.ring_efficiency:.3f} = {intra_GBps:.4g} GB/s, alpha {ALPHA_US[cluster.intra]:.3g} us "
+              f"[{info.source}]")
     nvls = None
     if cluster.nvls:
         nvls = Link.from_GBps(intra_GBps * info.nvls_efficiency, ALPHA_US[cluster.intra])

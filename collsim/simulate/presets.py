@@ -37,14 +37,15 @@ def _clusters() -> dict[str, Cluster]:
     }
     for gbit in (100, 200, 400):
         out[f"ib-{gbit}g"] = Cluster("H100", 8, 4, "nvswitch", nics_per_node=8, nic_Gbps=gbit, net="ib",
-                                     name=f"ib-{gbit}g", source=f"4 nodes of 8 H100 SXM, {gbit} Gb/s InfiniBand, {_RAIL}")
+                                     name=f"ib-{gbit}g",
+                                     source=f"4 nodes of 8 H100 SXM, {gbit} Gb/s InfiniBand, {_RAIL}")
         out[f"roce-{gbit}g"] = Cluster("H100", 8, 4, "nvswitch", nics_per_node=8, nic_Gbps=gbit, net="roce",
                                        name=f"roce-{gbit}g",
                                        source=f"4 nodes of 8 H100 SXM, {gbit} Gb/s RoCE (GPUDirect RDMA), {_RAIL}")
         out[f"eth-{gbit}g"] = Cluster("H100", 8, 4, "nvswitch", nics_per_node=1, nic_Gbps=gbit, net="tcp",
                                       name=f"eth-{gbit}g",
-                                      source=f"4 nodes of 8 H100 SXM, one {gbit} GbE NIC per node shared by its 8 GPUs, "
-                                             "TCP sockets")
+                                      source=f"4 nodes of 8 H100 SXM, one {gbit} GbE NIC per node shared "
+                                             "by its 8 GPUs, TCP sockets")
     return out
 
 

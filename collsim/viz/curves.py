@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Mapping
-
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 

@@ -188,7 +188,7 @@ def _vertical_text(img, text: str, font, right: float, middle: float) -> None:
 def _rotated_mask(text: str, font):
     from PIL import Image, ImageDraw
 
-    l, t, r, b = font.getbbox(text)
-    mask = Image.new("L", (r - l + 2, b - t + 2), 0)
-    ImageDraw.Draw(mask).text((1 - l, 1 - t), text, fill=255, font=font)
+    left, top, right, bottom = font.getbbox(text)
+    mask = Image.new("L", (right - left + 2, bottom - top + 2), 0)
+    ImageDraw.Draw(mask).text((1 - left, 1 - top), text, fill=255, font=font)
     return mask.rotate(90, expand=True)

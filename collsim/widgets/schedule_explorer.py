@@ -130,8 +130,8 @@ class ScheduleExplorer:
         from matplotlib.figure import Figure
 
         from collsim.algorithms import ALGORITHMS
-        from collsim.units import format_size
         from collsim.simulate.presets import PRESETS
+        from collsim.units import format_size
         from collsim.viz.render import FramePNG
 
         self.algo = W.Dropdown(options=list(ALGORITHMS), value=algo, description="algorithm")
