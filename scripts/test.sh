@@ -3,8 +3,9 @@
 # Creates .venv in the repository root (if missing), installs collsim with its
 # notebooks, runners and dev extras (torch pinned to the 2.13.0 CPU wheel),
 # installs Debian's chromium for the real-browser test when run as root, then
-# runs pytest, then (full runs only) the fit tests on another OpenBLAS kernel. Exit code is
-# pytest's; "no tests collected" (5) counts as failure.
+# runs pytest, then (full runs only) the fit tests on another OpenBLAS kernel and ruff (pyproject's
+# [tool.ruff]). Exit code is pytest's, or 1 when a full run's second fit pass or ruff fails;
+# "no tests collected" (5) counts as failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -30,5 +31,7 @@ if [ "$rc" = 0 ] && [ "$#" = 0 ]; then
   echo "fit tests again with OPENBLAS_CORETYPE=Nehalem OPENBLAS_NUM_THREADS=1" >&2
   OPENBLAS_CORETYPE=Nehalem OPENBLAS_NUM_THREADS=1 .venv/bin/python -m pytest -q -p no:cacheprovider \
     tests/test_accuracy.py tests/test_fit.py || exit 1
+  echo "ruff check ." >&2
+  .venv/bin/ruff check . || exit 1
 fi
 exit "$rc"
