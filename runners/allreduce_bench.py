@@ -30,8 +30,8 @@ warm-up (at least one call), then ``--graph-calls`` k calls captured in one
 CUDA events; time per call = elapsed / (replays x k). The timed calls are queued
 before the clocks start (below), so a timed size carries a fixed cost of only 1-3 us
 spread over its calls, 0.01-0.03 us per call at ``-n 100`` (2 x H200,
-data/h200x2/run6/start/; with the start event recorded before the first launch, as
-until run 5, it was 10-25 us). Graph timing sets
+data/h200x2/run6/start/; a start event recorded before the first launch would add
+10-25 us). Graph timing sets
 ``NCCL_GRAPH_MIXING_SUPPORT=0`` unless you set it (NCCL's default costs a
 captured torch all_reduce ~6 us per call; data/h200x2/README.md). ``gloo``: host clock.
 Each rank averages its own calls; ``time_us`` is the maximum over ranks of

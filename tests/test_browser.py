@@ -2,8 +2,7 @@
 
 Starts JupyterLab in an isolated temporary environment on a copy of
 notebooks/04_alpha_beta.ipynb, runs all cells, moves the first slider of the
-CostExplorer and checks that the rendered figure changed. Recipe:
-/work/shared/reference/browser-testing.md. In CI (env CI=true) a missing
+CostExplorer and checks that the rendered figure changed. In CI (env CI=true) a missing
 chromium is a failure; elsewhere the test is skipped.
 """
 import hashlib

@@ -1,4 +1,4 @@
-"""collsim.cli.schedule: the exact commands of issue 2 and every error path (one line, exit 2)."""
+"""collsim.cli.schedule: the README's schedule commands and every error path (one line, exit 2)."""
 import json
 import subprocess
 import sys

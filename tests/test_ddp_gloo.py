@@ -14,7 +14,7 @@ minima (minimum over calls: interference only adds time). And on CPU the "comm s
 threads competing for the same two cores as the compute, so overlap is partly lost and the
 measurement sits between the overlap prediction and the one-stream sum. BOUND = 2.5 covers
 that spread; a gross modelling error (a missing phase, wrong buckets, a unit slip) does not
-fit inside it. The real validation is on GPUs (issue 4's 2 x H200 run).
+fit inside it. The real validation is on GPUs: data/h200x2/STRATEGIES.md (2 x H200).
 """
 import json
 import os
