@@ -348,3 +348,13 @@ def test_fidelity_cli(capsys):
                           "share no sizes")
     assert_one_line_error(*run(capsys, "fidelity", "--runner", *runner, "--reference", *ref, "--max-bytes", "lots"),
                           "lots")
+
+
+def test_list_presets_names_each_source(capsys):
+    from collsim.simulate.presets import PRESETS
+    code, out, _ = run(capsys, "simulate", "--list-presets")
+    assert code == 0
+    lines = out.splitlines()
+    for name, topo in PRESETS.items():
+        i = next(k for k, line in enumerate(lines) if line.startswith(f"{name} "))
+        assert lines[i + 1].strip().startswith("source: " + topo.source.split()[0])

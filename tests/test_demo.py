@@ -1,5 +1,10 @@
-"""collsim demo (collsim/demo.py, collsim/cli/demo.py): the quick-start job of README."""
+"""collsim demo (collsim/cli/demo.py): the quick-start job of README, and README's copy of its output."""
+import re
+from pathlib import Path
+
 from collsim.cli import main
+
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def test_demo_prints_both_tables_and_writes_the_figure(capsys, tmp_path):
@@ -9,6 +14,11 @@ def test_demo_prints_both_tables_and_writes_the_figure(capsys, tmp_path):
     assert "Predicted AllReduce time (us), event simulation on ib-400g" in text
     assert "fastest" in text and "all 105 points" in text
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    # README shows this output (rows elided with "..."): every row it shows is printed as shown
+    shown = re.search(r"What `bash scripts/demo.sh` prints.*?```\n(.*?)```", README.read_text(), re.S).group(1)
+    rows = [line for line in shown.splitlines() if line.strip() and line != "..."]
+    assert len(rows) >= 10
+    assert [r for r in rows if r not in text.splitlines()] == []
 
 
 def test_demo_unknown_preset_is_one_line(capsys):

@@ -95,3 +95,14 @@ def test_core_never_imports_torch_or_ipywidgets(heavy, allowed):
 def test_modules_are_small():
     big = [(n, len(p.read_text().splitlines())) for n, p in modules() if len(p.read_text().splitlines()) > 330]
     assert not big, big
+
+
+def test_readme_layout_names_every_module():
+    """README's Layout section names every module of the package and every runner."""
+    readme = (PKG.parent / "README.md").read_text()
+    layout = readme[readme.index("## Layout"):]
+    files = [p for p in PKG.rglob("*") if p.suffix in (".py", ".json") and p.name not in ("__init__.py", "__main__.py")]
+    files += [p for p in (PKG.parent / "runners").glob("*.py")]
+    missing = sorted(str(p.relative_to(PKG.parent)) for p in files if f"`{p.name}`" not in layout
+                     and f"{p.parent.name}/{p.name}" not in layout)
+    assert not missing, f"README Layout does not name: {missing}"

@@ -102,7 +102,7 @@ def run(out: str | None, preset: str = "ib-400g", nodes: int | None = None, data
     times = {a: t[np.searchsorted(grid, sizes)] for a, t in grid_times.items()}
     print(f"Predicted AllReduce time (us), event simulation on {topo.name}: {topo.nodes} nodes x "
           f"{topo.gpus_per_node} GPUs = {topo.ranks} ranks")
-    print(f"  ({topo.source})")
+    print(f"  {topo.describe()} (where each number comes from: collsim simulate --list-presets)")
     print(f"{'algorithm':20s}" + "".join(f"{format_size(int(s)):>10s}" for s in sizes))
     for a in times:
         print(f"{a:20s}" + "".join(_fmt_us(t) for t in times[a]))

@@ -16,6 +16,7 @@ NIC and pair link that carried bytes, with ``busy`` its share of the run (0..1).
 from __future__ import annotations
 
 import sys
+import textwrap
 
 from collsim.cli.args import (
     add_algo_args,
@@ -42,6 +43,8 @@ def cmd_simulate(args) -> int:
     if args.list_presets:
         for name, topo in PRESETS.items():
             print(f"{name:14s} {topo.describe()}")
+            print(textwrap.fill(f"source: {topo.source}", width=100, initial_indent=" " * 15,
+                                subsequent_indent=" " * 15, break_on_hyphens=False))
         return 0
     if args.algo is None:
         raise CollsimError("simulate needs --algo")
