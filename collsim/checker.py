@@ -42,6 +42,10 @@ located at the transfer that last wrote it. When all bits are complete and
 untainted the int64 values are compared with the true elementwise sum as an
 independent check.
 
+Steps and transfers are counted from 1 in messages ("step 2 of 6, transfer 1 of 4: ..."): the
+mistake happens in step 2, and the grid (``collsim.viz.grid``) shows it "after 2 of 6 steps".
+``CheckReport.step``/``transfer`` are the 0-based indices (``Schedule.step_slice(step)``).
+
 The execution itself is ``collsim.execution.Execution``; ``contribution_states``
 counts its bitsets after every step (what ``collsim.viz.grid`` draws).
 """
@@ -60,7 +64,8 @@ from collsim.schedule import Schedule
 class CheckReport:
     """Outcome of ``check``. bytes_* are numpy arrays (bytes per rank, GPUs only: traffic to and from
     a switch counts on the GPU's side); link_bytes maps (src, dst) -> bytes (switch endpoints included).
-    step/transfer locate the first error (transfer = index within step)."""
+    step/transfer locate the first error as 0-based indices (transfer = index within step); the
+    message counts both from 1, as every picture does ("step 2 of 6, transfer 1 of 4: ...")."""
 
     ok: bool
     error: str | None
@@ -115,11 +120,15 @@ def check(schedule: Schedule, seed: int = 0) -> CheckReport:
     if error is None:
         return CheckReport(True, None, None, None, **report)
     step, pos, reason = error
-    return CheckReport(False, _message(step, pos, reason), step, pos, **report)
+    return CheckReport(False, _message(s, step, pos, reason), step, pos, **report)
 
 
-def _message(step: int | None, pos: int | None, reason: str) -> str:
-    return (f"step {step} transfer {pos}: " if pos is not None else "") + reason
+def _message(s: Schedule, step: int | None, pos: int | None, reason: str) -> str:
+    """``reason`` located as "step k of n, transfer t of m: " (counted from 1)."""
+    if pos is None:
+        return reason
+    in_step = int(s.step_ptr[step + 1] - s.step_ptr[step])
+    return f"step {step + 1} of {s.n_steps}, transfer {pos + 1} of {in_step}: {reason}"
 
 
 @dataclass
@@ -163,7 +172,7 @@ def contribution_states(schedule: Schedule) -> ContributionStates:
         distinct[k], over[k] = distinct[k - 1], over[k - 1]
         distinct[k, cells], over[k, cells] = st.held(cells), st.twice[cells] < NONE
     if st.error:
-        raise CollsimError(_message(*st.error))
+        raise CollsimError(_message(s, *st.error))
     shape = (s.n_steps + 1, s.ranks, st.atoms)
     return ContributionStates(st.bounds, distinct.reshape(shape), over.reshape(shape))
 

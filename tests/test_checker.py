@@ -78,11 +78,11 @@ def test_injected_faults_are_caught_at_their_step(case):
     assert not r.ok and r.error and "\n" not in r.error
     if how in ("duplicate", "swap"):        # the fault itself is the first wrong transfer
         assert r.step == step, r.error
-        assert r.error.startswith(f"step {step} transfer ")
+        assert r.error.startswith(f"step {step + 1} of {bad.n_steps}, transfer ")
         if how == "swap":
             assert r.transfer == pos
     if how == "drop" and r.step is not None:
-        assert r.error.startswith(f"step {r.step} transfer {r.transfer}:")
+        assert r.error.startswith(f"step {r.step + 1} of {bad.n_steps}, transfer {r.transfer + 1} of ")
 
 
 @st.composite
@@ -108,17 +108,17 @@ def test_verdict_agrees_with_brute_force_on_random_schedules(s):
 def test_reasons_are_precise():
     s = build_schedule("ring", 4, 8)
     assert check(faulty(s, 1, 2, "swap")).error == (
-        "step 1 transfer 2: rank 2 -> 3 elements [2, 4): copy of a partial sum lacking rank(s) 0, 3 "
+        "step 2 of 6, transfer 3 of 4: rank 2 -> 3 elements [2, 4): copy of a partial sum lacking rank(s) 0, 3 "
         "(sent before it was reduced)")
     e = check(faulty(s, 0, 0, "duplicate")).error
-    assert e == "step 0 transfer 4: rank 0 -> 1 elements [0, 2): reduce counts the contribution of rank(s) 0 twice"
+    assert e == "step 1 of 6, transfer 5 of 5: rank 0 -> 1 elements [0, 2): reduce counts the contribution of rank(s) 0 twice"
     e = check(faulty(s, 5, 1, "duplicate")).error
-    assert e.startswith("step 5 transfer 1:") and "a copy and another transfer write the same elements" in e
+    assert e.startswith("step 6 of 6, transfer 2 of 5:") and "a copy and another transfer write the same elements" in e
     bad = Schedule.from_steps(2, 4, [[(0, 1, 0, 2, "reduce")], [(1, 0, 3, 2, "copy")]])
     r = check(bad)
     assert (r.step, r.transfer) == (1, 0) and "element range [3, 5) outside the buffer [0, 4)" in r.error
     r = check(Schedule.from_steps(2, 4, [[(0, 5, 0, 2, "reduce")]]))
-    assert r.error == "step 0 transfer 0: bad rank: 0 -> 5 with ranks 0..1"
+    assert r.error == "step 1 of 1, transfer 1 of 1: bad rank: 0 -> 5 with ranks 0..1"
 
 
 def test_missing_contribution_named_with_rank_and_range():
@@ -126,7 +126,7 @@ def test_missing_contribution_named_with_rank_and_range():
                                    [(2, 0, 0, 6, "copy"), (2, 1, 0, 3, "copy")]])
     r = check(s)
     assert not r.ok
-    assert r.error == ("step 0 transfer 0: rank 1 elements [3, 6) end without the contribution of rank(s) 2 "
+    assert r.error == ("step 1 of 3, transfer 1 of 1: rank 1 elements [3, 6) end without the contribution of rank(s) 2 "
                        "(last written here)")
 
 
@@ -243,9 +243,9 @@ def test_switch_endpoints_accumulate_and_distribute():
     assert list(r.bytes_sent) == [16, 16, 16] and r.link_bytes[(3, 0)] == 16
     lacking = Schedule.from_steps(3, 4, [[(r, 3, 0, 4, "reduce") for r in range(2)], gather], switches=1)
     e = check(lacking).error
-    assert e == ("step 1 transfer 0: rank 0 elements [0, 4) end without the contribution of rank(s) 2 "
+    assert e == ("step 2 of 2, transfer 1 of 3: rank 0 elements [0, 4) end without the contribution of rank(s) 2 "
                  "(last written here)")
     twice = Schedule.from_steps(3, 4, [[(r, 3, 0, 4, "reduce") for r in (0, 1, 2, 2)], gather], switches=1)
     assert "rank(s) 2 twice" in check(twice).error
     bad = Schedule.from_steps(3, 4, [[(0, 4, 0, 4, "reduce")]], switches=1)
-    assert check(bad).error == "step 0 transfer 0: bad rank: 0 -> 4 with ranks 0..2 and switches 3..3"
+    assert check(bad).error == "step 1 of 1, transfer 1 of 1: bad rank: 0 -> 4 with ranks 0..2 and switches 3..3"

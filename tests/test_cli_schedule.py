@@ -149,7 +149,7 @@ def test_check_algorithm_and_lecture_ring(capsys):
     rc, out, _ = run(capsys, "check", "--algo", "tree", "--ranks", 7, "--count", 100)
     assert rc == 0 and out.startswith("OK")
     rc, out, _ = run(capsys, "check", "--algo", "lecture-ring", "--ranks", 4, "--count", 8)
-    assert rc == 1 and out.startswith("WRONG: step 1 transfer 0:") and "twice" in out
+    assert rc == 1 and out.startswith("WRONG: step 2 of 6, transfer 1 of 4:") and "twice" in out
 
 
 def test_check_of_a_wrong_schedule_file_names_the_first_wrong_step(capsys, tmp_path):
@@ -164,11 +164,11 @@ def test_check_of_a_wrong_schedule_file_names_the_first_wrong_step(capsys, tmp_p
     r = json.loads(out)
     assert rc == 1 and not r["ok"] and r["step"] is not None and r["step"] >= 2
     rc, out, _ = run(capsys, "check", "--file", f)
-    assert rc == 1 and out.startswith(f"WRONG: step {r['step']} ")
+    assert rc == 1 and out.startswith(f"WRONG: step {r['step'] + 1} of ")
     d["steps"][0][0]["dst"] = 9                        # a rank the schedule does not have
     f.write_text(json.dumps(d))
     rc, out, _ = run(capsys, "check", "--file", f)
-    assert rc == 1 and out.startswith("WRONG: step 0 transfer 0: bad rank")
+    assert rc == 1 and out.startswith("WRONG: step 1 of 6, transfer 1 of 4: bad rank")
 
 
 # ------------------------------------------------------------------ error paths
