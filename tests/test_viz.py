@@ -9,7 +9,7 @@ from collsim.algorithms.lecture import lecture_tree
 from collsim.compose import ScheduleBuilder, split_even
 from collsim.errors import CollsimError
 from collsim.schedule import COPY, REDUCE
-from collsim.viz import curves, grid, timeline
+from collsim.viz import curves, grid, palette, timeline
 
 
 def ring(P, count):
@@ -108,11 +108,52 @@ def test_cell_colors_and_labels():
     over = np.array([[False, False], [True, False]])
     rgba = grid.cell_colors(distinct, over, 3)
     assert rgba.shape == (2, 2, 4)
-    assert tuple(rgba[0, 1]) == (0.17, 0.63, 0.17, 1.0)      # exact sum is green
-    assert tuple(rgba[1, 0]) == (0.84, 0.15, 0.16, 1.0)      # over-counted is red
+    assert tuple(rgba[0, 1]) == palette.rgba(palette.EXACT)   # exact sum: Okabe-Ito yellow
+    assert tuple(rgba[1, 0]) == palette.rgba(palette.OVER)    # over-counted: vermillion (and crossed)
     assert rgba[0, 0, 2] > rgba[1, 1, 2] or rgba[0, 0, 0] > rgba[1, 1, 0]   # more data = darker
     assert grid.cell_label(np.array([1.0, 1.0])) == "Σ"
     assert grid.cell_label(np.array([0.0, 1.0, 3.0])) == "x1+3x2"
+
+
+# Machado, Oliveira and Fernandes (2009), severity 1, on linear RGB: what protanopes, deuteranopes
+# and tritanopes see
+CVD = {"normal": np.eye(3),
+       "protan": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]],
+       "deutan": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.011820, 0.042940, 0.968881]],
+       "tritan": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602], [0.004733, 0.691367, 0.303900]]}
+
+
+def _lab(colour, kind):
+    """CIELAB (D65) of an sRGB colour as a reader with colour vision ``kind`` sees it."""
+    from matplotlib.colors import to_rgb
+
+    c = np.asarray(to_rgb(colour))
+    lin = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    lin = np.clip(np.asarray(CVD[kind]) @ lin, 0, 1)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ lin
+    t = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+@pytest.mark.parametrize("kind", list(CVD))
+def test_palette_states_stay_apart_for_colour_blind_readers(kind):
+    """Every pair of grid states, transfer kinds and curve colours differs by a CIELAB distance of at
+    least 15 for normal, protan, deutan and tritan vision (about 2.3 is just noticeable)."""
+    states = {"¼ held": grid.held_color(0.25), "¾ held": grid.held_color(0.75), "exact": palette.EXACT,
+              "over": palette.OVER}
+    groups = [states, {"reduce": palette.REDUCE, "copy": palette.COPY, **states},
+              {f"curve {i}": c for i, c in enumerate(palette.CURVE_COLOURS)}]
+    for g in groups:
+        names = list(g)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                d = np.linalg.norm(_lab(g[a], kind) - _lab(g[b], kind))
+                assert d >= 15, f"{a} vs {b} for {kind} vision: {d:.1f}"
+    # and "over" is never told by colour alone: the grid crosses those cells
+    v = grid.GridView(whole_buffer_ring(4, 4))
+    v.show(2)
+    assert len(v.crosses.get_offsets()) == 4
 
 
 def test_arrow_polygons_point_from_sender_to_receiver():
@@ -130,7 +171,7 @@ def test_gridview_show_updates_artists_in_place():
     assert v.image is image and v.arrows is arrows
     assert not np.array_equal(before, v.image.get_array())
     assert len(v.arrows.get_paths()) == 4
-    assert "step 4/6" in v.ax.get_title()
+    assert "after 3 of 6 steps; arrows: step 4," in v.ax.get_title()
     v.show(s.n_steps)
     assert len(v.arrows.get_paths()) == 0 and "every rank holds the sum" in v.ax.get_title()
     assert v.labels[0][0].get_text() == "Σ"

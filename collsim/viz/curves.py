@@ -38,12 +38,13 @@ def _check_series(sizes, series: Mapping[str, np.ndarray]) -> np.ndarray:
     return sizes
 
 
-def crossovers(sizes, series: Mapping[str, np.ndarray]) -> list[Crossover]:
+def crossovers(sizes, series: Mapping[str, np.ndarray], fastest_only: bool = False) -> list[Crossover]:
     """Every size where two curves cross, interpolated linearly in log(size) and log(time).
 
     ``series`` maps a name to times (seconds) at ``sizes`` (bytes, increasing).
     A crossing is reported between two sampled sizes where the sign of
-    log(t_a / t_b) changes; the list is sorted by size.
+    log(t_a / t_b) changes; the list is sorted by size. ``fastest_only``: only the
+    crossings where the fastest curve changes (no third curve below the two there).
     """
     sizes = _check_series(sizes, series)
     ls = np.log(sizes)
@@ -59,6 +60,11 @@ def crossovers(sizes, series: Mapping[str, np.ndarray]) -> list[Crossover]:
             t = logs[a][i] + f * (logs[a][i + 1] - logs[a][i])
             below, above = (b, a) if d[i] > 0 else (a, b)
             out.append(Crossover(float(np.exp(x)), below, above, float(np.exp(t))))
+    if fastest_only:
+        def at(name, c):
+            return np.exp(np.interp(np.log(c.size), ls, logs[name]))
+        out = [c for c in out if all(at(n, c) >= c.time_s * (1 - 1e-9) for n in series
+                                     if n not in (c.faster_below, c.faster_above))]
     return sorted(out, key=lambda c: c.size)
 
 
@@ -84,12 +90,40 @@ def _fmt_bytes(n: float) -> str:
     return f"{n:.3g} B"
 
 
+def place_labels(points, sizes, box, gap: float = 5.0) -> list[tuple[float, float]]:
+    """Lower-left corners (pixels) of labels of ``sizes`` (w, h) next to ``points`` (x, y), so that no
+    two labels overlap and each stays inside ``box`` (x0, y0, x1, y1) where it can.
+
+    Greedy, in the order given: each label takes the first free place among right-above,
+    right-below, left-above, left-below its point, then the same sides moved up or down by
+    whole label heights. A label that finds no free place takes the first candidate inside the
+    box (there are more labels than room)."""
+    placed: list[tuple[float, float, float, float]] = []
+    out = []
+    x0, y0, x1, y1 = box
+    for (px, py), (w, h) in zip(points, sizes):
+        cands = []
+        for k in range(6):
+            lift = k * (h + gap)
+            cands += [(px + gap, py + gap + lift), (px + gap, py - h - gap - lift),
+                      (px - w - gap, py + gap + lift), (px - w - gap, py - h - gap - lift)]
+        inside = [(x, y) for x, y in cands if x >= x0 and y >= y0 and x + w <= x1 and y + h <= y1] or cands
+        free = [(x, y) for x, y in inside
+                if all(x + w <= a or b <= x or y + h <= c or d <= y for a, c, b, d in placed)]
+        x, y = (free or inside)[0]
+        placed.append((x, y, x + w, y + h))
+        out.append((x, y))
+    return out
+
+
 class CurvesView:
     """Log-log time (or busbw) vs size for several named curves, crossovers marked.
 
     ``update`` changes the data of existing lines and markers (no new figure),
     so a widget or animation can call it on every change without flicker.
-    Curve names are fixed at construction; each keeps its colour.
+    Curve names are fixed at construction; each keeps its colour and line style
+    (``collsim.viz.palette``). Crossover labels are placed so that they do not
+    overlap (``place_labels``).
     """
 
     def __init__(self, names, kind: str = "time", ax=None, max_marks: int = 12):
@@ -97,15 +131,23 @@ class CurvesView:
             raise CollsimError(f"kind must be 'time' or 'busbw', got {kind!r}")
         from matplotlib.figure import Figure
 
-        if ax is None:
-            ax = Figure(figsize=(7, 4.2), dpi=80, layout="constrained").add_subplot()
+        from collsim.viz.palette import curve_style
+
+        if ax is None:                      # fixed margins: label places computed now stay right
+            fig = Figure(figsize=(7, 4.2), dpi=80)
+            fig.subplots_adjust(left=0.11, right=0.98, bottom=0.12, top=0.93)
+            ax = fig.add_subplot()
         self.ax, self.fig, self.kind = ax, ax.figure, kind
         self.names = list(names)
-        self.lines = {n: ax.plot([], [], lw=2, label=n)[0] for n in self.names}
+        self.lines = {n: ax.plot([], [], lw=2, label=n, **curve_style(i))[0] for i, n in enumerate(self.names)}
         self.marks = ax.plot([], [], "o", ms=8, mfc="none", mec="k", mew=1.5,
                              label="crossover")[0]
         self.labels = [ax.text(0, 0, "", fontsize=8, ha="left", va="bottom", visible=False)
                        for _ in range(max_marks)]
+        from matplotlib.collections import LineCollection
+
+        self.leaders = LineCollection([], colors="0.4", linewidths=0.8, zorder=1.5)   # marker -> its label
+        ax.add_collection(self.leaders)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("message size per rank (bytes)")
@@ -115,10 +157,11 @@ class CurvesView:
         self.crossings: list[Crossover] = []
 
     def update(self, sizes, series: Mapping[str, np.ndarray], factor: float = 1.0,
-               title: str = "") -> list[Crossover]:
+               title: str = "", fastest_only: bool = False) -> list[Crossover]:
         """Show ``series`` (seconds at ``sizes`` bytes; a name left out hides its line).
 
-        busbw views multiply by ``factor``. Returns the crossovers.
+        busbw views multiply by ``factor``. Returns the crossovers marked (``fastest_only``:
+        only where the fastest curve changes).
         """
         unknown = set(series) - set(self.names)
         if unknown:
@@ -134,19 +177,11 @@ class CurvesView:
                 self.lines[n].set_data([], [])
         if not ys:
             raise CollsimError("no curves to show")
-        self.crossings = crossovers(sizes, series)
+        self.crossings = crossovers(sizes, series, fastest_only)
         xs = [c.size for c in self.crossings]
         ymarks = [c.time_s if self.kind == "time" else busbw(c.size, c.time_s, factor)
                   for c in self.crossings]
         self.marks.set_data(xs, ymarks)
-        for i, lab in enumerate(self.labels):
-            if i < len(self.crossings):
-                c = self.crossings[i]
-                lab.set_position((xs[i], ymarks[i]))
-                lab.set_text(f" {_fmt_bytes(c.size)}\n {c.faster_below}→{c.faster_above}")
-                lab.set_visible(True)
-            else:
-                lab.set_visible(False)
         allv = np.concatenate(list(ys.values()))
         # whole decades: limits (and so ticks) change rarely, so most updates can be blitted
         limits = ((float(sizes[0]), float(sizes[-1])),
@@ -154,8 +189,35 @@ class CurvesView:
         if limits != self.limits():
             self.ax.set_xlim(*limits[0])
             self.ax.set_ylim(*limits[1])
+        self._place(xs, ymarks)
         self.ax.set_title(title, fontsize=10)
         return self.crossings
+
+    def _place(self, xs, ys) -> None:
+        """Crossover labels beside their markers, none overlapping another (``place_labels``)."""
+        n = min(len(xs), len(self.labels))
+        texts = [f"{_fmt_bytes(c.size)}\n{c.faster_below}→{c.faster_above}" for c in self.crossings[:n]]
+        px = self.fig.dpi / 72
+        fs = self.labels[0].get_fontsize() if self.labels else 8
+        sizes = [(0.62 * fs * px * max(len(line) for line in t.split("\n")), 2.9 * fs * px) for t in texts]
+        to_px = self.ax.transData
+        pts = to_px.transform(np.c_[xs[:n], ys[:n]]) if n else np.zeros((0, 2))
+        corners = place_labels(pts, sizes, self.ax.bbox.extents)
+        back = to_px.inverted().transform(np.array(corners)) if n else []
+        leaders = []
+        for (x, y), (w, h), p in zip(corners, sizes, pts):
+            cx, cy = min(max(p[0], x), x + w), min(max(p[1], y), y + h)       # nearest point of the box
+            if np.hypot(cx - p[0], cy - p[1]) > 12:                            # not right beside it
+                leaders.append(to_px.inverted().transform(np.array([p, (cx, cy)])))
+        self.leaders.set_segments(leaders)
+        for i, lab in enumerate(self.labels):
+            if i < n:
+                lab.set_position(tuple(back[i]))
+                lab.set_text(texts[i])
+                lab.set_visible(True)
+            else:
+                lab.set_visible(False)
+        self.label_boxes = [(x, y, x + w, y + h) for (x, y), (w, h) in zip(corners, sizes)]
 
     def limits(self) -> tuple:
         """Current (x, y) limits: with the axis kind, all that the non-animated content depends on."""
@@ -163,7 +225,7 @@ class CurvesView:
 
     def artists(self) -> list:
         """The artists ``update`` changes when the limits stay (for ``FramePNG``)."""
-        return list(self.lines.values()) + [self.marks, self.ax.title] + self.labels
+        return list(self.lines.values()) + [self.marks, self.leaders, self.ax.title] + self.labels
 
 
 def draw_predicted_busbw(ax, result: dict, measured: dict | None = None) -> None:

@@ -1,11 +1,14 @@
 """Ranks x chunks grid of an AllReduce schedule, one picture per step.
 
-A cell (rank r, chunk c) is coloured by the fraction of the ranks whose
-contributions rank r holds for chunk c (pale blue = few, dark = most), green = the
-full sum with every contribution exactly once, red = some contribution counted
-more than once. The transfers of the step are drawn as arrows from the
-sender's row to the receiver's row over the chunks they carry (orange =
-reduce, blue = copy).
+Steps are counted from 1: picture k shows the state *after k of the n steps* (k = 0: every
+rank holds only its own data; k = n: the result), and arrows for the transfers of the next
+step, step k + 1, from the sender's row to the receiver's row over the chunks they carry
+(orange = reduce, wine = copy). The checker (``collsim.checker``) and the widgets
+count the same way. A cell (rank r, chunk c) is coloured by the fraction of the ranks whose
+contributions rank r holds for chunk c (pale blue = few, dark blue = most), yellow = the full
+sum with every contribution exactly once, vermillion with a cross = some contribution counted
+more than once (``collsim.viz.palette``: safe for colour-blind readers). With
+``gpus_per_node`` the rows are cut into nodes by black lines.
 
 Chunks are the checker's atoms: the segments between all transfer boundaries
 (elements that always move together), so the state is exact for any schedule.
@@ -27,12 +30,13 @@ import numpy as np
 from collsim.checker import ContributionStates, contribution_states
 from collsim.execution import atoms_of, run_steps
 from collsim.schedule import REDUCE, Schedule
+from collsim.viz import palette
 
 LABEL_LIMIT = 48          # write the contributions into cells when ranks x chunks is at most this
 MAX_ARROWS = 256          # draw at most this many arrows per step (evenly spread over its transfers)
 _FULL_STATE_LIMIT = 250_000     # keep per-step multiplicities (for labels) below this many numbers
-REDUCE_RGBA = (1.0, 0.5, 0.05, 0.9)
-COPY_RGBA = (0.12, 0.47, 0.71, 0.9)
+REDUCE_RGBA = palette.rgba(palette.REDUCE, 0.9)
+COPY_RGBA = palette.rgba(palette.COPY, 0.9)
 
 
 @dataclass
@@ -70,15 +74,16 @@ def held_color(fraction):
     """RGBA of a cell holding ``fraction`` (0-1) of the ranks' contributions: pale to dark blue."""
     from matplotlib import colormaps
 
-    return colormaps["Blues"](0.12 + 0.6 * np.asarray(fraction, float))
+    name, lo, hi = palette.HELD_RAMP
+    return colormaps[name](lo + (hi - lo) * np.asarray(fraction, float))
 
 
 def cell_colors(distinct: np.ndarray, over: np.ndarray, ranks: int) -> np.ndarray:
-    """RGBA (…, 4) per cell: blues by fraction held, green for the exact sum, red if over-counted."""
+    """RGBA (…, 4) per cell: blues by fraction held, yellow for the exact sum, vermillion if over-counted."""
     rgba = held_color(distinct / max(ranks, 1))
     done = (distinct == ranks) & ~over
-    rgba[done] = (0.17, 0.63, 0.17, 1.0)
-    rgba[over] = (0.84, 0.15, 0.16, 1.0)
+    rgba[done] = palette.rgba(palette.EXACT)
+    rgba[over] = palette.rgba(palette.OVER)
     return rgba
 
 
@@ -110,32 +115,36 @@ def legend_handles():
 
     return [*(Patch(color=held_color(f), label=f"{t} of the ranks' data")
               for f, t in ((0.25, "¼"), (0.5, "½"), (0.75, "¾"))),
-            Patch(color=(0.17, 0.63, 0.17), label="exact sum"),
-            Patch(color=(0.84, 0.15, 0.16), label="a contribution\ncounted twice"),
-            Patch(color=REDUCE_RGBA[:3], label="reduce transfer"),
-            Patch(color=COPY_RGBA[:3], label="copy transfer")]
+            Patch(color=palette.EXACT, label="exact sum"),
+            Patch(color=palette.OVER, label="a contribution\ncounted twice (×)"),
+            Patch(color=REDUCE_RGBA[:3], label="reduce transfer\n(receiver adds)"),
+            Patch(color=COPY_RGBA[:3], label="copy transfer\n(receiver overwrites)")]
 
 
 class GridView:
-    """The grid of a schedule on a matplotlib Axes; ``show(step)`` updates the artists in place.
+    """The grid of a schedule on a matplotlib Axes; ``show(k)`` updates the artists in place.
 
-    ``set_schedule`` swaps in another schedule (other P or algorithm) on the
-    same axes, so a widget keeps one figure for its whole life; ticks and
-    limits are only set when they change. ``text=False`` leaves the title,
-    chunk ranges and legend off the figure (a widget shows ``caption``,
-    ``chunk_text`` and a legend as HTML: text is the slowest thing to draw);
-    cells hold their contributions as text while ranks x chunks <= ``label_limit``.
+    ``show(k)`` draws the state after k of the n steps and the arrows of step k + 1 (steps
+    counted from 1, as the checker counts them). ``set_schedule`` swaps in another schedule
+    (other P or algorithm) on the same axes, so a widget keeps one figure for its whole life;
+    ticks and limits are only set when they change. ``gpus_per_node``: draw a line between
+    the nodes' rows. ``text=False`` leaves the title, chunk ranges and legend off the figure (a
+    widget shows ``caption``, ``chunk_text`` and a legend as HTML: text is the slowest thing to
+    draw); cells hold their contributions as text while ranks x chunks <= ``label_limit``.
     """
 
     def __init__(self, schedule: Schedule, states: GridStates | None = None, ax=None,
-                 text: bool = True, label_limit: int = LABEL_LIMIT):
-        from matplotlib.collections import PolyCollection
+                 text: bool = True, label_limit: int = LABEL_LIMIT, gpus_per_node: int | None = None):
+        from matplotlib.collections import LineCollection, PolyCollection
         from matplotlib.figure import Figure
 
         if ax is None:
             ax = Figure(figsize=(7, 5), dpi=80, layout="constrained").add_subplot()
         self.ax, self.fig, self.text, self.label_limit = ax, ax.figure, text, label_limit
         self.image = ax.imshow(np.zeros((1, 1, 4), np.uint8), aspect="auto", interpolation="nearest")
+        self.crosses = ax.scatter([], [], marker="x", s=30, c="k", linewidths=1.2, zorder=2.5)
+        self.nodes = LineCollection([], colors="k", linewidths=2.0, zorder=2.6)
+        ax.add_collection(self.nodes)
         self.arrows = PolyCollection([], closed=True, linewidths=0.4, edgecolors="k", zorder=3)
         ax.add_collection(self.arrows)
         ax.set_ylabel("rank")
@@ -146,11 +155,12 @@ class GridView:
             ax.set_xlabel("chunk")
         self.labels: list[list] = []
         self._ticks = None
-        self.set_schedule(schedule, states)
+        self.set_schedule(schedule, states, gpus_per_node)
 
-    def set_schedule(self, schedule: Schedule, states=None) -> None:
+    def set_schedule(self, schedule: Schedule, states=None, gpus_per_node: int | None = None) -> None:
         """Show ``schedule``; ``states``: its ``GridStates``, a function returning them (called
-        when a step after 0 is first shown), or None (``grid_states`` then)."""
+        when a step after 0 is first shown), or None (``grid_states`` then); ``gpus_per_node``:
+        the node size whose boundaries to draw (None or >= ranks: none)."""
         self.schedule, self._states = schedule, states
         b, self._seg, self._end = atoms_of(schedule)
         P, C, ax = schedule.ranks, len(b) - 1, self.ax
@@ -166,6 +176,9 @@ class GridView:
                             for c in range(C)] for r in range(P)]
         self.chunk_text = ("chunk (elements " + ", ".join(f"{x}-{y - 1}" for x, y in zip(b[:4], b[1:5]))
                            + (", …)" if C > 4 else ")"))
+        self.gpus_per_node = gpus_per_node if gpus_per_node and gpus_per_node < P else None
+        cuts = np.arange(self.gpus_per_node, P, self.gpus_per_node) - 0.5 if self.gpus_per_node else []
+        self.nodes.set_segments([[(-0.5, y), (C - 0.5, y)] for y in cuts])
         if (P, C) != self._ticks:            # ticks are the slow part of a redraw: only on change
             self._ticks = (P, C)
             self.image.set_extent((-0.5, C - 0.5, P - 0.5, -0.5))
@@ -186,11 +199,12 @@ class GridView:
 
     def artists(self) -> list:
         """The artists ``show`` changes, and the frame above them (for ``FramePNG``)."""
-        return ([self.image, self.arrows] + ([self.ax.title] if self.text else [])
+        return ([self.image, self.crosses, self.nodes, self.arrows] + ([self.ax.title] if self.text else [])
                 + [t for row in self.labels for t in row] + list(self.ax.spines.values()))
 
     def show(self, step: int) -> None:
-        """State at the start of ``step`` and its transfers (``step == n_steps``: final state)."""
+        """The state after ``step`` of the n steps, with the arrows of step ``step + 1`` (none after
+        the last step: ``step == n`` shows the result)."""
         sch = self.schedule
         n = sch.n_steps
         if not 0 <= step <= n:
@@ -198,9 +212,12 @@ class GridView:
         self.step = step
         if step == 0 and not self.labels:      # every rank holds its own data: no execution needed
             self.image.set_data(np.broadcast_to(self._lut[0, 1], (sch.ranks, self._ticks[1], 4)))
+            self.crosses.set_offsets(np.zeros((0, 2)))
         else:
             st = self.states
             self.image.set_data(self._lut[st.over[step].astype(np.intp), st.distinct[step]])
+            r, c = np.nonzero(st.over[step])
+            self.crosses.set_offsets(np.c_[c - 0.3, r - 0.25])      # a corner: clear of the cell text
         if step < n:
             sl = sch.step_slice(step)
             red = sch.op[sl] == REDUCE
@@ -213,20 +230,22 @@ class GridView:
             x = first + (end - first - 1) / 2 + 0.12 * np.sign(dst - src)
             self.arrows.set_verts(arrow_polygons(src, dst, x))
             self.arrows.set_facecolors(np.where(sch.op[drawn, None] == REDUCE, [REDUCE_RGBA], [COPY_RGBA]))
-            what = f"step {step + 1}/{n}: {n_t} transfers " \
-                   f"({int(red.sum())} reduce, {int((~red).sum())} copy)"
+            what = (f"after {step} of {n} steps; arrows: step {step + 1}, {n_t} transfers "
+                    f"({int(red.sum())} reduce, {int((~red).sum())} copy)")
             if n_t > MAX_ARROWS:
-                what += f", arrows for {MAX_ARROWS} of them"
+                what += f", {MAX_ARROWS} of them drawn"
         else:
             self.arrows.set_verts([])
-            what = f"after all {n} steps: " + ("every rank holds the sum" if self.correct()
-                                               else "NOT the sum")
+            what = f"after {n} of {n} steps: " + ("every rank holds the sum" if self.correct()
+                                                  else "NOT the sum")
         for r, row in enumerate(self.labels):
             for c, t in enumerate(row):
                 t.set_text(cell_label(self.states.mult[step, r, c]))
-        self.caption = f"{sch.name or 'schedule'}, P={sch.ranks} — {what}"
+        nodes = f", {sch.ranks // self.gpus_per_node} nodes" if self.gpus_per_node else ""
+        self.caption = f"{sch.name or 'schedule'}, P={sch.ranks}{nodes} — {what}"
+        self.title = f"{sch.name or 'schedule'}, P={sch.ranks}{nodes}\n{what}"
         if self.text:
-            self.ax.set_title(self.caption, fontsize=10)
+            self.ax.set_title(self.title, fontsize=10)
 
     def correct(self) -> bool:
         """True when every cell ends holding each contribution exactly once."""

@@ -3,10 +3,12 @@
 Each transfer is a bar from its simulated start to its end (seconds, shown in
 microseconds). ``by="link"``: one row per directed link src->dst that carries
 data; ``by="rank"``: one row per sending rank (its send port). Bars of
-reduce transfers are orange, copies blue; with ``gpus_per_node`` given,
-transfers between nodes are drawn darker and their rows are marked "(inter)".
-``TimelineView.highlight(step)`` brings out one step's transfers and shades its
-time span by updating existing artists.
+reduce transfers are orange, copies wine (``collsim.viz.palette``); with
+``gpus_per_node`` given, transfers between nodes are drawn darker and their rows
+are marked "(inter)". ``TimelineView.highlight(k)`` brings out the transfers of
+step k + 1 (the step after k of n, as ``collsim.viz.grid`` counts) and shades
+its time span by updating existing artists. ``draw_timelines`` puts several
+simulations on one shared time axis, so their lengths compare at a glance.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.schedule import REDUCE, Schedule
+from collsim.viz import palette
 
 
 @dataclass
@@ -124,7 +127,7 @@ class TimelineView:
         self.verts = np.stack([np.stack([s, r - .4], 1), np.stack([e, r - .4], 1),
                                np.stack([e, r + .4], 1), np.stack([s, r + .4], 1)], axis=1)
         red = schedule.op[shown] == REDUCE
-        base = np.where(red[:, None], [[1.0, 0.5, 0.05, 1.0]], [[0.12, 0.47, 0.71, 1.0]])
+        base = np.where(red[:, None], [palette.rgba(palette.REDUCE)], [palette.rgba(palette.COPY)])
         if gpus_per_node:
             inter = schedule.src[shown] // gpus_per_node != schedule.dst[shown] // gpus_per_node
             base[inter, :3] *= 0.6
@@ -132,9 +135,7 @@ class TimelineView:
         self.bars.set_verts(self.verts)
         self.bars.set_facecolors(base)
         self.total_us = float(np.max(end)) * us if len(end) else 0.0
-        xmax = nice_ceil(self.total_us * 1.02)   # few distinct limits: their ticks are drawn once each
-        if xmax != self.ax.get_xlim()[1]:
-            self.ax.set_xlim(0, xmax)
+        self.set_xmax(self.total_us)
         if self.rows.labels != self._ticks:   # ticks are the slow part of a redraw: only on change
             self._ticks = self.rows.labels
             self.ax.set_ylim(n_rows - 0.5, -0.5)
@@ -147,12 +148,23 @@ class TimelineView:
             self.ax.set_title(self.caption, fontsize=10)
         self.highlight(None)
 
+    def set_xmax(self, us: float) -> None:
+        """Time axis from 0 to a round value at or above ``us`` (few distinct limits: their ticks
+        are drawn once each); give several views the same value to compare them."""
+        xmax = nice_ceil(us * 1.02)
+        if xmax != self.ax.get_xlim()[1]:
+            self.ax.set_xlim(0, xmax)
+
     def artists(self) -> list:
         """The artists ``highlight`` changes, and the frame above them (for ``FramePNG``)."""
         return [self.veil, self.span, self.step_bars, *self.ax.spines.values()]
 
     def highlight(self, step: int | None) -> None:
-        """Pale all bars but ``step``'s and shade its time span (None: show all bars plainly)."""
+        """Pale all bars but those of step ``step + 1`` (0-based index ``step``: the step after
+        ``step`` of n) and shade its time span (None, or ``step == n``: show all bars plainly)."""
+        n = self.schedule.n_steps
+        self.step_caption = (f"shaded: step {step + 1} of {n}" if step is not None and step < n
+                             else f"all {n} steps")
         mine = (self.bar_step == step) if step is not None else np.zeros(len(self.bar_step), bool)
         self.veil.set_visible(step is not None and step < self.schedule.n_steps)
         self.step_bars.set_verts(self.verts[mine])
@@ -181,3 +193,23 @@ def timeline_view(result, by: str = "link", ax=None, max_rows: int = 32,
 def draw_timeline(result, by: str = "link", ax=None, max_rows: int = 32):
     """Gantt chart of a ``SimResult`` per link (``by="link"``) or sending rank; returns the Figure."""
     return timeline_view(result, by, ax, max_rows).fig
+
+
+def draw_timelines(results: dict, by: str = "link", max_rows: int = 16, width: float = 12.0):
+    """A figure of one timeline per ``SimResult`` in ``results`` ({title: result}), stacked on one
+    shared time axis (the longest run sets it), each titled with its name and total time."""
+    from matplotlib.figure import Figure
+
+    rows = [min(max_rows, len(timeline_rows(r.schedule, r.start, r.end, by, None, max_rows).labels))
+            for r in results.values()]
+    fig = Figure(figsize=(width, 0.9 * len(rows) + 0.22 * sum(rows)), layout="constrained")
+    axes = fig.subplots(len(rows), 1, sharex=True, height_ratios=[max(r, 2) for r in rows], squeeze=False)[:, 0]
+    views = [timeline_view(r, by, ax, max_rows) for r, ax in zip(results.values(), axes)]
+    longest = max(v.total_us for v in views)
+    for name, v in zip(results, views):
+        v.set_xmax(longest)
+        v.ax.set_title(f"{name}: {v.total_us:,.0f} µs" + (f" ({v.rows.dropped} quieter rows not shown)"
+                                                           if v.rows.dropped else ""), fontsize=10)
+    for ax in axes[:-1]:
+        ax.set_xlabel("")
+    return fig
