@@ -228,3 +228,26 @@ def test_equality_for_random_rank_counts_up_to_300(name, p, mult, seed):
     kw = params(name, p, np.random.default_rng(seed))
     t, form = sim_and_form(name, p, count_for(name, p, kw, mult), G, kw)
     assert t == pytest.approx(form, rel=1e-12, abs=1e-18)
+
+
+@pytest.mark.parametrize("preset,nodes", [("ib-400g", 2), ("ib-400g", 4), ("ib-100g", 4), ("eth-100g", 4)])
+def test_rail_ring_approximates_the_simulated_rail_rings(preset, nodes):
+    """``rail_ring`` against the event simulation of NCCL's rail rings on 2G channels: within 25% from
+    64 KiB to 1 GiB, within 1% from 256 MiB (the bandwidth bound: the NVLink port or the node's NICs)."""
+    from collsim.algorithms import build_schedule
+    from collsim.cost import rail_ring
+    from collsim.simulate import simulate
+    from collsim.simulate.presets import get_preset
+
+    topo = get_preset(preset, nodes=nodes)
+    g, P = topo.gpus_per_node, topo.ranks
+    for size in (1 << 16, 1 << 20, 1 << 24, 1 << 28, 1 << 30):
+        sim = simulate(build_schedule("ring", P, size // 4, channels=2 * g, gpus_per_node=g), topo).time_s
+        sim -= topo.call_us * 1e-6
+        model = rail_ring(P, size, g, topo.nics_per_node, topo.intra.alpha, topo.intra.beta,
+                          topo.inter.alpha, topo.inter.beta)
+        assert model == pytest.approx(sim, rel=0.25 if size < 1 << 28 else 0.01), (size, model, sim)
+    one = rail_ring(8, 1 << 20, 8, 8, 2e-6, 1e-11, 9e-6, 1e-10)         # one node: the plain ring
+    assert one == pytest.approx(closed_form("ring", 8, 1 << 20, 2e-6, 1e-11, channels=16))
+    with pytest.raises(CollsimError):
+        rail_ring(12, 1 << 20, 8, 8, 2e-6, 1e-11, 9e-6, 1e-10)

@@ -34,26 +34,46 @@ def test_explore_builds_checks_and_simulates():
 
 
 def test_closed_series_are_closed_forms_on_one_or_two_levels():
-    from collsim.cost import closed_form
+    from collsim.cost import closed_form, rail_ring
 
     sizes = ce.size_grid(10, 20)
     assert sizes[0] == 1024 and sizes[-1] == 1 << 20 and np.all(np.diff(sizes) > 0)
     intra, inter = (2e-6, 1e-12), (8e-6, 2e-11)
-    one = ce.closed_series(sizes, 8, 8, intra, inter)          # one node of 8: the intra link only
-    assert list(one) == ["ring", "tree", "recursive-doubling"]
+    one = ce.closed_series(sizes, 1, 8, intra, inter)          # one node of 8: the intra link only
+    assert list(one) == list(ce.FLAT)
     assert one["ring"][3] == pytest.approx(closed_form("ring", 8, int(sizes[3]), *intra))
-    two = ce.closed_series(sizes, 16, 8, intra, inter)
+    two = ce.closed_series(sizes, 2, 8, intra, inter, nics_per_node=2)
     assert list(two) == list(ce.CURVES)
     assert two["ring"][0] == pytest.approx(closed_form("ring", 16, int(sizes[0]), *inter))
-    assert two["hierarchical"][0] == pytest.approx(closed_form(
-        "hierarchical", 16, int(sizes[0]), *intra, gpus_per_node=8, alpha_inter=8e-6, beta_inter=2e-11))
+    assert two[ce.RAILS][-1] == pytest.approx(rail_ring(16, int(sizes[-1]), 8, 2, *intra, *inter))
+    assert two["hierarchical"][0] == pytest.approx(closed_form(      # 4 GPUs share each of the 2 NICs
+        "hierarchical", 16, int(sizes[0]), *intra, gpus_per_node=8, alpha_inter=8e-6, beta_inter=4 * 2e-11))
+    assert list(ce.closed_series(sizes, 4, 1, intra, inter)) == list(ce.FLAT)   # one GPU a node: all NICs
     odd = ce.size_grid(3, 5)                                     # 11 and 23 bytes: not whole floats
-    assert 11 in odd and np.allclose(ce.closed_series(odd, 8, 8, intra, inter)["tree"],
+    assert 11 in odd and np.allclose(ce.closed_series(odd, 1, 8, intra, inter)["tree"],
                                      closed_form("tree", 8, odd, *intra))
-    with pytest.raises(CollsimError, match="does not divide"):
-        ce.closed_series(sizes, 12, 8, intra, inter)
+    with pytest.raises(CollsimError, match="NICs per node"):
+        ce.closed_series(sizes, 2, 4, intra, inter, nics_per_node=8)
     with pytest.raises(CollsimError):
         ce.size_grid(20, 10)
+
+
+@pytest.mark.parametrize("preset", ["h200-nvlink", "a100x4-nvlink"])
+def test_valid_ranks_are_exactly_the_rank_counts_that_build_and_simulate(preset):
+    """Every P the explorer's slider offers builds, checks and simulates; a sample of the others is
+    refused (P that do not fill nodes; NVLS beyond one node or on a machine without NVLink SHARP)."""
+    from collsim.algorithms import ALGORITHMS
+
+    for algo in ALGORITHMS:
+        valid = se.valid_ranks(algo, preset)
+        for P in valid:
+            ex = se.explore(algo, P, 1024, preset)
+            assert ex.result.time_s > 0 and ex.states.complete(), (algo, P)
+        for P in sorted({3, 6, 9, 12, 17, 63, 64} - set(valid)):
+            with pytest.raises(CollsimError):
+                se.explore(algo, P, 1024, preset).result
+    assert se.valid_ranks("ring", preset)[-1] == 64
+    assert se.valid_ranks("nvls", "h200-nvlink") == list(range(2, 9)) and se.valid_ranks("nvls", "a100x4-nvlink") == []
 
 
 def test_check_answer_lines():
@@ -69,12 +89,18 @@ def test_schedule_explorer_follows_its_controls():
     ex = se.ScheduleExplorer("ring", 4, 1 << 20, "h200-nvlink")
     assert ex.step.max == ex.state.schedule.n_steps == 6
     first = ex.grid_img.value
-    ex.step.value = 2
+    ex.step.value = 2                         # one convention: after 2 of 6 steps, arrows of step 3
     assert ex._grid.step == 2 and ex.grid_img.value != first
-    assert "step 3/6" in ex.grid_caption.value and ex._grid.ax.get_title() == ""   # text as HTML
+    assert "after 2 of 6 steps; arrows: step 3," in ex.grid_caption.value and ex._grid.ax.get_title() == ""
+    assert "shaded: step 3 of 6" in ex.time_caption.value
     timeline_before = ex.time_img.value
     ex.step.value = 3
     assert ex.time_img.value != timeline_before
+    ex.step.value = 6
+    assert "after 6 of 6 steps: every rank holds the sum" in ex.grid_caption.value
+    assert ex.play.interval == 700
+    ex.speed.value = 100                      # Play's speed
+    assert ex.play.interval == 100
     ex.ranks.value = 8
     assert ex.state.schedule.ranks == 8 and ex.step.value == 0 and ex.step.max == 14
     ex.algo.value = "tree"
@@ -95,19 +121,32 @@ def test_schedule_explorer_caches_configurations_and_backgrounds():
     ex.algo.value = "direct"                  # one step, P(P-1) arrows
     ex.ranks.value = 64
     assert ex.state.schedule.n_transfers == 64 * 63 and ex.step.max == 1
-    assert len(ex._grid.arrows.get_paths()) == 256 and "arrows for 256 of them" in ex.grid_caption.value
+    assert len(ex._grid.arrows.get_paths()) == 256 and "256 of them drawn" in ex.grid_caption.value
     ex.step.value = 1
     assert "every rank holds the sum" in ex.grid_caption.value
 
 
-def test_schedule_explorer_reports_bad_configuration_and_keeps_last_picture():
+def test_schedule_explorer_offers_only_valid_ranks_and_survives_what_cannot_run():
+    from traitlets import TraitError
+
     ex = se.ScheduleExplorer("ring", 8, 1 << 20, "ib-400g")
+    assert list(ex.ranks.options) == se.valid_ranks("ring", "ib-400g")
     picture = ex.grid_img.value
-    ex.ranks.value = 12                       # not a multiple of 8 GPUs per node
-    assert "multiple of 8" in ex.error and "multiple of 8" in ex.status.value
-    assert ex.state.schedule.ranks == 8 and ex.grid_img.value == picture
+    with pytest.raises(TraitError):          # 12 does not fill nodes of 8: the slider has no such value
+        ex.ranks.value = 12
+    assert ex.state.schedule.ranks == 8 and ex.grid_img.value == picture and ex.error == ""
     ex.ranks.value = 16
-    assert ex.error == "" and ex.state.schedule.ranks == 16
+    assert ex.error == "" and ex.state.schedule.ranks == 16 and ex._grid.gpus_per_node == 8   # node lines
+    ex.ranks.value = 64
+    ex.algo.value = "nvls"                    # one node only: P moves to the nearest it allows
+    assert ex.ranks.options == tuple(range(2, 9)) and ex.ranks.value == 8 and ex.state.schedule.ranks == 8
+    ex.preset.value = "a100-nvlink"           # no NVLink SHARP: a message, the last picture stays
+    shown = ex.state
+    assert "NVLink SHARP" in ex.error and "NVLink SHARP" in ex.status.value and ex.state is shown
+    ex.step.value = 1                         # ... and the widget still answers
+    assert ex._grid.step == 1
+    ex.algo.value = "tree"
+    assert ex.error == "" and ex.state.topology.name.startswith("a100") and ex.state.report.ok
 
 
 def test_schedule_explorer_in_a_kernel_loop_shows_grid_first_then_timeline():
@@ -133,7 +172,8 @@ def test_schedule_explorer_in_a_kernel_loop_shows_grid_first_then_timeline():
 
 # ------------------------------------------------------------------ CostExplorer
 def test_cost_explorer_updates_curves_and_crossovers():
-    ex = ce.CostExplorer(ranks=64)
+    ex = ce.CostExplorer(nodes=8, gpus_per_node=8)
+    assert ex.ranks == 64
     view = ex.views["time"]
     line, hier = view.lines["ring"], view.lines["hierarchical"]
     before = (list(ex.crossings), ex.image.value, line.get_ydata().copy(), hier.get_ydata().copy())
@@ -145,11 +185,31 @@ def test_cost_explorer_updates_curves_and_crossovers():
     assert not np.allclose(line.get_ydata(), before[2])
     assert [c.size for c in ex.crossings] != [c.size for c in before[0]]
     ex.kind.value = "busbw"
-    assert ex.views["busbw"].lines["ring"].get_ydata().max() <= 360.0
-    ex.ranks.value = 12                       # 12 ranks do not fill nodes of 8
-    assert "does not divide" in ex.error
-    ex.gpus_per_node.value = 4
-    assert ex.error == "" and "hierarchical" in ex.series
+    assert ex.views["busbw"].lines["ring"].get_ydata().max() <= 46.0      # one NIC's rate
+    assert ex.views["busbw"].lines[ce.RAILS].get_ydata().max() <= 8 * 46.0   # all 8 NICs
+    ex.gpus_per_node.value = 4                # P = 8 x 4; the NIC slider follows GPUs per node
+    assert ex.ranks == 32 and ex.nics.max == 4 and ex.nics.value == 4 and ex.error == ""
+    ex.nodes.value = 1                        # one node: no inter-node curves
+    assert set(ex.series) == set(ce.FLAT) and "one node" in ex.machine.value
+    ex.sizes.value = (12, 12)                 # squeezed: widened, never empty
+    assert ex.sizes.value == (12, 13) and ex.error == ""
+
+
+def test_cost_explorer_error_leaves_it_usable(monkeypatch):
+    ex = ce.CostExplorer(nodes=4, gpus_per_node=8)
+    picture, series = ex.image.value, ex.series
+
+    def broken(*args, **kwargs):
+        raise CollsimError("something went wrong")
+    monkeypatch.setattr(ce, "closed_series", broken)
+    ex.latency.value = 10.0
+    assert ex.error == "something went wrong" and "something went wrong" in ex.status.value
+    assert ex.image.value == picture and ex.series is series
+    ex.kind.value = "busbw"                   # the toggle still redraws (the last valid curves)
+    assert ex.image.value != picture
+    monkeypatch.undo()
+    ex.latency.value = 3.0
+    assert ex.error == "" and ex.series is not series
 
 
 # ------------------------------------------------------------------ MeasuredVsPredicted

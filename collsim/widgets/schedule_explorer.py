@@ -1,11 +1,16 @@
 """ScheduleExplorer: pick an algorithm, rank count, size and topology; step through the schedule.
 
-The logic is in pure functions (``topology_for``, ``explore``); the widget
+The logic is in pure functions (``valid_ranks``, ``topology_for``, ``explore``); the widget
 only wires controls to them and shows two PNG images (the chunk grid and the
 per-link timeline) whose artists are updated in place: one figure each for the
 widget's whole life, so Play does not flicker. In a Jupyter kernel a new
 configuration shows its grid at once and is simulated on the event loop's
 next tick (the timeline follows); outside a running loop both come at once.
+
+The P slider offers only the rank counts the algorithm can run on the preset
+(``valid_ranks``): up to one node's GPUs, then whole nodes. Steps count from 1
+everywhere (the checker's messages, the grid, the slider): slider value k shows
+the state after k of the n steps and the transfers of step k + 1.
 """
 from __future__ import annotations
 
@@ -19,6 +24,28 @@ from collsim.widgets import settle_heap
 SIZES = [2**k for k in range(10, 31, 2)]          # 1 KiB .. 1 GiB, bytes per rank
 MAX_RANKS = 64
 LABEL_LIMIT = 16          # cells written as text (each costs ~1-4 ms a frame) up to this many
+SPEEDS = [("slow: 1.5 s a step", 1500), ("0.7 s a step", 700), ("0.3 s a step", 300),
+          ("fast: 0.1 s a step", 100)]       # Play's interval (ms) choices
+
+
+def valid_ranks(algo: str, preset: str, max_ranks: int = MAX_RANKS) -> list[int]:
+    """The rank counts ``explore`` accepts for ``algo`` on ``preset``: 2 .. G (one node of G GPUs) and
+    whole nodes 2G, 3G, ... up to ``max_ranks``; NVLink SHARP algorithms only where the preset has
+    it, NVLS itself on one node only. Empty when the algorithm cannot run on the preset at all."""
+    from collsim.algorithms import get
+    from collsim.simulate.presets import PRESETS
+
+    if preset not in PRESETS:
+        raise CollsimError(f"unknown topology preset {preset!r}")
+    record, topo = get(algo), PRESETS[preset]
+    g = topo.gpus_per_node
+    one_node = list(range(2, min(g, max_ranks) + 1))
+    if record.switches:
+        if topo.nvls is None:
+            return []
+        if "gpus_per_node" not in record.params:        # NVLS: the switch of one node
+            return one_node
+    return one_node + list(range(2 * g, max_ranks + 1, g))
 
 
 def topology_for(preset: str, ranks: int):
@@ -110,16 +137,15 @@ def _build(algo: str, ranks: int, count: int, itemsize: int, gpus_per_node):
 
 
 class ScheduleExplorer:
-    """Controls (algorithm, P, size, topology, step slider with Play) and two live pictures.
+    """Controls (algorithm, P, size, topology, step slider with Play and its speed) and two live pictures.
 
-    ``.widget`` is the ipywidgets box to display; ``.algo``, ``.ranks``,
-    ``.size``, ``.preset``, ``.step`` are the controls (set ``.value`` to drive it
-    from code); ``.state`` is the current ``Exploration`` and ``.error`` the last
-    configuration error (shown in the status line; the pictures keep the last
-    valid configuration). Explorations of the last ``CACHE`` configurations are
-    kept, and so are the pictures' backgrounds (``collsim.viz.render.FramePNG``).
-    While a new configuration waits for its simulation the timeline keeps the
-    previous picture under the caption "simulating…".
+    ``.widget`` is the ipywidgets box to display; ``.algo``, ``.ranks``, ``.size``, ``.preset``,
+    ``.step``, ``.speed`` are the controls (set ``.value`` to drive it from code; ``.ranks`` offers
+    only ``valid_ranks``); ``.state`` is the current ``Exploration`` and ``.error`` the last
+    error (shown in the status line; the pictures keep the last valid configuration and every
+    control keeps working). Explorations of the last ``CACHE`` configurations are kept, and so are
+    the pictures' backgrounds (``collsim.viz.render.FramePNG``). While a new configuration waits
+    for its simulation the timeline keeps the previous picture under the caption "simulating…".
     """
 
     CACHE = 32
@@ -135,15 +161,19 @@ class ScheduleExplorer:
         from collsim.viz.render import FramePNG
 
         self.algo = W.Dropdown(options=list(ALGORITHMS), value=algo, description="algorithm")
-        self.ranks = W.IntSlider(value=ranks, min=1, max=MAX_RANKS, description="P (ranks)",
-                                 continuous_update=False)
+        self.preset = W.Dropdown(options=list(PRESETS), value=preset, description="topology")
+        options = valid_ranks(algo, preset) or [ranks]
+        self.ranks = W.SelectionSlider(options=options, value=min(options, key=lambda p: abs(p - ranks)),
+                                       description="P (ranks)", continuous_update=False)
         self.size = W.SelectionSlider(options=[(format_size(s), s) for s in SIZES], value=nbytes,
                                       description="bytes/rank", continuous_update=False)
-        self.preset = W.Dropdown(options=list(PRESETS), value=preset, description="topology")
-        self.step = W.IntSlider(value=0, min=0, max=1, description="step")
+        self.step = W.IntSlider(value=0, min=0, max=1, description="steps done")
         self.play = W.Play(value=0, min=0, max=1, interval=700, description="play")
+        self.speed = W.Dropdown(options=SPEEDS, value=700, description="speed")
         W.jslink((self.play, "value"), (self.step, "value"))
+        self.speed.observe(self._on_speed, names="value")
         self.status = W.HTML()
+        self.about = W.HTML()
         self.grid_caption = W.HTML()
         self.time_caption = W.HTML()
         self.error = ""
@@ -160,14 +190,39 @@ class ScheduleExplorer:
         self._cache: OrderedDict = OrderedDict()
         self.state = None
         self._configuring = False
-        for w in (self.algo, self.ranks, self.size, self.preset):
+        for w in (self.algo, self.preset):
+            w.observe(self._on_choice, names="value")
+        for w in (self.ranks, self.size):
             w.observe(self._on_config, names="value")
         self.step.observe(self._on_step, names="value")
         self._on_config()
         self.widget = W.VBox([W.HBox([self.algo, self.preset]), W.HBox([self.ranks, self.size]),
-                              W.HBox([self.play, self.step]), self.status, W.HTML(_legend_html()),
-                              self.grid_caption, self.grid_img, self.time_caption, self.time_img])
+                              W.HBox([self.play, self.step, self.speed]), self.status, self.about,
+                              W.HTML(_legend_html()), self.grid_caption, self.grid_img, self.time_caption,
+                              self.time_img])
         settle_heap()
+
+    def _on_speed(self, change) -> None:
+        self.play.interval = int(change["new"])
+
+    def _on_choice(self, change=None) -> None:
+        """Algorithm or preset changed: offer the rank counts it allows (keeping P where it can, else
+        the nearest allowed), then show the configuration."""
+        options = valid_ranks(self.algo.value, self.preset.value)
+        if not options:
+            self.error = (f"{self.algo.value} needs NVLink SHARP, which {self.preset.value} does not have: "
+                          "pick an H100, H200 or B200 preset, or another algorithm")
+            self.status.value = f"<b style='color:#b00'>{_esc(self.error)}</b>"
+            return
+        if list(self.ranks.options) != options:
+            keep = min(options, key=lambda p: (abs(p - self.ranks.value), p))
+            self._configuring = True              # one update below, not one per trait
+            try:
+                self.ranks.options = options
+                self.ranks.value = keep
+            finally:
+                self._configuring = False
+        self._on_config()
 
     def _explore(self, key):
         """``explore`` of configuration ``key``, from the cache when seen recently."""
@@ -180,8 +235,11 @@ class ScheduleExplorer:
         return self._cache[key]
 
     def _on_config(self, change=None) -> None:
+        from collsim.algorithms import get
         from collsim.viz.grid import GridView
 
+        if self._configuring:
+            return
         key = (self.algo.value, self.ranks.value, self.size.value, self.preset.value)
         try:
             state = self._explore(key)
@@ -190,11 +248,14 @@ class ScheduleExplorer:
             self.status.value = f"<b style='color:#b00'>{_esc(self.error)}</b>"
             return
         self.error, self.state = "", state
+        self.about.value = f"<i>{_esc(key[0])}</i>: {_esc(get(key[0]).description)}"
+        topo = state.topology
+        gpn = topo.gpus_per_node if topo.nodes > 1 else None
         if self._grid is None:
             self._grid = GridView(state.schedule, lambda: state.states, ax=self._grid_fig.add_subplot(),
-                                  text=False, label_limit=LABEL_LIMIT)
+                                  text=False, label_limit=LABEL_LIMIT, gpus_per_node=gpn)
         else:
-            self._grid.set_schedule(state.schedule, lambda: state.states)
+            self._grid.set_schedule(state.schedule, lambda: state.states, gpn)
         self._grid_png.set_animated(self._grid.artists())
         self._grid_png.use(None, [self._grid.ax])       # all in the axes is animated; ticks by PIL
         n = state.schedule.n_steps
@@ -215,14 +276,21 @@ class ScheduleExplorer:
             loop.call_soon(self._show_timeline, key, state, True)
 
     def _show_timeline(self, key, state, render: bool = False) -> None:
-        """Simulate ``state`` (if not yet) and put it on the timeline, unless the controls moved on."""
+        """Simulate ``state`` (if not yet) and put it on the timeline, unless the controls moved on; a
+        simulation that fails leaves its message in the status line and the previous timeline."""
         from matplotlib.ticker import MaxNLocator
 
         from collsim.viz.timeline import TimelineView, result_data
 
         if state is not self.state:
             return
-        data = result_data(state.result)
+        try:
+            data = result_data(state.result)
+        except CollsimError as e:
+            self.error = str(e)
+            self.status.value = f"<b style='color:#b00'>{_esc(self.error)}</b>"
+            self.time_caption.value = "(no simulation for this configuration)"
+            return
         if self._timeline is None:
             ax = self._time_fig.add_subplot()
             ax.xaxis.set_major_locator(MaxNLocator(4))
@@ -249,7 +317,7 @@ class ScheduleExplorer:
 
     def _render_timeline(self, k: int) -> None:
         self._timeline.highlight(k)
-        self.time_caption.value = _esc(self._timeline.caption)
+        self.time_caption.value = _esc(f"{self._timeline.caption}; {self._timeline.step_caption}")
         self.time_img.value = self._time_png.frame()
 
     def _ipython_display_(self):
@@ -278,9 +346,9 @@ def _legend_html() -> str:
     stops = ", ".join(to_hex(held_color(f)) for f in (0, 0.25, 0.5, 0.75, 1))
     bar = (f"fraction of ranks' data held: 0<span style='display:inline-block;width:6em;height:0.9em;"
            f"margin:0 0.3em;vertical-align:middle;background:linear-gradient(to right, {stops})'>"
-           f"</span>1")
+           f"</span>1; black lines: node boundaries")
     items = (f"<span style='display:inline-block;width:0.9em;height:0.9em;margin:0 0.3em 0 0.8em;"
-             f"background:{to_hex(h.get_facecolor())}'></span>{_esc(h.get_label())}"
+             f"background:{to_hex(h.get_facecolor())}'></span>{_esc(h.get_label().replace(chr(10), ' '))}"
              for h in legend_handles() if "ranks' data" not in h.get_label())
     return "<div style='font-size:85%'>" + bar + "".join(items) + "</div>"
 
