@@ -217,7 +217,7 @@ def test_validate_names_unknown_parameters():
 
 def test_algorithms_describe_themselves():
     from collsim.algorithms import DEFAULTS
-    assert set(REGISTRY) - set(ALGORITHMS) == {"lecture-ring", "lecture-tree"}
+    assert set(REGISTRY) - set(ALGORITHMS) == {"lecture-ring", "lecture-tree", "lecture-hierarchical"}
     for name, algo in REGISTRY.items():
         assert algo.name == name and algo.description and "\n" not in algo.description
         assert set(algo.params) <= set(DEFAULTS) and set(algo.needs) <= set(algo.params)

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from collsim.algorithms import build_schedule
 from collsim.algorithms.lecture import lecture_ring, lecture_tree
 from collsim.checker import check
 from collsim.schedule import Schedule
@@ -53,3 +54,25 @@ def test_tree_is_wrong_unless_two_ranks(p):
 
 def test_tree_is_right_for_two_ranks():
     assert check(lecture_tree(2, 9)).ok and check(lecture_tree(1, 9)).ok
+
+
+@pytest.mark.parametrize("ranks,g", [(2, 1), (4, 4), (6, 2), (8, 4), (12, 4), (32, 8)])
+def test_lecture_hierarchical_is_an_allreduce(ranks, g):
+    s = build_schedule("lecture-hierarchical", ranks, 50, gpus_per_node=g)
+    assert check(s).ok
+
+
+def test_lecture_hierarchical_puts_every_inter_node_byte_on_one_nic_per_node():
+    """On 4 nodes x 8 GPUs with a NIC per GPU: the lecture's version loads GPU 0's NIC with G times what
+    the hierarchical schedule puts on each of the 8 NICs (2(n-1)/n S against 2(n-1)/n S/G)."""
+    from collsim.simulate import simulate
+    from collsim.simulate.presets import get_preset
+
+    ib, S = get_preset("ib-400g"), 1 << 26
+    busy = {}
+    for name in ("lecture-hierarchical", "hierarchical"):
+        res = simulate(build_schedule(name, 32, S // 4, gpus_per_node=8), ib)
+        nic = {k: v for k, v in res.resource_busy_s.items() if ".nic" in k}
+        busy[name] = (max(nic.values()), sum(v > 0 for v in nic.values()))
+    assert busy["lecture-hierarchical"][0] == pytest.approx(8 * busy["hierarchical"][0], rel=1e-6)
+    assert busy["lecture-hierarchical"][1] == 8 and busy["hierarchical"][1] == 64     # NIC directions in use

@@ -349,3 +349,27 @@ def test_legend_blues_are_the_cells_blues():
     cell = grid.cell_colors(np.array([2]), np.array([False]), 8)[0]
     assert np.allclose(quarter.get_facecolor(), cell)
     assert not np.allclose(cell, grid.cell_colors(np.array([1]), np.array([False]), 8)[0])
+
+
+def test_trees_are_drawn_as_trees():
+    from collsim.viz import trees
+
+    t0, t1 = trees.tree_parents("tree", 16).values()
+    for par in (t0, t1):
+        x, depth = trees.tree_layout(par)
+        kids = [np.flatnonzero(par == r) for r in range(16)]
+        assert depth[par < 0].tolist() == [0] and all(depth[c] == depth[r] + 1 for r in range(16) for c in kids[r])
+        assert all(x[kids[r]].min() <= x[r] <= x[kids[r]].max() for r in range(16) if len(kids[r]))
+        assert len(set(zip(x.tolist(), depth.tolist()))) == 16          # no two ranks on one spot
+    inner0, inner1 = (np.bincount(p[p >= 0], minlength=16) > 0 for p in (t0, t1))
+    assert not (inner0 & inner1).any()                                  # inner in at most one tree
+    fig = trees.draw_trees({"a": t0, "b": t1})
+    edges = [sum(len(c.get_segments()) for c in ax.collections if hasattr(c, "get_segments")) for ax in fig.axes]
+    assert edges == [15, 15]
+    nccl = trees.tree_parents("hierarchical-nccl", 16, 4, channel=1)
+    for par in nccl.values():
+        child = np.flatnonzero(par >= 0)
+        across = child // 4 != par[child] // 4
+        assert across.sum() == 3 and set(child[across] % 4) == {1}       # the nodes' chains start at GPU 1
+    with pytest.raises(CollsimError):
+        trees.tree_layout([1, 0])

@@ -315,3 +315,24 @@ def test_measured_vs_predicted_upload(tmp_path):
     w.upload.value = ({"name": "bad.log", "type": "", "size": 0, "last_modified": datetime.datetime(2026, 1, 1),
                        "content": memoryview(b"garbage")},)
     assert "could not show bad.log" in w.status.value and w.comparison["config"].startswith("Ring/LL/")
+
+
+# ------------------------------------------------------------------ ChunksExplorer
+def test_chunks_explorer_pipelines_on_a_fixed_time_axis():
+    from collsim.algorithms.tree import tree_chunks
+    from collsim.cost import closed_form
+    from collsim.widgets import chunks_explorer as cx
+
+    w = cx.ChunksExplorer("binary-tree", 15, 8 << 20, chunks=1)
+    t1 = w.result.time_s
+    xlim = w.ax_time.get_xlim()
+    picture = w.image.value
+    w.chunks.value = 8
+    assert w.ax_time.get_xlim() == xlim and w.image.value != picture      # the 1-chunk axis stays
+    assert w.result.time_s < t1
+    assert w.result.time_s == pytest.approx(closed_form("binary-tree", 15, 8 << 20, 5e-6, 1e-11, chunks=8))
+    c = w.curve
+    assert c["time_s"][c["best"] - 1] == c["time_s"].min() and c["nccl"] == tree_chunks(8 << 20) == 16
+    assert "fastest with" in w.status.value and "NCCL's 512 KiB chunks: 16" in w.status.value
+    w.algo.value = "tree"                     # the double tree: each tree half the data
+    assert w.curve["nccl"] == tree_chunks(4 << 20) and w.result.schedule.name == "tree"

@@ -61,14 +61,14 @@ class Algorithm:
 
 from collsim.algorithms.classic import DIRECT, HALVING_DOUBLING, RECURSIVE_DOUBLING  # noqa: E402
 from collsim.algorithms.hierarchical import HIERARCHICAL, HIERARCHICAL_NCCL  # noqa: E402
-from collsim.algorithms.lecture import LECTURE_RING, LECTURE_TREE  # noqa: E402
+from collsim.algorithms.lecture import LECTURE_HIERARCHICAL, LECTURE_RING, LECTURE_TREE  # noqa: E402
 from collsim.algorithms.nvls import NVLS, NVLSTREE  # noqa: E402
 from collsim.algorithms.ring import RING  # noqa: E402
 from collsim.algorithms.tree import BINARY_TREE, TREE  # noqa: E402
 
 REGISTRY: dict[str, Algorithm] = {a.name: a for a in (
     RING, TREE, BINARY_TREE, HIERARCHICAL, HIERARCHICAL_NCCL, NVLS, NVLSTREE, HALVING_DOUBLING,
-    RECURSIVE_DOUBLING, DIRECT, LECTURE_RING, LECTURE_TREE)}
+    RECURSIVE_DOUBLING, DIRECT, LECTURE_RING, LECTURE_TREE, LECTURE_HIERARCHICAL)}
 ALGORITHMS: dict[str, Algorithm] = {n: a for n, a in REGISTRY.items() if not a.teaching_only}
 
 
