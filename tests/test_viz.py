@@ -373,3 +373,25 @@ def test_trees_are_drawn_as_trees():
         assert across.sum() == 3 and set(child[across] % 4) == {1}       # the nodes' chains start at GPU 1
     with pytest.raises(CollsimError):
         trees.tree_layout([1, 0])
+
+
+def test_crossover_labels_never_overlap():
+    """Crossovers a factor of about 2 apart (the case that used to print on top of each other): the
+    label boxes overlap neither each other nor any marker, and stay inside the axes."""
+    sizes = 2.0 ** np.arange(10, 34)
+    series = {n: a + sizes * b for n, a, b in (("a", 1e-3, 1e-11), ("b", 5e-4, 2e-11), ("c", 2.5e-4, 4e-11),
+                                               ("d", 1.25e-4, 8e-11))}
+    view = curves.CurvesView(series)
+    cross = view.update(sizes, series)
+    assert len(cross) == 6
+    boxes = view.label_boxes
+    pts = view.ax.transData.transform([(c.size, c.time_s) for c in cross[:len(boxes)]])
+    x0, y0, x1, y1 = view.ax.bbox.extents
+    for i, (a, c, b, d) in enumerate(boxes):
+        assert x0 <= a and b <= x1 and y0 <= c and d <= y1
+        for (e, g, f, h) in boxes[i + 1:]:
+            assert b <= e or f <= a or d <= g or h <= c, "two labels overlap"
+        for px, py in pts:
+            assert not (a < px < b and c < py < d), "a label covers a marker"
+    free = curves.place_labels([(50, 50), (52, 50)], [(30, 10), (30, 10)], (0, 0, 200, 200))
+    assert free[0] != free[1]

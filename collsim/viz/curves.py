@@ -90,15 +90,17 @@ def _fmt_bytes(n: float) -> str:
     return f"{n:.3g} B"
 
 
-def place_labels(points, sizes, box, gap: float = 5.0) -> list[tuple[float, float]]:
+def place_labels(points, sizes, box, gap: float = 5.0, mark: float = 7.0) -> list[tuple[float, float]]:
     """Lower-left corners (pixels) of labels of ``sizes`` (w, h) next to ``points`` (x, y), so that no
-    two labels overlap and each stays inside ``box`` (x0, y0, x1, y1) where it can.
+    two labels overlap, none covers a point (a square of half-width ``mark`` around each), and each
+    stays inside ``box`` (x0, y0, x1, y1) where it can.
 
     Greedy, in the order given: each label takes the first free place among right-above,
     right-below, left-above, left-below its point, then the same sides moved up or down by
     whole label heights. A label that finds no free place takes the first candidate inside the
     box (there are more labels than room)."""
-    placed: list[tuple[float, float, float, float]] = []
+    placed: list[tuple[float, float, float, float]] = [(px - mark, py - mark, px + mark, py + mark)
+                                                       for px, py in points]
     out = []
     x0, y0, x1, y1 = box
     for (px, py), (w, h) in zip(points, sizes):
