@@ -35,3 +35,66 @@ def test_notebook_runs_clean_and_fast(name, tmp_path, monkeypatch):
     images = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code"
                  for o in c.outputs)
     assert images >= 1
+
+
+# The worked solutions of notebooks 01-04 (folded under each exercise cell), as code: appended to the
+# answer cell, every exercise must then check "correct".
+SOLUTIONS = {
+    "01_ring.ipynb": '''
+answer_1 = 2 * 7 * node.intra.alpha + 2 * 7 / 8 * 14e9 * node.intra.beta
+answer_2 = 3
+
+
+def my_allreduce(P, count):
+    off, length = split_even(count, P)
+    b = ScheduleBuilder(P, count, name="my-allreduce")
+    r = np.arange(P)
+    for k in range(P - 1):
+        c = (r - k) % P
+        b.add_step(r, (r + 1) % P, off[c], length[c], REDUCE)
+    for k in range(P - 1):
+        c = (r + 1 - k) % P
+        b.add_step(r, (r + 1) % P, off[c], length[c], COPY)
+    return b.build()
+''',
+    "02_trees.ipynb": '''
+answer_1 = 14 * (2 * alpha + 2 * ((4 << 20) / 4) * beta)
+answer_2 = 12
+answer_3 = predicted_crossover(128)
+answer_4 = 8 * 2**20
+''',
+    "03_hierarchical.ipynb": '''
+answer_1 = 2 * (G - 1) * (a_i + 2**30 / G * b_i) + 2 * (N - 1) * (a_x + 2**30 / (G * N) * b_x) + ib.call_us * 1e-6
+answer_2 = (15 / 16) / (1 / 2)
+_ = my_cluster.write_text("gpu: H100\\ngpus_per_node: 4\\nnodes: 2\\nintra: nvswitch\\nnics_per_node: 2\\n"
+                          "nic_Gbps: 200\\nnet: ib\\n")
+topo = to_topology(load_cluster(str(my_cluster)))
+answer_3 = rail_ring(8, 2**30, 4, 2, topo.intra.alpha, topo.intra.beta, topo.inter.alpha, topo.inter.beta,
+                     channels=8) + topo.call_us * 1e-6
+''',
+    "04_alpha_beta.ipynb": '''
+answer_1 = 16 * 2e-6 * 360e9
+answer_2 = 524288 * (63 - 9 * (1 + 524288e-11 / 10e-6))
+answer_3 = "larger"
+pts = load_points([my_file])
+(entry,) = alpha_beta_fit(pts, holdout="odd").values()
+answer_4 = pts[0].config.ranks * entry["alpha_s"] / entry["beta_s_per_byte"]
+''',
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SOLUTIONS))
+def test_worked_solutions_are_correct(name, tmp_path, monkeypatch):
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path))
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    i = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "answer_1 = None" in c.source)
+    nb.cells[i].source += "\n" + SOLUTIONS[name]
+    assert "<details>" in nb.cells[i + 2].source        # the worked solutions follow the checking cell
+    NotebookClient(nb, timeout=60, kernel_name="python3",
+                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    lines = "".join(o.get("text", "") for o in nb.cells[i + 1].outputs).strip().splitlines()
+    assert lines and all(line.endswith(": correct") for line in lines), lines
