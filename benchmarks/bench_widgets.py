@@ -15,6 +15,10 @@ loop, as in a Jupyter kernel: a first visit shows the grid at once and
 simulates on the loop's next tick; "timeline ready" is the time from the
 control change until that tick has shown the timeline too.
 
+CostExplorer on 8 nodes x 8 GPUs: alpha moves, node-count moves (P = nodes x GPUs per node), the
+time/busbw toggle. ChunksExplorer (notebook 02): chunk-slider moves, and P or size moves (a new
+background).
+
 MeasuredVsPredicted on the bundled 2 x H200 runs (as notebook 05): every run's first visit
 (loading and comparing its files), every configuration's first visit on the first run, then
 revisits.
@@ -72,7 +76,7 @@ async def _drain() -> float:
 
 async def schedule_explorer_rows(ranks=(4, 8, 16, 32, 64)) -> list[tuple]:
     from collsim.algorithms import ALGORITHMS
-    from collsim.widgets.schedule_explorer import ScheduleExplorer
+    from collsim.widgets.schedule_explorer import ScheduleExplorer, valid_ranks
 
     rng = np.random.default_rng(0)
     rows = []
@@ -80,6 +84,8 @@ async def schedule_explorer_rows(ranks=(4, 8, 16, 32, 64)) -> list[tuple]:
         ex = ScheduleExplorer("ring", ranks[0], 2**20, "h200-nvlink")
         await _drain()
         for P in ranks:
+            if P not in valid_ranks(algo, "h200-nvlink") or P not in valid_ranks(algo, "ib-400g"):
+                continue                      # the P slider does not offer it (NVLS: one node)
             first, ready = [], []
             for fn in (_set(ex.algo, algo) if P == ranks[0] else _set(ex.ranks, P),
                        _set(ex.size, 2**24), _set(ex.preset, "ib-400g")):
@@ -144,10 +150,19 @@ def main() -> None:
           f"max {max(worst):.1f} ms, {sum(t > 50 for t in worst)} over 50 ms; timeline ready after a "
           f"first visit: max {max(ready_all):.1f} ms, {sum(t > 50 for t in ready_all)} of "
           f"{len(ready_all)} over 50 ms")
-    cost = CostExplorer(ranks=64)
+    cost = CostExplorer(nodes=8, gpus_per_node=8)
     alpha = [_ms(_set(cost.latency, v)) for v in [1.0, 3.0, 10.0, 30.0] * 3]
-    ranks = [_ms(_set(cost.ranks, v)) for v in [32, 64] * 6]
-    print(f"CostExplorer P=64: alpha {_stats(alpha)} ms, P {_stats(ranks)} ms (median / max)")
+    nodes = [_ms(_set(cost.nodes, v)) for v in [4, 8] * 6]
+    kind = [_ms(_set(cost.kind, v)) for v in ["busbw", "time"] * 6]
+    print(f"CostExplorer P=64: alpha {_stats(alpha)} ms, P (nodes) {_stats(nodes)} ms, time/busbw "
+          f"{_stats(kind)} ms (median / max)")
+    from collsim.widgets.chunks_explorer import ChunksExplorer
+
+    chunks = ChunksExplorer()
+    moves = [_ms(_set(chunks.chunks, k)) for k in [2, 4, 8, 16, 32, 64, 6, 1] * 2]
+    configs = [_ms(_set(chunks.ranks, v)) for v in [31, 63, 15]] + [_ms(_set(chunks.size, v)) for v in
+                                                                   [1 << 24, 1 << 26, 1 << 23]]
+    print(f"ChunksExplorer: chunks {_stats(moves)} ms, P or size {_stats(configs)} ms (median / max)")
     run_first, first, again = measured_rows()
     print(f"MeasuredVsPredicted: {len(run_first)} runs, first visit {_stats(run_first)} ms; "
           f"{len(first)} configurations, first visit {_stats(first)} ms, revisit {_stats(again)} ms (median / max)")

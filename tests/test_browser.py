@@ -2,7 +2,11 @@
 
 Starts JupyterLab in an isolated temporary environment on a copy of
 notebooks/04_alpha_beta.ipynb, runs all cells, moves the first slider of the
-CostExplorer and checks that the rendered figure changed. In CI (env CI=true) a missing
+CostExplorer and checks that the rendered figure changed; notebook 01's ScheduleExplorer (valid P
+only, Play speed, recovery from a machine without NVLink SHARP) and notebook 05's MeasuredVsPredicted
+likewise. Recipe: JupyterLab started on a free port in an isolated temporary HOME and Jupyter
+config (the ``lab`` fixture), Debian's chromium driven by Playwright (no browser download), autosave
+off. In CI (env CI=true) a missing
 chromium is a failure; elsewhere the test is skipped.
 """
 import hashlib
@@ -222,4 +226,83 @@ def test_measured_widget_switches_runs_and_survives_a_bad_path(lab):
         configs.select_option(index=3)
         changed(src)
         assert "could not" not in status.text_content()
+        browser.close()
+
+
+NOTEBOOK01 = NOTEBOOK.parent / "01_ring.ipynb"
+
+
+@pytest.mark.parametrize("lab", [NOTEBOOK01], indirect=True)
+def test_schedule_explorer_valid_ranks_play_speed_and_recovery(lab):
+    """Notebook 01 in JupyterLab, ScheduleExplorer: arrow keys on the P slider step only through rank
+    counts the machine allows (8 -> 16 on 8-GPU nodes, never 9); Play advances the step slider faster
+    at 0.1 s a step than at 1.5 s a step; NVLS on a machine without NVLink SHARP gives a message, the
+    step slider still redraws the grid, and picking the ring again clears the message."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        panel = _open_and_run_all(page, lab, NOTEBOOK01.name)
+        box = panel.locator(".widget-vbox", has=page.locator(".widget-play")).first
+        grid = box.locator(".widget-image").first
+        grid.wait_for(state="visible", timeout=90_000)
+        quiet, deadline = 0, time.time() + 90         # Run All done: the driving cell set ib-400g, P = 16
+        while quiet < 4 and time.time() < deadline:
+            quiet = quiet + 1 if _kernel_idle(lab) else 0
+            time.sleep(0.5)
+        box.scroll_into_view_if_needed()
+        status = box.locator(".widget-html").first
+
+        def readout(label):
+            return box.locator(".widget-slider", has_text=label).locator(".widget-readout").inner_text().strip()
+
+        def wait_idle():
+            page.wait_for_timeout(300)
+            end = time.time() + 30
+            while not _kernel_idle(lab) and time.time() < end:
+                time.sleep(0.1)
+
+        # 1. P: only valid rank counts (8 GPUs per node on ib-400g)
+        assert readout("P (ranks)") == "16"
+        handle = box.locator(".widget-slider", has_text="P (ranks)").locator(".noUi-handle")
+        seen = []
+        for key in ("ArrowLeft", "ArrowRight", "ArrowRight"):
+            handle.press(key)
+            wait_idle()
+            seen.append(readout("P (ranks)"))
+        assert seen == ["8", "16", "24"], seen
+        page.wait_for_function("el => el.textContent.includes('P=24')", arg=status.element_handle(), timeout=30_000)
+        assert "color:#b00" not in (status.inner_html() or "")
+
+        # 2. Play speed: steps advanced in the same wall time, fast against slow
+        speed = box.locator(".widget-dropdown select").nth(2)
+        play = box.locator(".widget-play button").first
+
+        def advance(label):
+            speed.select_option(label=label)
+            box.locator(".widget-play button").nth(1).click()          # stop: back to step 0
+            wait_idle()
+            start = int(readout("steps done"))
+            play.click()
+            page.wait_for_timeout(2500)
+            play.click()                                                # pause
+            return int(readout("steps done")) - start
+
+        fast, slow = advance("fast: 0.1 s a step"), advance("slow: 1.5 s a step")
+        assert fast >= 8 and slow <= 3 and fast > slow, (fast, slow)
+
+        # 3. NVLS where the machine has no NVLink SHARP: a message, the widget still answers, then it clears
+        box.locator(".widget-dropdown select").nth(0).select_option(label="nvls")
+        wait_idle()
+        box.locator(".widget-dropdown select").nth(1).select_option(label="a100-nvlink")
+        page.wait_for_function("el => el.textContent.includes('NVLink SHARP')", arg=status.element_handle(),
+                               timeout=30_000)
+        before = grid.get_attribute("src")
+        step = box.locator(".widget-slider", has_text="steps done").locator(".noUi-handle")
+        step.press("ArrowRight")
+        page.wait_for_function("([el, old]) => el.src !== old", arg=[grid.element_handle(), before], timeout=30_000)
+        box.locator(".widget-dropdown select").nth(0).select_option(label="ring")
+        page.wait_for_function("el => !el.textContent.includes('NVLink SHARP') && el.textContent.includes('a100')",
+                               arg=status.element_handle(), timeout=30_000)
         browser.close()

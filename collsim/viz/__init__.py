@@ -3,5 +3,7 @@
 - ``collsim.viz.grid``: ranks x chunks grid per step, transfers as arrows.
 - ``collsim.viz.timeline``: per-link and per-rank Gantt charts of a simulation.
 - ``collsim.viz.animate``: the grid (and timeline cursor) as GIF or HTML animations.
-- ``collsim.viz.curves``: time and busbw vs size, crossover sizes.
+- ``collsim.viz.curves``: time and busbw vs size, crossover sizes (labels that never overlap).
+- ``collsim.viz.trees``: tree AllReduce shapes drawn as trees.
+- ``collsim.viz.palette``: the one colour-blind-safe palette of all of them.
 """

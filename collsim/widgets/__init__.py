@@ -1,9 +1,12 @@
 """Interactive notebook pieces (ipywidgets 8, imported only when used).
 
-- ``ScheduleExplorer`` (``collsim.widgets.schedule_explorer``): algorithm, P, size,
-  topology; step slider with Play over the chunk grid and link timeline.
-- ``CostExplorer`` (``collsim.widgets.cost_explorer``): alpha-beta closed forms and
-  their crossover sizes.
+- ``ScheduleExplorer`` (``collsim.widgets.schedule_explorer``): algorithm, P (only the
+  values the machine allows), size, topology; step slider with Play and its speed over the
+  chunk grid and link timeline.
+- ``ChunksExplorer`` (``collsim.widgets.chunks_explorer``): the pipelined tree, a chunks
+  slider, time against the chunk count.
+- ``CostExplorer`` (``collsim.widgets.cost_explorer``): alpha-beta closed forms on nodes x
+  GPUs x NICs, and where the fastest algorithm changes.
 - ``MeasuredVsPredicted`` (``collsim.widgets.measured``): measured points of one
   configuration beside collsim's model and NCCL's own.
 - ``check_answer`` (``collsim.widgets.exercise``): the checker of notebook exercises.

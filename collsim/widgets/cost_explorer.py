@@ -115,6 +115,8 @@ class CostExplorer:
                   self.nics, self.sizes, self.kind):
             w.observe(self._update, names="value")
         self._update()
+        if self._sizes is not None:           # draw the busbw view's background now: the first toggle is then a blit
+            self._draw(self._sizes, self.series, self._P, kind="busbw", show=False)
         self.widget = W.VBox([W.HBox([self.latency, self.bandwidth]),
                               W.HBox([self.inter_latency, self.inter_bandwidth]),
                               W.HBox([self.nodes, self.gpus_per_node, self.nics]),
@@ -168,15 +170,18 @@ class CostExplorer:
                        for c in self.crossings) or "<li>none in this range</li>"
         self.status.value = f"where the fastest algorithm changes (faster below → faster above):<ul>{rows}</ul>"
 
-    def _draw(self, sizes, series, P) -> None:
+    def _draw(self, sizes, series, P, kind: str | None = None, show: bool = True) -> None:
         from collsim.units import busbw_factor
 
-        view = self.views[self.kind.value]
+        kind = kind or self.kind.value
+        view = self.views[kind]
         self.crossings = view.update(sizes, series, factor=busbw_factor(P), fastest_only=True,
                                      title=f"alpha-beta closed forms, P={P}")
-        png = self._png[self.kind.value]
+        png = self._png[kind]
         png.use(view.limits())                   # a background per limits: ticks drawn once each
-        self.image.value = png.frame()
+        frame = png.frame()
+        if show:
+            self.image.value = frame
 
     def _ipython_display_(self):
         from IPython.display import display
