@@ -111,7 +111,8 @@ def test_reasons_are_precise():
         "step 2 of 6, transfer 3 of 4: rank 2 -> 3 elements [2, 4): copy of a partial sum lacking rank(s) 0, 3 "
         "(sent before it was reduced)")
     e = check(faulty(s, 0, 0, "duplicate")).error
-    assert e == "step 1 of 6, transfer 5 of 5: rank 0 -> 1 elements [0, 2): reduce counts the contribution of rank(s) 0 twice"
+    assert e == ("step 1 of 6, transfer 5 of 5: rank 0 -> 1 elements [0, 2): reduce counts the contribution of "
+                 "rank(s) 0 twice")
     e = check(faulty(s, 5, 1, "duplicate")).error
     assert e.startswith("step 6 of 6, transfer 2 of 5:") and "a copy and another transfer write the same elements" in e
     bad = Schedule.from_steps(2, 4, [[(0, 1, 0, 2, "reduce")], [(1, 0, 3, 2, "copy")]])

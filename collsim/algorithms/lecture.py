@@ -73,7 +73,8 @@ LECTURE_RING = Algorithm("lecture-ring", "the lecture's ring pseudo-code: whole 
 LECTURE_TREE = Algorithm("lecture-tree", "the lecture's tree pseudo-code: one exchange, then rank 0 copies to all",
                          lecture_tree, lambda p, q: 2 * p, params=(), teaching_only=True)
 LECTURE_HIERARCHICAL = Algorithm(
-    "lecture-hierarchical", "the lecture's hierarchical AllReduce: inside nodes, between GPU 0s, then a copy in the node",
+    "lecture-hierarchical",
+    "the lecture's hierarchical AllReduce: inside nodes, between GPU 0s, then a copy in the node",
     lecture_hierarchical, lambda p, q: 2 * p * q["gpus_per_node"] + 2 * (p // q["gpus_per_node"]) ** 2 + p,
     params=("gpus_per_node",), needs=("gpus_per_node",), teaching_only=True)
 LECTURE = {a.name: a.build for a in (LECTURE_RING, LECTURE_TREE)}   # by name (``collsim.measure.executed``)

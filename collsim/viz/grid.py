@@ -121,6 +121,23 @@ def legend_handles():
             Patch(color=COPY_RGBA[:3], label="copy transfer\n(receiver overwrites)")]
 
 
+def legend_html() -> str:
+    """The grid's colour legend as one line of HTML (cheaper than drawing it in the figure): a
+    gradient bar for the fraction of ranks whose data a cell holds, then the other colours."""
+    import html
+
+    from matplotlib.colors import to_hex
+
+    stops = ", ".join(to_hex(held_color(f)) for f in (0, 0.25, 0.5, 0.75, 1))
+    bar = (f"fraction of ranks' data held: 0<span style='display:inline-block;width:6em;height:0.9em;"
+           f"margin:0 0.3em;vertical-align:middle;background:linear-gradient(to right, {stops})'>"
+           f"</span>1; black lines: node boundaries")
+    items = (f"<span style='display:inline-block;width:0.9em;height:0.9em;margin:0 0.3em 0 0.8em;"
+             f"background:{to_hex(h.get_facecolor())}'></span>{html.escape(h.get_label().replace(chr(10), ' '))}"
+             for h in legend_handles() if "ranks' data" not in h.get_label())
+    return "<div style='font-size:85%'>" + bar + "".join(items) + "</div>"
+
+
 class GridView:
     """The grid of a schedule on a matplotlib Axes; ``show(k)`` updates the artists in place.
 

@@ -97,7 +97,7 @@ def tree_parents(algo: str, ranks: int, gpus_per_node: int | None = None, channe
         return {f"binary tree, P={ranks}": btree_parents(ranks)}
     if algo == "tree":
         t0, t1 = dtree_parents(ranks)
-        return {f"double binary tree: tree 0, P={ranks}": t0, f"tree 1 (the mirror of tree 0)" if ranks % 2 == 0
+        return {f"double binary tree: tree 0, P={ranks}": t0, "tree 1 (the mirror of tree 0)" if ranks % 2 == 0
                 else "tree 1 (tree 0 shifted by one rank)": t1}
     if algo == "hierarchical-nccl":
         if not gpus_per_node or ranks % gpus_per_node:

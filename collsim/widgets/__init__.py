@@ -23,3 +23,13 @@ def settle_heap() -> None:
     import gc
     gc.collect()
     gc.freeze()
+
+
+def running_loop():
+    """The running asyncio loop (a Jupyter kernel's), or None outside one (tests, scripts)."""
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

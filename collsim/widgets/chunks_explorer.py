@@ -46,10 +46,9 @@ class ChunksExplorer:
         import ipywidgets as W
         from matplotlib.figure import Figure
 
-        from collsim.viz.render import FramePNG
-
         from collsim.units import format_size
         from collsim.viz.palette import OKABE_ITO
+        from collsim.viz.render import FramePNG
 
         self.alpha, self.beta = alpha, beta
         self.algo = W.ToggleButtons(options=["binary-tree", "tree"], value=algo, description="tree")

@@ -147,8 +147,6 @@ class CostExplorer:
     def _update(self, change=None) -> None:
         if self._busy:
             return
-        from collsim.units import busbw_factor
-
         g, n, nics = self.gpus_per_node.value, self.nodes.value, self.nics.value
         P = n * g
         self.machine.value = (f"P = {n} node(s) x {g} GPU(s) = <b>{P}</b> ranks"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from collsim.errors import CollsimError
-from collsim.widgets import settle_heap
+from collsim.widgets import running_loop, settle_heap
 
 SIZES = [2**k for k in range(10, 31, 2)]          # 1 KiB .. 1 GiB, bytes per rank
 MAX_RANKS = 64
@@ -158,6 +158,7 @@ class ScheduleExplorer:
         from collsim.algorithms import ALGORITHMS
         from collsim.simulate.presets import PRESETS
         from collsim.units import format_size
+        from collsim.viz.grid import legend_html
         from collsim.viz.render import FramePNG
 
         self.algo = W.Dropdown(options=list(ALGORITHMS), value=algo, description="algorithm")
@@ -171,7 +172,7 @@ class ScheduleExplorer:
         self.play = W.Play(value=0, min=0, max=1, interval=700, description="play")
         self.speed = W.Dropdown(options=SPEEDS, value=700, description="speed")
         W.jslink((self.play, "value"), (self.step, "value"))
-        self.speed.observe(self._on_speed, names="value")
+        self.speed.observe(lambda c: setattr(self.play, "interval", int(c["new"])), names="value")
         self.status = W.HTML()
         self.about = W.HTML()
         self.grid_caption = W.HTML()
@@ -198,12 +199,9 @@ class ScheduleExplorer:
         self._on_config()
         self.widget = W.VBox([W.HBox([self.algo, self.preset]), W.HBox([self.ranks, self.size]),
                               W.HBox([self.play, self.step, self.speed]), self.status, self.about,
-                              W.HTML(_legend_html()), self.grid_caption, self.grid_img, self.time_caption,
+                              W.HTML(legend_html()), self.grid_caption, self.grid_img, self.time_caption,
                               self.time_img])
         settle_heap()
-
-    def _on_speed(self, change) -> None:
-        self.play.interval = int(change["new"])
 
     def _on_choice(self, change=None) -> None:
         """Algorithm or preset changed: offer the rank counts it allows (keeping P where it can, else
@@ -265,7 +263,7 @@ class ScheduleExplorer:
             self.step.max = self.play.max = n
         finally:
             self._configuring = False
-        loop = _running_loop()
+        loop = running_loop()
         if state.simulated or loop is None or self._timeline is None:
             self._show_timeline(key, state)
             self._render(0)
@@ -324,33 +322,6 @@ class ScheduleExplorer:
         from IPython.display import display
 
         display(self.widget)
-
-
-def _running_loop():
-    """The running asyncio loop (a Jupyter kernel's), or None outside one (tests, scripts)."""
-    import asyncio
-
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
-def _legend_html() -> str:
-    """The grid's colour legend as one line of HTML (cheaper than drawing it in the figure): a
-    gradient bar for the fraction of ranks whose data a cell holds, then the other colours."""
-    from matplotlib.colors import to_hex
-
-    from collsim.viz.grid import held_color, legend_handles
-
-    stops = ", ".join(to_hex(held_color(f)) for f in (0, 0.25, 0.5, 0.75, 1))
-    bar = (f"fraction of ranks' data held: 0<span style='display:inline-block;width:6em;height:0.9em;"
-           f"margin:0 0.3em;vertical-align:middle;background:linear-gradient(to right, {stops})'>"
-           f"</span>1; black lines: node boundaries")
-    items = (f"<span style='display:inline-block;width:0.9em;height:0.9em;margin:0 0.3em 0 0.8em;"
-             f"background:{to_hex(h.get_facecolor())}'></span>{_esc(h.get_label().replace(chr(10), ' '))}"
-             for h in legend_handles() if "ranks' data" not in h.get_label())
-    return "<div style='font-size:85%'>" + bar + "".join(items) + "</div>"
 
 
 def _esc(text: str) -> str:
