@@ -127,8 +127,7 @@ def _message(s: Schedule, step: int | None, pos: int | None, reason: str) -> str
     """``reason`` located as "step k of n, transfer t of m: " (counted from 1)."""
     if pos is None:
         return reason
-    in_step = int(s.step_ptr[step + 1] - s.step_ptr[step])
-    return f"step {step + 1} of {s.n_steps}, transfer {pos + 1} of {in_step}: {reason}"
+    return f"{s.place(int(s.step_ptr[step]) + pos)}: {reason}"
 
 
 @dataclass

@@ -72,19 +72,14 @@ def fit_error(schedule: Schedule, world: int) -> str | None:
     if len(beyond):
         i = int(beyond[0])
         t = s.transfer(i)
-        return (f"{_where(s, i)}: {t.src} -> {t.dst} goes through a switch endpoint (ranks are 0..{s.ranks - 1}); "
+        return (f"{s.place(i)}: {t.src} -> {t.dst} goes through a switch endpoint (ranks are 0..{s.ranks - 1}); "
                 "no backend here has an NVSwitch to run it")
     if s.ranks != world:
         return f"the schedule is for {s.ranks} ranks, the run has {world}"
     static = static_error(s)
     if static:
-        return f"{_where(s, static[0])}: {static[1]}"
+        return f"{s.place(static[0])}: {static[1]}"
     return None
-
-
-def _where(s: Schedule, i: int) -> str:
-    step = int(np.searchsorted(s.step_ptr, i, side="right")) - 1
-    return f"step {step} transfer {i - int(s.step_ptr[step])}"
 
 
 def rank_plan(schedule: Schedule, rank: int) -> RankPlan:
@@ -125,8 +120,8 @@ def execute(plans: list[RankPlan], data) -> np.ndarray:
                 pending = queues.get((src, p.rank))
                 msg = start[p.rank, off:off + n] if src == p.rank else pending.popleft() if pending else None
                 if msg is None or len(msg) != n:
-                    raise CollsimError(f"step {k}: rank {p.rank} expects {n} elements from rank {src}, "
-                                       f"{'none were sent' if msg is None else f'{len(msg)} were'}")
+                    raise CollsimError(f"step {k + 1} of {len(p.steps)}: rank {p.rank} expects {n} elements from "
+                                       f"rank {src}, {'none were sent' if msg is None else f'{len(msg)} were'}")
                 scratch[slot:slot + n] = msg
             for src, off, n, op, slot in p.steps[k].recvs:
                 if op == REDUCE:

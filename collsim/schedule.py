@@ -190,6 +190,13 @@ class Schedule:
     def step_slice(self, s: int) -> slice:
         return slice(int(self.step_ptr[s]), int(self.step_ptr[s + 1]))
 
+    def place(self, i: int) -> str:
+        """Where transfer ``i`` (a global index) stands, as messages say it, counted from 1:
+        "step k of n, transfer t of m"."""
+        step = int(np.searchsorted(self.step_ptr, i, side="right")) - 1
+        lo, hi = int(self.step_ptr[step]), int(self.step_ptr[step + 1])
+        return f"step {step + 1} of {self.n_steps}, transfer {i - lo + 1} of {hi - lo}"
+
     def transfer(self, i: int) -> Transfer:
         return Transfer(int(self.src[i]), int(self.dst[i]), int(self.offset[i]),
                         int(self.length[i]), OP_NAMES[int(self.op[i])], int(self.channel[i]))
@@ -279,17 +286,17 @@ class Schedule:
         for s, step in enumerate(d["steps"]):
             for i, t in enumerate(step):
                 if not isinstance(t, dict):
-                    raise ScheduleError(f"step {s} transfer {i} is not an object")
+                    raise ScheduleError(f"steps[{s}][{i}] is not an object")
                 for key in ("src", "dst", "offset", "count") + (("channel",) if "channel" in t else ()):
                     v = t.get(key)
                     if not isinstance(v, int) or isinstance(v, bool) or not -MAX_BYTES <= v <= MAX_BYTES:
-                        raise ScheduleError(f"step {s} transfer {i}: {key!r} must be an integer from "
+                        raise ScheduleError(f"steps[{s}][{i}]: {key!r} must be an integer from "
                                             f"-{MAX_BYTES} to {MAX_BYTES}, got {describe(v)}")
                 if not isinstance(t.get("op"), str):
-                    raise ScheduleError(f"step {s} transfer {i}: 'op' must be 'reduce' or 'copy', "
+                    raise ScheduleError(f"steps[{s}][{i}]: 'op' must be 'reduce' or 'copy', "
                                         f"got {describe(t.get('op'))}")
                 if not 0 <= t.get("channel", 0) < MAX_CHANNELS:
-                    raise ScheduleError(f"step {s} transfer {i}: 'channel' must be from 0 to {MAX_CHANNELS - 1}, "
+                    raise ScheduleError(f"steps[{s}][{i}]: 'channel' must be from 0 to {MAX_CHANNELS - 1}, "
                                         f"got {describe(t['channel'])}")
         return cls.from_steps(d["ranks"], d["count"], d["steps"], itemsize=d.get("itemsize", 4),
                               name=d.get("name", ""), meta=d.get("meta"), switches=d.get("switches", 0))

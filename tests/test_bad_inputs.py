@@ -157,7 +157,7 @@ def test_predict_json_is_valid_json_when_a_bandwidth_is_infinite(run):
     ([[{"src": 0, "dst": 1, "offset": 0, "count": 1, "op": None}]], ["'op' must be 'reduce' or 'copy', got None"]),
     ([[{"src": 0, "dst": 1, "offset": 0, "count": 1, "op": ["copy"]}]], ["'op' must be", "got ['copy']"]),
     ([[{"src": 0, "dst": 1, "offset": 0, "count": 10**30, "op": "copy"}]], ["'count' must be an integer from -"]),
-    ([[[0, 1, 0, 1, "copy"]]], ["step 0 transfer 0 is not an object"]),
+    ([[[0, 1, 0, 1, "copy"]]], ["steps[0][0] is not an object"]),
 ])
 def test_schedule_files_with_bad_transfers(tmp_path, run, steps, words):
     f = tmp_path / "s.json"

@@ -96,7 +96,7 @@ def test_plans_whose_messages_do_not_match_are_caught():
     s = build_schedule("ring", 2, 4)
     good = plans(s)
     short = RankPlan(1, 4, (StepPlan(good[1].steps[0].sends, ((0, 0, 1, REDUCE, 0),), 1),) + good[1].steps[1:])
-    with pytest.raises(CollsimError, match="step 0: rank 1 expects 1 elements from rank 0, 2 were"):
+    with pytest.raises(CollsimError, match="step 1 of 2: rank 1 expects 1 elements from rank 0, 2 were"):
         execute([good[0], short], np.zeros((2, 4)))
     deaf = RankPlan(1, 4, (StepPlan(good[1].steps[0].sends, (), 0),) + good[1].steps[1:])
     with pytest.raises(CollsimError, match="rank 0 sends to rank 1 more than it receives"):
@@ -106,10 +106,10 @@ def test_plans_whose_messages_do_not_match_are_caught():
 @pytest.mark.parametrize("steps, world, message", [
     ([[(0, 1, 0, 4, "reduce")]], 3, "the schedule is for 2 ranks, the run has 3"),
     ([[(0, 1, 0, 4, "reduce")], [(1, 2, 0, 4, "copy")]], 2,
-     "step 1 transfer 0: 1 -> 2 goes through a switch endpoint (ranks are 0..1); no backend"),
+     "step 2 of 2, transfer 1 of 1: 1 -> 2 goes through a switch endpoint (ranks are 0..1); no backend"),
     ([[(0, 1, 0, 4, "reduce"), (1, 0, 2, 3, "reduce")]], 2,
-     "step 0 transfer 1: element range [2, 5) outside the buffer [0, 4)"),
-    ([[(-1, 1, 0, 4, "reduce")]], 2, "step 0 transfer 0: bad rank: -1 -> 1 with ranks 0..1"),
+     "step 1 of 1, transfer 2 of 2: element range [2, 5) outside the buffer [0, 4)"),
+    ([[(-1, 1, 0, 4, "reduce")]], 2, "step 1 of 1, transfer 1 of 1: bad rank: -1 -> 1 with ranks 0..1"),
 ])
 def test_what_does_not_fit_the_run_is_named_in_one_line(steps, world, message):
     err = fit_error(Schedule.from_steps(2, 4, steps), world)
