@@ -86,3 +86,18 @@ def test_nodes_and_cluster_for_logs_that_lack_hosts(tmp_path, capsys):
     assert main(["import-nccl-tests", str(two_node_log(tmp_path)), "--label", "Ring/LL", "--nodes", "3",
                  "-o", str(tmp_path / "x.jsonl")]) == 2
     assert "do not split over 3 nodes" in capsys.readouterr().err
+
+
+def test_show_reads_published_logs_and_nccl_tests_output(capsys, tmp_path):
+    assert main(["show", str(ROOT / "data/public/L15_h100x16_2n_ring_minctas24_ndr_aion.jsonl")]) == 0
+    out = capsys.readouterr().out
+    assert "ranks 16 nodes 2" in out and "     1048576       262144   float32         Ring    in     154.10" in out
+    log = ROOT / "data/h200x2/nccl-tests/graph_Ring_LL.log"
+    assert main(["show", str(log)]) == 0
+    assert "Ring/LL" in capsys.readouterr().out
+    renamed = tmp_path / "mylog.txt"
+    renamed.write_bytes(log.read_bytes())
+    assert main(["show", str(renamed)]) == 2
+    assert "pass --label ALGO/PROTO" in capsys.readouterr().err
+    assert main(["show", str(renamed), "--label", "Tree/Simple"]) == 0
+    assert "Tree/Simple" in capsys.readouterr().out

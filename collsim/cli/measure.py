@@ -1,20 +1,19 @@
 """``collsim import-nccl-tests``, ``collsim show`` and ``collsim fidelity``: measurement files.
 
     collsim import-nccl-tests LOG --label Ring/LL [--env NCCL_GRAPH_MIXING_SUPPORT=0 ...] -o OUT.jsonl
-    collsim show FILE.jsonl [--csv OUT.csv]
+    collsim show FILE [--label ALGO/PROTO] [--csv OUT.csv] [--lenient]
     collsim fidelity --runner RUN.jsonl... --reference LOG... [--label ALGO/PROTO]
                      [--min-bytes B] [--max-bytes B] [--out-of-place] [--json]
 
-``import-nccl-tests`` reads nccl-tests text output (NCCL log lines may be
-interleaved) or its ``-J`` JSON and writes collsim records (sizes in bytes,
-times in microseconds, bandwidths in GB/s = 1e9 B/s); ``--env`` records the
-NCCL_* variables the run had, which text logs do not say. ``show`` prints a
-file's records as an nccl-tests-style table and can export them as CSV; with ``--lenient`` it leaves out
-malformed lines, keeps every valid record around them and names each line it
-skipped. A log cut off inside a row imports its complete rows and names the cut
-one in a warning. ``fidelity`` compares two harnesses size by size
-(``collsim.measure.fidelity``). Outputs are written whole or not at all, and never
-over an input (``collsim.outputs``).
+``import-nccl-tests`` reads nccl-tests text output (NCCL log lines may be interleaved) or its ``-J``
+JSON and writes collsim records (sizes in bytes, times in microseconds, bandwidths in GB/s = 1e9
+B/s); ``--env`` records the NCCL_* variables the run had, which text logs do not say. ``show``
+prints a measurement file (any that ``collsim.measure.files.load_file`` reads) as an
+nccl-tests-style table and can export it as CSV; with ``--lenient`` it reads a runner file leaving
+out malformed lines, keeps every valid record around them and names each line it skipped. A log cut
+off inside a row imports its complete rows and names the cut one in a warning. ``fidelity`` compares
+two harnesses size by size (``collsim.measure.fidelity``). Outputs are written whole or not at all,
+and never over an input (``collsim.outputs``).
 """
 from __future__ import annotations
 
@@ -42,10 +41,11 @@ def _import(args) -> int:
 
 def _show(args) -> int:
     from collsim.measure import TABLE_HEADER, format_row, load, to_csv
+    from collsim.measure.files import load_file
     from collsim.outputs import check_output
     if args.csv:
         check_output(args.csv, [args.file], "CSV file")
-    m = load(args.file, strict=not args.lenient)
+    m = load(args.file, strict=False) if args.lenient else load_file(args.file, args.label)
     meta = m.meta
     print(f"# {meta.get('harness', '?')} {meta.get('collective', '')}: ranks {meta.get('world_size')}"
           f" nodes {meta.get('nodes')} gpu {meta.get('gpu')} nccl {meta.get('nccl_version')}"
@@ -95,7 +95,9 @@ def register(sub) -> None:
                    help="the machine it ran on (preset or YAML/JSON): its nodes, GPU and NICs go into the meta")
     p.set_defaults(func=_import)
     p = sub.add_parser("show", help="print a measurement file as a table")
-    p.add_argument("file", help="collsim .jsonl measurement file")
+    p.add_argument("file", help="measurement file: the runners' .jsonl, a published log (data/public) or "
+                                "nccl-tests output")
+    p.add_argument("--label", help="ALGO/PROTO of an nccl-tests log whose name does not say it")
     p.add_argument("--csv", help="also write the records as CSV here")
     p.add_argument("--lenient", action="store_true",
                    help="skip malformed lines (named at the end) instead of failing, keeping every valid record")
