@@ -282,7 +282,7 @@ def test_import_nccl_tests_env(capsys, tmp_path):
     ("[]", ["JSON object"]),
     ('{"ranks": 2, "count": 4}', ["steps"]),
     ('{"ranks": "2", "count": 4, "steps": []}', ["ranks"]),
-    ('{"ranks": 2, "count": 4, "steps": [[{"src": 0, "dst": 1, "offset": 0}]]}', ["step 0", "count"]),
+    ('{"ranks": 2, "count": 4, "steps": [[{"src": 0, "dst": 1, "offset": 0}]]}', ["steps[0][0]", "count"]),
     ('{"ranks": 2, "count": 4, "steps": [[{"src": 0, "dst": 1, "offset": 0, "count": 4, "op": "add"}]]}',
      ["op"]),
 ])

@@ -32,6 +32,8 @@ def load_file(path, label: str | None = None) -> Measurements:
     if str(path).endswith(".jsonl"):
         first = read_text(path, "measurement file").split("\n", 1)[0]
         return load_public_log(path) if is_public_log(first) else load(path)
+    if not Path(path).exists() or Path(path).is_dir():   # say that before asking for a label
+        read_text(path, "measurement file")
     return import_nccl_tests(path, label=label or label_from_name(path))
 
 
