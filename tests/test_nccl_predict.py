@@ -108,3 +108,13 @@ def test_cli_text_json_plot_and_errors(tmp_path, capsys):
                  ["--env", "FOO"]):
         assert main(["predict-nccl", "--cluster", "h100-nvlink", "--bytes", "1M", *argv]) == 2
         assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.parametrize("cluster, algo, why", [
+    ("a100-nvlink", "NVLS", "NVLS needs NVLink SHARP"),
+    ("h100-nvlink", "NVLSTree", "NVLSTree joins nodes"),
+])
+def test_forced_algorithm_the_cluster_lacks_says_why(capsys, cluster, algo, why):
+    assert main(["predict-nccl", "--cluster", cluster, "--algo", algo, "--bytes", "1G"]) == 2
+    err = capsys.readouterr().err
+    assert f"NCCL_ALGO={algo} is not available on {cluster}" in err and why in err and err.count("\n") == 1

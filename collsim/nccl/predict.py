@@ -92,7 +92,18 @@ def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "d
     setup = search(cluster, env)
     if setup.settings.ib_disable and cluster.nodes > 1:
         cluster = replace(cluster, net="tcp")   # sockets carry the inter-node traffic
-    decisions = nccl_decision(cluster, sizes, env)
+    try:
+        decisions = nccl_decision(cluster, sizes, env)
+    except CollsimError as e:
+        forced = ", ".join(f"{k}={env[k]}" for k in ("NCCL_ALGO", "NCCL_PROTO") if k in env)
+        if not forced:
+            raise
+        algo_forced = env.get("NCCL_ALGO", "")
+        why = (" (NVLS needs NVLink SHARP: an H100, H200 or B200 NVSwitch node)"
+               if "NVLS" in algo_forced and not cluster.nvls else
+               " (NVLSTree joins nodes: one node runs NVLS)" if algo_forced == "NVLSTree" and cluster.nodes == 1
+               else "")
+        raise CollsimError(f"{forced} is not available on {cluster.name or cluster.gpu}{why}: {e}") from None
     params = cluster_params(cluster, setup.coll_channels, setup.nvls_channels or 16)   # 0: NVLS off
     cfg = harness_config(cluster, harness, timing, gpus_per_process, sizes, setup.settings)
     rows = []
