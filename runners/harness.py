@@ -169,7 +169,8 @@ class Session:
 
     def begin(self, argv, sizes, desc: str, **meta):
         """Write the meta record (``provenance.build_meta`` updated with ``meta``) and the table
-        header on rank 0; return ``sizes`` with a progress bar on rank 0 when tqdm is there."""
+        header on rank 0; return ``sizes`` with a progress bar on rank 0 when tqdm is there and stderr
+        is a terminal."""
         if self.rank == 0:
             record = build_meta(self.args, argv, self.world, self.infos, self.version)
             if self.probe is not None:
@@ -181,7 +182,8 @@ class Session:
                 self.out.write("meta", record)
         try:
             from tqdm import tqdm
-            sizes = tqdm(sizes, desc=desc, unit="size", disable=self.rank != 0, file=sys.stderr)
+            # rank 0 only, and only on a terminal (None): no carriage-return spam in SLURM's log files
+            sizes = tqdm(sizes, desc=desc, unit="size", disable=True if self.rank != 0 else None, file=sys.stderr)
             self.say = tqdm.write
         except ImportError:
             pass

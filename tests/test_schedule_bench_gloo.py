@@ -66,6 +66,7 @@ def test_every_registered_algorithm_gives_the_sum_and_the_lectures_ring_is_repor
         assert ("schedule_bench: wrong: collsim:lecture-ring at 20 B: 20 elements (over the ranks) differ from the "
                 "exact sum (collsim check: step 2 of 6, transfer 1 of 4: rank 0 -> 3 elements [0, 5): reduce counts "
                 "the contribution of rank(s) 0 twice)") in p.stderr
+    assert "\r" not in p.stderr and "size/s" not in p.stderr   # no progress bar into a log file
     meta = m.meta
     assert meta["runner"] == "schedule_bench" and meta["world_size"] == nproc and meta["timing"] == "host"
     assert meta["algo"] is None and meta["with_native"] is False and meta["rounds"] == 1
