@@ -95,15 +95,7 @@ def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "d
     try:
         decisions = nccl_decision(cluster, sizes, env)
     except CollsimError as e:
-        forced = ", ".join(f"{k}={env[k]}" for k in ("NCCL_ALGO", "NCCL_PROTO") if k in env)
-        if not forced:
-            raise
-        algo_forced = env.get("NCCL_ALGO", "")
-        why = (" (NVLS needs NVLink SHARP: an H100, H200 or B200 NVSwitch node)"
-               if "NVLS" in algo_forced and not cluster.nvls else
-               " (NVLSTree joins nodes: one node runs NVLS)" if algo_forced == "NVLSTree" and cluster.nodes == 1
-               else "")
-        raise CollsimError(f"{forced} is not available on {cluster.name or cluster.gpu}{why}: {e}") from None
+        raise _unavailable(cluster, env, e) from None
     params = cluster_params(cluster, setup.coll_channels, setup.nvls_channels or 16)   # 0: NVLS off
     cfg = harness_config(cluster, harness, timing, gpus_per_process, sizes, setup.settings)
     rows = []
@@ -118,3 +110,17 @@ def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "d
                 "ignored": sorted(set(env) - UNDERSTOOD)}
     return {"cluster": cluster.to_dict(), "settings": settings, "harness": harness, "timing": timing,
             "gpus_per_process": cfg.gpus_per_process, "rows": [r.to_dict() for r in rows]}
+
+
+def _unavailable(cluster: Cluster, env: dict, error: CollsimError) -> CollsimError:
+    """``error`` (nothing enabled in NCCL's tuning table) said in terms of what the user forced."""
+    forced = ", ".join(f"{k}={env[k]}" for k in ("NCCL_ALGO", "NCCL_PROTO") if k in env)
+    if not forced:
+        return error
+    algo = env.get("NCCL_ALGO", "")
+    why = ""
+    if algo in ("NVLS", "NVLSTree") and not cluster.nvls:
+        why = " (NVLS needs NVLink SHARP: an H100, H200 or B200 NVSwitch node)"
+    elif algo == "NVLSTree" and cluster.nodes == 1:
+        why = " (NVLSTree joins nodes: one node runs NVLS)"
+    return CollsimError(f"{forced} is not available on {cluster.name or cluster.gpu}{why}: {error}")
