@@ -33,8 +33,22 @@ def test_defaults_and_extra_keys():
     assert [half.nic_of_local(g) for g in range(8)] == [0, 0, 1, 1, 2, 2, 3, 3]
 
 
+@pytest.mark.parametrize("gpu, intra, net, name", [
+    ("h100", "NVSwitch", "IB", "H100"),
+    ("NVIDIA H100 80GB HBM3", "nvswitch", "RoCE", "H100"),   # nvidia-smi's and nccl-tests' device names
+    ("NVIDIA A100-SXM4-80GB", "nvswitch", "ib", "A100"),
+    ("H200 SXM", "nvswitch", "TCP", "H200"),
+])
+def test_names_in_any_case_and_device_names(gpu, intra, net, name):
+    c = Cluster.from_dict({**SPEC, "gpu": gpu, "intra": intra, "net": net})
+    assert (c.gpu, c.intra, c.net) == (name, intra.lower(), net.lower())
+    assert Cluster(gpu=gpu, gpus_per_node=8).gpu == name
+
+
 @pytest.mark.parametrize("change, message", [
     ({"gpu": "V100"}, "gpu 'V100' is not known"),
+    ({"gpu": "GH200"}, "gpu 'GH200' is not known"),                 # not H200
+    ({"gpu": "H100 or H200"}, "gpu 'H100 OR H200' is not known"),   # two names: no guess
     ({"nodes": 0}, "nodes must be >= 1"),
     ({"gpus_per_node": "8"}, "gpus_per_node must be an integer"),
     ({"gpu": "A100", "nvls": True}, "A100 has no NVLink SHARP"),

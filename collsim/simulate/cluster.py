@@ -17,7 +17,8 @@ File format (YAML or JSON; extra keys are kept in ``Cluster.extra`` and otherwis
     call_us: 25          # optional: fixed cost of every collective call, microseconds (default ``CALL_US``)
 
 ``load_cluster(spec)`` takes a preset name (``collsim.simulate.presets.CLUSTERS``) or a file
-path; every bad value is one CollsimError naming the key. GPU g of a node uses NIC
+path; names in any case, and a device name holding one GPU name ("NVIDIA H100 80GB HBM3") means that
+GPU; every bad value is one CollsimError naming the key. GPU g of a node uses NIC
 g x nics_per_node // gpus_per_node (one NIC per GPU: rail g is NIC g).
 
 ``to_topology`` gives the simulator's view: links with their alphas and efficiencies, the NVLS link
@@ -26,6 +27,7 @@ where the machine has NVLink SHARP, per-pair links on boards without NVSwitch (i
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 from collsim.errors import CollsimError, require_int, require_number
@@ -38,6 +40,15 @@ NEWEST_NCCL = NCCL_VERSIONS[-1]
 PCIE_GBPS = 32.0     # PCIe Gen4 x16: 16 GT/s x 16 lanes x 128/130 / 8 bits, per direction
 KEYS = ("name", "source", "gpu", "gpus_per_node", "nodes", "intra", "nvlink_GBps", "pcie_GBps", "nics_per_node",
         "nic_Gbps", "net", "nvls", "nccl", "cpu", "call_us")
+
+
+def gpu_name(text: str) -> str:
+    """The GPU table's name for ``text``: any case, or a device name holding exactly one known name as
+    a word ("NVIDIA H100 80GB HBM3", "A100-SXM4-80GB" -> H100, A100; "GH200" is not H200); else
+    ``text`` in capitals (and the cluster refuses it by name)."""
+    upper = text.upper()
+    found = {g for g in GPUS if re.search(rf"(?<![A-Z0-9]){g}(?![A-Z0-9])", upper)}
+    return found.pop() if len(found) == 1 else upper
 
 
 @dataclass(frozen=True)
@@ -66,6 +77,11 @@ class Cluster:
     extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
+        if isinstance(self.gpu, str):
+            object.__setattr__(self, "gpu", gpu_name(self.gpu))
+        for key in ("intra", "net", "cpu"):
+            if isinstance(getattr(self, key), str):
+                object.__setattr__(self, key, getattr(self, key).lower())
         if self.gpu not in GPUS:
             raise CollsimError(f"cluster gpu {self.gpu!r:.40} is not known (known: {', '.join(GPUS)})")
         require_int("cluster gpus_per_node", self.gpus_per_node, 1, 1024)
@@ -171,8 +187,6 @@ class Cluster:
                     known[key] = f"{known[key]:.2f}"  # YAML reads 2.26 as a number (and 2.20 as 2.2)
                     continue
                 raise CollsimError(f"{where}: {key} must be a string, got {known[key]!r:.40}")
-        if isinstance(known.get("gpu"), str):
-            known["gpu"] = known["gpu"].upper()
         extra = {k: v for k, v in d.items() if k not in KEYS}
         try:
             return cls(**known, extra=extra)
