@@ -45,6 +45,15 @@ def test_names_in_any_case_and_device_names(gpu, intra, net, name):
     assert Cluster(gpu=gpu, gpus_per_node=8).gpu == name
 
 
+@pytest.mark.parametrize("asked, followed", [("2.12.12", "2.18"), ("2.29.1-1", "2.28"), ("2.9", "2.18")])
+def test_an_nccl_version_not_ported_follows_the_closest_and_says_so(asked, followed):
+    c = Cluster.from_dict({**SPEC, "nccl": asked})
+    short = ".".join(asked.split("-")[0].split(".")[:2])
+    assert c.nccl == followed and c.to_dict()["nccl_asked"] == short
+    assert f"NCCL {followed} (asked {short}: the closest ported)" in c.describe()
+    assert "nccl_asked" not in Cluster.from_dict(SPEC).to_dict()
+
+
 @pytest.mark.parametrize("change, message", [
     ({"gpu": "V100"}, "gpu 'V100' is not known"),
     ({"gpu": "GH200"}, "gpu 'GH200' is not known"),                 # not H200
@@ -59,7 +68,7 @@ def test_names_in_any_case_and_device_names(gpu, intra, net, name):
     ({"nvlink_GBps": float("nan")}, "nvlink_GBps must be a finite number"),
     ({"intra": "infiniband"}, "intra 'infiniband' is not one of"),
     ({"net": "ethernet"}, "net 'ethernet' is not one of"),
-    ({"nccl": "2.9"}, "nccl '2.9' is not one of"),
+    ({"nccl": "3.0"}, "nccl '3.0' is not one of"),
     ({"nvls": "yes"}, "nvls must be true or false"),
 ])
 def test_bad_specs_are_one_line_errors(change, message):

@@ -12,7 +12,8 @@ File format (YAML or JSON; extra keys are kept in ``Cluster.extra`` and otherwis
     nic_Gbps: 400        # needed when nodes > 1: line rate of one NIC, Gb/s
     net: ib              # ib | roce | tcp (collsim.simulate.hardware.NETS)
     nvls: true           # optional: NVLink SHARP available (default: the GPU has it and intra is nvswitch)
-    nccl: "2.28"         # optional: the NCCL version whose tuning logic to follow (default the newest)
+    nccl: "2.28"         # optional: the NCCL version whose tuning logic to follow (default the newest;
+                         #   2.18-2.28 are ported, another 2.x follows the closest and says so: nccl_asked)
     cpu: intel           # optional: intel | amd (NCCL's network overhead and multi-node LL caps use it)
     call_us: 25          # optional: fixed cost of every collective call, microseconds (default ``CALL_US``)
 
@@ -40,6 +41,16 @@ NEWEST_NCCL = NCCL_VERSIONS[-1]
 PCIE_GBPS = 32.0     # PCIe Gen4 x16: 16 GT/s x 16 lanes x 128/130 / 8 bits, per direction
 KEYS = ("name", "source", "gpu", "gpus_per_node", "nodes", "intra", "nvlink_GBps", "pcie_GBps", "nics_per_node",
         "nic_Gbps", "net", "nvls", "nccl", "cpu", "call_us")
+
+
+def nearest_ported(version: str) -> str:
+    """``version`` ("2.N") when its tuning logic is ported, else the closest ported 2.x (2.12 -> 2.18,
+    2.30 -> 2.28); anything that is not 2.N comes back unchanged (and the cluster refuses it)."""
+    m = re.fullmatch(r"2\.(\d{1,3})", version)
+    if version in NCCL_VERSIONS or not m:
+        return version
+    minors = [int(v.split(".")[1]) for v in NCCL_VERSIONS]
+    return f"2.{min(max(int(m.group(1)), minors[0]), minors[-1])}"
 
 
 def gpu_name(text: str) -> str:
@@ -87,6 +98,10 @@ class Cluster:
         require_int("cluster gpus_per_node", self.gpus_per_node, 1, 1024)
         require_int("cluster nodes", self.nodes, 1, 1 << 16)
         object.__setattr__(self, "nccl", ".".join(str(self.nccl).split("-")[0].split(".")[:2]))  # 2.26.2-1 -> 2.26
+        followed = nearest_ported(self.nccl)
+        if followed != self.nccl:   # another 2.x: the closest version whose tuning logic is ported, said
+            self.extra["nccl_asked"] = self.nccl
+            object.__setattr__(self, "nccl", followed)
         for key, value, choices in (("intra", self.intra, INTRA), ("net", self.net, tuple(NETS)),
                                     ("cpu", self.cpu, CPUS), ("nccl", self.nccl, NCCL_VERSIONS)):
             if value not in choices:
@@ -171,7 +186,8 @@ class Cluster:
                 f"{self.intra_GBps:g} GB/s per GPU")
         if self.nodes > 1:
             text += f", {self.nics_per_node} x {self.nic_Gbps:g} Gb/s {self.net} NICs per node"
-        return text + f", NVLS {'on' if self.nvls else 'off'}, NCCL {self.nccl}"
+        asked = f" (asked {self.extra['nccl_asked']}: the closest ported)" if "nccl_asked" in self.extra else ""
+        return text + f", NVLS {'on' if self.nvls else 'off'}, NCCL {self.nccl}{asked}"
 
     @classmethod
     def from_dict(cls, d, where: str = "cluster") -> "Cluster":
