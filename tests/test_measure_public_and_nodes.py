@@ -101,3 +101,23 @@ def test_show_reads_published_logs_and_nccl_tests_output(capsys, tmp_path):
     assert "pass --label ALGO/PROTO" in capsys.readouterr().err
     assert main(["show", str(renamed), "--label", "Tree/Simple"]) == 0
     assert "Tree/Simple" in capsys.readouterr().out
+
+
+def test_logs_of_nccl_tests_before_2_10(tmp_path, capsys):
+    """No Group in the Rank lines, no root column, and a maximum deviation ("error") where newer logs
+    count wrong elements: the rows read the same; wrong is 0 when the log says its values are in
+    bounds, unknown otherwise."""
+    old = FIX / "nccl_tests_allreduce_old_format.txt"
+    m = load_file(old, "default")
+    assert [r["size"] for r in m.records] == [8, 8, 1 << 20, 1 << 20, 128 << 20, 128 << 20]
+    assert [r["time_us"] for r in m.records][:2] == [39.46, 38.95] and {r["wrong"] for r in m.records} == {0}
+    assert (m.meta["world_size"], m.meta["nodes"], m.meta["gpus_per_process"], m.meta["timing"]) == (8, 1, 8, "eager")
+    failed = tmp_path / "old_failed.log"
+    failed.write_text(old.read_text().replace("Out of bounds values : 0 OK", "Out of bounds values : 3 FAILED"))
+    assert {r["wrong"] for r in load_file(failed, "default").records} == {None}
+    bad = tmp_path / "old_bad.log"
+    bad.write_text(old.read_text().replace("5e-07    60.87", "lots    60.87"))
+    with pytest.raises(CollsimError, match="old_bad.log:18: bad error 'lots'"):
+        load_file(bad, "default")
+    assert main(["compare", "--cluster", "a100-nvlink", "--measured", str(old), "--label", "default"]) == 0
+    assert "all sizes" in capsys.readouterr().out

@@ -5,7 +5,9 @@ Two inputs, told apart by their first non-blank character:
 * the text table nccl-tests prints (``# nThread ... nGpus ...`` and ``#  Rank``
   header lines, a column header, rows ``size count type redop root`` followed
   by ``time algbw busbw #wrong`` for out-of-place and again for in-place,
-  ``# Avg bus bandwidth`` footer). NCCL log lines and other chatter may be
+  ``# Avg bus bandwidth`` footer; logs of nccl-tests before 2.10 have no ``root``
+  column and a maximum deviation ``error`` for ``#wrong``: wrong is then 0 when
+  the log says ``Out of bounds values : 0``, else unknown). NCCL log lines and other chatter may be
   interleaved; a line whose first word is made of digits is a result row and
   must parse (ASCII digits), else ``CollsimError`` names ``file:line`` (``strict=False``:
   the line is skipped and named in ``Measurements.skipped``). A file cut off
@@ -40,8 +42,13 @@ DTYPES = {"float": "float32", "half": "float16", "double": "float64", "bfloat16"
           "int8": "int8", "uint8": "uint8", "int32": "int32", "uint32": "uint32",
           "int64": "int64", "uint64": "uint64", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
 _PARAMS = re.compile(r"# nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+) .*?"
-                     r"warmup iters: (\d+) iters: (\d+) .*?graph: (\d+)", re.ASCII)
-_RANK = re.compile(r"#\s+Rank\s+(\d+) Group\s+\d+ Pid\s+\d+ on\s+(\S+) device\s+(\d+) \[[^\]]*\] (.*)$", re.ASCII)
+                     r"warmup iters: (\d+) iters: (\d+)(?: .*?graph: (\d+))?", re.ASCII)   # no graph: before 2.11
+_RANK = re.compile(r"#\s+Rank\s+(\d+)(?: Group\s+\d+)? Pid\s+\d+ on\s+(\S+) device\s+(\d+) \[[^\]]*\] (.*)$",
+                   re.ASCII)
+_OUT_OF_BOUNDS = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)", re.ASCII)
+# Columns before the results (size count type redop root; no root before nccl-tests 2.10), the
+# results per half-row (time algbw busbw #wrong), and whether the fourth is the older "error".
+NEW_LAYOUT = (5, 4, False)
 _TESTS_VERSION = re.compile(r"# nccl-tests version (\S+) nccl-headers=(\d+) nccl-library=(\d+)", re.ASCII)
 _AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*(\S+)")
 
@@ -82,15 +89,18 @@ def _records(size, count, type_name, results, ranks, where, meta_extra) -> list[
     return recs
 
 
-def _row(tokens, group, where, ranks, extra) -> list[dict]:
-    """The two records of one text row (out-of-place, in-place)."""
-    if len(tokens) < 5 + 2 * group:
-        raise CollsimError(f"{where}: nccl-tests row has {len(tokens)} fields, expected {5 + 2 * group}")
+def _row(tokens, layout, where, ranks, extra) -> list[dict]:
+    """The two records of one text row (out-of-place, in-place); ``layout`` as ``NEW_LAYOUT``."""
+    lead, group, error_column = layout
+    if len(tokens) < lead + 2 * group:
+        raise CollsimError(f"{where}: nccl-tests row has {len(tokens)} fields, expected {lead + 2 * group}")
     results = []
-    for start in (5, 5 + group):
+    for start in (lead, lead + group):
         t, alg, bus, wrong = tokens[start:start + 4]
-        results.append((_number(t, where, "time"), _number(alg, where, "algbw"), _number(bus, where, "busbw"),
-                        None if wrong == "N/A" else int_text(wrong, f"{where}: #wrong", 0, MAX_BYTES)))
+        if error_column and wrong != "N/A":
+            _number(wrong, where, "error")   # checked, not kept: a deviation, not a count (see _parse_text)
+        wrong = None if error_column or wrong == "N/A" else int_text(wrong, f"{where}: #wrong", 0, MAX_BYTES)
+        results.append((_number(t, where, "time"), _number(alg, where, "algbw"), _number(bus, where, "busbw"), wrong))
     size = int_text(tokens[0], f"{where}: size", 0, MAX_BYTES)
     count = int_text(tokens[1], f"{where}: count", 0, MAX_BYTES)
     return _records(size, count, tokens[2], results, ranks, where, extra)
@@ -101,7 +111,7 @@ def _parse_text(text, source, label, strict) -> Measurements:
     meta = {"harness": "nccl-tests", "collective": "allreduce", "label": label, "algo": algo,
             "proto": proto, "hosts": [], "devices": []}
     m = Measurements(meta=meta, metas=[meta])
-    group = 4
+    layout = NEW_LAYOUT
     lines = text.split("\n")
     for lineno, line in enumerate(lines, 1):
         where = f"{source}:{lineno}"
@@ -109,12 +119,12 @@ def _parse_text(text, source, label, strict) -> Measurements:
             if meta.get("nccl_version") is None and (v := VERSION_PATTERN.search(line)):
                 meta["nccl_version"] = v.group(1)
             if line.lstrip().startswith("#"):
-                group = _comment(line, where, meta, group)
+                layout = _comment(line, where, meta, layout)
                 continue
             tokens = line.split()
             if not tokens or not tokens[0].isdigit():  # any digit: "²" starts a row that is wrong
                 continue  # NCCL log lines, blank lines, warnings
-            m.records += _row(tokens, group, where, len(meta["devices"]) or None,
+            m.records += _row(tokens, layout, where, len(meta["devices"]) or None,
                               {"algo": algo, "proto": proto, "timing": meta.get("timing")})
         except CollsimError as e:
             if lineno == len(lines) and not text.endswith("\n"):  # cut off inside its last row
@@ -123,6 +133,9 @@ def _parse_text(text, source, label, strict) -> Measurements:
                 raise
             else:
                 m.skipped.append(str(e))
+    if layout[2] and meta.get("out_of_bounds") == 0:   # older logs: "Out of bounds values : 0 OK"
+        for rec in m.records:
+            rec["wrong"] = 0
     meta["world_size"] = len(meta["devices"]) or None
     meta["hosts"] = sorted({d["host"] for d in meta["devices"]})
     meta["nodes"] = len(meta["hosts"]) or 1   # "Rank ... on HOST device ...": one node per host
@@ -134,13 +147,13 @@ def _parse_text(text, source, label, strict) -> Measurements:
     return m
 
 
-def _comment(line, where, meta, group) -> int:
-    """Read a comment line into ``meta``; returns the result columns per half-row (time,
-    algbw, busbw, #wrong: 4), from the column header when this is it."""
+def _comment(line, where, meta, layout) -> tuple:
+    """Read a comment line into ``meta``; returns the row layout (``NEW_LAYOUT``), from the column
+    header when this is it."""
     if p := _PARAMS.search(line):
         limits = {"nThread": MAX_RANKS, "nGpus": MAX_RANKS, "minBytes": MAX_BYTES, "maxBytes": MAX_BYTES,
                   "warmup iters": MAX_CALLS, "iters": MAX_CALLS, "graph": MAX_CALLS}
-        v = [int_text(x, f"{where}: {name}", 0, hi) for (name, hi), x in zip(limits.items(), p.groups())]
+        v = [int_text(x or "0", f"{where}: {name}", 0, hi) for (name, hi), x in zip(limits.items(), p.groups())]
         meta.update(gpus_per_process=v[0] * v[1], min_bytes=v[2], max_bytes=v[3], warmup=v[4], iters=v[5],
                     graph=v[6], timing="graph" if v[6] > 0 else "eager")
     elif r := _RANK.search(line):
@@ -152,13 +165,17 @@ def _comment(line, where, meta, group) -> int:
         meta["nccl_library_version"] = _version_from_code(int_text(t.group(3), f"{where}: nccl-library", 0, 10**9))
     elif a := _AVG.search(line):
         meta["avg_busbw_GBps"] = _number(a.group(1), where, "average bus bandwidth")
+    elif o := _OUT_OF_BOUNDS.search(line):
+        meta["out_of_bounds"] = int_text(o.group(1), f"{where}: out of bounds values", 0, MAX_BYTES)
     elif "size" in line.split() and "count" in line.split():
         names = line.lstrip("#").split()
-        group = (len(names) - 5 - ("timestamp" in names)) // 2
-        if group < 4:
+        lead = names.index("time") if "time" in names else 0
+        group = (len(names) - lead - ("timestamp" in names)) // 2
+        if lead not in (4, 5) or group < 4:
             raise CollsimError(f"{where}: nccl-tests column header has {len(names)} columns, expected size count "
-                               "type redop root, then time algbw busbw #wrong twice")
-    return group
+                               "type redop [root], then time algbw busbw #wrong (or error) twice")
+        return lead, group, names[lead + 3] == "error"
+    return layout
 
 
 def _parse_json(text, source, label) -> Measurements:
