@@ -121,3 +121,14 @@ def test_logs_of_nccl_tests_before_2_10(tmp_path, capsys):
         load_file(bad, "default")
     assert main(["compare", "--cluster", "a100-nvlink", "--measured", str(old), "--label", "default"]) == 0
     assert "all sizes" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("tag", ["[1,0]<stdout>:", "[0] ", "0: "])
+def test_lines_tagged_by_the_launcher(tmp_path, tag):
+    """mpirun --tag-output, mpirun -l and srun -l put a tag before every line; the log reads the same."""
+    plain = FIX / "nccl_tests_allreduce.txt"
+    tagged = tmp_path / "tagged.log"
+    tagged.write_text("".join(tag + line for line in plain.read_text().splitlines(keepends=True)))
+    a, b = load_file(plain, "Ring/LL"), load_file(tagged, "Ring/LL")
+    assert b.records == a.records and len(a.records) > 0
+    assert (b.meta["hosts"], b.meta["timing"]) == (a.meta["hosts"], a.meta["timing"])

@@ -8,7 +8,8 @@ Two inputs, told apart by their first non-blank character:
   ``# Avg bus bandwidth`` footer; logs of nccl-tests before 2.10 have no ``root``
   column and a maximum deviation ``error`` for ``#wrong``: wrong is then 0 when
   the log says ``Out of bounds values : 0``, else unknown). NCCL log lines and other chatter may be
-  interleaved; a line whose first word is made of digits is a result row and
+  interleaved, and each line may start with a launcher's tag (``[1,0]<stdout>:``,
+  ``0:``); a line whose first word is made of digits is a result row and
   must parse (ASCII digits), else ``CollsimError`` names ``file:line`` (``strict=False``:
   the line is skipped and named in ``Measurements.skipped``). A file cut off
   inside its last row (no newline at its end) keeps its complete rows; the cut
@@ -45,6 +46,8 @@ _PARAMS = re.compile(r"# nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+)
                      r"warmup iters: (\d+) iters: (\d+)(?: .*?graph: (\d+))?", re.ASCII)   # no graph: before 2.11
 _RANK = re.compile(r"#\s+Rank\s+(\d+)(?: Group\s+\d+)? Pid\s+\d+ on\s+(\S+) device\s+(\d+) \[[^\]]*\] (.*)$",
                    re.ASCII)
+# What launchers put before each line: mpirun --tag-output "[1,0]<stdout>:", mpirun -l "[0] ", srun -l "0: "
+_LAUNCHER_TAG = re.compile(r"^\s*(?:\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?|\d+:)[ \t]?", re.ASCII)
 _OUT_OF_BOUNDS = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)", re.ASCII)
 # Columns before the results (size count type redop root; no root before nccl-tests 2.10), the
 # results per half-row (time algbw busbw #wrong), and whether the fourth is the older "error".
@@ -115,6 +118,7 @@ def _parse_text(text, source, label, strict) -> Measurements:
     lines = text.split("\n")
     for lineno, line in enumerate(lines, 1):
         where = f"{source}:{lineno}"
+        line = _LAUNCHER_TAG.sub("", line, count=1)
         try:
             if meta.get("nccl_version") is None and (v := VERSION_PATTERN.search(line)):
                 meta["nccl_version"] = v.group(1)
