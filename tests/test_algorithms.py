@@ -135,8 +135,13 @@ def test_default_chunks_follow_nccl():
 
 def test_rail_rings_match_nccl_2_x_8():
     from collsim.algorithms.ring import ring_orders
+    from collsim.nccl.search import search
+    from collsim.simulate.cluster import load_cluster
     orders = ring_orders(16, 16, gpus_per_node=8)
-    # nccl_source notes 1.4: ring 0 = GPU 0 7 6 5 4 3 2 1, ring 1 = 1 2 ... 7 0; channel c + 8 repeats c
+    # the port of NCCL's ring search (search.cc:559-574, 669-751) finds the same 8 rings on 2 x 8 H100
+    rings = search(load_cluster("ib-400g", nodes=2), {}).rings
+    assert [list(r.gpus) for r in rings] == orders[:8, :8].tolist()
+    # ring 0 = GPU 0 7 6 5 4 3 2 1, ring 1 = 1 2 ... 7 0; channel c + 8 repeats c
     assert orders[0, :8].tolist() == [0, 7, 6, 5, 4, 3, 2, 1] and orders[1, :8].tolist() == [1, 2, 3, 4, 5, 6, 7, 0]
     assert orders[2, :8].tolist() == [2, 1, 0, 7, 6, 5, 4, 3] and (orders[8:] == orders[:8]).all()
     # odd nodes run the partner channel, so every hop between nodes stays on one rail (local index)

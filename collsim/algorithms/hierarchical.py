@@ -14,8 +14,8 @@ non-pipelined form (phases one after the other).
 ``hierarchical-nccl``: NCCL's tree (NVIDIA/nccl src/graph/connect.cc). Channel c
 runs a chain inside each node from head GPU c mod G (the GPU whose NIC the
 channel uses: NIC c -> GPU c -> c+1 -> ..., connect.cc:52-62 with the TREE pattern
-of multi-node H100, nccl_source notes 2), the heads joined by NCCL's double binary
-tree over nodes (trees.cc:31-109); channels c < C/2 use tree 0, the others tree 1
+NCCL picks on multi-node H100, search.cc:1117-1120 and ``collsim.nccl.graphs``), the
+heads joined by NCCL's double binary tree over nodes (trees.cc:31-109); channels c < C/2 use tree 0, the others tree 1
 (connectTrees, connect.cc:137-174). Each channel's part is pipelined over chunks
 (``tree_pipeline.tree_phase``). On one node it is the chain.
 """

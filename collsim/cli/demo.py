@@ -26,7 +26,7 @@ from collsim.errors import CollsimError
 
 DATA = Path("data") / "h200x2"   # from the repository root, as README runs it
 # (row label, algorithm, parameters): every algorithm on one channel, then NCCL's layouts on 16 channels
-# (NCCL's coll channels on multi-node H100, nccl_source notes 1.5)
+# (the coll channels NCCL runs on multi-node H100: collsim.nccl.search on ib-400g)
 ROWS = [(a, a, {}) for a in ("ring", "tree", "hierarchical", "hierarchical-nccl", "halving-doubling",
                              "recursive-doubling", "direct")] + \
        [("ring 16ch", "ring", {"channels": 16}), ("nccl-tree 16ch", "hierarchical-nccl", {"channels": 16}),

@@ -19,7 +19,7 @@ A switch endpoint holds no slot and no port: a transfer to or from it holds the 
 slot and port only. Slots are held for the whole transfer (alpha + bytes x beta [+ bytes x
 gamma]), ports for bytes x beta (``collsim.simulate``). An inter-node transfer holds the two
 NICs, not the GPUs' NVLink ports: a GPU reaches its own NIC over PCIe, not NVLink
-(NVIDIA/nccl src/graph/paths.cc:719-741, PIX; nccl_source notes 1.2).
+(NVIDIA/nccl src/graph/paths.cc:719-741, PIX).
 """
 from __future__ import annotations
 
