@@ -53,6 +53,16 @@ def test_other_hardware_scales_from_the_tables():
     assert small_a["time_us"] > 1.2 * small_h["time_us"]          # A100's slower clock
 
 
+def test_gpus_per_process_follow_the_harness():
+    """nccl-tests on one node runs all its GPUs from one process (-g 8) unless told; the runner is
+    torchrun, one GPU per process, and several nodes run one GPU per process in both."""
+    one, two = load_cluster("h100-nvlink"), load_cluster("h100-nvlink", 2)
+    assert predict_nccl(one, [8])["gpus_per_process"] == 8
+    assert predict_nccl(one, [8], harness="runner")["gpus_per_process"] == 1
+    assert predict_nccl(two, [8])["gpus_per_process"] == 1
+    assert predict_nccl(one, [8], gpus_per_process=2)["gpus_per_process"] == 2
+
+
 def test_packaged_parameters_are_the_committed_fit():
     packaged = Path(__file__).resolve().parents[1] / "collsim" / "nccl" / "hopper_params.json"
     committed = Path(__file__).resolve().parents[1] / "data" / "h200x2" / "params.json"

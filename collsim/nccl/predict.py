@@ -10,7 +10,8 @@ Harness (what the measurement around NCCL adds): "nccl-tests" (all_reduce_perf; 
 ``timing="graph"``, its -G; ``gpus_per_process`` = its -g, default all GPUs of a node on one node and
 one GPU per process on several nodes, as nccl-tests' README runs it; it cycles -n 20 slices of its
 largest size, so the buffer is not in L2 between calls) or "runner" (runners/allreduce_bench.py:
-torch's all_reduce, graph timing bare, eager with torch's launch floor).
+torch's all_reduce under torchrun, one GPU per process; graph timing bare, eager with torch's launch
+floor).
 
 Environment variables understood: NCCL_ALGO, NCCL_PROTO (lists, ^ excludes), NCCL_MIN_NCHANNELS /
 NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS, NCCL_BUFFSIZE, NCCL_NVLS_ENABLE, NCCL_IB_DISABLE
@@ -65,7 +66,7 @@ def harness_config(cluster: Cluster, harness: str, timing: str, gpus_per_process
     """The ``Config`` of a measurement by ``harness`` on ``cluster`` with NCCL ``settings``."""
     if harness not in HARNESSES:
         raise CollsimError(f"harness {harness!r:.40} is not one of {', '.join(HARNESSES)}")
-    gpp = gpus_per_process or (cluster.gpus_per_node if cluster.nodes == 1 else 1)
+    gpp = gpus_per_process or (cluster.gpus_per_node if cluster.nodes == 1 and harness == "nccl-tests" else 1)
     if not 1 <= gpp <= cluster.gpus_per_node:
         raise CollsimError(f"gpus per process must be 1..{cluster.gpus_per_node}, got {gpp}")
     if harness == "nccl-tests":
