@@ -128,3 +128,13 @@ def test_forced_algorithm_the_cluster_lacks_says_why(capsys, cluster, algo, why)
     assert main(["predict-nccl", "--cluster", cluster, "--algo", algo, "--bytes", "1G"]) == 2
     err = capsys.readouterr().err
     assert f"NCCL_ALGO={algo} is not available on {cluster}" in err and why in err and err.count("\n") == 1
+
+
+def test_a_description_of_our_2_x_h200_predicts_its_runner_sweeps():
+    """README Rung 2's check of the description-only path on our own machine (run 4, not fitted)."""
+    from collsim.fit.cluster_compare import compare_cluster
+    from collsim.simulate.cluster import Cluster
+    files = sorted((PUBLIC.parent / "h200x2" / "run4" / "runner").glob("nvlink_*_graph.jsonl"))
+    res = compare_cluster(Cluster("H200", 2, intra="nvswitch", nvls=False), files)
+    ours, nccl = res["collsim"]["median_abs_rel_error"], res["nccl_model"]["median_abs_rel_error"]
+    assert res["collsim"]["n"] == 210 and ours < 0.08 and nccl > 3 * ours     # README: 6.4% vs 29.5%
