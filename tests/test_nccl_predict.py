@@ -135,6 +135,6 @@ def test_a_description_of_our_2_x_h200_predicts_its_runner_sweeps():
     from collsim.fit.cluster_compare import compare_cluster
     from collsim.simulate.cluster import Cluster
     files = sorted((PUBLIC.parent / "h200x2" / "run4" / "runner").glob("nvlink_*_graph.jsonl"))
-    res = compare_cluster(Cluster("H200", 2, intra="nvswitch", nvls=False), files)
+    res = compare_cluster(Cluster("H200", 2, intra="nvswitch", nvls=False), files, inplace=True)
     ours, nccl = res["collsim"]["median_abs_rel_error"], res["nccl_model"]["median_abs_rel_error"]
     assert res["collsim"]["n"] == 210 and ours < 0.08 and nccl > 3 * ours     # README: 6.4% vs 29.5%
