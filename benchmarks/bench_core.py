@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from collsim.algorithms import ALGORITHMS, build_schedule
+from collsim.machine.presets import get_preset
+from collsim.machine.topology import Topology
 from collsim.simulate import simulate
-from collsim.simulate.presets import get_preset
-from collsim.simulate.topology import Topology
 from collsim.sweep import sizes, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +105,7 @@ def channels(repeats: int) -> list[str]:
     rows = ["| case | transfers | build best (s) | simulate first / best (s) | cpu (s) | M transfers/s |",
             "|---|---:|---:|---:|---:|---:|"]
     topo = get_preset("ib-400g", nodes=8)
-    for name in ("ring", "hierarchical-nccl", "tree"):
+    for name in ("ring", "nccl-tree", "double-tree"):
         kw = {"gpus_per_node": 8} if "gpus_per_node" in ALGORITHMS[name].params else {}
         _, build, s = timed(lambda: build_schedule(name, 64, 2**30 // 4, channels=16, **kw), repeats)
         first, best, cpu, _ = timed_cpu(lambda: simulate(s, topo, progress=False), repeats)
@@ -120,7 +120,7 @@ def big_channels(_: int, runs: int = 3) -> list[str]:
     memory the host has taken back (build 2.5-3 s instead of 0.3 s); the runs after it show the code."""
     code = ("import resource, time\n"
             "from collsim.algorithms import build_schedule\nfrom collsim.simulate import simulate\n"
-            "from collsim.simulate.presets import get_preset\n"
+            "from collsim.machine.presets import get_preset\n"
             "topo = get_preset('ib-400g', nodes=128)\n"
             "t, c = time.perf_counter(), time.process_time()\n"
             "s = build_schedule('ring', 1024, 2**30 // 4, gpus_per_node=8, channels=16)\n"

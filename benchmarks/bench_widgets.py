@@ -24,7 +24,7 @@ MeasuredVsPredicted on the bundled 2 x H200 runs (as notebook 05): every run's f
 revisits.
 
 Execution: ``grid_states`` (the grid of every step: the checker's execution,
-``collsim.checker.contribution_states``) and ``check`` of ring and tree on 64
+``collsim.core.checker.contribution_states``) and ``check`` of ring and tree on 64
 ranks, the best of 7 calls each.
 """
 from __future__ import annotations
@@ -76,7 +76,8 @@ async def _drain() -> float:
 
 async def schedule_explorer_rows(ranks=(4, 8, 16, 32, 64)) -> list[tuple]:
     from collsim.algorithms import ALGORITHMS
-    from collsim.widgets.schedule_explorer import ScheduleExplorer, valid_ranks
+    from collsim.widgets.exploration import valid_ranks
+    from collsim.widgets.schedule_explorer import ScheduleExplorer
 
     rng = np.random.default_rng(0)
     rows = []
@@ -120,11 +121,11 @@ def measured_rows() -> tuple[list, list, list]:
 def execution_rows(ranks: int = 64, repeats: int = 7) -> list[tuple]:
     """(algorithm, transfers, grid_states ms, check ms), the best of ``repeats`` calls."""
     from collsim.algorithms import build_schedule
-    from collsim.checker import check
+    from collsim.core.checker import check
     from collsim.viz.grid import grid_states
 
     rows = []
-    for algo in ("ring", "tree"):
+    for algo in ("ring", "double-tree"):
         s = build_schedule(algo, ranks, 2**18)
         best = [min(_ms(lambda: fn(s)) for _ in range(repeats)) for fn in (grid_states, check)]
         rows.append((algo, s.n_transfers, *best))

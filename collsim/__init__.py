@@ -1,8 +1,26 @@
-"""collsim: chunk-level schedules, cost models and simulation of AllReduce, validated against NCCL."""
-from collsim.compose import ScheduleBuilder, concat, split_even
-from collsim.errors import CollsimError
-from collsim.schedule import COPY, REDUCE, Schedule, ScheduleError, Transfer
+"""collsim: chunk-level schedules, cost models and simulation of AllReduce, validated against NCCL.
 
-__all__ = ["COPY", "REDUCE", "CollsimError", "Schedule", "ScheduleBuilder", "ScheduleError",
-           "Transfer", "concat", "split_even"]
-__version__ = "0.1.0"
+The loop's verbs, one from each room: ``build_schedule`` (algorithms/) makes a ``Schedule`` (core/),
+``check`` proves it computes the sum, ``load_cluster`` / ``load_machine`` read the machine
+(machine/), ``simulate`` times the schedule on it (simulate/), ``predict_nccl`` predicts what NCCL
+itself does there (predict.py). ``PREDICTORS`` says who predicts what.
+"""
+from importlib import metadata
+
+from collsim.algorithms import build_schedule
+from collsim.core.checker import check
+from collsim.core.compose import ScheduleBuilder, concat, split_even
+from collsim.core.schedule import COPY, REDUCE, Schedule, ScheduleError, Transfer
+from collsim.errors import CollsimError
+from collsim.machine import load_cluster, load_machine
+from collsim.predict import predict_nccl
+from collsim.predictors import PREDICTORS
+from collsim.simulate import simulate
+
+__all__ = ["COPY", "PREDICTORS", "REDUCE", "CollsimError", "Schedule", "ScheduleBuilder", "ScheduleError",
+           "Transfer", "build_schedule", "check", "concat", "load_cluster", "load_machine", "predict_nccl",
+           "simulate", "split_even"]
+try:
+    __version__ = metadata.version("collsim")
+except metadata.PackageNotFoundError:   # run from a checkout without installing it
+    __version__ = "0.2.0"

@@ -29,6 +29,7 @@ import json
 import re
 
 import numpy as np
+import yaml
 
 from collsim.errors import CollsimError, describe, require_int, require_number
 
@@ -37,7 +38,7 @@ MAX_JSON_DEPTH = 32         # nesting of arrays and objects
 MAX_BYTES = 1 << 50         # a message size or buffer, bytes (1024 TiB)
 MAX_RANKS = 1 << 20         # ranks, nodes, GPUs per node
 MAX_CHANNELS = 64           # NCCL's MAXCHANNELS (src/include/device.h)
-BUFFSIZE_RANGE = (1 << 15, 1 << 32)  # NCCL_BUFFSIZE bytes (collsim.nccl.layout.Config's floor; 4 GiB)
+BUFFSIZE_RANGE = (1 << 15, 1 << 32)  # NCCL_BUFFSIZE bytes (collsim.fitted.layout.Config's floor; 4 GiB)
 MAX_CALLS = 1 << 30         # calls, iterations, warm-up calls per measurement
 MAX_SECONDS = 3600.0        # a latency (alpha), seconds
 MAX_SECONDS_PER_BYTE = 1.0  # beta, gamma: seconds per byte (1 B/s)
@@ -99,11 +100,6 @@ def parse_json(text: str, where: str):
 def parse_yaml(text: str, where: str):
     """The value of YAML ``text`` (module docstring); ``where`` names it in errors, with the line
     and column of the problem."""
-    try:
-        import yaml
-    except ImportError:
-        raise CollsimError(f"{where}: reading YAML needs pyyaml (pip install pyyaml)") from None
-
     class Loader(yaml.SafeLoader):
         def compose_node(self, parent, index):
             if self.check_event(yaml.AliasEvent):

@@ -12,7 +12,13 @@ would get that way; ``torchrun_identity`` what it should use. Pure Python: no to
 """
 from __future__ import annotations
 
-from collsim.errors import require_int
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from collsim.errors import CollsimError, require_int
 
 
 def torchrun_env(nnodes: int, nproc_per_node: int) -> list[dict]:
@@ -65,10 +71,7 @@ def problems(rows: list[dict]) -> list[str]:
 def function_source(path, name: str) -> str:
     """The source text of top-level function ``name`` in the Python file ``path`` (read, not imported:
     showing a torch script's function needs no torch)."""
-    import ast
-    from pathlib import Path
 
-    from collsim.errors import CollsimError
     text = Path(path).read_text()
     for node in ast.parse(text).body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
@@ -80,11 +83,7 @@ def run_torchrun(script, args, nproc: int = 2, timeout: float = 120.0, cwd=None)
     """Run ``torchrun --standalone --nproc-per-node NPROC script args...`` with this Python (one
     compute thread per process); returns the finished process. A failure raises CollsimError with
     the end of its output."""
-    import os
-    import subprocess
-    import sys
 
-    from collsim.errors import CollsimError
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={int(nproc)}",
            str(script), *map(str, args)]
     env = dict(os.environ, OMP_NUM_THREADS="1")

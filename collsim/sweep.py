@@ -6,8 +6,8 @@
 * ``algbw_GBps = bytes / 1e9 / seconds``; ``busbw_GBps = algbw x 2(n-1)/n``
   (nccl-tests' AllReduce bus bandwidth, the same factor for every algorithm).
 * ``sweep(...)``: a table (dict of numpy arrays, one row per algorithm and
-  size, algorithm-major, sizes ascending) with columns ``algo``, ``size``
-  (bytes), ``count`` (elements of ``itemsize`` bytes: size // itemsize, as
+  size, algorithm-major, sizes ascending) with columns ``algo``, ``bytes``
+  (bytes), ``count`` (elements of ``itemsize`` bytes: bytes // itemsize, as
   nccl-tests), ``time_s``, ``algbw_GBps``, ``busbw_GBps``. ``method="closed"``
   uses ``collsim.cost.closed_form``; ``method="simulate"`` builds every
   schedule and simulates it on ``topology`` (default: the uniform topology of
@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from collsim.algorithms import build_schedule, get
+from collsim.cost import closed_form
 from collsim.errors import CollsimError, require_int
-from collsim.simulate.topology import Topology
+from collsim.machine.topology import Topology
+from collsim.simulate import simulate_times
 from collsim.units import algbw_GBps, busbw_factor
 
 
@@ -38,7 +41,6 @@ def sizes(min_bytes: int = 8, max_bytes: int = 16 * 2**30, factor: int = 2) -> n
 def _params_for(name: str, params: dict, topology: Topology | None) -> tuple[dict, dict]:
     """(build_schedule kwargs, closed_form kwargs): the parameters algorithm ``name`` takes, and what the
     topology implies (gpus_per_node across nodes, direct rings on boards without NVSwitch)."""
-    from collsim.algorithms import get
     algo = get(name)                                     # the one-line "unknown algorithm" error
     if algo.teaching_only:
         raise CollsimError(f"{name} is a teaching example, not an AllReduce: sweeps take the algorithms only")
@@ -53,8 +55,6 @@ def _params_for(name: str, params: dict, topology: Topology | None) -> tuple[dic
 
 
 def _simulated_times(name, ranks, counts, itemsize, topology, gamma, kw) -> np.ndarray:
-    from collsim.algorithms import build_schedule
-    from collsim.simulate import simulate_times
     todo = sorted(set(counts.tolist()))                  # sizes below itemsize share count 0
     scheds = (build_schedule(name, ranks, c, itemsize, **kw) for c in todo)
     by_count = dict(zip(todo, simulate_times(scheds, topology, gamma).tolist()))
@@ -93,14 +93,13 @@ def sweep(algos, ranks: int, sizes, *, alpha: float | None = None, beta: float |
     for name in algos:
         build, closed = _params_for(name, params, topology)
         if method == "closed":
-            from collsim.cost import closed_form
             times.append(np.asarray(closed_form(name, ranks, nbytes, alpha, beta, gamma, **closed), dtype=float))
         else:
             times.append(_simulated_times(name, ranks, counts, itemsize, topology, gamma, build))
     time_s = np.concatenate(times)
     size_col = np.tile(nbytes, len(algos))
     alg = algbw_GBps(size_col, time_s)
-    return {"algo": np.repeat(np.array(algos, dtype=object), len(nbytes)), "size": size_col,
+    return {"algo": np.repeat(np.array(algos, dtype=object), len(nbytes)), "bytes": size_col,
             "count": np.tile(counts, len(algos)), "time_s": time_s, "algbw_GBps": alg,
             "busbw_GBps": alg * busbw_factor(ranks)}
 

@@ -18,7 +18,7 @@ Command lines (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
 NVSHMEM_DISABLE_NVLS=1 are forced by the script):
   # 2 GPUs on one node (NCCL), about a minute:
   torchrun --standalone --nproc-per-node 2 runners/ddp_bench.py --out data/ddp/h200x2.jsonl
-  # CPU, 2 processes over gloo, tiny model (what tests/test_ddp_gloo.py runs):
+  # CPU, 2 processes over gloo, tiny model (what tests/runners/test_ddp_bench_gloo.py runs):
   torchrun --standalone --nproc-per-node 2 runners/ddp_bench.py --backend gloo --layers 4 \\
       --width 256 --batch 32 --caps 0.25,8 --hooks none,fp16 --iters 10 --out /tmp/ddp_gloo.jsonl
   # 2 nodes x 8 GPUs:

@@ -8,14 +8,14 @@ beside gloo's own all_reduce, a schedule file, the lecture's wrong ring::
         -b 8 -e 16M --out out/x.jsonl
     torchrun --standalone --nproc-per-node 4 runners/schedule_bench.py --backend gloo --algo all \\
         --sizes 8,64K,1M -w 2 -n 10 --with-native --out out/all.jsonl
-    collsim schedule --algo tree --ranks 4 --count 65536 --json > out/tree.json
+    collsim schedule --algo double-tree --ranks 4 --count 65536 --json > out/tree.json
     torchrun --standalone --nproc-per-node 4 runners/schedule_bench.py --backend gloo --schedule out/tree.json
     torchrun --standalone --nproc-per-node 4 runners/schedule_bench.py --backend gloo --algo lecture-ring -b 8 -e 1K
 
 One node, 2 GPUs (NCCL; add ``--timing graph`` for CUDA graphs, ``--emulate-nodes 2`` for two
 emulated nodes over sockets), and several nodes::
 
-    torchrun --standalone --nproc-per-node=2 runners/schedule_bench.py --algo ring,tree -b 8 -e 1G \\
+    torchrun --standalone --nproc-per-node=2 runners/schedule_bench.py --algo ring,double-tree -b 8 -e 1G \\
         --with-native --out out/sched.jsonl
     torchrun --nnodes=2 --nproc-per-node=8 --rdzv-backend=c10d --rdzv-endpoint=node0:29500 \\
         --rdzv-id=s1 runners/schedule_bench.py --algo hierarchical --inter tree -b 8 -e 1G --out s.jsonl
@@ -23,7 +23,7 @@ emulated nodes over sockets), and several nodes::
 SLURM: ``srun --nodes=2 --ntasks-per-node=1 bash -c 'torchrun --nnodes=$SLURM_NNODES
 --nproc-per-node=8 --rdzv-backend=c10d --rdzv-endpoint=$MASTER_ADDR:29500 --rdzv-id=$SLURM_JOB_ID
 runners/schedule_bench.py --algo ring -b 8 -e 1G --out s.jsonl'``. Measured against collsim's
-simulation of the same schedules: ``collsim compare out/sched.jsonl --preset h200-nvlink``.
+simulation of the same schedules: ``collsim compare out/sched.jsonl --cluster h200-nvlink``.
 
 What runs. ``--algo NAME[,NAME...]`` (or ``all``: every algorithm of
 ``collsim.algorithms.ALGORITHMS``; ``lecture-ring`` and ``lecture-tree`` are the lecture's wrong
@@ -32,12 +32,12 @@ size and count = size / dtype size. Every keyword parameter ``build_schedule`` t
 (``--slices S``, ``--chunks K``, ``--gpus-per-node G``, ``--inter ring|tree``, and any added later,
 e.g. ``--channels C``), passed to the algorithms that take it; ``--gpus-per-node`` defaults to
 world / --emulate-nodes, else torchrun's LOCAL_WORLD_SIZE. ``--schedule FILE`` runs a schedule
-JSON (``collsim schedule --json`` or hand-written; schema in ``collsim/schedule.py``); its count
+JSON (``collsim schedule --json`` or hand-written; schema in ``collsim/core/schedule.py``); its count
 and itemsize fix the size (no sweep; itemsize must be --dtype's). A schedule that does not fit the
-run (another rank count, a switch endpoint, a range outside the buffer: ``collsim.rank_plan.fit_error``)
+run (another rank count, a switch endpoint, a range outside the buffer: ``collsim.core.rank_plan.fit_error``)
 or an option no algorithm takes is refused in one line, exit 2, before anything starts.
 
-How. Each rank runs its ``collsim.rank_plan.rank_plan`` in place on its buffer: per step, its
+How. Each rank runs its ``collsim.core.rank_plan.rank_plan`` in place on its buffer: per step, its
 sends (views of the buffer, which nothing changes during the step) and receives (into a scratch
 buffer) as one ``dist.batch_isend_irecv`` batch, a wait on every request, then the receives added
 or written over on the device in schedule order. No barrier between steps.
@@ -68,7 +68,9 @@ import sys
 from common import DTYPES, base_parser, check_args, sweep
 from harness import Session, count_wrong, fill, main as runner_main
 
-from collsim.checker import check
+from collsim.core.checker import check
+from collsim.core.rank_plan import fit_error, rank_plan
+from collsim.core.schedule import REDUCE
 from collsim.errors import CollsimError
 from collsim.measure.executed import (
     PREFIX,
@@ -80,8 +82,6 @@ from collsim.measure.executed import (
     read_schedule,
     schedule_hash,
 )
-from collsim.rank_plan import fit_error, rank_plan
-from collsim.schedule import REDUCE
 
 
 def build_parser():

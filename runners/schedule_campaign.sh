@@ -32,7 +32,7 @@ for timing in ${TIMINGS:-eager graph}; do
     run runners/schedule_bench.py --algo ring --channels "$c" $sizes $iters "${t[@]}" --with-native \
         --out "$out/exec_${timing}_ring_c$c.jsonl"
   done
-  run runners/schedule_bench.py --algo tree $sizes $iters "${t[@]}" --with-native --out "$out/exec_${timing}_tree.jsonl"
+  run runners/schedule_bench.py --algo double-tree $sizes $iters "${t[@]}" --with-native --out "$out/exec_${timing}_tree.jsonl"
   run runners/schedule_bench.py --schedule "$schedule" $iters "${t[@]}" --with-native --out "$out/exec_${timing}_hand.jsonl"
   for algo in Ring Tree; do
     for proto in LL Simple; do

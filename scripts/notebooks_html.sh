@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 OUT=${1:-out/notebooks_html}
-MPLBACKEND=Agg .venv/bin/python -m collsim.notebooks_html "$OUT"
+MPLBACKEND=Agg .venv/bin/python -m collsim.widgets.notebooks_html "$OUT"

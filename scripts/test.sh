@@ -30,7 +30,7 @@ if [ "$rc" = 0 ] && [ "$#" = 0 ]; then
   # parameters move with rounding fails here; test_fit checks that the kernel really changed.
   echo "fit tests again with OPENBLAS_CORETYPE=Nehalem OPENBLAS_NUM_THREADS=1" >&2
   OPENBLAS_CORETYPE=Nehalem OPENBLAS_NUM_THREADS=1 .venv/bin/python -m pytest -q -p no:cacheprovider \
-    tests/test_accuracy.py tests/test_fit.py || exit 1
+    tests/test_accuracy.py tests/fit/test_fit.py || exit 1
   echo "ruff check ." >&2
   .venv/bin/ruff check . || exit 1
 fi

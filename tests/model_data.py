@@ -4,10 +4,10 @@ import json
 
 import numpy as np
 
+from collsim.fitted.layout import Config
+from collsim.fitted.model import predict
+from collsim.fitted.params import default_params, with_path
 from collsim.measure import result_record
-from collsim.nccl.layout import Config
-from collsim.nccl.model import predict
-from collsim.nccl.params import default_params, with_path
 from collsim.nccl.tuning import Hardware, tuning_table
 
 PAIRS = (("Ring", "Simple"), ("Ring", "LL"), ("Tree", "LL128"))

@@ -12,9 +12,9 @@ from collsim.fit import fit, holdout_report
 from collsim.fit.compare import compare
 from collsim.fit.overheads import start_costs, with_overheads
 from collsim.fit.points import load_points, split
+from collsim.fitted.model import predict
+from collsim.fitted.params import load_params
 from collsim.measure import load
-from collsim.nccl.model import predict
-from collsim.nccl.params import load_params
 
 D = Path(__file__).resolve().parents[1] / "data" / "h200x2"
 AB = [D / "fidelity" / f for f in ("fid_graph.jsonl", "fid_graph_mix0_small.jsonl", "nt_graph.txt")]
@@ -118,12 +118,12 @@ def test_cross_harness_and_nccl_model():
     by = {c["config"].split("/2r1n")[0]: c for c in res["configs"]}
     assert all(c["nccl_table"] == "printed" for c in res["configs"])
     for pair in ("Ring/LL128", "Ring/Simple", "Tree/LL128", "Tree/Simple"):
-        assert by[pair]["collsim"]["median_abs_rel_error"] <= 0.07, pair
+        assert by[pair]["model"]["median_abs_rel_error"] <= 0.07, pair
     # 7.4% since the fit finds the lower-cost Tree LL solution (ACCURACY.md "Fit method"); 6.4% before
-    assert by["Tree/LL"]["collsim"]["median_abs_rel_error"] <= 0.075
-    assert by["Ring/LL"]["collsim"]["median_abs_rel_error"] <= 0.11
-    assert res["collsim"]["median_abs_rel_error"] <= 0.042
-    assert res["nccl_model"]["median_abs_rel_error"] > 3 * res["collsim"]["median_abs_rel_error"]
+    assert by["Tree/LL"]["model"]["median_abs_rel_error"] <= 0.075
+    assert by["Ring/LL"]["model"]["median_abs_rel_error"] <= 0.11
+    assert res["model"]["median_abs_rel_error"] <= 0.042
+    assert res["nccl"]["median_abs_rel_error"] > 3 * res["model"]["median_abs_rel_error"]
 
 
 def test_channel_sweep_fit_predicts_held_out_channel_counts():
@@ -133,7 +133,7 @@ def test_channel_sweep_fit_predicts_held_out_channel_counts():
     and 0.76)."""
     params = load_params(D / "params.json")
     assert 0.5 < params.link_exp < 16 and params.link_GBps["nvlink"] < 478.8
-    from collsim.nccl.model import predict
+    from collsim.fitted.model import predict
     ref = load_points([D / "vars" / "vars_buffsize_4M.jsonl"])
     for stem in ("vars_maxch_16", "vars_minch_32"):
         pts = load_points([D / "vars" / f"{stem}.jsonl"])
@@ -162,7 +162,7 @@ def _ab(run, *more):
 
 
 def _by_pair(res):
-    return {c["config"].split("/2r1n")[0]: c["collsim"] for c in res["configs"]}
+    return {c["config"].split("/2r1n")[0]: c["model"] for c in res["configs"]}
 
 
 def test_fixed_runner_run2_fit_and_committed_params():
@@ -177,7 +177,7 @@ def test_fixed_runner_run2_fit_and_committed_params():
     params, _ = fit(points, "odd", overhead_points=_ab("run2", *n400))
     report = compare(params, load_points(runner), "odd")
     for c in report["configs"]:
-        r = c["collsim"]
+        r = c["model"]
         assert r["n"] == 15 and r["median_abs_rel_error"] <= 0.03 and r["p90_abs_rel_error"] <= 0.06, c
     warm = {(a, p): params.path("nvlink", a, p)["warm"] for a, p in PAIRS}
     assert warm["Ring", "LL"] < 0.85 and warm["Tree", "LL128"] < 0.95 and warm["Tree", "LL"] > 1.05
@@ -206,9 +206,9 @@ def test_other_harness_other_machine_as_good_as_own_sweeps(other):
     nt = compare(with_overheads(params, _ab(other)), load_points(_run_files(other, "nccl-tests")), "all")
     assert nt["unknown_harness"] == [] and same_run["unknown_harness"] == []
     for res in (same_run, runner, nt):
-        assert res["collsim"]["median_abs_rel_error"] <= 0.025 and res["collsim"]["p90_abs_rel_error"] <= 0.065
-        assert res["nccl_model"]["median_abs_rel_error"] > 10 * res["collsim"]["median_abs_rel_error"]
-    assert nt["collsim"]["median_abs_rel_error"] <= runner["collsim"]["median_abs_rel_error"] + 0.002
+        assert res["model"]["median_abs_rel_error"] <= 0.025 and res["model"]["p90_abs_rel_error"] <= 0.065
+        assert res["nccl"]["median_abs_rel_error"] > 10 * res["model"]["median_abs_rel_error"]
+    assert nt["model"]["median_abs_rel_error"] <= runner["model"]["median_abs_rel_error"] + 0.002
     own, harness = _by_pair(runner), _by_pair(nt)
     for pair in own:
         assert abs(harness[pair]["median_abs_rel_error"] - own[pair]["median_abs_rel_error"]) <= 0.009, pair
@@ -236,7 +236,7 @@ def test_rotated_runner_sweeps_are_predicted_cold_like_nccl_tests():
     pts = load_points(sorted((D / "run5" / "rotate_sweeps").glob("*.jsonl")))
     assert {p.config.slices for p in pts} == {20}
     res = compare(params, pts, "all")
-    assert res["collsim"]["median_abs_rel_error"] <= 0.02 and res["collsim"]["p90_abs_rel_error"] <= 0.06
+    assert res["model"]["median_abs_rel_error"] <= 0.02 and res["model"]["p90_abs_rel_error"] <= 0.06
     assert _by_pair(res)["Ring/LL"]["median_abs_rel_error"] <= 0.015
 
 
@@ -246,5 +246,5 @@ def test_run1_params_on_run2_carry_run1s_graph_mixing_estimate():
     runner: 3.4% median overall, Ring LL and Tree LL 6-7%, worse than run 2's own fit there."""
     res = compare(load_params(D / "params.json"), load_points(_run_files("run2", "runner")), "all")
     pairs = _by_pair(res)
-    assert 0.025 < res["collsim"]["median_abs_rel_error"] <= 0.04
+    assert 0.025 < res["model"]["median_abs_rel_error"] <= 0.04
     assert pairs["Ring/LL"]["median_abs_rel_error"] > 0.06 and pairs["Tree/LL"]["median_abs_rel_error"] > 0.06

@@ -138,11 +138,11 @@ def test_arguments_out_of_range_are_refused_before_any_work(run, argv, words):
                                                      "zero (a bug in collsim: please report it"),
 ])
 def test_the_last_resorts_are_one_line_too(run, monkeypatch, error, code, words):
-    import collsim.cost
+    import collsim.cli.schedule
 
     def fail(*args, **kwargs):
         raise error
-    monkeypatch.setattr(collsim.cost, "closed_form", fail)
+    monkeypatch.setattr(collsim.cli.schedule, "closed_form", fail)
     got, out, err = run("predict", "--algo", "ring", "--ranks", 4, "--bytes", 8, *UNIFORM)
     assert (got, out) == (code, "") and err.startswith(words) and err.count("\n") == 1 and "Traceback" not in err
 
@@ -254,7 +254,7 @@ def test_yaml_aliases_are_refused(tmp_path, run):
         f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
     f = tmp_path / "t.yaml"
     f.write_text(laughs)
-    one_line_error(run("simulate", "--algo", "ring", "--ranks", 4, "--bytes", 8, "--topology", f),
+    one_line_error(run("simulate", "--algo", "ring", "--ranks", 4, "--bytes", 8, "--cluster", f),
                    "t.yaml: invalid YAML at line 2", "aliases (*name) are not allowed")
 
 
@@ -324,7 +324,7 @@ def test_a_failed_write_leaves_the_old_file(tmp_path, run, monkeypatch):
     temporary file; the error is one line."""
     out = tmp_path / "x.csv"
     out.write_text("old\n")
-    import collsim.measure as measure
+    import collsim.measure.files as measure
     real = measure.csv.writer
 
     def failing(f):

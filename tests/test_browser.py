@@ -152,13 +152,13 @@ def test_slider_changes_rendered_figure(lab):
 
 
 def test_executed_html_shows_figures_and_widgets(tmp_path):
-    """``python -m collsim.notebooks_html`` on notebook 05 (figures and the MeasuredVsPredicted
+    """``python -m collsim.widgets.notebooks_html`` on notebook 05 (figures and the MeasuredVsPredicted
     widget): chromium opens the index, follows the link, and sees a figure and the widget drawn
     from its saved state (its dropdowns, status and image), with no kernel and no network."""
     _need_chromium()
     from playwright.sync_api import sync_playwright
 
-    from collsim import notebooks_html
+    from collsim.widgets import notebooks_html
 
     out = tmp_path / "html"
     rows = notebooks_html.build(out, only=["05"])

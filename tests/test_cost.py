@@ -8,13 +8,13 @@ from hypothesis import given, settings, strategies as st
 from collsim.algorithms import ALGORITHMS, REGISTRY, build_schedule
 from collsim.cost import FORMULAS, closed_form, granularity
 from collsim.errors import CollsimError
+from collsim.machine.topology import Link, Topology
 from collsim.simulate import simulate
-from collsim.simulate.topology import Link, Topology
 
 A, B, G = 5e-6, 1e-11, 3e-12          # s, s/byte, s/byte: latency-bound at these sizes
 AF, BF = 2e-8, 1e-10                  # a fast link: bandwidth-bound (channels hide the alphas)
 AI, BI = 2e-5, 8e-11                  # inter-node link
-TREES = ["tree", "binary-tree", "hierarchical-nccl"]
+TREES = ["double-tree", "binary-tree", "nccl-tree"]
 
 
 def divisors(p):
@@ -26,7 +26,7 @@ def params(name, p, rng, channels=1):
     if name == "hierarchical-tree":
         return {**params("hierarchical", p, rng, channels), "inter": "tree", "chunks": int(rng.integers(1, 4))}
     kw = {"channels": channels}
-    if name.startswith("hierarchical"):
+    if name.startswith("hierarchical") or name == "nccl-tree":
         kw["gpus_per_node"] = int(rng.choice(divisors(p)))
     if name == "ring":
         kw["slices"] = int(rng.integers(1, 3))
@@ -39,7 +39,7 @@ def params(name, p, rng, channels=1):
 
 def sim_and_form(name, p, count, gamma, kw, a=A, b=B, nbytes=None, two_level=None):
     """(simulated, closed-form) seconds; hierarchical ones on nodes x G with a NIC per GPU and their own
-    inter-node link (hierarchical-nccl only if two_level), nvls with an nvls link equal to the others."""
+    inter-node link (nccl-tree only if two_level), nvls with an nvls link equal to the others."""
     name = "hierarchical" if name == "hierarchical-tree" else name
     s = build_schedule(name, p, count, itemsize=4, **kw)
     nbytes = count * 4 if nbytes is None else nbytes
@@ -73,7 +73,7 @@ def test_textbook_values():
     h = closed_form("hierarchical", 32, n, A, B, G, gpus_per_node=8, alpha_inter=AI, beta_inter=BI)
     assert h == pytest.approx(14 * A + 14 / 8 * n * B + 7 / 8 * n * G
                               + 6 * AI + 6 / 4 * (n / 8) * BI + 3 / 4 * (n / 8) * G)
-    assert closed_form("ring", 1, n, A, B) == 0.0 and closed_form("tree", 8, 0, A, B) == 0.0
+    assert closed_form("ring", 1, n, A, B) == 0.0 and closed_form("double-tree", 8, 0, A, B) == 0.0
 
 
 def test_ring_with_channels_in_the_papers_terms():
@@ -117,7 +117,7 @@ def test_closed_form_equals_simulation_with_channels(name, link):
                 assert t == pytest.approx(form, rel=1e-12, abs=1e-18), (name, p, kw, gamma)
 
 
-@pytest.mark.parametrize("name", ["tree", "binary-tree", "hierarchical-nccl", "recursive-doubling",
+@pytest.mark.parametrize("name", ["double-tree", "binary-tree", "nccl-tree", "recursive-doubling",
                                   "halving-doubling", "hierarchical", "nvls"])
 @settings(max_examples=25, deadline=None)
 @given(p=st.integers(1, 24), channels=st.sampled_from([1, 2, 3, 8]), fast=st.booleans(), seed=st.integers(0, 99))
@@ -138,9 +138,9 @@ def test_stated_bounds_hold(name, p, channels, fast, seed):
 
 
 def test_tree_bound_is_exact_while_latency_bound():
-    for name, p in (("tree", 16), ("binary-tree", 9), ("hierarchical-nccl", 16)):
-        kw = {"channels": 4, "chunks": 3, **({"gpus_per_node": 4} if name == "hierarchical-nccl" else {})}
-        if name == "hierarchical-nccl":
+    for name, p in (("double-tree", 16), ("binary-tree", 9), ("nccl-tree", 16)):
+        kw = {"channels": 4, "chunks": 3, **({"gpus_per_node": 4} if name == "nccl-tree" else {})}
+        if name == "nccl-tree":
             kw["channels"] = 1                                         # rotated heads: exact with one channel
         t, form = sim_and_form(name, p, count_for(name, p, kw, 2), G, kw)
         assert t == pytest.approx(form, rel=1e-12)
@@ -162,10 +162,10 @@ def test_other_counts_padded_form_is_an_upper_bound(name, p, count, seed):
 def test_hierarchical_nccl_on_two_link_classes_is_bounded_by_its_step_sum():
     rng = np.random.default_rng(3)
     for p in list(range(1, 20)) + [32, 33, 64]:
-        kw = params("hierarchical-nccl", p, rng, int(rng.choice([1, 2, 4])))
-        count = count_for("hierarchical-nccl", p, kw, 5)
+        kw = params("nccl-tree", p, rng, int(rng.choice([1, 2, 4])))
+        count = count_for("nccl-tree", p, kw, 5)
         for gamma in (0.0, G):
-            t, form = sim_and_form("hierarchical-nccl", p, count, gamma, kw, two_level=True)
+            t, form = sim_and_form("nccl-tree", p, count, gamma, kw, two_level=True)
             assert 0.3 * form <= t <= form * (1 + 1e-12), (p, kw)
 
 
@@ -189,9 +189,9 @@ def test_vectorized_over_sizes_equals_scalar_calls():
         assert np.allclose(vec, one, rtol=1e-14, atol=0)
         assert np.all(np.diff(vec[1:]) > 0)                  # more bytes take longer
     # default chunks follow the size exactly as build_schedule chooses them
-    s = build_schedule("tree", 8, 1 << 22, itemsize=1)
+    s = build_schedule("double-tree", 8, 1 << 22, itemsize=1)
     t = simulate(s, Topology.uniform(8, A, B)).time_s
-    assert t == pytest.approx(closed_form("tree", 8, 1 << 22, A, B), rel=1e-12)
+    assert t == pytest.approx(closed_form("double-tree", 8, 1 << 22, A, B), rel=1e-12)
 
 
 def test_formulas_documented_for_every_algorithm():
@@ -236,8 +236,8 @@ def test_rail_ring_approximates_the_simulated_rail_rings(preset, nodes):
     64 KiB to 1 GiB, within 1% from 256 MiB (the bandwidth bound: the NVLink port or the node's NICs)."""
     from collsim.algorithms import build_schedule
     from collsim.cost import rail_ring
+    from collsim.machine.presets import get_preset
     from collsim.simulate import simulate
-    from collsim.simulate.presets import get_preset
 
     topo = get_preset(preset, nodes=nodes)
     g, P = topo.gpus_per_node, topo.ranks

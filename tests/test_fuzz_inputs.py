@@ -20,13 +20,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import collsim.cli as cli
+from collsim.core.schedule import Schedule
 from collsim.errors import CollsimError, CollsimWarning
+from collsim.fitted.params import load_params
+from collsim.machine import load_cluster
+from collsim.machine.topology import load_topology
 from collsim.measure import load, result_record
 from collsim.measure.nccl_tests import import_nccl_tests
-from collsim.nccl.params import load_params
-from collsim.schedule import Schedule
-from collsim.simulate.cluster import load_cluster
-from collsim.simulate.topology import load_topology
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = ROOT / "data" / "h200x2" / "run2" / "params.json"
@@ -238,7 +238,7 @@ def test_topology_files(doc, ext, raw):
         f = d / f"t{ext}"
         f.write_text(raw if raw is not None else json.dumps(doc) if ext == ".json" else yaml.safe_dump(doc))
         loads_or_refuses(load_topology, f)
-        holds(call("simulate", "--algo", "ring", "--ranks", 8, "--bytes", "64K", "--topology", f, "--json"))
+        holds(call("simulate", "--algo", "ring", "--ranks", 8, "--bytes", "64K", "--cluster", f, "--json"))
 
 
 CLUSTER = {"name": "c", "gpu": "H100", "gpus_per_node": 8, "nodes": 2, "intra": "nvswitch", "nvlink_GBps": 450,
@@ -254,7 +254,7 @@ def test_cluster_files(doc, ext):
         f.write_text(json.dumps(doc) if ext == ".json" else yaml.safe_dump(doc))
         loads_or_refuses(load_cluster, f)
         holds(call("predict-nccl", "--cluster", f, "--bytes", "8", "1M", "4G", "--json"))
-        holds(call("simulate", "--algo", "ring", "--ranks", 16, "--bytes", "1M", "--topology", f))
+        holds(call("simulate", "--algo", "ring", "--ranks", 16, "--bytes", "1M", "--cluster", f))
 
 
 PARAMS_DOC = json.loads(PARAMS.read_text())
@@ -300,7 +300,7 @@ def _limit_memory():
 
 
 WORST = [
-    ("t.yaml", _laughs(), ["simulate", "--algo", "ring", "--ranks", 8, "--bytes", 8, "--topology", "FILE"],
+    ("t.yaml", _laughs(), ["simulate", "--algo", "ring", "--ranks", 8, "--bytes", 8, "--cluster", "FILE"],
      "aliases (*name) are not allowed"),
     ("j.json", json.dumps({**J_DOC, "config": {**J_DOC["config"], "nthreads": "x" * 3000, "ngpus": 10**9}}),
      ["import-nccl-tests", "FILE", "--label", "Ring/LL", "-o", "OUT"], "'nthreads' must be an integer"),

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from collsim.errors import CollsimError
+from collsim.machine.topology import Link, Topology
 from collsim.simulate import simulate
-from collsim.simulate.topology import Link, Topology
 from collsim.sweep import sizes, sweep, to_records
 from collsim.units import algbw_GBps, busbw_factor
 
@@ -32,21 +32,21 @@ def test_simulated_sweep_matches_single_simulations_and_formula():
     from collsim.algorithms import build_schedule
     P, alpha, beta = 8, 5e-6, 1e-11
     sz = sizes(8, 1 << 24, 4)
-    tab = sweep(["ring", "tree"], P, sz, alpha=alpha, beta=beta, method="simulate", gamma=1e-12)
-    assert tab["algo"].tolist() == ["ring"] * len(sz) + ["tree"] * len(sz)
-    assert tab["size"].tolist() == sz.tolist() * 2 and tab["count"].tolist() == (sz // 4).tolist() * 2
+    tab = sweep(["ring", "double-tree"], P, sz, alpha=alpha, beta=beta, method="simulate", gamma=1e-12)
+    assert tab["algo"].tolist() == ["ring"] * len(sz) + ["double-tree"] * len(sz)
+    assert tab["bytes"].tolist() == sz.tolist() * 2 and tab["count"].tolist() == (sz // 4).tolist() * 2
     topo = Topology.uniform(P, alpha, beta)
     want = [simulate(build_schedule(a, P, int(s) // 4), topo, gamma=1e-12).time_s
-            for a in ("ring", "tree") for s in sz]
+            for a in ("ring", "double-tree") for s in sz]
     np.testing.assert_allclose(tab["time_s"], want, rtol=1e-15)
-    big = (tab["algo"] == "ring") & (tab["size"] % (4 * P) == 0)   # even chunks: exact formula
-    n = tab["size"][big]
+    big = (tab["algo"] == "ring") & (tab["bytes"] % (4 * P) == 0)   # even chunks: exact formula
+    n = tab["bytes"][big]
     np.testing.assert_allclose(tab["time_s"][big], 2 * (P - 1) * (alpha + n / P * beta)
                                + (P - 1) * n / P * 1e-12, rtol=1e-12)
     np.testing.assert_allclose(tab["busbw_GBps"], tab["algbw_GBps"] * 1.75)
-    np.testing.assert_allclose(tab["algbw_GBps"], tab["size"] / 1e9 / tab["time_s"])
+    np.testing.assert_allclose(tab["algbw_GBps"], tab["bytes"] / 1e9 / tab["time_s"])
     rec = to_records(tab)
-    assert rec[0]["algo"] == "ring" and rec[0]["size"] == 8 and set(rec[0]) == set(tab)
+    assert rec[0]["algo"] == "ring" and rec[0]["bytes"] == 8 and set(rec[0]) == set(tab)
 
 
 def test_simulated_sweep_on_a_topology_fills_gpus_per_node():
@@ -62,8 +62,8 @@ def test_simulated_sweep_on_a_topology_fills_gpus_per_node():
 def test_closed_form_sweep_uses_cost_module():
     from collsim.cost import closed_form
     sz = sizes(8, 1 << 30)
-    tab = sweep(["ring", "tree"], 16, sz, alpha=5e-6, beta=1e-11)
-    want = [closed_form(a, 16, int(s), 5e-6, 1e-11, 0.0) for a in ("ring", "tree") for s in sz]
+    tab = sweep(["ring", "double-tree"], 16, sz, alpha=5e-6, beta=1e-11)
+    want = [closed_form(a, 16, int(s), 5e-6, 1e-11, 0.0) for a in ("ring", "double-tree") for s in sz]
     np.testing.assert_allclose(tab["time_s"], want)
 
 
@@ -83,9 +83,9 @@ def test_sweep_errors():
 def test_params_go_to_the_algorithms_that_take_them():
     from collsim.cost import closed_form
     kw = dict(alpha=2e-6, beta=1e-11)
-    tab = sweep(["ring", "tree", "hierarchical"], 16, [1 << 22], slices=4, chunks=8, gpus_per_node=4,
+    tab = sweep(["ring", "double-tree", "hierarchical"], 16, [1 << 22], slices=4, chunks=8, gpus_per_node=4,
                 alpha_inter=1e-5, beta_inter=1e-10, **kw)
-    want = [closed_form("ring", 16, 1 << 22, slices=4, **kw), closed_form("tree", 16, 1 << 22, chunks=8, **kw),
+    want = [closed_form("ring", 16, 1 << 22, slices=4, **kw), closed_form("double-tree", 16, 1 << 22, chunks=8, **kw),
             closed_form("hierarchical", 16, 1 << 22, gpus_per_node=4, chunks=8, slices=4,
                         alpha_inter=1e-5, beta_inter=1e-10, **kw)]
     np.testing.assert_allclose(tab["time_s"], want)

@@ -4,12 +4,17 @@ Every algorithm works for any P >= 1, any count >= 0 (uneven splits use
 ``split_even``) and any number of channels C >= 1 (the buffer cut into C
 contiguous parts, each its own ring or tree on its own channel, all channels of
 a step in one schedule step); every schedule it builds is proved correct by
-``collsim.checker.check`` in the tests. ``ALGORITHMS`` lists the algorithms
+``collsim.core.checker.check`` in the tests. ``ALGORITHMS`` lists the algorithms
 (``REGISTRY`` without the teaching-only lecture schedules, which are not
 AllReduces).
 
 Adding an algorithm: a module that ends with its ``Algorithm`` record, and one
 entry in ``REGISTRY`` below.
+
+Modules: ``ring`` (rail rings, Hamiltonian cycles), ``tree`` + ``tree_shapes`` + ``tree_pipeline``
+(the double binary tree, pipelined), ``hierarchical`` (pipelined; NCCL's tree across nodes), ``nvls``
+(NVLS, NVLSTree), ``classic`` (halving-doubling, recursive doubling, direct), ``lecture`` (the lecture's
+ring, tree and hierarchical AllReduce, teaching only), ``timing`` (the closed forms' step chains).
 """
 from __future__ import annotations
 
@@ -18,8 +23,8 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
+from collsim.core.schedule import Schedule
 from collsim.errors import CollsimError
-from collsim.schedule import Schedule
 
 MAX_TRANSFERS = 1 << 26        # larger schedules are refused unless COLLSIM_MAX_TRANSFERS says otherwise
 BYTES_PER_TRANSFER = 49 * 3    # schedule columns (6 x int64 + op) and what building and simulating hold besides
@@ -42,7 +47,8 @@ class Algorithm:
     granularity(ranks, params) -> the element multiple for which the closed form holds;
     formula: the closed form in words; teaching_only: not an AllReduce (the lecture's
     pseudo-code), listed but never swept; switches: its schedules use NVSwitch endpoints (NVLink
-    SHARP: a machine needs an ``nvls`` link, and no backend without one can run them)."""
+    SHARP: a machine needs an ``nvls`` link, and no backend without one can run them); nccl_name: NCCL's own
+    name for the algorithm this schedule is (Ring, Tree, NVLS, NVLSTree; None where NCCL has none)."""
 
     name: str
     description: str
@@ -57,17 +63,18 @@ class Algorithm:
     exact: str = ""
     teaching_only: bool = False
     switches: bool = False
+    nccl_name: str | None = None
 
 
 from collsim.algorithms.classic import DIRECT, HALVING_DOUBLING, RECURSIVE_DOUBLING  # noqa: E402
-from collsim.algorithms.hierarchical import HIERARCHICAL, HIERARCHICAL_NCCL  # noqa: E402
+from collsim.algorithms.hierarchical import HIERARCHICAL, NCCL_TREE  # noqa: E402
 from collsim.algorithms.lecture import LECTURE_HIERARCHICAL, LECTURE_RING, LECTURE_TREE  # noqa: E402
 from collsim.algorithms.nvls import NVLS, NVLSTREE  # noqa: E402
 from collsim.algorithms.ring import RING  # noqa: E402
 from collsim.algorithms.tree import BINARY_TREE, TREE  # noqa: E402
 
 REGISTRY: dict[str, Algorithm] = {a.name: a for a in (
-    RING, TREE, BINARY_TREE, HIERARCHICAL, HIERARCHICAL_NCCL, NVLS, NVLSTREE, HALVING_DOUBLING,
+    RING, TREE, BINARY_TREE, HIERARCHICAL, NCCL_TREE, NVLS, NVLSTREE, HALVING_DOUBLING,
     RECURSIVE_DOUBLING, DIRECT, LECTURE_RING, LECTURE_TREE, LECTURE_HIERARCHICAL)}
 ALGORITHMS: dict[str, Algorithm] = {n: a for n, a in REGISTRY.items() if not a.teaching_only}
 

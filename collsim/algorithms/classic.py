@@ -17,8 +17,8 @@ import numpy as np
 from collsim.algorithms import Algorithm
 from collsim.algorithms.timing import chain, step
 from collsim.algorithms.tree import channel_parts
-from collsim.compose import ScheduleBuilder, split_ranges
-from collsim.schedule import COPY, REDUCE, Schedule
+from collsim.core.compose import ScheduleBuilder, split_ranges
+from collsim.core.schedule import COPY, REDUCE, Schedule
 
 
 def fold(ranks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ slice j starts one step after slice j - 1, so the inter-node phase of one slice
 overlaps the intra-node phases of others. ``slices=1`` is the classic,
 non-pipelined form (phases one after the other).
 
-``hierarchical-nccl``: NCCL's tree (NVIDIA/nccl src/graph/connect.cc). Channel c
+``nccl-tree``: NCCL's tree (NVIDIA/nccl src/graph/connect.cc). Channel c
 runs a chain inside each node from head GPU c mod G (the GPU whose NIC the
 channel uses: NIC c -> GPU c -> c+1 -> ..., connect.cc:52-62 with the TREE pattern
 NCCL picks on multi-node H100, search.cc:1117-1120 and ``collsim.nccl.graphs``), the
@@ -30,8 +30,8 @@ from collsim.algorithms.ring import ring_phases
 from collsim.algorithms.timing import chain, step
 from collsim.algorithms.tree import channel_parts, tree_chunks, up_steps
 from collsim.algorithms.tree_pipeline import tree_phase, tree_plan, tree_steps
-from collsim.compose import ScheduleBuilder, interleave, split_ranges, wavefront
-from collsim.schedule import Schedule
+from collsim.core.compose import ScheduleBuilder, interleave, split_ranges, wavefront
+from collsim.core.schedule import Schedule
 
 
 def hierarchical(ranks: int, count: int, itemsize: int = 4, gpus_per_node: int = 1, inter: str = "ring",
@@ -81,7 +81,7 @@ def hierarchical_nccl(ranks: int, count: int, itemsize: int = 4, gpus_per_node: 
     parts = []
     for t in np.unique(tree):                                           # each tree pipelined on its own plan
         on = np.flatnonzero(tree == t)
-        b = ScheduleBuilder(ranks, count, itemsize, name="hierarchical-nccl", meta=meta)
+        b = ScheduleBuilder(ranks, count, itemsize, name="nccl-tree", meta=meta)
         tree_phase(b, tree_steps(f"nccl{t}", ranks, g, chunks), groups[on], part_off[on, None], part_len[on, None], on)
         parts.append(b.build())
     return interleave(parts)
@@ -131,7 +131,7 @@ def hierarchical_time(p: int, nb, links, q: dict):
 
 @lru_cache(maxsize=1024)
 def nccl_step_classes(p: int, g: int, chunks: int, trees: tuple) -> tuple:
-    """Per step of ``hierarchical-nccl`` with channels on ``trees``: (up, has intra-node, has inter-node
+    """Per step of ``nccl-tree`` with channels on ``trees``: (up, has intra-node, has inter-node
     transfers), the two trees' plans side by side (``compose.interleave``)."""
     rows = {}
     for t in trees:
@@ -183,8 +183,8 @@ HIERARCHICAL = Algorithm(
             "+ 2 (n-1)/n (N/G) beta_i + (n-1)/n (N/G) gamma",
     exact="slices 1: exact on nodes x G with a NIC per GPU for N a multiple of the granularity; slices > 1: an "
           "upper bound (the wavefront's steps costed at their slowest transfer)")
-HIERARCHICAL_NCCL = Algorithm(
-    "hierarchical-nccl", "NCCL's tree: per channel a chain in each node from GPU c mod G, heads joined by the "
+NCCL_TREE = Algorithm(
+    "nccl-tree", "NCCL's tree: per channel a chain in each node from GPU c mod G, heads joined by the "
     "double binary tree over nodes (half the channels on each tree)", hierarchical_nccl,
     lambda p, q: 2 * (p - 1) * q["chunks"] * q["channels"], params=("gpus_per_node", "chunks", "channels"),
     needs=("gpus_per_node",), default_chunks=lambda nbytes, p, q: tree_chunks(nbytes // q["channels"]),
@@ -192,4 +192,4 @@ HIERARCHICAL_NCCL = Algorithm(
     formula="U up and U down steps of m = N/(C chunks), each costed at the slowest link class it holds: "
             "timing.chain; one channel on one link class: U (2 alpha + 2 m beta + m gamma)",
     exact="exact on a uniform topology with one channel for N a multiple of the granularity; with two link "
-          "classes or several channels an upper bound")
+          "classes or several channels an upper bound", nccl_name="Tree")

@@ -3,7 +3,7 @@
 Registered as the teaching-only algorithms ``lecture-ring``, ``lecture-tree`` and
 ``lecture-hierarchical`` (``collsim check --algo lecture-ring``): listed, built and checked like the
 others, never swept. The ring and the tree move the whole buffer in every transfer.
-``collsim check`` (``collsim.checker.check``) shows where they go wrong:
+``collsim check`` (``collsim.core.checker.check``) shows where they go wrong:
 
 * ``lecture_ring``: phase 1 (P-1 steps) every rank sends its current buffer to
   rank-1, which adds it; phase 2 (P-1 steps) every rank sends its buffer to
@@ -29,8 +29,8 @@ import numpy as np
 
 from collsim.algorithms import Algorithm
 from collsim.algorithms.ring import ring_phases
-from collsim.compose import ScheduleBuilder
-from collsim.schedule import COPY, REDUCE, Schedule
+from collsim.core.compose import ScheduleBuilder
+from collsim.core.schedule import COPY, REDUCE, Schedule
 
 
 def lecture_ring(ranks: int, count: int, itemsize: int = 4) -> Schedule:

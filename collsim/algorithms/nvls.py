@@ -35,8 +35,8 @@ from collsim.algorithms import Algorithm
 from collsim.algorithms.timing import step
 from collsim.algorithms.tree import MAX_DEFAULT_CHUNKS, channel_parts
 from collsim.algorithms.tree_pipeline import tree_phase, tree_steps
-from collsim.compose import ScheduleBuilder, interleave, split_ranges, wavefront
-from collsim.schedule import COPY, REDUCE, Schedule
+from collsim.core.compose import ScheduleBuilder, interleave, split_ranges, wavefront
+from collsim.core.schedule import COPY, REDUCE, Schedule
 
 NVLS_CHUNK_BYTES = 128 << 10    # NCCL_NVLS_CHUNKSIZE default, src/transport/nvls.cc:153 (v2.28.9-1)
 
@@ -126,7 +126,7 @@ NVLS = Algorithm(
     formula="L + 3 steps of the loops' wavefront, each at most max(send side, receive side) with a side's "
             "stages costing d + (C-1) h (stage 1: G x bytes reducing, 2 and 4: x, 5: G x; x = N/(C L G)) on "
             "the nvls link; bandwidth-bound: S (G+1)/G bytes per GPU per direction",
-    exact="an upper bound (the simulation overlaps the steps)", switches=True)
+    exact="an upper bound (the simulation overlaps the steps)", switches=True, nccl_name="NVLS")
 NVLSTREE = Algorithm(
     "nvlstree", "NVLS inside nodes, per head index a double binary tree across nodes over the head's NIC "
     "(NCCL's NVLSTree)", nvlstree,
@@ -136,4 +136,4 @@ NVLSTREE = Algorithm(
     granularity=lambda p, q: q["gpus_per_node"] * q["chunks"] * q["channels"],
     formula="none: the loops' switch stages and the heads' trees over the NICs interleave; simulate it "
             "(bandwidth-bound: S (G+1)/G bytes per GPU per direction on NVLink, 2 S/G per head NIC and tree)",
-    exact="no closed form", switches=True)
+    exact="no closed form", switches=True, nccl_name="NVLSTree")

@@ -39,8 +39,8 @@ import numpy as np
 
 from collsim.algorithms import Algorithm
 from collsim.algorithms.timing import chain, step
-from collsim.compose import ScheduleBuilder, split_ranges
-from collsim.schedule import COPY, REDUCE, Schedule
+from collsim.core.compose import ScheduleBuilder, split_ranges
+from collsim.core.schedule import COPY, REDUCE, Schedule
 
 MAX_ENUMERATED_CYCLES = 720   # up to 7 GPUs a node: every Hamiltonian cycle; beyond, the rotations i -> i + d
 
@@ -152,4 +152,4 @@ RING = Algorithm(
     formula="K = 2(P-1)S steps of m = N/(P S C): d = alpha + m beta (+ m gamma in the first half), h = m beta; "
             "T = sum d + (C-1) h + sum_{k<K-1} max(0, (C-1) h - (d_k - h)); one channel: "
             "2(P-1) S alpha + 2 (P-1)/P N beta + (P-1)/P N gamma",
-    exact="exact on a uniform topology for N a multiple of the granularity")
+    exact="exact on a uniform topology for N a multiple of the granularity", nccl_name="Ring")

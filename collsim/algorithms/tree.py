@@ -17,8 +17,8 @@ import numpy as np
 from collsim.algorithms import Algorithm
 from collsim.algorithms.timing import chain, step
 from collsim.algorithms.tree_pipeline import tree_phase, tree_steps
-from collsim.compose import ScheduleBuilder, split_ranges
-from collsim.schedule import Schedule
+from collsim.core.compose import ScheduleBuilder, split_ranges
+from collsim.core.schedule import Schedule
 
 # NCCL's Tree Simple chunk since 2.20.3 (enqueue.cc calcCollChunking; v2.19.4 :1349-1355 shrank it)
 TREE_CHUNK_BYTES = 512 << 10
@@ -53,7 +53,7 @@ def binary_tree(ranks: int, count: int, itemsize: int = 4, chunks: int = 1, chan
 
 def double_tree(ranks: int, count: int, itemsize: int = 4, chunks: int = 1, channels: int = 1) -> Schedule:
     """NCCL's double binary tree per channel: each tree carries half the channel's part, pipelined over ``chunks``."""
-    return _run("tree", "double", ranks, count, itemsize, chunks, channels)
+    return _run("double-tree", "double", ranks, count, itemsize, chunks, channels)
 
 
 @lru_cache(maxsize=4096)
@@ -76,7 +76,8 @@ def _tree_time(layout: str, trees: int):
 TREE_EXACT = ("exact on a uniform topology for N a multiple of the granularity with one channel, or while "
               "(C-1) m beta <= alpha; otherwise an upper bound (it lets every step's ports run on into the next)")
 TREE = Algorithm(
-    "tree", "NCCL's double binary tree over all ranks per channel, each tree half the part, pipelined over chunks",
+    "double-tree", "NCCL's double binary tree over all ranks per channel, each tree half the part, pipelined over "
+    "chunks",
     double_tree, lambda p, q: 4 * (p - 1) * q["chunks"] * q["channels"], params=("chunks", "channels"),
     default_chunks=lambda nbytes, p, q: tree_chunks(nbytes // (2 * q["channels"])),
     closed_form=_tree_time("double", 2), granularity=lambda p, q: 2 * q["chunks"] * q["channels"],

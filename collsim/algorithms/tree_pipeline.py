@@ -34,8 +34,8 @@ from functools import lru_cache
 import numpy as np
 
 from collsim.algorithms.tree_shapes import btree_parents, chain_tree_parents, depths, dtree_parents, heights
-from collsim.compose import ScheduleBuilder, split_ranges
-from collsim.schedule import COPY, REDUCE
+from collsim.core.compose import ScheduleBuilder, split_ranges
+from collsim.core.schedule import COPY, REDUCE
 
 
 def _edge_colouring(child: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, int]:

@@ -13,6 +13,10 @@ that an ``OSError`` reports, and running out of memory). Warnings print as one
 line ``collsim: warning: ...``. Anything else is a bug in collsim: one line
 ``collsim: internal error: ...`` asking for a report, exit code 70; the traceback
 only with ``COLLSIM_TRACEBACK=1``.
+
+Modules: ``args`` (shared options), ``schedule`` (schedule, check, predict), ``simulate`` (simulate,
+sweep), ``nccl`` (predict-nccl), ``measure`` (show, import-nccl-tests, fidelity), ``fit`` (fit, compare,
+explain), ``demo``.
 """
 from __future__ import annotations
 
@@ -24,7 +28,9 @@ import sys
 import traceback
 import warnings
 
+from collsim import __version__
 from collsim.errors import CollsimError, CollsimWarning
+from collsim.outputs import PrintableStream, printable
 
 INTERNAL_ERROR = 70  # sysexits.h EX_SOFTWARE
 
@@ -42,12 +48,12 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse that reports a bad argument as one line and exit code 2."""
 
     def error(self, message):  # noqa: D401 - argparse API
-        from collsim.outputs import printable
         self.exit(2, f"{self.prog}: error: {printable(message)}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="collsim", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"collsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
@@ -57,7 +63,6 @@ def build_parser() -> argparse.ArgumentParser:
 def _say(kind: str, message) -> None:
     """One line on stderr, ``collsim: KIND: message``, whatever the message holds (a file name
     with a newline, text from a file: ``collsim.outputs.printable``)."""
-    from collsim.outputs import printable
     print(f"collsim: {kind}: {printable(message)}", file=sys.stderr)
 
 
@@ -70,7 +75,6 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")   # figures go to files: no display needed
     parser = build_parser()
     args = parser.parse_args(argv)
-    from collsim.outputs import PrintableStream
     with warnings.catch_warnings(), contextlib.redirect_stdout(PrintableStream(sys.stdout)):
         warnings.showwarning = _warning
         return _run(args)

@@ -14,9 +14,14 @@ import argparse
 import json
 import math
 
+from collsim.algorithms import REGISTRY, build_schedule
+from collsim.core.document import MAX_ITEMSIZE
 from collsim.errors import CollsimError, require_number
 from collsim.inputs import MAX_BYTES, MAX_CHANNELS, MAX_RANKS, MAX_SECONDS, MAX_SECONDS_PER_BYTE, int_text
-from collsim.schedule import MAX_ITEMSIZE
+from collsim.machine import load_cluster, load_machine, machine_kind, to_topology
+from collsim.machine.topology import Link, Topology
+from collsim.outputs import plot_format
+from collsim.units import parse_size
 
 
 def _argument_type(parse):
@@ -30,7 +35,6 @@ def _argument_type(parse):
 
 
 def _size(text: str) -> int:
-    from collsim.units import parse_size
     return parse_size(text)
 
 
@@ -63,7 +67,6 @@ positive_seconds_per_byte = float_in(0.0, MAX_SECONDS_PER_BYTE, positive=True)  
 
 
 def _figure(text: str) -> str:
-    from collsim.outputs import plot_format
     plot_format(text)
     return text
 
@@ -92,7 +95,6 @@ def algo_params(args) -> dict:
 def fit_to_topology(args, topo) -> None:
     """Defaults the topology implies: gpus_per_node for algorithms that need it (and for ``ring`` across
     nodes: NCCL's rail rings), ``direct`` rings on boards without NVSwitch."""
-    from collsim.algorithms import REGISTRY
     algo = REGISTRY.get(args.algo)
     if algo is None or args.gpus_per_node is not None:
         pass
@@ -116,13 +118,12 @@ def element_count(args) -> int:
 
 def require_ranks(args) -> int:
     if args.ranks is None:
-        raise CollsimError("--ranks is required (or a machine: --cluster, --preset, --topology)")
+        raise CollsimError("--ranks is required (or a machine: --cluster)")
     return args.ranks
 
 
 def build_from_args(args):
     """The schedule the arguments ask for; with --cluster, ranks and the layout come from the machine."""
-    from collsim.algorithms import build_schedule
     if getattr(args, "cluster", None):
         topo = topology_from_args(args, args.ranks)
         fit_to_topology(args, topo)
@@ -130,18 +131,18 @@ def build_from_args(args):
     return build_schedule(args.algo, require_ranks(args), element_count(args), args.itemsize, **algo_params(args))
 
 
+CLUSTER_HELP = ("the machine: a preset name (`collsim simulate --list-presets`), a cluster YAML/JSON file "
+                "(collsim.machine.cluster) or a link-level topology file (collsim.machine.topology)")
+
+
 def add_cluster_args(g) -> None:
-    g.add_argument("--cluster", help="a machine: preset name (`collsim simulate --list-presets`) or a cluster "
-                                     "YAML/JSON file (format in collsim.simulate.cluster)")
-    g.add_argument("--nodes", type=positive_int, help="resize the cluster or preset to this many nodes")
+    g.add_argument("--cluster", help=CLUSTER_HELP)
+    g.add_argument("--nodes", type=positive_int, help="resize the cluster to this many nodes")
 
 
 def add_topology_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("topology (one of: --cluster, --preset, --topology FILE, or --alpha/--beta for a "
-                             "uniform one)")
+    g = p.add_argument_group("machine (--cluster, or --alpha/--beta for a uniform one)")
     add_cluster_args(g)
-    g.add_argument("--preset", help="topology preset name (see `collsim simulate --list-presets`)")
-    g.add_argument("--topology", help="topology file (JSON or YAML; format in collsim.simulate.topology)")
     g.add_argument("--alpha", type=seconds, help="latency per message, seconds")
     g.add_argument("--beta", type=positive_seconds_per_byte, help="seconds per byte (1 / bandwidth), > 0")
     g.add_argument("--alpha-inter", type=seconds, help="inter-node alpha, seconds (hierarchical)")
@@ -150,40 +151,36 @@ def add_topology_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--gamma", type=seconds_per_byte, default=0.0, help="reduction cost, seconds per byte (default 0)")
 
 
+def _cluster_topology(args, ranks: int | None):
+    """--cluster's machine: a preset or cluster file resized by --nodes, --gpus-per-node, or --ranks (whole
+    nodes of it); a link-level topology file as it is."""
+    if machine_kind(args.cluster) == "topology":
+        return load_machine(args.cluster, args.nodes)
+    cluster = load_cluster(args.cluster).resized(gpus_per_node=args.gpus_per_node)
+    nodes = args.nodes
+    if nodes is None and ranks is not None:
+        if ranks % cluster.gpus_per_node:
+            raise CollsimError(f"--ranks {ranks} is not a multiple of the cluster's {cluster.gpus_per_node} GPUs "
+                               "per node (give --gpus-per-node)")
+        nodes = ranks // cluster.gpus_per_node
+    return to_topology(cluster.resized(nodes=nodes))
+
+
 def topology_from_args(args, ranks: int | None):
     """The topology the arguments ask for, checked against ``ranks`` (None: the machine's GPUs)."""
-    from collsim.simulate.cluster import load_cluster, to_topology
-    from collsim.simulate.presets import get_preset
-    from collsim.simulate.topology import Link, Topology, load_topology
-    for key in ("cluster", "preset", "topology", "alpha", "beta", "alpha_inter", "beta_inter", "nodes"):
+    for key in ("cluster", "alpha", "beta", "alpha_inter", "beta_inter", "nodes", "gpus_per_node"):
         if not hasattr(args, key):
             setattr(args, key, None)                    # commands that take only some of the options
-    chosen = [x for x in ("cluster", "preset", "topology") if getattr(args, x)]
+    chosen = [x for x in ("cluster",) if getattr(args, x)]
     if args.alpha is not None or args.beta is not None:
         chosen.append("alpha/beta")
     if len(chosen) != 1:
-        raise CollsimError("give exactly one topology: --cluster SPEC, --preset NAME, --topology FILE, or --alpha "
-                           "and --beta" + (f" (got {', '.join(chosen)})" if chosen else ""))
-    if args.nodes is not None and not (args.cluster or args.preset):
-        raise CollsimError("--nodes resizes a --cluster or --preset")
+        raise CollsimError("give exactly one machine: --cluster SPEC, or --alpha and --beta"
+                           + (f" (got {', '.join(chosen)})" if chosen else ""))
+    if args.nodes is not None and not args.cluster:
+        raise CollsimError("--nodes resizes a --cluster")
     if args.cluster:
-        topo = to_topology(load_cluster(args.cluster, args.nodes))
-        ranks = topo.ranks if ranks is None else ranks
-    elif args.preset and ranks is None:
-        topo = get_preset(args.preset, nodes=args.nodes, gpus_per_node=args.gpus_per_node)
-        ranks = topo.ranks
-    elif args.preset:
-        gpn = args.gpus_per_node
-        nodes = args.nodes
-        if nodes is None:
-            base = get_preset(args.preset, gpus_per_node=gpn)
-            if ranks % base.gpus_per_node:
-                raise CollsimError(f"--ranks {ranks} is not a multiple of the preset's {base.gpus_per_node} "
-                                   "GPUs per node (give --gpus-per-node)")
-            nodes = ranks // base.gpus_per_node
-        topo = get_preset(args.preset, nodes=nodes, gpus_per_node=gpn)
-    elif args.topology:
-        topo = load_topology(args.topology)
+        topo = _cluster_topology(args, ranks)
         ranks = topo.ranks if ranks is None else ranks
     else:
         ranks = require_ranks(args) if ranks is None else ranks

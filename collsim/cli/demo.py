@@ -1,13 +1,13 @@
 """``collsim demo``: the quick-start job, predicted AllReduce times next to real measurements.
 
-``collsim demo [--out PNG] [--preset NAME] [--nodes N] [--data FOLDER]`` (what
+``collsim demo [--out PNG] [--cluster NAME] [--nodes N] [--data FOLDER]`` (what
 ``bash scripts/demo.sh`` runs) prints two tables and writes one figure:
 
 1. Predicted time of every algorithm on a preset cluster (event simulation on
    ``ib-400g`` by default: 4 nodes x 8 H100, NVLink inside, one 400 Gb/s
    InfiniBand NIC per GPU), at sizes from 8 B to 1 GiB: each on one channel, then
    NCCL's layouts on 16 channels (rail rings, NCCL's tree, NVLSTree).
-2. The bundled 2 x H200 NCCL measurements (``data/h200x2/runner``, graph
+2. The bundled 2 x H200 NCCL measurements (``data/h200x2/runner``, ``collsim.measure.bundled``; graph
    timing) beside collsim's NCCL-shaped model (parameters
    ``data/h200x2/params.json``; fitted on the spot if that file is missing)
    and NCCL's own tuning model (the table NCCL printed in the run), with the
@@ -23,23 +23,28 @@ import numpy as np
 
 from collsim.cli.args import positive_int
 from collsim.errors import CollsimError
+from collsim.fit.points import load_points
+from collsim.fitted.params import load_params
+from collsim.machine import load_machine
+from collsim.measure.bundled import data_path
+from collsim.outputs import check_output, plot_format, save_figure
+from collsim.sweep import sizes as size_range, sweep
+from collsim.units import busbw_factor, format_size
+from collsim.viz.curves import busbw
 
-DATA = Path("data") / "h200x2"   # from the repository root, as README runs it
 # (row label, algorithm, parameters): every algorithm on one channel, then NCCL's layouts on 16 channels
 # (the coll channels NCCL runs on multi-node H100: collsim.nccl.search on ib-400g)
-ROWS = [(a, a, {}) for a in ("ring", "tree", "hierarchical", "hierarchical-nccl", "halving-doubling",
+ROWS = [(a, a, {}) for a in ("ring", "double-tree", "hierarchical", "nccl-tree", "halving-doubling",
                              "recursive-doubling", "direct")] + \
-       [("ring 16ch", "ring", {"channels": 16}), ("nccl-tree 16ch", "hierarchical-nccl", {"channels": 16}),
+       [("ring 16ch", "ring", {"channels": 16}), ("nccl-tree 16ch", "nccl-tree", {"channels": 16}),
         ("nvlstree 16ch", "nvlstree", {"channels": 16})]
 LABELS = [label for label, _, _ in ROWS]
 TABLE_SIZES = [8, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30]
 
 
-def simulated(preset: str, nodes: int | None, sizes) -> tuple[dict, object]:
-    """{row label: time_s array} on the preset (``ROWS``), and the topology."""
-    from collsim.simulate.presets import get_preset
-    from collsim.sweep import sweep
-    topo = get_preset(preset, nodes=nodes)
+def simulated(cluster: str, nodes: int | None, sizes) -> tuple[dict, object]:
+    """{row label: time_s array} on the machine ``cluster`` (a preset or file; ``ROWS``), and its topology."""
+    topo = load_machine(cluster, nodes)
     out = {}
     for label, algo, params in ROWS:
         if algo.startswith("nvls") and topo.nvls is None:
@@ -62,13 +67,11 @@ def measured_vs_models(data_dir: Path):
     """(result of collsim.fit.compare.compare on every point, params, points, how params were obtained)."""
     from collsim.fit import fit
     from collsim.fit.compare import attach_probe, compare
-    from collsim.fit.points import load_points
-    from collsim.nccl.params import load_params
     files, probe, pfile = data_files(data_dir)
     points = load_points(files)
     attach_probe(points, probe)  # NCCL's printed table
     if pfile.exists():
-        params, how = load_params(pfile), f"parameters {pfile}"
+        params, how = load_params(pfile), f"parameters {pfile.parent.name}/{pfile.name}"
     else:
         params, how = fit(points)[0], "parameters fitted now on even powers of two"
     return compare(params, points, holdout="auto"), params, points, how
@@ -85,19 +88,17 @@ def _fmt_us(t_s: float) -> str:
     return f"{t_s * 1e6:10.1f}" if t_s < 1 else f"{t_s * 1e6:10.3g}"
 
 
-def run(out: str | None, preset: str = "ib-400g", nodes: int | None = None, data: Path = DATA) -> int:
+def run(out: str | None, cluster: str = "ib-400g", nodes: int | None = None, data: Path | None = None) -> int:
     """Print both tables and write the figure to ``out`` (none when empty or None; its folder is
     created; checked before any work: a known format, not one of the data files)."""
-    from collsim.outputs import check_output, plot_format
-    from collsim.sweep import sizes as size_range
-    from collsim.units import format_size
+    data = data_path("h200x2") if data is None else Path(data)
     if out:
         plot_format(out)
-        files, probe, pfile = data_files(Path(data))
+        files, probe, pfile = data_files(data)
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         check_output(out, [*files, probe, pfile], "figure")
     grid = size_range(8, 4 << 30, 2)  # the figure's sizes; the table shows TABLE_SIZES of them
-    grid_times, topo = simulated(preset, nodes, grid)
+    grid_times, topo = simulated(cluster, nodes, grid)
     sizes = np.array(TABLE_SIZES, dtype=np.int64)
     times = {a: t[np.searchsorted(grid, sizes)] for a, t in grid_times.items()}
     print(f"Predicted AllReduce time (us), event simulation on {topo.name}: {topo.nodes} nodes x "
@@ -111,10 +112,10 @@ def run(out: str | None, preset: str = "ib-400g", nodes: int | None = None, data
 
     result, params, points, how = measured_vs_models(Path(data))
     print(f"\nMeasured on 2 x H200 (NVLink, NCCL 2.28.9, runner graph timing) vs predicted, "
-          f"error on {result['points']} points; collsim: {how}")
-    print(f"{'configuration':52s} {'collsim median/p90':>20s} {'NCCL model median/p90':>23s}")
-    rows = [(c["config"], c["collsim"], c["nccl_model"]) for c in result["configs"]]
-    rows.append((f"all {result['collsim']['n']} points", result["collsim"], result["nccl_model"]))
+          f"error on {result['points']} points; collsim's fitted model: {how}")
+    print(f"{'configuration':52s} {'model median/p90':>20s} {'NCCL model median/p90':>23s}")
+    rows = [(c["config"], c["model"], c["nccl"]) for c in result["configs"]]
+    rows.append((f"all {result['model']['n']} points", result["model"], result["nccl"]))
     for name, ours, theirs in rows:
         print(f"{name:52s} {_pct(ours):>20s} {_pct(theirs):>23s}")
     if out:
@@ -130,9 +131,6 @@ def figure(path: str, grid, times: dict, topo, result: dict, params, points) -> 
     (``collsim.outputs.save_figure``)."""
     from matplotlib.figure import Figure
 
-    from collsim.outputs import save_figure
-    from collsim.units import busbw_factor
-    from collsim.viz.curves import busbw
     from collsim.viz.measured import draw_measured
     fig = Figure(figsize=(13, 5.5))
     grid_spec = fig.add_gridspec(2, 2, height_ratios=[3, 1.3])
@@ -152,14 +150,13 @@ def figure(path: str, grid, times: dict, topo, result: dict, params, points) -> 
 
 
 def cmd_demo(args) -> int:
-    return run(args.out or None, args.preset, args.nodes, args.data)
+    return run(args.out or None, args.cluster, args.nodes, args.data)
 
 
 def register(sub) -> None:
     p = sub.add_parser("demo", help="predicted times on a preset cluster next to the bundled H200 measurements")
     p.add_argument("--out", default="out/demo.png", help="figure to write (PNG); '' for none")
-    p.add_argument("--preset", default="ib-400g", help="topology preset for the predictions")
-    p.add_argument("--nodes", type=positive_int, default=None, help="resize the preset to this many nodes")
-    p.add_argument("--data", default=str(DATA), help="folder of the bundled measurements (default data/h200x2, "
-                   "relative to the repository root)")
+    p.add_argument("--cluster", default="ib-400g", help="the machine of the predictions (a preset or file)")
+    p.add_argument("--nodes", type=positive_int, default=None, help="resize the cluster to this many nodes")
+    p.add_argument("--data", help="folder of the 2 x H200 measurements (default: the bundled data/h200x2)")
     p.set_defaults(func=cmd_demo)

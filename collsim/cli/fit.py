@@ -5,8 +5,9 @@
     collsim compare --params PARAMS.json --measured FILE... [--algo A --proto P --ranks N]
                     [--holdout auto|all|odd|even|timing] [--nccl-log LOG] [--out-of-place]
                     [--overhead-from AB_FILES...] [--plot PNG] [--json]
-    collsim compare EXECUTED.jsonl... (--preset NAME [--nodes N] [--gpus-per-node G] | --topology FILE
-                    | --alpha S --beta S/B) [--gamma S/B] [--json]
+    collsim compare --cluster SPEC [--nodes N] --measured FILE... [--label ALGO/PROTO] [--json]
+    collsim compare EXECUTED.jsonl... (--cluster SPEC [--nodes N] [--gpus-per-node G] | --alpha S --beta S/B)
+                    [--gamma S/B] [--json]
     collsim explain --params PARAMS.json --algo A --proto P --ranks N [--nodes M]
                     [--sizes 8 1M 4G] [--buffsize BYTES] [--timing graph|eager] [--reused-slices K]
 
@@ -34,7 +35,15 @@ from __future__ import annotations
 
 from collsim.cli.args import add_topology_args, finite_json, int_in, plot_path, positive_int, topology_from_args
 from collsim.errors import CollsimError
+from collsim.fit.overheads import with_overheads
+from collsim.fit.points import load_points
+from collsim.fitted.layout import Config
+from collsim.fitted.model import explain
+from collsim.fitted.params import load_params, save_params
 from collsim.inputs import BUFFSIZE_RANGE, MAX_CALLS, MAX_CHANNELS
+from collsim.machine import load_cluster
+from collsim.outputs import check_output
+from collsim.units import format_size, parse_size
 
 
 def _pct(x) -> str:
@@ -43,9 +52,6 @@ def _pct(x) -> str:
 
 def _fit(args) -> int:
     from collsim.fit import fit
-    from collsim.fit.points import load_points
-    from collsim.nccl.params import save_params
-    from collsim.outputs import check_output
     check_output(args.output, [*args.files, *(args.overhead_from or [])], "parameters file")
     overhead = load_points(args.overhead_from, "default", not args.out_of_place) if args.overhead_from else None
     params, report = fit(load_points(args.files, args.label, not args.out_of_place, args.nodes), args.holdout,
@@ -69,26 +75,26 @@ def _fit(args) -> int:
 
 
 def _compare(args) -> int:
-    topology_given = any(getattr(args, k) is not None for k in ("preset", "topology", "alpha", "beta"))
-    if args.cluster:
-        if args.params or args.files or topology_given or not args.measured:
-            raise CollsimError("--cluster goes with --measured FILE... alone (no --params, executed files or topology)")
-        return _compare_cluster(args)
+    uniform = any(getattr(args, k) is not None for k in ("alpha", "beta"))
     if args.files:
         if args.params or args.measured:
-            raise CollsimError("give executed-schedule files with a topology, or --params with --measured, not both")
+            raise CollsimError("give executed-schedule files with a machine (--cluster, or --alpha/--beta), or "
+                               "--params/--cluster with --measured, not both")
         return _compare_executed(args)
+    if args.cluster:
+        if args.params or uniform or not args.measured:
+            raise CollsimError("--cluster goes with --measured FILE... (no --params, no --alpha/--beta)")
+        return _compare_cluster(args)
     if not (args.params and args.measured):
-        raise CollsimError("compare needs --params PARAMS.json --measured FILE... (NCCL measurements), or "
-                           "executed-schedule files with --preset NAME or --topology FILE")
-    if topology_given:
-        raise CollsimError("--preset/--topology/--alpha/--beta go with executed-schedule files, not with --params")
+        raise CollsimError("compare needs --params PARAMS.json or --cluster SPEC with --measured FILE... (NCCL "
+                           "measurements), or executed-schedule files with --cluster SPEC")
+    if uniform:
+        raise CollsimError("--alpha/--beta go with executed-schedule files, not with --params")
     return _compare_nccl(args)
 
 
 def _compare_cluster(args) -> int:
     from collsim.fit.cluster_compare import compare_cluster
-    from collsim.simulate.cluster import load_cluster
     cluster = load_cluster(args.cluster, args.nodes)
     result = compare_cluster(cluster, args.measured, args.label, not args.out_of_place)
     if args.json:
@@ -100,12 +106,12 @@ def _compare_cluster(args) -> int:
         print(f"  {'size':>11s} {'measured us':>12s} {'collsim us':>11s} {'err':>6s} {'NCCL model us':>14s} {'err':>6s}"
               f"  NCCL runs")
         for r in f["rows"]:
-            print(f"  {r['size']:11d} {r['measured_us']:12.2f} {r['collsim_us']:11.2f} "
-                  f"{100 * (r['collsim_us'] / r['measured_us'] - 1):+5.0f}% {r['nccl_model_us']:14.2f} "
-                  f"{100 * (r['nccl_model_us'] / r['measured_us'] - 1):+5.0f}%  "
+            print(f"  {r['bytes']:11d} {r['measured_us']:12.2f} {r['model_us']:11.2f} "
+                  f"{100 * (r['model_us'] / r['measured_us'] - 1):+5.0f}% {r['nccl_us']:14.2f} "
+                  f"{100 * (r['nccl_us'] / r['measured_us'] - 1):+5.0f}%  "
                   f"{r['algo']}/{r['proto']} x{r['channels']}")
     for scope, suffix in (("all sizes", ""), ("from 1 MiB", "_from_1MiB")):
-        ours, theirs = result["collsim" + suffix], result["nccl_model" + suffix]
+        ours, theirs = result["model" + suffix], result["nccl" + suffix]
         print(f"{scope:11s}: collsim {_pct(ours['median_abs_rel_error'])} / {_pct(ours['p90_abs_rel_error'])}, "
               f"NCCL's model {_pct(theirs['median_abs_rel_error'])} / {_pct(theirs['p90_abs_rel_error'])} "
               f"({ours['n']} points)")
@@ -131,7 +137,7 @@ def _compare_executed(args) -> int:
             heading = (r["file"], r["topology"])
             print(f"# {r['file']} simulated on {r['topology']}")
         native = "n/a" if r["native_us"] is None else f"{r['native_us']:.2f}"
-        print(f"  {r['algo']:{w}s} {r['ranks']:5d} {r['size']:10d} {r['measured_us']:12.2f} {r['simulated_us']:13.2f}"
+        print(f"  {r['algo']:{w}s} {r['ranks']:5d} {r['bytes']:10d} {r['measured_us']:12.2f} {r['simulated_us']:13.2f}"
               f" {_ratio(r['simulated_us'], r['measured_us'])} {native:>10s}"
               f"  {_ratio(r['measured_us'], r['native_us'])} {r['wrong']:6d}")
     return 0
@@ -139,10 +145,6 @@ def _compare_executed(args) -> int:
 
 def _compare_nccl(args) -> int:
     from collsim.fit.compare import attach_probe, compare, select
-    from collsim.fit.overheads import with_overheads
-    from collsim.fit.points import load_points
-    from collsim.nccl.params import load_params
-    from collsim.outputs import check_output
     from collsim.viz.measured import plot_compare
     if args.plot:
         check_output(args.plot, [args.params, *args.measured, *(args.overhead_from or []),
@@ -164,9 +166,9 @@ def _compare_nccl(args) -> int:
         print(finite_json(result))
         return 0
     print(f"{result['points']} points; |relative error| median / p90")
-    print(f"{'configuration':48s} {'n':>4s} {'collsim':>15s} {'NCCL model':>15s}  table")
-    rows = [(c["config"], c["collsim"], c["nccl_model"], c["nccl_table"]) for c in result["configs"]]
-    rows.append(("all", result["collsim"], result["nccl_model"], ""))
+    print(f"{'configuration':48s} {'n':>4s} {'model':>15s} {'NCCL model':>15s}  table")
+    rows = [(c["config"], c["model"], c["nccl"], c["nccl_table"]) for c in result["configs"]]
+    rows.append(("all", result["model"], result["nccl"], ""))
     for name, ours, theirs, source in rows:
         print(f"{name:48s} {ours['n']:4d} {_pct(ours['median_abs_rel_error'])} / {_pct(ours['p90_abs_rel_error'])}"
               f" {_pct(theirs['median_abs_rel_error'])} / {_pct(theirs['p90_abs_rel_error'])}  {source}")
@@ -182,10 +184,6 @@ def _compare_nccl(args) -> int:
 
 
 def _explain(args) -> int:
-    from collsim.nccl.layout import Config
-    from collsim.nccl.model import explain
-    from collsim.nccl.params import load_params
-    from collsim.units import format_size, parse_size
     params = load_params(args.params)
     sizes = [parse_size(s) for s in args.sizes]
     cfg = Config(args.ranks, args.nodes, args.intra, args.buffsize, args.channels, args.timing,
@@ -195,7 +193,7 @@ def _explain(args) -> int:
     print(f"{'size':>6s} {'time us':>10s} {'busbw':>7s} {'ch':>3s} {'steps':>6s} {'dominant':>10s}  "
           + " ".join(f"{t[:5]:>5s}" for t in rows[0]["shares"]) + "  " + " ".join(f"{k} util" for k in links))
     for r in rows:
-        print(f"{format_size(r['size']):>6s} {r['time_us']:10.2f} {r['busbw_GBps']:7.1f} {r['channels']:3d}"
+        print(f"{format_size(r['bytes']):>6s} {r['time_us']:10.2f} {r['busbw_GBps']:7.1f} {r['channels']:3d}"
               f" {r['steps']:6d} {r['dominant']:>10s}  " + " ".join(f"{100 * v:4.0f}%" for v in r["shares"].values())
               + "  " + " ".join(f"{100 * r['link_utilisation'][k]:8.1f}%" for k in links))
     return 0
@@ -223,7 +221,7 @@ def register(sub) -> None:
     p = sub.add_parser("compare", help="errors of collsim and of NCCL's own model against measurements; "
                                           "executed schedules against their simulation")
     p.add_argument("files", nargs="*", metavar="EXECUTED.jsonl",
-                   help="files of runners/schedule_bench.py (give a topology; no --params)")
+                   help="files of runners/schedule_bench.py (give a machine: --cluster; no --params)")
     p.add_argument("--params", help="parameters JSON from collsim fit")
     p.add_argument("--measured", nargs="+", help="runner .jsonl files, nccl-tests output or published logs")
     p.add_argument("--label", help="ALGO/PROTO for nccl-tests logs (default: from the file name)")
@@ -240,7 +238,7 @@ def register(sub) -> None:
                                                   "and an error panel")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_topology_args(p)           # --cluster (also: predict from a cluster description instead of --params), --nodes
-    p.add_argument("--gpus-per-node", type=positive_int, help="GPUs per node of the --preset")
+    p.add_argument("--gpus-per-node", type=positive_int, help="GPUs per node of the --cluster (executed files)")
     p.set_defaults(func=_compare)
 
     p = sub.add_parser("explain", help="per size: the dominant term and link utilisation")
@@ -249,7 +247,7 @@ def register(sub) -> None:
     p.add_argument("--proto", required=True)
     p.add_argument("--ranks", type=positive_int, required=True)
     p.add_argument("--nodes", type=positive_int, default=1)
-    p.add_argument("--intra", default="nvlink", choices=["nvlink", "pci"])
+    p.add_argument("--intra", default="nvlink", choices=["nvlink", "pcie"])
     p.add_argument("--buffsize", type=int_in(*BUFFSIZE_RANGE), help="NCCL_BUFFSIZE in bytes (default 4 MiB)")
     p.add_argument("--channels", type=int_in(1, MAX_CHANNELS), help="channel count, 1 to 64 (default: the params')")
     p.add_argument("--timing", default="graph", choices=["graph", "eager"])

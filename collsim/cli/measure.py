@@ -17,17 +17,21 @@ and never over an input (``collsim.outputs``).
 """
 from __future__ import annotations
 
-from collsim.cli.args import positive_int
+from collsim.cli.args import finite_json, positive_int
 from collsim.errors import CollsimError
+from collsim.machine import load_cluster
+from collsim.measure import TABLE_HEADER, format_row, load
+from collsim.measure.fidelity import fidelity
+from collsim.measure.files import load_file, to_csv
+from collsim.measure.nccl_tests import import_nccl_tests, parse_env
+from collsim.outputs import check_output
+from collsim.units import format_size, parse_size
 
 
 def _import(args) -> int:
-    from collsim.measure.nccl_tests import import_nccl_tests, parse_env
-    from collsim.outputs import check_output
     check_output(args.output, [args.log], "measurement file")
     m = import_nccl_tests(args.log, args.label, env=parse_env(args.env))
     if args.cluster:
-        from collsim.simulate.cluster import load_cluster
         cluster = load_cluster(args.cluster, args.nodes)
         m.meta.update(nodes=cluster.nodes, gpu=cluster.gpu, cluster=cluster.to_dict())
     elif args.nodes:
@@ -40,9 +44,6 @@ def _import(args) -> int:
 
 
 def _show(args) -> int:
-    from collsim.measure import TABLE_HEADER, format_row, load, to_csv
-    from collsim.measure.files import load_file
-    from collsim.outputs import check_output
     if args.csv:
         check_output(args.csv, [args.file], "CSV file")
     m = load(args.file, strict=False) if args.lenient else load_file(args.file, args.label)
@@ -61,9 +62,6 @@ def _show(args) -> int:
 
 
 def _fidelity(args) -> int:
-    from collsim.cli.args import finite_json
-    from collsim.measure.fidelity import fidelity
-    from collsim.units import format_size, parse_size
     res = fidelity(args.runner, args.reference, parse_size(args.min_bytes),
                    parse_size(args.max_bytes) if args.max_bytes else None, not args.out_of_place, args.label)
     if args.json:
@@ -74,7 +72,7 @@ def _fidelity(args) -> int:
     print(f"# {res['config']}; runner {res['runner_statistic']} / reference in-place time{note}")
     print(f"{'size':>6s} {'runner us':>10s} {'reference us':>12s} {'ratio':>6s}  runs")
     for r in res["sizes"]:
-        print(f"{format_size(r['size']):>6s} {r['runner_us']:10.2f} {r['reference_us']:12.2f}"
+        print(f"{format_size(r['bytes']):>6s} {r['runner_us']:10.2f} {r['reference_us']:12.2f}"
               f" {r['ratio']:6.3f}  {r['runs'][0]}/{r['runs'][1]}")
     s = res["summary"]
     print(f"{s['n']} sizes: ratio min {s['min_ratio']:.3f} median {s['median_ratio']:.3f} max {s['max_ratio']:.3f}"

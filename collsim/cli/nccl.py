@@ -6,18 +6,27 @@
                          [--gpus-per-process G] [--json] [--plot PNG]
 
 SPEC is a preset (``collsim simulate --list-presets``) or a cluster file (YAML/JSON, format in
-``collsim.simulate.cluster``). Prints, per size, collsim's time, algbw and busbw, NCCL's choice of
+``collsim.machine.cluster``). Prints, per size, collsim's time, algbw and busbw, NCCL's choice of
 algorithm, protocol and channels, NCCL's own predicted time, and the term that dominates collsim's
-time (``collsim.nccl.model.explain``); ``--json`` prints ``{"cluster": {...}, "rows": [{"bytes",
+time (``collsim.fitted.model.explain``); ``--json`` prints ``{"cluster": {...}, "rows": [{"bytes",
 "time_us", "busbw_GBps", "algo", "proto", "channels", ...}]}``.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from collsim.cli.args import finite_json, plot_path, positive_int, size_arg
+from collsim.errors import CollsimError
+from collsim.machine import load_cluster
+from collsim.outputs import check_output
+from collsim.predict import predict_nccl
+from collsim.predictors import PREDICTORS
+from collsim.sweep import sizes as size_range
+from collsim.units import format_size
+from collsim.viz.curves import predicted_busbw_figure
 
 
 def _env(pairs) -> dict:
-    from collsim.errors import CollsimError
     env = {}
     for pair in pairs or []:
         name, sep, value = pair.partition("=")
@@ -28,11 +37,6 @@ def _env(pairs) -> dict:
 
 
 def cmd_predict_nccl(args) -> int:
-    from collsim.errors import CollsimError
-    from collsim.nccl.predict import predict_nccl
-    from collsim.simulate.cluster import load_cluster
-    from collsim.sweep import sizes as size_range
-    from collsim.units import format_size
     if args.bytes and args.minbytes is not None:
         raise CollsimError("give sizes with --bytes or with -b/-e/-f, not both")
     if args.bytes:
@@ -42,15 +46,12 @@ def cmd_predict_nccl(args) -> int:
     else:
         raise CollsimError("give the sizes: --bytes SIZE [SIZE ...] or -b MIN -e MAX [-f FACTOR]")
     if args.plot:
-        from pathlib import Path
 
-        from collsim.outputs import check_output
         check_output(args.plot, [args.cluster] if Path(args.cluster).suffix else [], "figure")
     cluster = load_cluster(args.cluster, args.nodes)
     result = predict_nccl(cluster, sizes, args.algo, args.proto, _env(args.env), args.harness, args.timing,
                           args.gpus_per_process)
     if args.plot:
-        from collsim.viz.curves import predicted_busbw_figure
         predicted_busbw_figure(result, args.plot)
     if args.json:
         print(finite_json(result))
@@ -63,14 +64,15 @@ def cmd_predict_nccl(args) -> int:
           f"{'NCCL model(us)':>14}  dominant")
     for r in result["rows"]:
         print(f"{format_size(r['bytes']):>8} {r['time_us']:11.2f} {r['algbw_GBps']:8.2f} {r['busbw_GBps']:8.2f}  "
-              f"{r['algo'] + '/' + r['proto']:<16} {r['channels']:>3} {r['nccl_model_us']:14.2f}  {r['dominant']}")
+              f"{r['algo'] + '/' + r['proto']:<16} {r['channels']:>3} {r['nccl_us']:14.2f}  {r['dominant']}")
     if args.plot:
         print(f"plot -> {args.plot}")
     return 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("predict-nccl", help="NCCL AllReduce time and busbw on a cluster, from its description")
+    p = sub.add_parser("predict-nccl", help="NCCL AllReduce time and busbw on a cluster, from its description",
+                       description=PREDICTORS)
     p.add_argument("--cluster", required=True, help="preset name or cluster file (YAML/JSON)")
     p.add_argument("--nodes", type=positive_int, help="resize the cluster to this many nodes")
     p.add_argument("--bytes", type=size_arg, nargs="+", help="message sizes (8, 64K, 1M, 4G)")

@@ -4,12 +4,12 @@ Examples::
 
     collsim schedule --algo ring --ranks 4 --count 8 --json
     collsim schedule --algo ring --cluster h100-nvlink --nodes 2 --channels 16 --count 4096 --json
-    collsim check --algo tree --ranks 7 --count 1000
+    collsim check --algo double-tree --ranks 7 --count 1000
     collsim check --file my_schedule.json
     collsim predict --algo ring --ranks 8 --bytes 1073741824 --alpha 5e-6 --beta 1e-11 --json
     collsim simulate --algo ring --ranks 8 --bytes 1G --alpha 5e-6 --beta 1e-11 --json
-    collsim simulate --algo hierarchical --ranks 32 --bytes 256M --preset ib-400g --gpus-per-node 8
-    collsim sweep --algos ring,tree,hierarchical --ranks 32 --preset ib-400g --plot sweep.png
+    collsim simulate --algo hierarchical --ranks 32 --bytes 256M --cluster ib-400g --gpus-per-node 8
+    collsim sweep --algos ring,double-double-tree,hierarchical --ranks 32 --cluster ib-400g --plot sweep.png
 
 Units: sizes in bytes (suffixes K, M, G = binary multiples, as nccl-tests),
 alpha in seconds, beta in seconds per byte, gamma in seconds per byte, times
@@ -18,6 +18,7 @@ JSON, bandwidths in GB/s (1e9 bytes/s) with nccl-tests' algbw/busbw.
 """
 from __future__ import annotations
 
+from collsim.algorithms import DEFAULTS, REGISTRY
 from collsim.cli.args import (
     add_algo_args,
     add_cluster_args,
@@ -34,15 +35,20 @@ from collsim.cli.args import (
     seconds_per_byte,
     size_arg,
 )
+from collsim.core.checker import check
+from collsim.core.schedule import read_schedule
+from collsim.cost import closed_form
 from collsim.errors import CollsimError
+from collsim.units import bandwidths
 
 
 # ------------------------------------------------------------------ commands
 def cmd_schedule(args) -> int:
-    from collsim.algorithms import REGISTRY
     if args.list:
+        print(f"{'schedule':20s} {'NCCL':9s} description")
         for name, algo in REGISTRY.items():
-            print(f"{name:20s} {'(teaching only) ' if algo.teaching_only else ''}{algo.description}")
+            print(f"{name:20s} {algo.nccl_name or '-':9s} {'(teaching only) ' if algo.teaching_only else ''}"
+                  f"{algo.description}")
         return 0
     if args.algo is None or args.count is None:
         raise CollsimError("schedule needs --algo, --ranks (or --cluster) and --count (or --list)")
@@ -62,8 +68,6 @@ def cmd_schedule(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from collsim.checker import check
-    from collsim.schedule import read_schedule
     if args.file:
         if args.algo:
             raise CollsimError("give either --file or --algo, not both")
@@ -84,13 +88,10 @@ def cmd_check(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    from collsim.cost import closed_form
-    from collsim.units import bandwidths
     ranks = require_ranks(args)
     nbytes = args.bytes
     if args.alpha is None or args.beta is None:
         raise CollsimError("predict needs --alpha (s) and --beta (s/byte)")
-    from collsim.algorithms import DEFAULTS
     params = {k: v for k, v in algo_params(args).items() if v is not None and v != DEFAULTS[k]}
     params.update((k, v) for k, v in (("alpha_inter", args.alpha_inter), ("beta_inter", args.beta_inter))
                   if v is not None)
@@ -108,7 +109,7 @@ def register(sub) -> None:
     add_algo_args(p, required=False)
     add_cluster_args(p)
     p.add_argument("--count", type=nonneg_int, help="elements per rank buffer (>= 0)")
-    p.add_argument("--json", action="store_true", help="print the schedule as JSON (schema in collsim.schedule)")
+    p.add_argument("--json", action="store_true", help="print the schedule as JSON (schema in collsim.core.schedule)")
     p.add_argument("--list", action="store_true", help="list the algorithms")
     p.add_argument("--max-steps", type=int_in(1, 2**63 - 1), default=20, help="steps shown in text mode")
     p.set_defaults(func=cmd_schedule)

@@ -4,10 +4,10 @@ Examples::
 
     collsim simulate --algo ring --ranks 8 --bytes 1G --alpha 5e-6 --beta 1e-11 --json
     collsim simulate --cluster h100-nvlink --nodes 2 --algo ring --channels 16 --bytes 1G --json
-    collsim simulate --algo hierarchical --ranks 32 --bytes 256M --preset ib-400g --gpus-per-node 8
+    collsim simulate --algo hierarchical --ranks 32 --bytes 256M --cluster ib-400g --gpus-per-node 8
     collsim simulate --list-presets
-    collsim sweep --algos ring,tree,hierarchical --ranks 32 --preset ib-400g --plot sweep.png
-    collsim sweep --algos ring,hierarchical-nccl --cluster ib-400g --nodes 8 --channels 16 --method simulate
+    collsim sweep --algos ring,double-double-tree,hierarchical --ranks 32 --cluster ib-400g --plot sweep.png
+    collsim sweep --algos ring,nccl-double-tree --cluster ib-400g --nodes 8 --channels 16 --method simulate
 
 Times printed in microseconds, ``time_s`` in JSON in seconds, bandwidths in GB/s (1e9 bytes/s)
 with nccl-tests' algbw/busbw definitions. ``--json`` of simulate adds ``resources``: every GPU port,
@@ -15,8 +15,11 @@ NIC and pair link that carried bytes, with ``busy`` its share of the run (0..1).
 """
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
+
+import numpy as np
 
 from collsim.cli.args import (
     add_algo_args,
@@ -34,12 +37,16 @@ from collsim.cli.args import (
 )
 from collsim.errors import CollsimError
 from collsim.inputs import MAX_CHANNELS
+from collsim.machine.presets import PRESETS
+from collsim.outputs import check_output, save_figure
+from collsim.predictors import PREDICTORS
+from collsim.simulate import simulate
+from collsim.sweep import sizes, sweep
+from collsim.units import bandwidths, busbw_factor
+from collsim.viz.curves import CurvesView
 
 
 def cmd_simulate(args) -> int:
-    from collsim.simulate import simulate
-    from collsim.simulate.presets import PRESETS
-    from collsim.units import bandwidths
     if args.list_presets:
         for name, topo in PRESETS.items():
             print(f"{name:14s} {topo.describe()}")
@@ -73,7 +80,6 @@ def cmd_simulate(args) -> int:
 def _print_utilisation(r) -> None:
     """Busy share of the run per kind of resource (GPU ports, NICs, pair links): how many carried bytes,
     max, mean, min among those."""
-    import re
     if r.time_s <= 0:
         return
     kinds: dict[str, list[float]] = {}
@@ -86,16 +92,14 @@ def _print_utilisation(r) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from collsim.sweep import sizes, sweep
     if args.plot:
-        from collsim.outputs import check_output
-        check_output(args.plot, [args.topology] if args.topology else [], "figure")
+        check_output(args.plot, [args.cluster] if args.cluster else [], "figure")
     algos = [a for a in args.algos.split(",") if a]
     if not algos:
         raise CollsimError("--algos needs at least one algorithm name")
     size_list = sizes(args.min_bytes, args.max_bytes, args.factor)
     params = {k: v for k, v in algo_params(args).items() if v is not None and k != "direct"}
-    if args.method == "simulate" or args.preset or args.topology or args.cluster:
+    if args.method == "simulate" or args.cluster:
         topo = topology_from_args(args, args.ranks)
         ranks = args.ranks or topo.ranks
         table = sweep(algos, ranks, size_list, method="simulate", topology=topo, gamma=args.gamma, **params)
@@ -103,7 +107,7 @@ def cmd_sweep(args) -> int:
         if args.alpha is None or args.beta is None:
             raise CollsimError("sweep needs --alpha and --beta (closed form) or a topology with --method simulate")
         if args.ranks is None:
-            raise CollsimError("--ranks is required (or a machine: --cluster, --preset, --topology)")
+            raise CollsimError("--ranks is required (or a machine: --cluster)")
         ranks = args.ranks
         params.update((k, v) for k, v in (("alpha_inter", args.alpha_inter), ("beta_inter", args.beta_inter))
                       if v is not None)
@@ -115,7 +119,7 @@ def cmd_sweep(args) -> int:
     else:
         print(f"{'algo':20s} {'size (B)':>14s} {'time (us)':>14s} {'algbw (GB/s)':>13s} {'busbw (GB/s)':>13s}")
         for r in rows:
-            print(f"{r['algo']:20s} {r['size']:14d} {r['time_s'] * 1e6:14.3f} {r['algbw_GBps']:13.3f} "
+            print(f"{r['algo']:20s} {r['bytes']:14d} {r['time_s'] * 1e6:14.3f} {r['algbw_GBps']:13.3f} "
                   f"{r['busbw_GBps']:13.3f}")
     if args.plot:
         _plot_sweep(args.plot, algos, ranks, size_list, rows)
@@ -126,12 +130,8 @@ def cmd_sweep(args) -> int:
 def _plot_sweep(path: str, algos: list[str], ranks: int, size_list, rows: list[dict]) -> None:
     """Time and busbw vs size, one curve per algorithm, crossovers marked (a figure at ``path``,
     in the format of its extension)."""
-    import numpy as np
     from matplotlib.figure import Figure
 
-    from collsim.outputs import save_figure
-    from collsim.units import busbw_factor
-    from collsim.viz.curves import CurvesView
     series = {a: np.array([r["time_s"] for r in rows if r["algo"] == a]) for a in algos}
     fig = Figure(figsize=(13, 4.6), layout="constrained")
     for ax, kind in zip(fig.subplots(1, 2), ("time", "busbw")):
@@ -148,13 +148,13 @@ def _rows(table) -> list[dict]:
         table = [{k: table[k][i] for k in keys} for i in range(n)]
     out = []
     for r in table:
-        out.append({"algo": str(r["algo"]), "size": int(r["size"]), "time_s": float(r["time_s"]),
+        out.append({"algo": str(r["algo"]), "bytes": int(r["bytes"]), "time_s": float(r["time_s"]),
                     "algbw_GBps": float(r["algbw_GBps"]), "busbw_GBps": float(r["busbw_GBps"])})
     return out
 
 
 def register(sub) -> None:
-    p = sub.add_parser("simulate", help="event-driven simulation of a schedule on a topology")
+    p = sub.add_parser("simulate", help="event-driven simulation of a schedule on a machine", description=PREDICTORS)
     add_algo_args(p, required=False)
     p.add_argument("--bytes", type=size_arg, help="bytes per rank buffer")
     add_topology_args(p)
@@ -164,7 +164,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_simulate, count=None)
 
     p = sub.add_parser("sweep", help="time, algbw and busbw over sizes for several algorithms")
-    p.add_argument("--algos", default="ring,tree", help="comma-separated algorithm names")
+    p.add_argument("--algos", default="ring,double-tree", help="comma-separated algorithm names")
     p.add_argument("--ranks", type=positive_int)
     p.add_argument("--gpus-per-node", type=positive_int)
     p.add_argument("-b", "--min-bytes", type=size_arg, default=8)

@@ -1,4 +1,4 @@
-"""Fit ``collsim.nccl.model`` parameters to measurements, with held-out error.
+"""Fit ``collsim.fitted.model`` parameters to measurements, with held-out error.
 
 Points come from ``collsim.fit.points.load_points`` (runner JSON Lines, nccl-tests output; re-exported
 here). Records whose algorithm or protocol is NCCL's own choice (null) are not fitted
@@ -49,6 +49,10 @@ interval) is fitted on the eager training points, the others fixed (with eager p
 together).
 
 Hold-out (``points.split``): "odd", "even", "timing", "run"; errors on the test points only.
+
+Modules: ``points`` (measured points and harness keys), ``overheads`` (harness terms), ``compare``
+(measured vs collsim's fitted model vs NCCL's own; executed schedules vs their simulation),
+``cluster_compare`` (the same from a cluster description), ``alpha_beta`` (the course's alpha-beta fit).
 """
 from __future__ import annotations
 
@@ -60,9 +64,9 @@ from scipy.optimize import least_squares
 from collsim.errors import CollsimError
 from collsim.fit.overheads import with_overheads
 from collsim.fit.points import Point, split
-from collsim.nccl.layout import Config, layout
-from collsim.nccl.model import predict_layout
-from collsim.nccl.params import ModelParams, default_params, with_path
+from collsim.fitted.layout import Config, layout
+from collsim.fitted.model import predict_layout
+from collsim.fitted.params import ModelParams, default_params, with_path
 
 BOUNDS = {"base_us": (1e-2, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0), "fill": (1e-3, 16.0),
           "host_us": (1e-2, 5000.0), "spill": (1e-3, 2.0), "warp_us": (1e-4, 5.0), "warm": (0.3, 3.0),

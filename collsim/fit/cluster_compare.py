@@ -3,7 +3,7 @@
 
 Each file (runner JSON Lines, nccl-tests output, a published log) is predicted as it ran: the
 algorithm and protocol it forced (its label or NCCL_ALGO/NCCL_PROTO), its NCCL_* settings, its
-harness (nccl-tests or the runner), timing and GPUs per process; ``collsim.nccl.predict`` gives
+harness (nccl-tests or the runner), timing and GPUs per process; ``collsim.predict`` gives
 collsim's time and NCCL's own. Errors are |predicted / measured - 1| per size (fractions), summed up
 as median and p90 over all sizes and over sizes from 1 MiB up.
 """
@@ -13,9 +13,9 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.fit import abs_rel_errors, summary
+from collsim.machine.cluster import Cluster
 from collsim.measure.files import load_file
-from collsim.nccl.predict import predict_nccl
-from collsim.simulate.cluster import Cluster
+from collsim.predict import predict_nccl
 
 MIB = 1 << 20
 
@@ -31,8 +31,8 @@ def _series(m, inplace: bool):
 
 
 def compare_cluster(cluster: Cluster, paths, label: str | None = None, inplace: bool = False) -> dict:
-    """{"files": [{"file", "rows": [...], "collsim": summary, "nccl_model": summary, ...}], "collsim": ...,
-    "nccl_model": ...} over every file's sizes (module docstring)."""
+    """{"files": [{"file", "rows": [...], "model": summary, "nccl": summary, ...}], "model": ...,
+    "nccl": ...} over every file's sizes (module docstring)."""
     files, ours, theirs, big = [], [], [], []
     for path in paths:
         m = load_file(path, label)
@@ -50,19 +50,19 @@ def compare_cluster(cluster: Cluster, paths, label: str | None = None, inplace: 
                               meta.get("env") or {}, harness, meta.get("timing") or "eager",
                               meta.get("gpus_per_process"))
         pred = np.array([r["time_us"] for r in result["rows"]])
-        nccl = np.array([r["nccl_model_us"] for r in result["rows"]])
+        nccl = np.array([r["nccl_us"] for r in result["rows"]])
         e_ours, e_theirs = abs_rel_errors(pred, times), abs_rel_errors(nccl, times)
-        rows = [{"size": int(s), "measured_us": float(t), "collsim_us": float(p), "nccl_model_us": float(n),
+        rows = [{"bytes": int(s), "measured_us": float(t), "model_us": float(p), "nccl_us": float(n),
                  "algo": r["algo"], "proto": r["proto"], "channels": r["channels"]}
                 for s, t, p, n, r in zip(sizes, times, pred, nccl, result["rows"])]
         large = sizes >= MIB
         files.append({"file": str(path), "harness": harness, "timing": result["timing"],
                       "gpus_per_process": result["gpus_per_process"], "rows": rows,
-                      "collsim": summary(e_ours), "nccl_model": summary(e_theirs),
-                      "collsim_from_1MiB": summary(e_ours[large]), "nccl_model_from_1MiB": summary(e_theirs[large])})
+                      "model": summary(e_ours), "nccl": summary(e_theirs),
+                      "model_from_1MiB": summary(e_ours[large]), "nccl_from_1MiB": summary(e_theirs[large])})
         ours.append(e_ours)
         theirs.append(e_theirs)
         big.append(large)
     e_ours, e_theirs, large = np.concatenate(ours), np.concatenate(theirs), np.concatenate(big)
-    return {"cluster": cluster.to_dict(), "files": files, "collsim": summary(e_ours), "nccl_model": summary(e_theirs),
-            "collsim_from_1MiB": summary(e_ours[large]), "nccl_model_from_1MiB": summary(e_theirs[large])}
+    return {"cluster": cluster.to_dict(), "files": files, "model": summary(e_ours), "nccl": summary(e_theirs),
+            "model_from_1MiB": summary(e_ours[large]), "nccl_from_1MiB": summary(e_theirs[large])}

@@ -1,7 +1,7 @@
 """Measured vs predicted AllReduce times: collsim's model and NCCL's own tuning model.
 
 Per configuration (algorithm, protocol, ranks, nodes, timing, buffer, channels) the median and
-p90 of |predicted / measured - 1| for ``collsim.nccl.model`` and for NCCL's model
+p90 of |predicted / measured - 1| for ``collsim.fitted.model`` and for NCCL's model
 (``collsim.nccl.tuning``). NCCL's table is the one NCCL printed in the run (meta
 ``nccl_probe.tuning``, with its ``coll_channels``) when present, else computed from hardware
 inputs (the probe's graph search result, else 2 x H200 defaults: 12 channels x 30 GB/s); the
@@ -25,33 +25,16 @@ import numpy as np
 from collsim.errors import CollsimError
 from collsim.fit import abs_rel_errors, config_suffix, summary
 from collsim.fit.points import Point, split
+from collsim.fitted.model import explain, predict
+from collsim.fitted.params import ModelParams
 from collsim.measure import load
 from collsim.measure.executed import executed_schedule, is_executed
 from collsim.nccl import canonical_pair
-from collsim.nccl.layout import Config
-from collsim.nccl.model import predict
-from collsim.nccl.params import ModelParams
-from collsim.nccl.tuning import Hardware, TuningTable, algo_time_us, choose, table_from_printed, tuning_table
+from collsim.nccl.decision import measured_choice, nccl_table
+from collsim.nccl.log import parse_file
+from collsim.nccl.probe import check_probe
+from collsim.nccl.tuning import algo_time_us
 from collsim.simulate import simulate_times
-
-
-def nccl_table(meta: dict, cfg: Config) -> tuple[TuningTable, str]:
-    """NCCL's AllReduce table for a run: (table, "printed" or "hardware")."""
-    probe = meta.get("nccl_probe") or {}
-    rows = (probe.get("tuning") or {}).get("AllReduce")
-    channels = probe.get("coll_channels")
-    if rows:
-        return table_from_printed(rows, cfg.ranks, cfg.nodes, channels or 24), "printed"
-    graphs = probe.get("graphs") or []
-    if graphs:  # pattern 4 is NCCL_TOPO_PATTERN_RING, 1 to 3 the tree patterns
-        g = next((x for x in graphs if x["pattern"] == 4), graphs[0])
-        t = next((x for x in graphs if x["pattern"] in (1, 2, 3)), g)
-        hw = Hardware(cfg.ranks, cfg.nodes, g["n_channels"], g["bw_intra_GBps"], g["bw_inter_GBps"],
-                      intra=cfg.intra, tree_pattern_tree=t["pattern"] == 3, coll_channels=channels,
-                      tree_channels=t["n_channels"], tree_bw_intra=t["bw_intra_GBps"])
-    else:
-        hw = Hardware(cfg.ranks, cfg.nodes, intra=cfg.intra)
-    return tuning_table(hw), "hardware"
 
 
 def attach_probe(points: list[Point], path) -> None:
@@ -60,7 +43,6 @@ def attach_probe(points: list[Point], path) -> None:
     if str(path).endswith(".jsonl"):
         probe = load(path).meta.get("nccl_probe") or {}  # checked by the loader
     else:
-        from collsim.nccl.log import check_probe, parse_file
         probe = parse_file(path).to_dict()
         check_probe(probe, f"NCCL log {path}")
     for p in points:
@@ -68,30 +50,16 @@ def attach_probe(points: list[Point], path) -> None:
             p.meta = {**p.meta, "nccl_probe": probe}
 
 
-def _choice(meta: dict, table: TuningTable, size: int) -> tuple[str, str]:
-    logged = {int(c["bytes"]): (c["algo"], c["proto"]) for c in (meta.get("nccl_probe") or {}).get("choices", [])
-              if c.get("func", "AllReduce") == "AllReduce"}
-    if size in logged:
-        return logged[size]
-    a, p, _ = choose(table, [size])[0]
-    return a, p
-
-
 def nccl_choice(p: Point) -> tuple[str, str]:
-    """(algorithm, protocol) that ran at point ``p``: its own when it forced them, else NCCL's choice
-    (logged in the run's probe, else the argmin of NCCL's table)."""
-    if p.algo and p.proto:
-        return p.algo, p.proto
-    table, _ = nccl_table(p.meta, p.config)
-    return _choice(p.meta, table, p.size)
+    """(algorithm, protocol) that ran at point ``p`` (``collsim.nccl.decision.measured_choice``)."""
+    return measured_choice(p.meta, p.algo, p.proto, p.size, p.config.ranks, p.config.nodes, p.config.intra)
 
 
 def term_shares(params: ModelParams, points: list[Point]) -> tuple[np.ndarray, dict]:
     """Where time goes: (sizes, {term: share of collsim's predicted time per size}) for ``points``
-    of one configuration (``collsim.nccl.model.explain``'s terms, each size with the algorithm and
+    of one configuration (``collsim.fitted.model.explain``'s terms, each size with the algorithm and
     protocol that ran there; sizes ascending, shares sum to 1 per size). Points whose pair collsim
     does not model get no shares (left out)."""
-    from collsim.nccl.model import explain
 
     rows = {}
     by_pair: dict = {}
@@ -104,7 +72,7 @@ def term_shares(params: ModelParams, points: list[Point]) -> tuple[np.ndarray, d
             continue
         cfg = pts[0].config
         for row in explain(params, a, pr, sorted({q.size for q in pts}), cfg):
-            rows[row["size"]] = row["shares"]
+            rows[row["bytes"]] = row["shares"]
     sizes = np.array(sorted(rows), dtype=np.int64)
     names = list(next(iter(rows.values()))) if rows else []
     return sizes, {k: np.array([rows[int(s)].get(k, 0.0) for s in sizes]) for k in names}
@@ -115,8 +83,9 @@ def predictions(params: ModelParams, points: list[Point]) -> tuple[np.ndarray, n
     (NCCL chose an algorithm collsim does not model, or the table disables the pair)."""
     ours, theirs, sources = [], [], []
     for p in points:
-        table, source = nccl_table(p.meta, p.config)
-        algo, proto = (p.algo, p.proto) if p.algo and p.proto else _choice(p.meta, table, p.size)
+        table, source = nccl_table(p.meta, p.config.ranks, p.config.nodes, p.config.intra)
+        algo, proto = measured_choice(p.meta, p.algo, p.proto, p.size, p.config.ranks, p.config.nodes,
+                                      p.config.intra, table)
         try:
             a, pr = canonical_pair(algo, proto)
             ours.append(float(predict(params, a, pr, [p.size], p.config)[0]))
@@ -168,13 +137,13 @@ def compare(params: ModelParams, points: list[Point], holdout: str = "auto", alg
     for name in sorted(set(names)):
         idx = [i for i, n in enumerate(names) if n == name]
         configs.append({"config": name, "nccl_table": sources[idx[0]],
-                        "collsim": summary(e_ours[idx][np.isfinite(e_ours[idx])]),
-                        "nccl_model": summary(e_theirs[idx][np.isfinite(e_theirs[idx])]),
+                        "model": summary(e_ours[idx][np.isfinite(e_ours[idx])]),
+                        "nccl": summary(e_theirs[idx][np.isfinite(e_theirs[idx])]),
                         "sizes": [points[i].size for i in idx], "measured_us": meas[idx].tolist(),
-                        "collsim_us": ours[idx].tolist(), "nccl_model_us": theirs[idx].tolist()})
+                        "model_us": ours[idx].tolist(), "nccl_us": theirs[idx].tolist()})
     unknown = sorted({p.config.harness for p in points} - {"bare"} - set(params.harness_us))
-    return {"points": which, "collsim": summary(e_ours[np.isfinite(e_ours)]),
-            "nccl_model": summary(e_theirs[np.isfinite(e_theirs)]), "configs": configs,
+    return {"points": which, "model": summary(e_ours[np.isfinite(e_ours)]),
+            "nccl": summary(e_theirs[np.isfinite(e_theirs)]), "configs": configs,
             "unknown_harness": unknown}
 
 
@@ -196,7 +165,7 @@ def executed(paths, topology_for, gamma: float = 0.0) -> list[dict]:
         schedules = (executed_schedule(m.meta, r, Path(path).parent) for r in records)
         topology = topology_for(int(m.meta["world_size"]))
         simulated = simulate_times(schedules, topology, gamma)
-        rows += [{"file": str(path), "topology": topology.describe(), "algo": r["algo"], "size": r["size"],
+        rows += [{"file": str(path), "topology": topology.describe(), "algo": r["algo"], "bytes": r["size"],
                   "ranks": r["ranks"], "wrong": r["wrong"], "measured_us": r["time_us"],
                   "simulated_us": float(t) * 1e6, "native_us": native.get(r["size"])}
                  for r, t in zip(records, simulated)]

@@ -10,7 +10,7 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.fit.points import Point
-from collsim.nccl.params import ModelParams, clock_share
+from collsim.fitted.params import ModelParams, clock_share
 
 
 def start_costs(points: list[Point], max_size: int = 65536) -> dict:

@@ -1,4 +1,4 @@
-"""Measured AllReduce points for fitting and comparing ``collsim.nccl.model``.
+"""Measured AllReduce points for fitting and comparing ``collsim.fitted.model``.
 
 Inputs: runner JSON Lines (``collsim.measure.load``) or nccl-tests output
 (``collsim.measure.nccl_tests.import_nccl_tests``, labelled ``ALGO/PROTO`` from the file name or the
@@ -18,7 +18,7 @@ A record's configuration (``nccl_layout.Config``) comes from the record and its 
 ``ranks`` (or meta ``world_size``), meta ``nodes``, NCCL_BUFFSIZE (``collsim.inputs.BUFFSIZE_RANGE``) and
 NCCL_MIN/MAX_NCHANNELS (1 to ``collsim.inputs.MAX_CHANNELS``) from meta ``env`` (else the channel
 count NCCL's probe logged, meta ``nccl_probe.coll_channels``),
-``timing``; the intra-node link class is "pci" when NCCL_P2P_DISABLE=1 else "nvlink"; the harness
+``timing``; the intra-node link class is "pcie" when NCCL_P2P_DISABLE=1 else "nvlink"; the harness
 (``harness_key``); how calls reuse the user buffer (``buffer_reuse``); the clock's fixed cost per
 measurement and the calls it is spread over (``clock_key``, ``timed_calls``). A record that names its
 algorithm but not its protocol (the runner run with ``--algo`` only) takes the protocol NCCL
@@ -31,10 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from collsim.errors import CollsimError
+from collsim.fitted.layout import Config
 from collsim.inputs import BUFFSIZE_RANGE, MAX_CHANNELS, int_text
 from collsim.measure.files import load_file
 from collsim.nccl import canonical_pair
-from collsim.nccl.layout import Config
 
 SPLITS = ("odd", "even", "timing", "run")
 
@@ -122,7 +122,7 @@ def _config(rec: dict, meta: dict, max_size: int, where: str) -> Config:
     timing = rec.get("timing") or meta.get("timing") or "graph"
     slices, buffer = buffer_reuse(meta, timing, max_size)
     return Config(int(ranks), int(meta.get("nodes") or 1),
-                  "pci" if str(env.get("NCCL_P2P_DISABLE", "0")) == "1" else "nvlink",
+                  "pcie" if str(env.get("NCCL_P2P_DISABLE", "0")) == "1" else "nvlink",
                   buff, chans[0] if chans else (int(probed) if probed else None), timing, harness_key(meta, timing),
                   slices, buffer, rec.get("inplace") is not False, clock_key(meta), timed_calls(meta, timing),
                   0, min(int(meta.get("gpus_per_process") or 1), int(ranks) // int(meta.get("nodes") or 1)))

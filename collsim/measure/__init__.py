@@ -44,10 +44,13 @@ nothing, even when the disk fills); ``Measurements.save`` and ``write_jsonl`` wr
 (``collsim.outputs.atomic_write``); ``load`` returns a ``Measurements`` with one numpy array per field;
 ``collsim.measure.nccl_tests.import_nccl_tests`` turns nccl-tests output into
 the same records.
+
+Modules: ``nccl_tests`` (nccl-tests import), ``public_log`` (published logs), ``files`` (any
+measurement file; CSV), ``executed`` (what the schedule executor records), ``fidelity`` (one harness
+against another), ``bundled`` (where the bundled measurements are, checkout or installed).
 """
 from __future__ import annotations
 
-import csv
 import json
 import math
 import numbers
@@ -58,7 +61,8 @@ import numpy as np
 
 from collsim.errors import CollsimError, describe
 from collsim.inputs import MAX_BYTES, MAX_CALLS, MAX_RANKS, parse_json, read_field, read_text
-from collsim.outputs import atomic_write, csv_cell, printable
+from collsim.nccl.probe import check_probe
+from collsim.outputs import atomic_write, printable
 from collsim.units import bandwidths
 
 FIELDS = {  # name -> (numpy dtype, required)
@@ -129,7 +133,6 @@ def check_result(rec: dict, where: str) -> None:
 def check_meta(meta: dict, where: str) -> None:
     """The meta keys collsim reads (module docstring) as they must be, else CollsimError naming
     ``where`` and the key."""
-    from collsim.nccl.log import check_probe
     for name, check in _META_CHECKS.items():
         read_field(meta, name, where, **check)
     for key, value in (meta.get("env") or {}).items():
@@ -240,18 +243,6 @@ def write_jsonl(path, records) -> None:
     with atomic_write(path, "measurement file") as f:
         for r in records:
             f.write(_line(r["type"], r))
-
-
-def to_csv(m: Measurements, path) -> None:
-    """Write the result records of ``m`` as CSV (one row per record; text cells that a
-    spreadsheet would run as formulas neutralised, ``collsim.outputs.csv_cell``), in full or not
-    at all."""
-    cols = m.columns()
-    with atomic_write(path, "CSV file") as f:
-        w = csv.writer(f)
-        w.writerow([csv_cell(c) for c in cols])
-        for r in m.records:
-            w.writerow(["" if r.get(c) is None else csv_cell(r.get(c)) for c in cols])
 
 
 def read_records(path) -> list[dict]:

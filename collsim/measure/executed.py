@@ -4,12 +4,12 @@ real backend, and the schedule behind each of its records.
 A file of executed schedules is a measurement file (``collsim.measure``) whose meta has the key
 ``schedule``, one of:
 
-* ``{"algorithms": {"ring": {"slices": 2}, "tree": {}}}``: the run built each size's schedule
+* ``{"algorithms": {"ring": {"slices": 2}, "double-tree": {}}}``: the run built each size's schedule
   with ``collsim.algorithms.build_schedule`` (or ``collsim.algorithms.lecture.LECTURE``) for
   ``world_size`` ranks and the record's ``count``, passing these keyword parameters (parameters
   left out take their defaults, e.g. the tree's chunks follow the size);
 * ``{"file": PATH, "sha256": HASH, "name": NAME}``: the run executed the schedule in a JSON file
-  (``collsim.schedule``), as given on its command line.
+  (``collsim.core.schedule``), as given on its command line.
 
 Its result records add ``executor``: "collsim" for the executed schedule (``algo``
 "collsim:NAME", ``schedule_sha256`` the hash below, ``steps`` and ``transfers`` of the schedule)
@@ -26,10 +26,12 @@ from pathlib import Path
 
 from collsim.algorithms import ALGORITHMS, build_schedule
 from collsim.algorithms.lecture import LECTURE
+from collsim.core.schedule import Schedule, read_schedule
 from collsim.errors import CollsimError
-from collsim.schedule import Schedule, read_schedule
 
 PREFIX = "collsim:"
+# algorithm names of files written before collsim 0.2 (the same schedules, named as they were then)
+LEGACY_NAMES = {"tree": "double-tree", "hierarchical-nccl": "nccl-tree"}
 
 
 def schedule_hash(schedule: Schedule) -> str:
@@ -46,7 +48,7 @@ def parameters() -> dict[str, type]:
 
 
 def algorithm_names(spec: str) -> list[str]:
-    """"ring", "ring,tree", "all" (every registered algorithm a backend can run: none through a switch)
+    """"ring", "ring,double-tree", "all" (every registered algorithm a backend can run: none through a switch)
     or "all,lecture-ring" as names,
     each once; the lecture's schedules (``LECTURE``) are accepted by name."""
     parts = [n.strip() for n in spec.split(",") if n.strip()]
@@ -77,10 +79,13 @@ def algorithm_params(names: list[str], given: dict, ranks_per_node: int) -> dict
 
 
 def build(name: str, ranks: int, count: int, itemsize: int, params: dict) -> Schedule:
-    """The schedule of a registered algorithm or of the lecture's pseudo-code."""
+    """The schedule of a registered algorithm or of the lecture's pseudo-code; a name of an older collsim
+    (``LEGACY_NAMES``) builds today's schedule under the name it had then."""
     if name in LECTURE:
         return LECTURE[name](ranks, count, itemsize)
-    return build_schedule(name, ranks, count, itemsize, **params)
+    schedule = build_schedule(LEGACY_NAMES.get(name, name), ranks, count, itemsize, **params)
+    schedule.name = name
+    return schedule
 
 
 def file_name(schedule: Schedule, path) -> str:

@@ -21,10 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from collsim.errors import CollsimError
+from collsim.measure.files import label_from_name, load_file
 
 
 def _label(path, label):
-    from collsim.measure.files import label_from_name
     if label or str(path).endswith(".jsonl"):
         return label
     try:
@@ -35,7 +35,6 @@ def _label(path, label):
 
 def _side(paths, inplace: bool, label, which: str) -> tuple[dict, tuple, set]:
     """({size: [time_us per file]}, the configuration, the statistics used) of one side."""
-    from collsim.measure.files import load_file
     by_size, configs, stats = {}, set(), set()
     for path in paths:
         m = load_file(path, _label(path, label))
@@ -84,7 +83,7 @@ def fidelity(runner, reference, min_bytes: int = 0, max_bytes: int | None = None
     rows = []
     for s in sizes:
         a, b = float(np.median(ours[s])), float(np.median(theirs[s]))
-        rows.append({"size": s, "runner_us": a, "reference_us": b, "ratio": a / b,
+        rows.append({"bytes": s, "runner_us": a, "reference_us": b, "ratio": a / b,
                      "runs": [len(ours[s]), len(theirs[s])]})
     ratios = np.array([r["ratio"] for r in rows])
     return {"config": _describe(config), "runner_statistic": "/".join(sorted(stats)), "sizes": rows,

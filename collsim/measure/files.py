@@ -4,6 +4,7 @@ or -J JSON) through ``collsim.measure.nccl_tests``, labelled ALGO/PROTO from the
 name."""
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 from collsim.errors import CollsimError
@@ -12,6 +13,7 @@ from collsim.measure import Measurements, load
 from collsim.measure.nccl_tests import import_nccl_tests
 from collsim.measure.public_log import is_public_log, load_public_log
 from collsim.nccl import canonical_pair
+from collsim.outputs import atomic_write, csv_cell
 
 
 def label_from_name(path) -> str:
@@ -43,3 +45,15 @@ def require_files(*paths) -> list[Path]:
         if not Path(p).is_file():
             raise CollsimError(f"{p}: missing (see the README beside the data for how it is measured)")
     return [Path(p) for p in paths]
+
+
+def to_csv(m: Measurements, path) -> None:
+    """Write the result records of ``m`` as CSV (one row per record; text cells that a
+    spreadsheet would run as formulas neutralised, ``collsim.outputs.csv_cell``), in full or not
+    at all."""
+    cols = m.columns()
+    with atomic_write(path, "CSV file") as f:
+        w = csv.writer(f)
+        w.writerow([csv_cell(c) for c in cols])
+        for r in m.records:
+            w.writerow(["" if r.get(c) is None else csv_cell(r.get(c)) for c in cols])

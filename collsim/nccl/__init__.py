@@ -1,14 +1,16 @@
-"""NCCL, modelled twice: NCCL's own tuning model (a line-referenced port of NCCL 2.18-2.28) and
-collsim's NCCL-shaped model (``layout``: channels and pipeline, no fitted numbers; ``model``: time
-from ``params``), plus NCCL_DEBUG logs (``log``) and NCCL_* variables (``env``).
+"""NCCL itself, ported with line references (NVIDIA/nccl 2.18-2.28): what NCCL would choose and predict.
 
-NCCL's own model, in loop order: ``settings`` (NCCL_* variables as a version reads them),
-``graphs`` and ``search`` (what the topology search and channel set-up find for a Cluster),
-``constants`` and ``formulas`` (per-version tuning constants and formulas), ``tuning`` (the table,
-``ncclTopoGetAlgoTime``, the argmin, channels and threads) and ``decision`` (one call per cluster:
-``nccl_decision``, ``nccl_time``, ``cluster_table``).
+In loop order: ``settings`` (NCCL_* variables as a version reads them), ``graphs`` and ``search``
+(what the topology search and channel set-up find for a ``collsim.machine.Cluster``), ``constants``
+and ``formulas`` (per-version tuning constants and formulas), ``tuning`` (the table,
+``ncclTopoGetAlgoTime``, the argmin, channels and threads), ``chunking`` (how a call is cut into
+channels and pipeline steps), ``decision`` (one call per cluster: ``nccl_decision``, ``nccl_time``,
+``cluster_table``; and for a measured run: ``nccl_table``, ``measured_choice``), ``log``
+(NCCL_DEBUG output), ``probe`` (what a recorded probe must hold) and ``env`` (NCCL_* variables checked
+for the lecture's mistakes). NCCL's own
+time is ``nccl_us`` in every result; it is drawn beside collsim's predictions, never used as one.
 
-NCCL's names, spelled once: ``ALGOS`` (the algorithms collsim's model covers), ``PROTOS``,
+NCCL's names, spelled once: ``ALGOS`` (the algorithms collsim's predictors cover), ``PROTOS``,
 ``NCCL_ALGOS`` (NCCL's algorithm index order), ``canonical`` and ``canonical_pair``.
 """
 from __future__ import annotations

@@ -70,7 +70,7 @@ BASE_LAT = {  # baseLat[algo]: tuning.cc:56-59@v2.18.6, :56-59@v2.19.4, :57@v2.2
     "NVLS": (("2.18", (0.0, 0.0, 23.0)), ("2.19", Z)),
     "NVLSTree": (("2.18", (0.0, 0.0, 23.0)), ("2.19", Z)),
 }
-_TREE_SIMPLE_HOP = {"nvlink": 4.0, "pci": 6.0, "net": 14.0}
+_TREE_SIMPLE_HOP = {"nvlink": 4.0, "pcie": 6.0, "net": 14.0}
 HW_LAT = {  # hwLat[hw][algo]: tuning.cc:65-78@v2.18.6, :65-78@v2.19.4, :69@v2.21.5, :67-75@v2.23.4, :149-167@v2.28.9
     hw: {
         "Tree": (("2.18", tree[:2] + (_TREE_SIMPLE_HOP[hw],)), ("2.19", tree[:2] + (28.0,)),
@@ -85,7 +85,7 @@ HW_LAT = {  # hwLat[hw][algo]: tuning.cc:65-78@v2.18.6, :65-78@v2.19.4, :69@v2.2
         ("nvlink", (0.6, 1.25), (0.6, 1.9, 3.4), 8.0, 3.7, 4.75, 2.8,
          (("2.18", Z), ("2.19", (0.0, 0.0, 23.0)), ("2.21", (0.0, 0.0, 25.0))),
          (("2.18", Z), ("2.19", (0.0, 0.0, 23.0)), ("2.21", (0.0, 0.0, 25.0)))),
-        ("pci", (1.0, 1.9), (1.0, 2.5, 5.7), 8.0, 3.7, 8.0, 2.8, (("2.18", Z),), (("2.18", Z),)),
+        ("pcie", (1.0, 1.9), (1.0, 2.5, 5.7), 8.0, 3.7, 8.0, 2.8, (("2.18", Z),), (("2.18", Z),)),
         ("net", (5.0, 8.5), (2.7, 4.0, 14.0), 10.7, 31.0, 14.0, 30.0, (("2.18", (0.0, 0.0, 18.0)),),
          (("2.18", (0.0, 0.0, 19.0)), ("2.19", (0.0, 0.0, 14.0)), ("2.28", (0.0, 0.0, 20.9)))),
     )
@@ -129,7 +129,7 @@ PATH_TYPES = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SY
 class Constants:
     """The constants ``tuning`` reads for one NCCL version (see the module docstring for sources).
 
-    base_lat[algo], hw_lat[link][algo]: (LL, LL128, Simple) us, link "nvlink" | "pci" | "net";
+    base_lat[algo], hw_lat[link][algo]: (LL, LL128, Simple) us, link "nvlink" | "pcie" | "net";
     ll_max_bw, ring_ll128_bw, tree_ll128_bw, tree_bw, nvls_tree_bw: rows by ``ARCHS`` (LL: also CPU
     rows), columns by nodes 1 / 2 / more; max_channels: MAXCHANNELS."""
     version: str

@@ -67,7 +67,7 @@ def latency(k, a: str, p: str, g: Graph, setup: Setup, overhead: float) -> float
     """tuning.cc:353-401 (NVLS/NVLSTree before 2.19: tuning.cc:235-238@v2.18.6)."""
     pi, nodes, ppn = PROTOS.index(p), setup.n_nodes, setup.gpus_per_node
     lat = k.base_lat[a][pi]
-    intra = k.hw_lat["nvlink" if g.type_intra == "NVL" else "pci"][a][pi]
+    intra = k.hw_lat["nvlink" if g.type_intra == "NVL" else "pcie"][a][pi]
     inter = k.hw_lat["net"]["Tree" if ppn == 1 and k.v >= (2, 23) else a][pi] + g.latency_inter
     inter += g.latency_inter if p == "Simple" else 0.0
     if a == "Ring":

@@ -2,7 +2,7 @@
 
 Not a graph search: the outcome rules for the standard layouts, re-derived from ncclTopoCompute
 (search.cc:991-1198@v2.28.9) and checked against NCCL's own search compiled on the CPU (the
-nccl_harness oracles; tests/test_nccl_search.py). NCCL walks a speed array from the fastest speed
+nccl_harness oracles; tests/nccl/test_search.py). NCCL walks a speed array from the fastest speed
 <= ``maxBw`` down (stopping once a step is <= .49 of the best found, search.cc:1145), keeps the
 best channels x bwIntra (search.cc:419-438; before 2.20 a crossNic solution must be 15% better,
 search.cc:376@v2.19.4), doubles the channels at half the speed (``ncclTopoDupChannels``,

@@ -131,7 +131,7 @@ def _copy(channels: list, end: int) -> list:
 
 
 def search(cluster, env: dict | None = None) -> Setup:
-    """NCCL's search result and channel set-up for ``cluster`` (``collsim.simulate.cluster.Cluster``)
+    """NCCL's search result and channel set-up for ``cluster`` (``collsim.machine.cluster.Cluster``)
     under ``env`` (NCCL_* strings, ``collsim.nccl.settings``). CollNet graphs exist only when the
     cluster says ``sharp: true`` (``Cluster.extra``), NCCL_COLLNET_ENABLE=1 and nodes > 1
     (init.cc:1040-1049,1199-1205@v2.28.9)."""

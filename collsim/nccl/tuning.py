@@ -62,7 +62,7 @@ class Hardware:
 
     channels: ring graph channels (``graph->nChannels``; 12 on 2 x H100/H200 NVLink); the
     communicator runs ``coll_channels`` (default twice that). bw_intra/bw_inter: GB/s per channel
-    (``graph->bwIntra``/``bwInter``). compcap: 90 for Hopper. intra: "nvlink" or "pci". cpu_vendor
+    (``graph->bwIntra``/``bwInter``). compcap: 90 for Hopper. intra: "nvlink" or "pcie". cpu_vendor
     picks the multi-node LL cap ("intel" or "amd"). latency_inter: ``graph->latencyInter`` (us).
     tree_pattern_tree: the tree graph used NCCL_TOPO_PATTERN_TREE (x0.85). ll128: whether NCCL
     enables LL128 on this path. tree_channels / tree_bw_intra: the tree graph's own result when it
@@ -89,8 +89,8 @@ class Hardware:
             raise CollsimError(f"need n_ranks >= 2 divisible by n_nodes, got {self.n_ranks}/{self.n_nodes}")
         if self.channels < 1 or self.bw_intra <= 0:
             raise CollsimError("channels and bw_intra must be positive")
-        if self.intra not in ("nvlink", "pci"):
-            raise CollsimError(f"intra link must be nvlink or pci, got {self.intra!r}")
+        if self.intra not in ("nvlink", "pcie"):
+            raise CollsimError(f"intra link must be nvlink or pcie, got {self.intra!r}")
 
 
 @dataclass

@@ -1,4 +1,12 @@
-"""Event-driven simulation of a schedule on a topology.
+"""Event-driven simulation of a schedule on a topology (``simulated_us``; ``collsim.predictors``).
+
+collsim predicts a time two ways. The event simulation (collsim simulate, simulated_us) runs a checked
+schedule transfer by transfer on a described machine and shows where every byte goes and which resource
+binds, for NCCL's schedules or your own. The fitted model (collsim predict-nccl, model_us) takes NCCL's own
+choice of algorithm, protocol and channels and times it with collsim's NCCL-shaped model, fitted to real
+measurements and rescaled to the machine; it knows NCCL's protocols, pipelining and launch costs, which the
+simulation does not, so the two differ at small and mid sizes and for NCCL's trees on 4 or more nodes,
+where the simulation's schedule-order contention under-serves them.
 
 Timing semantics (shared with the closed forms in ``collsim.cost``; ``collsim.simulate.reference``
 computes exactly this as one plain loop, the place to read it first):
@@ -54,17 +62,18 @@ tqdm progress bar on stderr when stderr is a terminal (``PROGRESS_TRANSFERS``).
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterable
 
 import numpy as np
 
+from collsim.core.schedule import REDUCE, Schedule
 from collsim.errors import CollsimError
-from collsim.schedule import REDUCE, Schedule
+from collsim.machine.topology import Topology
 from collsim.simulate.engine import Plan
 from collsim.simulate.resources import Routes, port_names, route
-from collsim.simulate.topology import Topology
 
 BATCH_ELEMENTS = 1 << 24   # cap on ranks x segments x batched sizes (float64 data-readiness table)
 PROGRESS_TRANSFERS = 4_000_000   # simulations of more transfers show a progress bar (a few seconds or more)
@@ -180,7 +189,6 @@ def _check_fit(schedule: Schedule, topology: Topology) -> None:
 def _progress(total: int, wanted: bool = True):
     """A tqdm bar's update on stderr for a simulation of ``total`` transfers, or None (not wanted, small
     runs, no terminal, or tqdm missing)."""
-    import sys
     if not wanted or total < PROGRESS_TRANSFERS or not sys.stderr.isatty():
         return None
     try:

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from collsim.core.schedule import REDUCE, Schedule
 from collsim.errors import CollsimError
-from collsim.schedule import REDUCE, Schedule
+from collsim.machine.topology import Topology
 from collsim.simulate.contention import repeats, step_modes
 from collsim.simulate.fifo import by_levels, fifo, in_order, one_chain
 from collsim.simulate.resources import route
 from collsim.simulate.segment_tree import tree_index, tree_size
-from collsim.simulate.topology import Topology
 
 TREE_SPAN_FACTOR = 2   # segment trees when ranges average over this x tree depth segments (else a flat table)
 

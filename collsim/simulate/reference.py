@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from collsim.core.schedule import REDUCE, Schedule
 from collsim.errors import CollsimError
-from collsim.schedule import REDUCE, Schedule
-from collsim.simulate.topology import Topology
+from collsim.machine.topology import Topology
 
 
 def _holds(topo: Topology, ranks: int, src: int, dst: int, ch: int):

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from collsim.errors import CollsimError
-from collsim.simulate.topology import Topology
+from collsim.machine.topology import Topology
 
 INTRA, INTER, NVLS = 0, 1, 2
 KINDS = ("send slot", "receive slot", "out port", "in port")

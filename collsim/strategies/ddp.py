@@ -69,7 +69,7 @@ def predict(run: DdpRun, cost=None) -> list[dict]:
     """One row per measured DDP configuration: measured vs collsim.strategies.overlap's prediction.
 
     ``cost`` (bytes -> seconds, for every wire dtype) replaces the run's measured AllReduce
-    times, e.g. a closed form or ``collsim.nccl.model``; compute times stay the measured ones.
+    times, e.g. a closed form or ``collsim.fitted.model``; compute times stay the measured ones.
     """
     rows = []
     for rec in run.ddp:

@@ -51,6 +51,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from collsim.cost import closed_form
 from collsim.errors import CollsimError
 
 MIB = 1024 * 1024
@@ -266,6 +267,5 @@ def table_cost(sizes_bytes: Sequence[float], times_s: Sequence[float]) -> Cost:
 
 def closed_form_cost(algorithm: str, ranks: int, alpha: float, beta: float, **params) -> Cost:
     """AllReduce cost from ``collsim.cost.closed_form`` (alpha in s, beta in s/byte)."""
-    from collsim.cost import closed_form
 
     return lambda nbytes: closed_form(algorithm, ranks, nbytes, alpha, beta, **params)

@@ -4,7 +4,7 @@ and CUDA graphs. ``collsim.strategies.knobs`` does the NCCL variables and NCCL's
 * ``ddp_rows(data)``: per (bucket_cap_mb, hook) the measured DDP iteration and three
   predictions of ``collsim.strategies.overlap`` fed with the measured per-layer compute, each with other
   AllReduce times: the measured AllReduce-only times ("measured AR"), a ring closed form with
-  alpha/beta fitted on the runner's eager sweep (``fit_alpha_beta``), and ``collsim.nccl.model``
+  alpha/beta fitted on the runner's eager sweep (``fit_alpha_beta``), and ``collsim.fitted.model``
   (``model_params``: data/h200x2/params.json when committed, else fitted here).
   ``hidden_fraction``: the share of the time the model says overlap hides (one stream -
   predicted) that the measurement did hide (one stream - measured); None with one bucket.
@@ -18,14 +18,22 @@ Times in seconds (``*_us`` keys: microseconds), sizes in bytes. Reproduce the ta
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 
 from collsim.cost import fit_alpha_beta
 from collsim.errors import CollsimError
+from collsim.fit.points import Point, load_points
+from collsim.fitted.layout import Config
+from collsim.fitted.params import load_params
+from collsim.measure import load as load_meas, read_records
 from collsim.measure.files import require_files
 from collsim.strategies import knobs
+from collsim.strategies.ddp import load, predict
+from collsim.strategies.launch_overhead import LaunchModel, Op, fit_host_s, per_call_s, pipeline
+from collsim.strategies.overlap import closed_form_cost
 
 DDP_FILE = "strategies/ddp_h200x2.jsonl"
 GRAPH_FILE = "strategies/graph_step_h200x2.jsonl"
@@ -36,7 +44,6 @@ HOST_FIT_MAX_BYTES = 32768
 
 
 def _records(path) -> list[dict]:
-    from collsim.measure import read_records
     try:
         return read_records(path)
     except OSError as e:
@@ -44,11 +51,9 @@ def _records(path) -> list[dict]:
 
 
 def model_params(data):
-    """(collsim.nccl.model params, where they came from): data/params.json if present, else
+    """(collsim.fitted.model params, where they came from): data/params.json if present, else
     ``collsim.fit.fit`` on the runner's labelled NVLink sweeps (hold-out "odd")."""
     from collsim.fit import fit
-    from collsim.fit.points import load_points
-    from collsim.nccl.params import load_params
     data = Path(data)
     if (data / "params.json").exists():
         return load_params(data / "params.json"), f"{data.name}/params.json"
@@ -56,12 +61,10 @@ def model_params(data):
     return params, "fitted here on runner/nvlink_<algo>_<proto>_{eager,graph}.jsonl (hold-out odd)"
 
 
-def nccl_model_cost(params, meta: dict, ranks: int = 2, timing: str = "eager"):
-    """bytes -> seconds from collsim.nccl.model for the (algorithm, protocol) NCCL picks at that
+def model_cost(params, meta: dict, ranks: int = 2, timing: str = "eager"):
+    """bytes -> seconds from collsim.fitted.model for the (algorithm, protocol) NCCL picks at that
     size (its logged choice in ``meta``'s probe, else the argmin of NCCL's table)."""
     from collsim.fit.compare import predictions
-    from collsim.fit.points import Point
-    from collsim.nccl.layout import Config
     cfg = Config(ranks, timing=timing)
 
     def cost(nbytes: int) -> float:
@@ -72,19 +75,16 @@ def nccl_model_cost(params, meta: dict, ranks: int = 2, timing: str = "eager"):
 
 def ddp_rows(data, stat: str = "median") -> tuple[list[dict], dict]:
     """Rows per DDP configuration and a dict saying what fed each prediction."""
-    from collsim.measure import load as load_meas
-    from collsim.strategies.ddp import load, predict
     data = Path(data)
     run = load(*require_files(data / DDP_FILE), stat)
     eager = load_meas(*require_files(data / EAGER_DEFAULT))
     inplace = [r for r in eager.records if r.get("inplace", True)]
     alpha, beta = fit_alpha_beta([r["size"] for r in inplace], [r["time_us"] * 1e-6 for r in inplace])
-    from collsim.strategies.overlap import closed_form_cost
     params, source = model_params(data)
     by_model = {
         "measured_ar": predict(run),
         "closed_form": predict(run, closed_form_cost("ring", 2, alpha, beta)),
-        "nccl_model": predict(run, nccl_model_cost(params, eager.meta)),
+        "model": predict(run, model_cost(params, eager.meta)),
     }
     rows = []
     for i, base in enumerate(by_model["measured_ar"]):
@@ -112,7 +112,6 @@ def _graph_results(data) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
 
 def launch_fit(data):
     """(LaunchModel with the fitted host seconds per eager AllReduce, graph calls per replay)."""
-    from collsim.strategies.launch_overhead import LaunchModel, fit_host_s
     sizes, eager, graph, calls = _graph_results(data)
     small = sizes <= HOST_FIT_MAX_BYTES
     return LaunchModel(host_s=fit_host_s(eager[small], graph[small])), calls
@@ -121,13 +120,12 @@ def launch_fit(data):
 def graph_rows(data) -> list[dict]:
     """Per size: measured eager and graph seconds per call, predicted eager (the graph time is
     the device time; the host cost is ``launch_fit``'s) and the measured and predicted saving."""
-    from collsim.strategies.launch_overhead import per_call_s
     model, calls = launch_fit(data)
     sizes, eager, graph, _ = _graph_results(data)
     rows = []
     for s, e, g in zip(sizes, eager, graph):
         pred = per_call_s(g, model, calls)
-        rows.append({"size": int(s), "eager_s": e, "graph_s": g, "predicted_eager_s": pred,
+        rows.append({"bytes": int(s), "eager_s": e, "graph_s": g, "predicted_eager_s": pred,
                      "error": pred / e - 1, "fitted_on": bool(s <= HOST_FIT_MAX_BYTES),
                      "saving": 1 - g / e, "predicted_saving": 1 - g / pred})
     return rows
@@ -137,7 +135,6 @@ def step_rows(data) -> dict:
     """The step measured (eager, graph) and predicted by ``launch.pipeline`` from each op's
     measured graph time (device) and eager loop time (host, when host-bound: eager > 1.5 x graph;
     the AllReduce's host cost is ``launch_fit``'s)."""
-    from collsim.strategies.launch_overhead import LaunchModel, Op, pipeline
     recs = _records(Path(data) / GRAPH_FILE)
     ops = {(r["op"], r["timing"]): r["per_call_s"] for r in recs if r.get("type") == "op"}
     steps = {r["timing"]: r for r in recs if r.get("type") == "step"}
@@ -169,12 +166,12 @@ def markdown(data) -> str:
            f"Compute alone (forward + backward + optimizer, measured without DDP): {info['compute_s'] * 1e3:.2f} ms. "
            f"Closed form: ring, P=2, alpha = {info['alpha_s'] * 1e6:.1f} us, beta = 1/"
            f"{1 / info['beta_s_per_byte'] / 1e9:.0f} GB/s (fitted on {EAGER_DEFAULT}). "
-           f"nccl_model parameters: {info['params']}.", "",
+           f"collsim model parameters: {info['params']}.", "",
            "| bucket_cap_mb | hook | buckets | measured ms | pred. (measured AR) | pred. (closed form) "
-           "| pred. (nccl_model) | one stream ms | no overlap ms | hidden fraction |", "|---" * 10 + "|"]
+           "| pred. (collsim model) | one stream ms | no overlap ms | hidden fraction |", "|---" * 10 + "|"]
     for r in rows:
         cells = [f"{r[k + '_s'] * 1e3:.2f} ({r[k + '_error']:+.1%})"
-                 for k in ("measured_ar", "closed_form", "nccl_model")]
+                 for k in ("measured_ar", "closed_form", "model")]
         out.append(f"| {_cap(r['bucket_cap_mb'])} | {r['hook']} | {len(r['buckets'])} | "
                    f"{r['measured_s'] * 1e3:.2f} | "
                    + " | ".join(cells) + f" | {r['one_stream_s'] * 1e3:.2f} | {r['no_overlap_s'] * 1e3:.2f} | "
@@ -187,7 +184,7 @@ def markdown(data) -> str:
             "|---|---|---|---|---|---|---|"]
     for r in graph_rows(data):
         fit = " (fit)" if r["fitted_on"] else ""
-        out.append(f"| {r['size']} | {r['eager_s'] * 1e6:.1f} | {r['graph_s'] * 1e6:.1f} | "
+        out.append(f"| {r['bytes']} | {r['eager_s'] * 1e6:.1f} | {r['graph_s'] * 1e6:.1f} | "
                    f"{r['predicted_eager_s'] * 1e6:.1f}{fit} | {r['error']:+.1%} | {r['saving']:.0%} | "
                    f"{r['predicted_saving']:.0%} |")
     st = step_rows(data)
@@ -202,7 +199,6 @@ def markdown(data) -> str:
 
 
 def main(argv=None) -> int:
-    import sys
     args = sys.argv[1:] if argv is None else argv
     try:
         if len(args) != 1:

@@ -6,4 +6,7 @@
 - ``collsim.viz.curves``: time and busbw vs size, crossover sizes (labels that never overlap).
 - ``collsim.viz.trees``: tree AllReduce shapes drawn as trees.
 - ``collsim.viz.palette``: the one colour-blind-safe palette of all of them.
+
+Also: ``measured`` (the measured-vs-predicted panel), ``strategies`` and ``trace`` (DDP and launch
+timelines), ``render`` (fast redraws for widgets).
 """

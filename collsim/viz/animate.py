@@ -10,8 +10,10 @@ same step. Frames update the existing artists (``GridView.show``,
 """
 from __future__ import annotations
 
+from collsim.core.schedule import Schedule
 from collsim.errors import CollsimError
-from collsim.schedule import Schedule
+from collsim.viz.grid import GridView
+from collsim.viz.timeline import timeline_view
 
 MAX_FRAMES = 400
 
@@ -25,8 +27,6 @@ def animate_schedule(schedule: Schedule, result=None, by: str = "link", interval
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from collsim.viz.grid import GridView
-    from collsim.viz.timeline import timeline_view
 
     frames = schedule.n_steps + 1
     if frames > MAX_FRAMES:

@@ -15,6 +15,9 @@ from typing import Mapping
 import numpy as np
 
 from collsim.errors import CollsimError
+from collsim.outputs import save_figure
+from collsim.units import algbw_GBps
+from collsim.viz.palette import curve_style
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,6 @@ def fastest(sizes, series: Mapping[str, np.ndarray]) -> list[str]:
 def busbw(sizes, times, factor: float) -> np.ndarray:
     """nccl-tests bus bandwidth in GB/s (1e9 B/s) of ``sizes`` bytes in ``times`` seconds: algbw x
     ``factor`` (``collsim.sweep.busbw_factor``, 2(P-1)/P for AllReduce)."""
-    from collsim.units import algbw_GBps
     return np.asarray(algbw_GBps(sizes, times)) * factor
 
 
@@ -133,7 +135,6 @@ class CurvesView:
             raise CollsimError(f"kind must be 'time' or 'busbw', got {kind!r}")
         from matplotlib.figure import Figure
 
-        from collsim.viz.palette import curve_style
 
         if ax is None:                      # fixed margins: label places computed now stay right
             fig = Figure(figsize=(7, 4.2), dpi=80)
@@ -231,7 +232,7 @@ class CurvesView:
 
 
 def draw_predicted_busbw(ax, result: dict, measured: dict | None = None) -> None:
-    """``collsim predict-nccl``'s result (``collsim.nccl.predict.predict_nccl``) on ``ax``: busbw vs
+    """``collsim predict-nccl``'s result (``collsim.predict.predict_nccl``) on ``ax``: busbw vs
     size, one marker colour per NCCL choice (algorithm/protocol) so the switches show, NCCL's own
     model dashed; with ``measured`` (one file's entry of ``collsim.fit.cluster_compare.compare_cluster``)
     its measured busbw as black crosses."""
@@ -240,14 +241,14 @@ def draw_predicted_busbw(ax, result: dict, measured: dict | None = None) -> None
     ranks = result["cluster"]["gpus_per_node"] * result["cluster"]["nodes"]
     factor = 2 * (ranks - 1) / ranks
     ax.semilogx(sizes, [r["busbw_GBps"] for r in rows], "-", color="0.3", lw=1.2, label="collsim")
-    ax.semilogx(sizes, busbw(sizes, np.array([r["nccl_model_us"] for r in rows]) * 1e-6, factor), "--", color="0.6",
+    ax.semilogx(sizes, busbw(sizes, np.array([r["nccl_us"] for r in rows]) * 1e-6, factor), "--", color="0.6",
                 lw=1, label="NCCL's own model")
     for i, choice in enumerate(dict.fromkeys(f"{r['algo']}/{r['proto']}" for r in rows)):
         pick = [j for j, r in enumerate(rows) if f"{r['algo']}/{r['proto']}" == choice]
         ax.semilogx(sizes[pick], [rows[j]["busbw_GBps"] for j in pick], "o", ms=5, color=f"C{i}", label=choice)
     if measured is not None:
         m = measured["rows"]
-        ms = np.array([r["size"] for r in m], float)
+        ms = np.array([r["bytes"] for r in m], float)
         ax.semilogx(ms, busbw(ms, np.array([r["measured_us"] for r in m]) * 1e-6, factor), "x", color="k", ms=6,
                     label=f"measured ({Path(measured['file']).name[:32]})")
     c = result["cluster"]
@@ -261,7 +262,6 @@ def predicted_busbw_figure(result: dict, path) -> None:
     of ``path``'s extension (``collsim.outputs.save_figure``)."""
     from matplotlib.figure import Figure
 
-    from collsim.outputs import save_figure
 
     fig = Figure(figsize=(8, 4.6))
     draw_predicted_busbw(fig.subplots(), result)

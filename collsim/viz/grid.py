@@ -3,7 +3,7 @@
 Steps are counted from 1: picture k shows the state *after k of the n steps* (k = 0: every
 rank holds only its own data; k = n: the result), and arrows for the transfers of the next
 step, step k + 1, from the sender's row to the receiver's row over the chunks they carry
-(orange = reduce, wine = copy). The checker (``collsim.checker``) and the widgets
+(orange = reduce, wine = copy). The checker (``collsim.core.checker``) and the widgets
 count the same way. A cell (rank r, chunk c) is coloured by the fraction of the ranks whose
 contributions rank r holds for chunk c (pale blue = few, dark blue = most), yellow = the full
 sum with every contribution exactly once, vermillion with a cross = some contribution counted
@@ -13,23 +13,24 @@ more than once (``collsim.viz.palette``: safe for colour-blind readers). With
 Chunks are the checker's atoms: the segments between all transfer boundaries
 (elements that always move together), so the state is exact for any schedule.
 The colours are the checker's own execution, counted after every step
-(``collsim.checker.contribution_states``: contribution bitsets, a reduce ORs the
+(``collsim.core.checker.contribution_states``: contribution bitsets, a reduce ORs the
 sender's bits into the receiver's and flags "more than once" where they overlap,
 a copy overwrites both), so the last picture is all green exactly when
-``collsim.checker.check`` passes. Per-step multiplicities (for cell text, small
-schedules only) come from the plain executor (``collsim.execution.run_steps``)
+``collsim.core.checker.check`` passes. Per-step multiplicities (for cell text, small
+schedules only) come from the plain executor (``collsim.core.execution.run_steps``)
 on one-hot data: rank r starts with the unit vector e_r in every chunk, so after
 any step a chunk holds the multiplicity of each rank's contribution (2 = counted twice).
 """
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 import numpy as np
 
-from collsim.checker import ContributionStates, contribution_states
-from collsim.execution import atoms_of, run_steps
-from collsim.schedule import REDUCE, Schedule
+from collsim.core.checker import ContributionStates, contribution_states
+from collsim.core.execution import atoms_of, run_steps
+from collsim.core.schedule import REDUCE, Schedule
 from collsim.viz import palette
 
 LABEL_LIMIT = 48          # write the contributions into cells when ranks x chunks is at most this
@@ -41,7 +42,7 @@ COPY_RGBA = palette.rgba(palette.COPY, 0.9)
 
 @dataclass
 class GridStates(ContributionStates):
-    """``collsim.checker.ContributionStates`` (bounds, distinct, over: chunks are the checker's
+    """``collsim.core.checker.ContributionStates`` (bounds, distinct, over: chunks are the checker's
     atoms) and ``mult``: float array (n_steps + 1, ranks, n_chunks, ranks) of multiplicities, or
     None when too large to keep."""
 
@@ -53,7 +54,7 @@ class GridStates(ContributionStates):
 
 
 def grid_states(schedule: Schedule) -> GridStates:
-    """Every step's grid state: ``collsim.checker.contribution_states`` plus multiplicities.
+    """Every step's grid state: ``collsim.core.checker.contribution_states`` plus multiplicities.
 
     A schedule the checker stops early (bad rank or element range, a copy and
     another write to the same elements in one step) raises ``CollsimError``
@@ -124,7 +125,6 @@ def legend_handles():
 def legend_html() -> str:
     """The grid's colour legend as one line of HTML (cheaper than drawing it in the figure): a
     gradient bar for the fraction of ranks whose data a cell holds, then the other colours."""
-    import html
 
     from matplotlib.colors import to_hex
 

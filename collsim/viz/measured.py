@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from collsim.fit.compare import config_name
-from collsim.nccl.model import predict
+from collsim.fitted.model import predict
+from collsim.outputs import save_figure
 
 
 class MeasuredPanel:
@@ -36,9 +37,9 @@ class MeasuredPanel:
             color = f"C{len(self.lines)}"
             self.lines.append({
                 "measured": self.top.plot([], [], "o", color=color, ms=4)[0],
-                "collsim": self.top.plot([], [], "-", color=color, lw=1.2)[0],
+                "model": self.top.plot([], [], "-", color=color, lw=1.2)[0],
                 "nccl": self.top.plot([], [], "--", color=color, lw=1)[0],
-                "collsim_err": self.bottom.plot([], [], "-", color=color, marker=".", lw=1)[0],
+                "model_err": self.bottom.plot([], [], "-", color=color, marker=".", lw=1)[0],
                 "nccl_err": self.bottom.plot([], [], "--", color=color, marker=".", lw=1)[0]})
         for i, lines in enumerate(self.lines):
             for line in lines.values():
@@ -60,16 +61,16 @@ class MeasuredPanel:
         sizes = np.array(c["sizes"], float)
         order = np.argsort(sizes)
         sizes, meas = sizes[order], np.array(c["measured_us"])[order]
-        ours, theirs = np.array(c["collsim_us"])[order], np.array(c["nccl_model_us"])[order]
+        ours, theirs = np.array(c["model_us"])[order], np.array(c["nccl_us"])[order]
         lines["measured"].set_data(sizes, meas)
         p0 = self.by_name.get(c["config"])
         if self.params is not None and p0 is not None and p0.algo and p0.proto:
             dense = np.unique(np.geomspace(sizes.min(), sizes.max(), 200).astype(np.int64))
-            lines["collsim"].set_data(dense, predict(self.params, p0.algo, p0.proto, dense, p0.config))
+            lines["model"].set_data(dense, predict(self.params, p0.algo, p0.proto, dense, p0.config))
         else:
-            lines["collsim"].set_data(sizes, ours)
+            lines["model"].set_data(sizes, ours)
         lines["nccl"].set_data(sizes, theirs)
-        lines["collsim_err"].set_data(sizes, 100 * (ours / meas - 1))
+        lines["model_err"].set_data(sizes, 100 * (ours / meas - 1))
         lines["nccl_err"].set_data(sizes, 100 * (theirs / meas - 1))
 
 
@@ -87,7 +88,6 @@ def plot_compare(result: dict, params, points, path) -> None:
     at all (``collsim compare --plot``; ``collsim.outputs.save_figure``)."""
     from matplotlib.figure import Figure
 
-    from collsim.outputs import save_figure
     fig = Figure(figsize=(8, 7))
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.3]})
     draw_measured(top, bottom, result, params, points)
@@ -95,7 +95,7 @@ def plot_compare(result: dict, params, points, path) -> None:
     save_figure(fig, path)
 
 
-# the terms of collsim.nccl.model.explain, in stacking order, with one colour each
+# the terms of collsim.fitted.model.explain, in stacking order, with one colour each
 TERM_COLOURS = {"latency": "#4c72b0", "steps": "#8172b3", "sync": "#64b5cd", "harness": "#937860",
                 "launch": "#da8bc3", "bandwidth": "#55a868", "protocol": "#c44e52", "channels": "#dd8452",
                 "fill": "#ccb974", "l2": "#8c8c8c", "reuse": "#bcbd22", "network": "#17becf"}

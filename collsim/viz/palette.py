@@ -5,7 +5,7 @@ Chunk grids: the fraction of the ranks' data a cell holds is a single-hue blue r
 lightness, which every colour vision keeps); the exact sum is yellow, a contribution counted twice
 vermillion and also marked with a cross, so no state is told by hue alone. Transfers (arrows in the
 grid, bars in timelines): reduce orange, copy wine (dark purple-red). Curves: the Okabe-Ito colours in a
-fixed order, each with its own line style. ``tests/test_viz.py`` checks that these colours stay
+fixed order, each with its own line style. ``tests/viz/test_viz.py`` checks that these colours stay
 apart (CIELAB distance) under simulated protanopia, deuteranopia and tritanopia.
 """
 from __future__ import annotations

@@ -20,6 +20,8 @@ import re
 from collections import OrderedDict
 from functools import lru_cache
 
+import numpy as np
+
 _SUP = str.maketrans("0123456789-−", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁻")
 
 
@@ -135,7 +137,6 @@ def _draw_text(draw, t, height: int, px_per_pt: float) -> None:
 
 def _draw_axis(img, draw, axis, px_per_pt: float) -> None:
     """Ticks (out, 3.5 pt), tick labels and the axis label of a bottom x or left y ``axis``."""
-    import numpy as np
 
     ax, height = axis.axes, img.height
     box = ax.bbox

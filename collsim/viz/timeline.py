@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collsim.core.schedule import REDUCE, Schedule
 from collsim.errors import CollsimError
-from collsim.schedule import REDUCE, Schedule
 from collsim.viz import palette
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from collsim.algorithms.tree_shapes import btree_parents, chain_tree_parents, dtree_parents
 from collsim.errors import CollsimError
 from collsim.viz import palette
 
@@ -88,20 +89,19 @@ def draw_trees(parents: dict, gpus_per_node: int | None = None, width: float = 1
 
 def tree_parents(algo: str, ranks: int, gpus_per_node: int | None = None, channel: int = 0) -> dict:
     """{title: parent array} of the trees of ``algo`` on ``ranks`` ranks (channel ``channel``):
-    "binary-tree" (one tree), "tree" (NCCL's double binary tree: both trees) or "hierarchical-nccl"
+    "binary-tree" (one tree), "double-tree" (NCCL's double binary tree: both trees) or "nccl-tree"
     (NCCL's tree across nodes: in every node a chain from GPU ``channel`` mod G, the chains' heads
     joined by the double binary tree over nodes; both trees, since half the channels run each)."""
-    from collsim.algorithms.tree_shapes import btree_parents, chain_tree_parents, dtree_parents
 
     if algo == "binary-tree":
         return {f"binary tree, P={ranks}": btree_parents(ranks)}
-    if algo == "tree":
+    if algo == "double-tree":
         t0, t1 = dtree_parents(ranks)
         return {f"double binary tree: tree 0, P={ranks}": t0, "tree 1 (the mirror of tree 0)" if ranks % 2 == 0
                 else "tree 1 (tree 0 shifted by one rank)": t1}
-    if algo == "hierarchical-nccl":
+    if algo == "nccl-tree":
         if not gpus_per_node or ranks % gpus_per_node:
-            raise CollsimError("hierarchical-nccl needs gpus_per_node dividing ranks")
+            raise CollsimError("nccl-tree needs gpus_per_node dividing ranks")
         g, nodes = gpus_per_node, ranks // gpus_per_node
         out = {}
         for t, inter in enumerate(dtree_parents(nodes)):
@@ -112,4 +112,4 @@ def tree_parents(algo: str, ranks: int, gpus_per_node: int | None = None, channe
             rank_parent[perm] = np.where(par < 0, -1, perm[np.maximum(par, 0)])
             out[f"NCCL's tree {t} over {nodes} nodes (channel {channel}: chains from GPU {head})"] = rank_parent
         return out
-    raise CollsimError(f"no tree to draw for algorithm {algo!r} (binary-tree, tree, hierarchical-nccl)")
+    raise CollsimError(f"no tree to draw for algorithm {algo!r} (binary-tree, double-tree, nccl-tree)")

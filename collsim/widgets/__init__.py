@@ -10,7 +10,12 @@
 - ``MeasuredVsPredicted`` (``collsim.widgets.measured``): measured points of one
   configuration beside collsim's model and NCCL's own.
 - ``check_answer`` (``collsim.widgets.exercise``): the checker of notebook exercises.
+
+Also: ``exploration`` (what ScheduleExplorer shows, computed without ipywidgets) and ``notebooks_html``
+(executed HTML of every notebook, widget state kept).
 """
+import asyncio
+import gc
 
 
 def settle_heap() -> None:
@@ -20,14 +25,12 @@ def settle_heap() -> None:
     collection costs 40-65 ms in a notebook process on a 2-core machine, more than the 50 ms an
     update may take (benchmarks/bench_widgets.py reports collections inside slow updates).
     Frozen objects are never collected; only what is alive when a widget is built is frozen."""
-    import gc
     gc.collect()
     gc.freeze()
 
 
 def running_loop():
     """The running asyncio loop (a Jupyter kernel's), or None outside one (tests, scripts)."""
-    import asyncio
 
     try:
         return asyncio.get_running_loop()

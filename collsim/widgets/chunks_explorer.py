@@ -13,7 +13,15 @@ from functools import lru_cache
 
 import numpy as np
 
+from collsim.algorithms import build_schedule, get
+from collsim.cost import closed_form
 from collsim.errors import CollsimError
+from collsim.machine.topology import Topology
+from collsim.simulate import simulate
+from collsim.units import format_size
+from collsim.viz.palette import OKABE_ITO
+from collsim.viz.render import FramePNG
+from collsim.viz.timeline import TimelineView, result_data
 from collsim.widgets import settle_heap
 
 RANKS = [3, 4, 7, 8, 15, 16, 31, 32, 63, 64]
@@ -25,10 +33,8 @@ MAX_CHUNKS = 64
 def chunk_curve(algo: str, ranks: int, nbytes: int, alpha: float, beta: float, max_chunks: int = MAX_CHUNKS) -> dict:
     """Closed-form times (s) of ``algo`` for 1..``max_chunks`` chunks, the best count, NCCL's count and
     the ring's time, for ``nbytes`` bytes per rank on a uniform machine."""
-    from collsim.algorithms import get
-    from collsim.cost import closed_form
 
-    if algo not in ("binary-tree", "tree"):
+    if algo not in ("binary-tree", "double-tree"):
         raise CollsimError(f"ChunksExplorer shows binary-tree or tree, not {algo!r}")
     ks = np.arange(1, max_chunks + 1)
     t = np.array([closed_form(algo, ranks, nbytes, alpha, beta, chunks=int(k)) for k in ks])
@@ -46,12 +52,9 @@ class ChunksExplorer:
         import ipywidgets as W
         from matplotlib.figure import Figure
 
-        from collsim.units import format_size
-        from collsim.viz.palette import OKABE_ITO
-        from collsim.viz.render import FramePNG
 
         self.alpha, self.beta = alpha, beta
-        self.algo = W.ToggleButtons(options=["binary-tree", "tree"], value=algo, description="tree")
+        self.algo = W.ToggleButtons(options=["binary-tree", "double-tree"], value=algo, description="tree")
         self.ranks = W.SelectionSlider(options=RANKS, value=ranks, description="P (ranks)", continuous_update=False)
         self.size = W.SelectionSlider(options=[(format_size(s), s) for s in SIZES], value=nbytes,
                                       description="bytes/rank", continuous_update=False)
@@ -81,10 +84,6 @@ class ChunksExplorer:
         settle_heap()
 
     def _update(self, change=None) -> None:
-        from collsim.algorithms import build_schedule
-        from collsim.simulate import simulate
-        from collsim.simulate.topology import Topology
-        from collsim.viz.timeline import TimelineView, result_data
 
         algo, P, S, k = self.algo.value, self.ranks.value, self.size.value, self.chunks.value
         try:

@@ -15,12 +15,19 @@ P it shows is one a machine can have) with ``nics_per_node`` NICs per node of th
 """
 from __future__ import annotations
 
+import html
+
 import numpy as np
 
+from collsim.cost import closed_form, rail_ring
 from collsim.errors import CollsimError
+from collsim.sweep import sweep
+from collsim.units import busbw_factor
+from collsim.viz.curves import CurvesView
+from collsim.viz.render import FramePNG
 from collsim.widgets import settle_heap
 
-FLAT = ("ring", "tree", "recursive-doubling", "halving-doubling")
+FLAT = ("ring", "double-tree", "recursive-doubling", "halving-doubling")
 RAILS, HIER = "ring (NCCL rails)", "hierarchical"
 CURVES = FLAT + (RAILS, HIER)
 MAX_NODES, MAX_GPUS = 128, 16
@@ -36,8 +43,6 @@ def closed_series(sizes, nodes: int, gpus_per_node: int, intra: tuple[float, flo
     ``HIER`` (inter-node beta times the GPUs sharing each NIC). One GPU per node: every link is a
     NIC, so ``FLAT`` on ``inter`` only.
     """
-    from collsim.cost import closed_form, rail_ring
-    from collsim.sweep import sweep
 
     g, n = int(gpus_per_node), int(nodes)
     if g < 1 or n < 1 or not 1 <= nics_per_node <= g:
@@ -82,8 +87,6 @@ class CostExplorer:
                  nics_per_node: int | None = None):
         import ipywidgets as W
 
-        from collsim.viz.curves import CurvesView
-        from collsim.viz.render import FramePNG
 
         log = dict(base=10, continuous_update=False, readout_format=".3g")
         self.latency = W.FloatLogSlider(value=latency_us, min=-1, max=3, description="α intra (µs)", **log)
@@ -169,7 +172,6 @@ class CostExplorer:
         self.status.value = f"where the fastest algorithm changes (faster below → faster above):<ul>{rows}</ul>"
 
     def _draw(self, sizes, series, P, kind: str | None = None, show: bool = True) -> None:
-        from collsim.units import busbw_factor
 
         kind = kind or self.kind.value
         view = self.views[kind]
@@ -188,6 +190,5 @@ class CostExplorer:
 
 
 def _esc(text: str) -> str:
-    import html
 
     return html.escape(text)

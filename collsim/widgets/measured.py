@@ -6,7 +6,7 @@ or upload), then a **configuration** of it (an algorithm/protocol, or NCCL's cho
 shows the measured points, collsim's curve (solid) and NCCL's model (dashed), both errors per size
 (``collsim.viz.measured.MeasuredPanel``, the panel of ``collsim compare --plot``), and a stacked
 bar per size of collsim's predicted time split into its terms (``collsim.fit.compare.term_shares``,
-``collsim.nccl.model.explain``): latency, bandwidth, protocol (LL/LL128's flag bytes), channels,
+``collsim.fitted.model.explain``): latency, bandwidth, protocol (LL/LL128's flag bytes), channels,
 fill, steps, sync (per-step barriers), harness, launch ...
 
 Each run is compared once, when first shown (``collsim.fit.compare.compare``, all points); later
@@ -16,10 +16,15 @@ AllReduce, sizes bytes per rank.
 """
 from __future__ import annotations
 
+import html
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from collsim.fit.overheads import with_overheads
+from collsim.fit.points import load_points
+from collsim.fitted.params import load_params
+from collsim.viz.render import FramePNG
 from collsim.widgets import settle_heap
 
 OWN = "your files"
@@ -79,7 +84,7 @@ class MeasuredVsPredicted:
     ``load_files()``) and ``.upload`` bring your own files (predicted with the parameters of the
     run shown, or ``params_file``), ``.status`` says what is shown or what went wrong, ``.result``
     is the run's ``compare`` result, ``.comparison`` the shown configuration's entry of it (sizes,
-    measured_us, collsim_us, nccl_model_us, and the error summaries collsim and nccl_model) and
+    measured_us, model_us, nccl_us, and the error summaries collsim and nccl_model) and
     ``.shares`` (sizes, {term: share}) the stacked bars.
     """
 
@@ -89,7 +94,6 @@ class MeasuredVsPredicted:
         from matplotlib.figure import Figure
 
         from collsim.viz.measured import MeasuredPanel, SharesPanel
-        from collsim.viz.render import FramePNG
 
         if isinstance(files, (str, Path)) and Path(files).is_dir():
             data, files = files, None                      # MeasuredVsPredicted(folder)
@@ -147,9 +151,6 @@ class MeasuredVsPredicted:
 
     def _compare(self, files, params_file, probe, overhead=(), label=None):
         from collsim.fit.compare import attach_probe, compare
-        from collsim.fit.overheads import with_overheads
-        from collsim.fit.points import load_points
-        from collsim.nccl.params import load_params
 
         points = load_points([str(f) for f in files], label=label)
         if not points:
@@ -208,7 +209,6 @@ class MeasuredVsPredicted:
         self.load_files(paths)
 
     def _error(self, what: str, e: Exception) -> None:
-        import html
         text = str(e).splitlines()[0] if str(e) else type(e).__name__
         shown = f"; still showing {self._describe()}" if self.comparison is not None else ""
         self.status.value = f"<span style='color:#b00'>could not show {html.escape(what)}: {html.escape(text)}</span>" \
@@ -232,7 +232,7 @@ class MeasuredVsPredicted:
         pts = [p for p in self.points if config_name(p) == name]
         self.shares = term_shares(self.params, pts)
         self.shares_panel.show(*self.shares)
-        ours, theirs = c["collsim"], c["nccl_model"]
+        ours, theirs = c["model"], c["nccl"]
         nccl = (f"NCCL's model median {100 * theirs['median_abs_rel_error']:.1f}%, "
                 f"p90 {100 * theirs['p90_abs_rel_error']:.1f}%" if theirs["n"] else "NCCL's model: no answer")
         ours_text = (f"collsim median |error| {100 * ours['median_abs_rel_error']:.1f}%, "

@@ -1,0 +1,8 @@
+"""What a collective is, before any time: the schedule core.
+
+``schedule`` (the one columnar schedule representation), ``document`` (its JSON schema and checks),
+``compose`` (building and composing schedules: builder, even splits, concat, wavefront, interleave),
+``checker`` (proves a schedule computes the sum by executing it, and names the first wrong transfer),
+``execution`` (per-step contribution states) and ``rank_plan`` (a schedule as each rank runs it on a
+real backend).
+"""

@@ -1,0 +1,238 @@
+"""Executing a schedule step by step on atoms (semantics and representation: ``collsim.core.checker``).
+
+* ``atoms_of``, ``expand_atoms``: the atoms (segments between all transfer
+  boundaries) and the atoms each transfer moves.
+* ``run_steps``: the plain executor: any per-atom data, reduces add, copies
+  overwrite, nothing checked (the grid's multiplicities, one-hot data).
+* ``Execution``: the checker's executor: per cell (rank, atom) an int64 value and
+  a contribution bitset, the earliest mistake the cell carries; ``steps()``
+  yields it after every step and stops at a hard error.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from collsim.core.schedule import COPY, REDUCE, Schedule
+from collsim.errors import CollsimError
+
+NONE = np.iinfo(np.int64).max        # "no mistake recorded"
+MAX_STATE_BYTES = 1 << 32            # execution state check() may allocate: larger schedules are refused
+
+
+def atoms_of(s: Schedule, limit: int | None = None):
+    """Atom boundaries in elements, and each transfer's first and end atom (first ``limit`` transfers)."""
+    ok_t = slice(0, s.n_transfers if limit is None else limit)
+    bounds = np.unique(np.r_[0, s.count, s.offset[ok_t], s.offset[ok_t] + s.length[ok_t]])
+    return bounds, np.searchsorted(bounds, s.offset[ok_t]), np.searchsorted(bounds, s.offset[ok_t] + s.length[ok_t])
+
+
+def expand_atoms(lo: int, hi: int, a_lo, a_hi) -> tuple[np.ndarray, np.ndarray]:
+    """(transfer index, atom index) of every atom that transfers ``lo``..``hi`` - 1 move.
+
+    ``a_lo``/``a_hi`` are each transfer's first and end atom as returned by
+    ``atoms_of``; a transfer spanning n atoms appears n times, with its atoms in order.
+    """
+    n_atoms = a_hi[lo:hi] - a_lo[lo:hi]
+    t = np.repeat(np.arange(lo, hi), n_atoms)
+    return t, a_lo[t] + np.arange(len(t)) - np.repeat(np.cumsum(n_atoms) - n_atoms, n_atoms)
+
+
+def static_error(s: Schedule) -> tuple[int, str] | None:
+    """First transfer with a bad rank or element range, as (index, reason); None if there is none."""
+    bad_rank = (s.src < 0) | (s.src >= s.endpoints) | (s.dst < 0) | (s.dst >= s.endpoints)
+    bad_range = (s.offset < 0) | (s.length < 0) | (s.offset + s.length > s.count)
+    bad = np.flatnonzero(bad_rank | bad_range)
+    if not len(bad):
+        return None
+    i = int(bad[0])
+    t = s.transfer(i)
+    if bad_rank[i]:
+        more = f" and switches {s.ranks}..{s.endpoints - 1}" if s.switches else ""
+        return i, f"bad rank: {t.src} -> {t.dst} with ranks 0..{s.ranks - 1}{more}"
+    return i, f"element range [{t.offset}, {t.offset + t.count}) outside the buffer [0, {s.count})"
+
+
+def run_steps(schedule: Schedule, data):
+    """Execute the step semantics on ``data`` without checking anything; yield the buffers at the
+    start of every step and after the last (``n_steps + 1`` arrays).
+
+    ``data`` has shape (ranks, atoms, ...) with atoms as in ``atoms_of`` (trailing axes move
+    along, e.g. one-hot contribution vectors for pictures). Reduces add, copies overwrite; switch
+    endpoints start at zero and are not yielded (the arrays have ``ranks`` rows); a schedule with a
+    bad rank or range raises ``CollsimError``.
+    """
+    static = static_error(schedule)
+    if static:
+        raise CollsimError(f"transfer {static[0]}: {static[1]}")
+    s, (_, a_lo, a_hi) = schedule, atoms_of(schedule)
+    data = np.asarray(data)
+    value = np.concatenate([data, np.zeros((s.switches,) + data.shape[1:], data.dtype)])
+    yield value[:s.ranks].copy()
+    for k in range(s.n_steps):
+        t, atom = expand_atoms(int(s.step_ptr[k]), int(s.step_ptr[k + 1]), a_lo, a_hi)
+        dst, cp = s.dst[t], s.op[t] == COPY
+        moved = value[s.src[t], atom]                 # every send reads the start-of-step buffer
+        np.add.at(value, (dst[~cp], atom[~cp]), moved[~cp])
+        value[dst[cp], atom[cp]] = moved[cp]
+        yield value[:s.ranks].copy()
+
+
+class Execution:
+    """The checker's execution of ``s`` on random int64 data (``seed``), one step at a time.
+
+    State per cell (index endpoint * atoms + atom; the ranks' cells first, then the switches',
+    which start with value 0 and no bits): ``value``, ``bits`` (contribution
+    bitset, one bit per rank, P/64 uint64 words), ``writer`` (last transfer, -1),
+    ``twice`` and ``stale`` (earliest carried mistake, ``NONE`` if none); per
+    transfer with a mistake ``ev_atom[i]`` (its first such atom) and ``ev_bits[i]``
+    (a dict: the bits doubled or missing). ``error``: the hard error (step, index within
+    step, reason) that ended the execution, else None; ``written``: the cells the last
+    step wrote (the state of no other cell changed).
+    """
+
+    def __init__(self, s: Schedule, seed: int = 0):
+        static = static_error(s)
+        self.s, self.static = s, static
+        self.limit = static[0] if static else s.n_transfers
+        self.bounds, a_lo, a_hi = atoms_of(s, self.limit)
+        p, self.atoms, words = s.ranks, len(self.bounds) - 1, (s.ranks + 63) // 64
+        self.gpu_cells, cells = p * self.atoms, s.endpoints * self.atoms
+        need = cells * (5 + words) * 8      # data, value, writer, twice, stale and bits, bytes
+        if need > MAX_STATE_BYTES:
+            raise CollsimError(f"checking this schedule needs {need / 2**30:.1f} GiB of state ({p} ranks x "
+                               f"{self.atoms} element ranges); the limit is collsim.core.execution.MAX_STATE_BYTES "
+                               f"({MAX_STATE_BYTES / 2**30:g} GiB)")
+        self.data = np.random.default_rng(seed).integers(-2**40, 2**40, size=self.gpu_cells, dtype=np.int64)
+        self.value = np.r_[self.data, np.zeros(cells - self.gpu_cells, np.int64)]
+        one, r = np.uint64(1) << (np.arange(p) % 64).astype(np.uint64), np.repeat(np.arange(p), self.atoms)
+        self.bits = np.zeros((cells, words), np.uint64)
+        self.bits[np.arange(self.gpu_cells), r // 64] = one[r]
+        self.full = np.zeros(words, np.uint64)
+        np.bitwise_or.at(self.full, np.arange(p) // 64, one)
+        self.writer = np.full(cells, -1, np.int64)
+        self.twice = np.full(cells, NONE, np.int64)
+        self.stale = np.full(cells, NONE, np.int64)
+        self.ev_atom = np.zeros(s.n_transfers, np.int64)
+        self.ev_bits: dict[int, np.ndarray] = {}
+        self.error, self.written = None, np.zeros(0, np.int64)
+        self._plan(*expand_atoms(0, self.limit, a_lo, a_hi))
+
+    def _plan(self, t: np.ndarray, atom: np.ndarray) -> None:
+        """Every transfer cut into its atoms: step k's copies at ptr[k]..mid[k] and its reduces
+        at mid[k]..ptr[k + 1] (each in transfer order), src/dst as cells; per step the first
+        copy that shares its cell with another write (``conflict``, -1 if none) and whether
+        several reduces go into one cell (``shared``)."""
+        s = self.s
+        step, red = s.step_index[t], s.op[t] == REDUCE
+        order = np.lexsort((red, step))
+        t, atom, step, red = t[order], atom[order], step[order], red[order]
+        self.t, self.atom = t, atom
+        self.src, self.dst = s.src[t] * self.atoms + atom, s.dst[t] * self.atoms + atom
+        k = np.arange(s.n_steps + 1)
+        self.ptr, self.mid = np.searchsorted(step, k), np.searchsorted(2 * step + red, 2 * k[:-1] + 1)
+        by_cell = np.lexsort((self.dst, step))
+        key = step[by_cell] * (s.endpoints * self.atoms) + self.dst[by_cell]
+        again = np.zeros(len(t) + 1, bool)       # in key order: the cell of the one before
+        again[1:-1] = key[1:] == key[:-1]
+        shared = np.zeros(len(t), bool)
+        shared[by_cell] = again[:-1] | again[1:]
+        copies = np.flatnonzero(shared & ~red)
+        with_copy, first = np.unique(step[copies], return_index=True)
+        self.conflict = np.full(s.n_steps, -1)
+        self.conflict[with_copy] = copies[first]
+        self.shared = np.bincount(step[shared], minlength=s.n_steps) > 0
+
+    def steps(self):
+        """Yield this object at the start and after every step (updated in place); a hard
+        error stops the execution early, after setting ``error``."""
+        s = self.s
+        yield self
+        for k in range(s.n_steps):
+            j = self.conflict[k]
+            if j >= 0:
+                t = s.transfer(int(self.t[j]))
+                self.error = (*self.locate(int(self.t[j])), f"rank {t.src} -> {t.dst} "
+                              f"{self.span(self.atom[j], self.atom[j] + 1)}: a copy and another "
+                              "transfer write the same elements in one step")
+                return
+            self._apply(k)
+            if self.limit < s.step_ptr[k + 1]:
+                self.error = (*self.locate(self.limit), self.static[1])
+                return
+            yield self
+
+    def held(self, cells=slice(None)) -> np.ndarray:
+        """How many ranks' contributions each cell (of ``cells``) holds."""
+        return _count(self.bits[cells])
+
+    def locate(self, i: int) -> tuple[int, int]:
+        """(step, index within the step) of transfer ``i``."""
+        k = int(self.s.step_index[i])
+        return k, int(i - self.s.step_ptr[k])
+
+    def span(self, a: int, b: int) -> str:
+        """Text of the elements of atoms ``a``..``b`` - 1."""
+        return f"elements [{self.bounds[a]}, {self.bounds[b]})"
+
+    def _record(self, t: np.ndarray, atom: np.ndarray, which: np.ndarray, bits: np.ndarray) -> None:
+        """Remember, for each transfer with a mistake, its first atom and the bits concerned."""
+        j = np.flatnonzero(which)
+        if len(j):
+            i, first = np.unique(t[j], return_index=True)
+            self.ev_atom[i] = atom[j[first]]
+            self.ev_bits.update(zip(i.tolist(), bits[j[first]]))
+
+    def _apply(self, k: int) -> None:
+        """Apply step ``k`` (free of write conflicts): reduces, then copies."""
+        lo, mid, hi = self.ptr[k], self.mid[k], self.ptr[k + 1]
+        src, dst, t, atom = (a[lo:hi] for a in (self.src, self.dst, self.t, self.atom))
+        # every send reads the buffer as at the start of the step
+        in_bits, in_val, in_twice, in_stale = self.bits[src], self.value[src], self.twice[src], self.stale[src]
+        c, r = slice(0, mid - lo), slice(mid - lo, hi - lo)
+        if mid < hi:
+            if self.shared[k]:         # several reduces into one cell: group them (in transfer order)
+                r = mid - lo + np.argsort(dst[r], kind="stable")
+                cells = dst[r]
+                heads = np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]])
+                twice, doubled, merged = _merge(self.bits[cells[heads]], in_bits[r], heads)
+                self.bits[cells[heads]] = merged
+            else:
+                cells = dst[r]
+                have = self.bits[cells]
+                doubled = have & in_bits[r]
+                twice = doubled.any(axis=1)
+                self.bits[cells] = have | in_bits[r]
+            self._record(t[r], atom[r], twice, doubled)
+            np.add.at(self.value, cells, in_val[r])
+            np.minimum.at(self.twice, cells, np.where(twice, t[r], in_twice[r]))
+            np.minimum.at(self.stale, cells, in_stale[r])
+        if lo < mid:                   # a copy out of a switch is its own reduction: never a stale copy
+            partial = (in_bits[c] != self.full).any(axis=1) & (src[c] < self.gpu_cells)
+            self._record(t[c], atom[c], partial, self.full & ~in_bits[c])
+            cells = dst[c]
+            self.value[cells], self.bits[cells], self.twice[cells] = in_val[c], in_bits[c], in_twice[c]
+            self.stale[cells] = np.where(partial, np.minimum(in_stale[c], t[c]), in_stale[c])
+        self.writer[dst] = t
+        self.written = dst
+
+
+def _count(bits: np.ndarray) -> np.ndarray:
+    """Set bits per bitset (last axis: uint64 words)."""
+    return np.bitwise_count(bits).sum(axis=-1, dtype=np.int32)
+
+
+def _merge(have: np.ndarray, in_bits: np.ndarray, heads: np.ndarray):
+    """Groups of reduces into one cell each (group g: rows heads[g] up to the next head of
+    ``in_bits``, into a cell holding ``have[g]``): (twice, doubled, merged). A reduce is twice
+    when its bits meet the cell's or an earlier reduce's of its group; doubled: those bits."""
+    merged = np.bitwise_or.reduceat(in_bits, heads, axis=0) | have
+    clash = np.add.reduceat(_count(in_bits), heads) + _count(have) != _count(merged)
+    twice, doubled = np.zeros(len(in_bits), bool), np.zeros_like(in_bits)
+    ends = np.append(heads[1:], len(in_bits))
+    for g in np.flatnonzero(clash):        # find which reduce of the group overlaps
+        run = have[g].copy()
+        for j in range(heads[g], ends[g]):
+            if (run & in_bits[j]).any():
+                twice[j], doubled[j] = True, run & in_bits[j]
+            run |= in_bits[j]
+    return twice, doubled, merged

@@ -1,0 +1,262 @@
+"""One schedule representation for every part of collsim.
+
+A schedule is a list of steps; a step is a list of transfers. A transfer moves
+``count`` elements starting at element ``offset`` from rank ``src`` to rank
+``dst`` and applies them there with ``op``:
+
+* ``reduce``: the receiver adds the incoming elements to its own;
+* ``copy``:   the receiver overwrites its own elements with the incoming ones.
+
+Every transfer runs on a ``channel`` (an int >= 0, default 0): NCCL's channels are
+independent rings or trees, each on its own thread block, each owning a contiguous
+part of the buffer. The channel does not change what a schedule computes; the
+simulator gives each channel its own send and receive slot on every rank
+(``collsim.simulate``).
+
+Endpoints. Ranks 0..P-1 are GPUs. A schedule may also name ``switches`` extra
+endpoints P..P+switches-1, one NVSwitch per node (the switch of node n is P + n):
+a switch holds no input of its own (it starts at 0), a reduce into it
+accumulates (NVLink SHARP's in-switch reduction, ``multimem.ld_reduce``) and a
+copy out of it delivers what it holds (``multimem.st``); only GPUs are checked
+at the end.
+
+Semantics of a step: every send reads the sender's buffer *as it was at the
+start of the step*; then all receives apply. Timing dependencies (used by the
+simulator) are derived from this data flow, so a pipelined schedule may overlap
+steps wherever the data allows.
+
+Storage is columnar (numpy arrays, one entry per transfer, steps delimited by
+``step_ptr`` as in CSR matrices) so that schedules of millions of transfers
+(ring AllReduce on 1024 ranks has ~2.1 M) are cheap to build, check and
+simulate. ``Schedule.steps`` gives the list-of-lists view of ``Transfer``.
+
+JSON: ``Schedule.to_dict`` / ``Schedule.from_dict`` (schema and bounds: ``collsim.core.document``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+from collsim.core.document import ScheduleError, check_document
+from collsim.errors import CollsimError
+from collsim.inputs import parse_json, read_text
+
+REDUCE = 0
+COPY = 1
+DTYPES = (np.int64, np.int64, np.int64, np.int64, np.uint8, np.int32)   # src, dst, offset, length, op, channel
+OP_NAMES = ("reduce", "copy")
+OP_CODES = {name: code for code, name in enumerate(OP_NAMES)}
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One message: ``count`` elements at ``offset`` from ``src`` to ``dst`` on ``channel``."""
+
+    src: int
+    dst: int
+    offset: int
+    count: int
+    op: str = "reduce"
+    channel: int = 0
+
+    def to_dict(self) -> dict:
+        return {"src": self.src, "dst": self.dst, "offset": self.offset,
+                "count": self.count, "op": self.op, "channel": self.channel}
+
+
+def op_code(op) -> int:
+    if isinstance(op, str):
+        if op not in OP_CODES:
+            raise ScheduleError(f"unknown op {op!r}: expected 'reduce' or 'copy'")
+        return OP_CODES[op]
+    return int(op)
+
+
+class Schedule:
+    """A columnar AllReduce schedule.
+
+    Attributes (numpy int64 arrays of length ``n_transfers`` unless said):
+        src, dst, offset, length: who sends to whom, which element range
+            (``length`` is the transfer's element count; ``count`` is the
+            buffer's).
+        op: uint8, ``REDUCE`` (0) or ``COPY`` (1).
+        channel: int32, the channel each transfer runs on (>= 0).
+        step_ptr: length ``n_steps + 1``; step ``s`` holds transfers
+            ``step_ptr[s]:step_ptr[s+1]``.
+        ranks, count, itemsize: buffer geometry (count in elements, itemsize
+            in bytes per element).
+        switches: switch endpoints after the ranks (0: none).
+        name: free text (the algorithm's name).
+        meta: free dict (algorithm parameters, e.g. slices, gpus_per_node).
+    """
+
+    def __init__(self, ranks: int, count: int, itemsize: int, src, dst, offset, length, op,
+                 step_ptr, name: str = "", meta: dict | None = None, channel=None, switches: int = 0):
+        self.ranks = int(ranks)
+        self.count = int(count)
+        self.itemsize = int(itemsize)
+        self.src = np.ascontiguousarray(src, dtype=np.int64)
+        self.dst = np.ascontiguousarray(dst, dtype=np.int64)
+        self.offset = np.ascontiguousarray(offset, dtype=np.int64)
+        self.length = np.ascontiguousarray(length, dtype=np.int64)
+        self.op = np.ascontiguousarray(op, dtype=np.uint8)
+        self.channel = (np.zeros(len(self.src), np.int32) if channel is None
+                        else np.ascontiguousarray(channel, dtype=np.int32))
+        self.switches = int(switches)
+        self.step_ptr = np.ascontiguousarray(step_ptr, dtype=np.int64)
+        self.name = name
+        self.meta = dict(meta or {})
+        self._validate_shape()
+
+    # ------------------------------------------------------------------ shape
+    def _validate_shape(self) -> None:
+        if self.ranks < 1:
+            raise ScheduleError(f"ranks must be >= 1, got {self.ranks}")
+        if self.count < 0:
+            raise ScheduleError(f"count must be >= 0, got {self.count}")
+        if self.itemsize < 1:
+            raise ScheduleError(f"itemsize must be >= 1, got {self.itemsize}")
+        if self.switches < 0:
+            raise ScheduleError(f"switches must be >= 0, got {self.switches}")
+        n = len(self.src)
+        for name in ("dst", "offset", "length", "op", "channel"):
+            if len(getattr(self, name)) != n:
+                raise ScheduleError(f"column {name} has {len(getattr(self, name))} entries, src has {n}")
+        sp = self.step_ptr
+        if len(sp) < 1 or sp[0] != 0 or sp[-1] != n or np.any(np.diff(sp) < 0):
+            raise ScheduleError("step_ptr must start at 0, end at the transfer count and never decrease")
+        if n and (self.op.max() > COPY):
+            raise ScheduleError("op codes must be 0 (reduce) or 1 (copy)")
+        if n and self.channel.min() < 0:
+            raise ScheduleError("channels must be >= 0")
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.step_ptr) - 1
+
+    @property
+    def n_transfers(self) -> int:
+        return len(self.src)
+
+    @property
+    def endpoints(self) -> int:
+        """GPUs and switches: ranks + switches."""
+        return self.ranks + self.switches
+
+    @property
+    def n_channels(self) -> int:
+        """1 + the highest channel used (1 for an empty schedule)."""
+        return int(self.channel.max()) + 1 if len(self.channel) else 1
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of one rank's buffer."""
+        return self.count * self.itemsize
+
+    @property
+    def step_index(self) -> np.ndarray:
+        """Step number of every transfer (int64, length n_transfers)."""
+        return np.repeat(np.arange(self.n_steps, dtype=np.int64), np.diff(self.step_ptr))
+
+    def step_slice(self, s: int) -> slice:
+        return slice(int(self.step_ptr[s]), int(self.step_ptr[s + 1]))
+
+    def place(self, i: int) -> str:
+        """Where transfer ``i`` (a global index) stands, as messages say it, counted from 1:
+        "step k of n, transfer t of m"."""
+        step = int(np.searchsorted(self.step_ptr, i, side="right")) - 1
+        lo, hi = int(self.step_ptr[step]), int(self.step_ptr[step + 1])
+        return f"step {step + 1} of {self.n_steps}, transfer {i - lo + 1} of {hi - lo}"
+
+    def transfer(self, i: int) -> Transfer:
+        return Transfer(int(self.src[i]), int(self.dst[i]), int(self.offset[i]),
+                        int(self.length[i]), OP_NAMES[int(self.op[i])], int(self.channel[i]))
+
+    @property
+    def steps(self) -> list[list[Transfer]]:
+        """The list-of-steps view (builds Python objects: small schedules only)."""
+        return [[self.transfer(i) for i in range(self.step_ptr[s], self.step_ptr[s + 1])]
+                for s in range(self.n_steps)]
+
+    def __len__(self) -> int:
+        return self.n_steps
+
+    def __repr__(self) -> str:
+        more = f", channels={self.n_channels}" if self.n_channels > 1 else ""
+        more += f", switches={self.switches}" if self.switches else ""
+        return (f"Schedule({self.name or 'unnamed'}, ranks={self.ranks}, count={self.count}, "
+                f"itemsize={self.itemsize}, steps={self.n_steps}, transfers={self.n_transfers}{more})")
+
+    # ---------------------------------------------------------- constructors
+    @classmethod
+    def from_steps(cls, ranks: int, count: int, steps: Iterable[Iterable], itemsize: int = 4,
+                   name: str = "", meta: dict | None = None, switches: int = 0) -> "Schedule":
+        """Build from a list of steps of ``Transfer``s, dicts or (src, dst, offset, count[, op[, channel]])
+        tuples (op default "reduce", channel default 0)."""
+        rows, ptr = [], [0]
+        for step in steps:
+            for t in step:
+                if isinstance(t, Transfer):
+                    row = (t.src, t.dst, t.offset, t.count, op_code(t.op), t.channel)
+                elif isinstance(t, dict):
+                    try:
+                        row = (t["src"], t["dst"], t["offset"], t["count"], op_code(t["op"]), t.get("channel", 0))
+                    except KeyError as e:
+                        raise ScheduleError(f"transfer {t} lacks key {e.args[0]!r}") from None
+                else:
+                    src, dst, off, cnt, *rest = t
+                    row = (src, dst, off, cnt, op_code(rest[0] if rest else "reduce"), rest[1] if len(rest) > 1 else 0)
+                if row[3] > 0:                      # zero-length transfers move nothing (as the builder)
+                    rows.append(row)
+            if len(rows) > ptr[-1]:                 # steps left empty are dropped
+                ptr.append(len(rows))
+        a = np.array(rows, dtype=np.int64).reshape(-1, 6)
+        return cls(ranks, count, itemsize, *a[:, :5].T, ptr, name=name, meta=meta, channel=a[:, 5],
+                   switches=switches)
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self) -> dict:
+        ops = [OP_NAMES[o] for o in self.op.tolist()]
+        src, dst, off, ln, ch = (a.tolist() for a in (self.src, self.dst, self.offset, self.length, self.channel))
+        steps = []
+        for s in range(self.n_steps):
+            lo, hi = int(self.step_ptr[s]), int(self.step_ptr[s + 1])
+            steps.append([{"src": src[i], "dst": dst[i], "offset": off[i], "count": ln[i], "op": ops[i],
+                           "channel": ch[i]} for i in range(lo, hi)])
+        d = {"ranks": self.ranks, "count": self.count, "itemsize": self.itemsize, "steps": steps}
+        if self.switches:
+            d["switches"] = self.switches
+        if self.name:
+            d["name"] = self.name
+        if self.meta:
+            d["meta"] = self.meta
+        return d
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, d) -> "Schedule":
+        """A schedule from the JSON schema above; ``ScheduleError`` (one line) for a document
+        that is not one (module docstring)."""
+        check_document(d)
+        return cls.from_steps(d["ranks"], d["count"], d["steps"], itemsize=d.get("itemsize", 4),
+                              name=d.get("name", ""), meta=d.get("meta"), switches=d.get("switches", 0))
+
+    @classmethod
+    def from_json(cls, text: str, where: str = "schedule") -> "Schedule":
+        """``from_dict`` of JSON ``text``; errors name ``where`` when the text is not JSON."""
+        try:
+            d = parse_json(text, where)
+        except CollsimError as e:
+            raise ScheduleError(str(e)) from None
+        return cls.from_dict(d)
+
+
+def read_schedule(path) -> Schedule:
+    """A schedule JSON file (``collsim schedule --json`` or hand-written), read through
+    ``collsim.inputs.read_text``; one-line errors naming the file."""
+    return Schedule.from_json(read_text(path, "schedule file"), f"schedule file {path}")

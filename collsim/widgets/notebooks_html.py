@@ -1,0 +1,141 @@
+"""Executed HTML of the course notebooks, readable in any browser with nothing installed.
+
+    python -m collsim.widgets.notebooks_html OUT [--notebooks DIR] [--only 05 08 ...]
+
+Runs every notebook of ``notebooks/`` (or those whose names start with ``--only``) top to bottom
+with nbclient in its own folder, keeping the widgets' state (``store_widget_state=True``), converts
+each to HTML with nbconvert's "lab" template (figures and animations are in the page) and writes
+OUT/index.html listing them with their titles and run times. Widgets are drawn in the page from
+their saved state by @jupyter-widgets/html-manager's ``embed.js``, copied into OUT/_static/ from the
+npm registry (``npm pack``) when npm is there, else loaded from a CDN by the reader's browser. In
+the static page a widget shows the state it was saved in: its controls do not compute anything
+(that needs a kernel: ``bash scripts/notebooks.sh``).
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from collsim.errors import CollsimError
+
+ROOT = Path(__file__).resolve().parent.parent
+HTML_MANAGER = "@jupyter-widgets/html-manager@1"      # ipywidgets 8's widget state (version_major 2)
+EMBED = "_static/embed.js"
+
+
+def vendor_widgets_js(out: Path) -> str | None:
+    """Copy html-manager's standalone ``dist/embed.js`` (standard widgets, no require.js) into
+    ``out/_static`` with ``npm pack``; its URL relative to ``out``, or None without npm."""
+    target = out / EMBED
+    if target.exists():
+        return EMBED
+    npm = shutil.which("npm")
+    if npm is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([npm, "pack", HTML_MANAGER, "--silent"], cwd=tmp, capture_output=True, text=True,
+                              timeout=300)
+        tarballs = list(Path(tmp).glob("*.tgz"))
+        if proc.returncode != 0 or not tarballs:
+            return None
+        with tarfile.open(tarballs[0]) as tar:
+            member = tar.extractfile("package/dist/embed.js")
+            if member is None:
+                return None
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(member.read())
+    return EMBED
+
+
+def execute(path: Path, timeout: int = 120):
+    """The notebook at ``path`` run top to bottom in its folder, widget state kept."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb
+
+
+def title(nb) -> str:
+    """The first markdown heading of a notebook."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    return ""
+
+
+def to_html(nb, widgets_js: str | None) -> str:
+    """nbconvert's lab-template HTML of an executed notebook, widgets drawn by ``widgets_js``."""
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab", widget_renderer_url=widgets_js or "")
+    body, _ = exporter.from_notebook_node(nb)
+    return body
+
+
+def build(out, notebooks=ROOT / "notebooks", only=None, timeout: int = 120) -> list[dict]:
+    """Write OUT/<name>.html for each notebook and OUT/index.html; returns one row per notebook
+    (name, title, seconds to run)."""
+    out, notebooks = Path(out), Path(notebooks)
+    paths = sorted(p for p in notebooks.glob("*.ipynb") if not only or any(p.name.startswith(o) for o in only))
+    if not paths:
+        raise CollsimError(f"no notebooks in {notebooks}" + (f" starting with {', '.join(only)}" if only else ""))
+    out.mkdir(parents=True, exist_ok=True)
+    js = vendor_widgets_js(out)
+    rows = []
+    for path in paths:
+        t = time.perf_counter()
+        nb = execute(path, timeout)
+        seconds = time.perf_counter() - t
+        page = path.with_suffix(".html").name
+        (out / page).write_text(to_html(nb, js), encoding="utf-8")
+        rows.append({"name": path.stem, "page": page, "title": title(nb), "seconds": seconds})
+        print(f"{path.name}: {seconds:.1f} s -> {out / page}", file=sys.stderr)
+    items = "\n".join(f'<li><a href="{html.escape(r["page"])}">{html.escape(r["title"] or r["name"])}</a> '
+                      f'<small>({html.escape(r["name"])}.ipynb, ran in {r["seconds"]:.1f} s)</small></li>'
+                      for r in rows)
+    widgets = ("widgets are drawn from their saved state" if js else
+               "widgets load their renderer from a CDN (npm was not available when this was built)")
+    (out / "index.html").write_text(f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>collsim course notebooks</title></head>
+<body style="font-family: sans-serif; max-width: 52em; margin: 2em auto">
+<h1>collsim course notebooks</h1>
+<p>Executed on {time.strftime('%Y-%m-%d')} with their outputs, figures and animations; {widgets} (their
+controls need a running kernel: <code>bash scripts/notebooks.sh</code>).</p>
+<ol>
+{items}
+</ol>
+</body></html>
+""", encoding="utf-8")
+    return rows
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m collsim.widgets.notebooks_html", description=__doc__.splitlines()[0])
+    p.add_argument("out", help="folder to write index.html and one page per notebook into")
+    p.add_argument("--notebooks", default=str(ROOT / "notebooks"), help="folder of the notebooks")
+    p.add_argument("--only", nargs="*", help="notebooks whose names start with these (e.g. 05 08)")
+    p.add_argument("--timeout", type=int, default=120, help="seconds a cell may run")
+    args = p.parse_args(argv)
+    try:
+        build(args.out, args.notebooks, args.only, args.timeout)
+    except CollsimError as e:
+        print(f"notebooks_html: error: {e}", file=sys.stderr)
+        return 2
+    print(Path(args.out) / "index.html")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

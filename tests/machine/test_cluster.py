@@ -1,0 +1,119 @@
+"""collsim.machine.cluster and hardware: cluster descriptions, their defaults, errors and topologies."""
+import json
+
+import pytest
+
+from collsim.errors import CollsimError
+from collsim.machine import Cluster, load_cluster, to_topology
+from collsim.machine.hardware import GPUS, NETS
+from collsim.machine.presets import CLUSTERS, PRESETS
+
+SPEC = {"gpu": "H100", "gpus_per_node": 8, "nodes": 2, "intra": "nvswitch", "nics_per_node": 8, "nic_Gbps": 400,
+        "net": "ib", "nccl": "2.26", "rack": "r12"}
+
+
+def test_tables_cite_every_entry():
+    for table in (GPUS, NETS):
+        for name, entry in table.items():
+            assert entry.name == name and len(entry.source) > 60
+    assert GPUS["H100"].nvlink_GBps == 450 and GPUS["A100"].nvlink_GBps == 300 and GPUS["B200"].nvlink_GBps == 900
+    assert not GPUS["A100"].nvls and all(GPUS[g].nvls for g in ("H100", "H200", "B200"))
+
+
+def test_defaults_and_extra_keys():
+    c = Cluster.from_dict(SPEC)
+    assert (c.ranks, c.nvlink_GBps, c.nvls, c.nccl, c.cpu) == (16, 450.0, True, "2.26", "intel")
+    assert c.extra == {"rack": "r12"} and c.to_dict()["rack"] == "r12"
+    assert c.nic_GBps == 50 and c.nic_of_local(3) == 3
+    assert Cluster("A100", 8).nvls is False and Cluster("H100", 8, intra="pcie").nvls is False
+    assert Cluster.from_dict({**SPEC, "nccl": 2.2}).nccl == "2.20"          # YAML reads 2.20 as a number
+    assert Cluster.from_dict({**SPEC, "gpu": "h200"}).gpu == "H200"
+    assert Cluster.from_dict({**SPEC, "nccl": "2.26.2-1"}).nccl == "2.26"
+    half = Cluster("H100", 8, 2, nics_per_node=4, nic_Gbps=400)
+    assert [half.nic_of_local(g) for g in range(8)] == [0, 0, 1, 1, 2, 2, 3, 3]
+
+
+@pytest.mark.parametrize("gpu, intra, net, name", [
+    ("h100", "NVSwitch", "IB", "H100"),
+    ("NVIDIA H100 80GB HBM3", "nvswitch", "RoCE", "H100"),   # nvidia-smi's and nccl-tests' device names
+    ("NVIDIA A100-SXM4-80GB", "nvswitch", "ib", "A100"),
+    ("H200 SXM", "nvswitch", "TCP", "H200"),
+])
+def test_names_in_any_case_and_device_names(gpu, intra, net, name):
+    c = Cluster.from_dict({**SPEC, "gpu": gpu, "intra": intra, "net": net})
+    assert (c.gpu, c.intra, c.net) == (name, intra.lower(), net.lower())
+    assert Cluster(gpu=gpu, gpus_per_node=8).gpu == name
+
+
+@pytest.mark.parametrize("asked, followed", [("2.12.12", "2.18"), ("2.29.1-1", "2.28"), ("2.9", "2.18")])
+def test_an_nccl_version_not_ported_follows_the_closest_and_says_so(asked, followed):
+    c = Cluster.from_dict({**SPEC, "nccl": asked})
+    short = ".".join(asked.split("-")[0].split(".")[:2])
+    assert c.nccl == followed and c.to_dict()["nccl_asked"] == short
+    assert f"NCCL {followed} (asked {short}: the closest ported)" in c.describe()
+    assert "nccl_asked" not in Cluster.from_dict(SPEC).to_dict()
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"gpu": "V100"}, "gpu 'V100' is not known"),
+    ({"gpu": "GH200"}, "gpu 'GH200' is not known"),                 # not H200
+    ({"gpu": "H100 or H200"}, "gpu 'H100 OR H200' is not known"),   # two names: no guess
+    ({"nodes": 0}, "nodes must be >= 1"),
+    ({"gpus_per_node": "8"}, "gpus_per_node must be an integer"),
+    ({"gpu": "A100", "nvls": True}, "A100 has no NVLink SHARP"),
+    ({"intra": "pcie", "nvls": True}, "intra is pcie"),
+    ({"nics_per_node": 9}, r"nics_per_node \(9\) exceeds gpus_per_node \(8\)"),
+    ({"nic_Gbps": -400}, "nic_Gbps must be >= 0"),
+    ({"nvlink_GBps": -1}, "nvlink_GBps must be > 0"),
+    ({"nvlink_GBps": float("nan")}, "nvlink_GBps must be a finite number"),
+    ({"intra": "infiniband"}, "intra 'infiniband' is not one of"),
+    ({"net": "ethernet"}, "net 'ethernet' is not one of"),
+    ({"nccl": "3.0"}, "nccl '3.0' is not one of"),
+    ({"nvls": "yes"}, "nvls must be true or false"),
+])
+def test_bad_specs_are_one_line_errors(change, message):
+    with pytest.raises(CollsimError, match=message) as e:
+        Cluster.from_dict({**SPEC, **change}, where="c.yaml")
+    assert "\n" not in str(e.value) and str(e.value).startswith("c.yaml: ")
+
+
+def test_multi_node_needs_nics():
+    with pytest.raises(CollsimError, match="nics_per_node is needed when nodes > 1"):
+        Cluster("H100", 8, 2)
+    with pytest.raises(CollsimError, match="nics_per_node must be >= 1 when nodes > 1"):
+        Cluster("H100", 8).with_nodes(2)
+
+
+def test_load_presets_and_files(tmp_path):
+    assert load_cluster("h100-nvlink", nodes=4).ranks == 32
+    f = tmp_path / "mine.json"
+    f.write_text(json.dumps(SPEC))
+    c = load_cluster(f)
+    assert c.name == "mine" and c.nodes == 2
+    y = tmp_path / "mine.yaml"
+    y.write_text("gpu: H100\ngpus_per_node: 8\nnodes: 2\nnics_per_node: 8\nnic_Gbps: 400\nnccl: 2.26\n")
+    assert load_cluster(y).nccl == "2.26"
+    for bad, message in (("nope", "not a preset"), (tmp_path / "missing.yaml", "no such file")):
+        with pytest.raises(CollsimError, match=message):
+            load_cluster(bad)
+
+
+def test_topologies_follow_the_tables():
+    for name, c in CLUSTERS.items():
+        t = PRESETS[name]
+        assert (t.nodes, t.gpus_per_node, t.name) == (c.nodes, c.gpus_per_node, name) and c.gpu in t.source
+        pair = c.gpu_info.nvlinks // (c.gpus_per_node - 1) * c.gpu_info.link_GBps if c.intra == "nvlink" else None
+        assert t.intra.bandwidth_GBps == pytest.approx((pair or c.intra_GBps) * c.gpu_info.ring_efficiency)
+        assert t.links_per_pair == (c.gpu_info.nvlinks // (c.gpus_per_node - 1) if pair else 0)
+        assert (t.nvls is not None) == c.nvls and t.call_us == (25.0 if c.nodes == 1 else 60.0)
+        if c.nvls:
+            assert t.nvls.bandwidth_GBps == pytest.approx(t.intra.bandwidth_GBps * c.gpu_info.nvls_efficiency)
+    ib = to_topology(load_cluster("ib-400g", nodes=2))
+    assert ib.inter.bandwidth_GBps == pytest.approx(50 * NETS["ib"].efficiency) and ib.nics_per_node == 8
+    assert PRESETS["h100-nvlink"].intra.bandwidth_GBps == pytest.approx(368.09, rel=1e-3)   # L01's plateau
+    assert PRESETS["a100x4-nvlink"].links_per_pair == 4 and PRESETS["h100-nvlink"].nvls.bandwidth_GBps == \
+        pytest.approx(368.09 * 0.85, rel=1e-3)
+    mine = to_topology(Cluster("H100", 8, 2, nics_per_node=8, nic_Gbps=400, call_us=8.4))
+    assert mine.call_us == 8.4 and Cluster("H100", 8, 2, nics_per_node=8, nic_Gbps=400).with_nodes(1).per_call_us == 25
+    with pytest.raises(CollsimError, match="call_us"):
+        Cluster("H100", 8, call_us=-1)

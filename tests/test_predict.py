@@ -1,0 +1,140 @@
+"""collsim predict-nccl: NCCL on a cluster from its description; the calibration logs L01 and L15
+(the only public logs collsim is calibrated on: data/public/README.md)."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from collsim.cli import main
+from collsim.fitted.rescale import cluster_params, hopper_params
+from collsim.machine import load_cluster
+from collsim.predict import predict_nccl
+
+PUBLIC = Path(__file__).resolve().parents[1] / "data" / "public"
+SIZES = [8, 4096, 1 << 20, 16 << 20, 256 << 20, 4 << 30]
+
+
+def test_default_choices_follow_nccls_structure():
+    one = predict_nccl(load_cluster("h100-nvlink"), SIZES)["rows"]
+    assert [r["algo"] for r in one] == ["Ring", "Ring", "Ring", "NVLS", "NVLS", "NVLS"]
+    assert one[0]["dominant"] == "launch" and one[0]["time_us"] == pytest.approx(34.9, rel=0.01)  # -g 8 floor
+    assert 470 < one[-1]["busbw_GBps"] < 490                       # NVLS ~480 GB/s class on 8 x H100
+    two = predict_nccl(load_cluster("h100-nvlink", nodes=2), SIZES)["rows"]
+    assert [r["algo"] for r in two[:2]] == ["Tree", "Tree"] and two[-1]["algo"] == "NVLSTree"
+    eight = predict_nccl(load_cluster("h100-nvlink", nodes=8), SIZES)["rows"]
+    assert eight[-1]["algo"] == "Ring" and 330 < eight[-1]["busbw_GBps"] < 400
+
+
+def test_forced_algorithms_and_env():
+    c = load_cluster("h100-nvlink")
+    ring = predict_nccl(c, SIZES, algo="ring")["rows"]
+    assert {r["algo"] for r in ring} == {"Ring"} and 355 < ring[-1]["busbw_GBps"] < 375
+    off = predict_nccl(c, SIZES, env={"NCCL_NVLS_ENABLE": "0"})["rows"]
+    assert "NVLS" not in {r["algo"] for r in off}
+    simple = predict_nccl(c, SIZES, env={"NCCL_ALGO": "Ring", "NCCL_PROTO": "^LL,LL128"})["rows"]
+    assert {(r["algo"], r["proto"]) for r in simple} == {("Ring", "Simple")}
+    two = load_cluster("h100-nvlink", nodes=2)
+    few = predict_nccl(two, [1 << 30], algo="Ring", env={"NCCL_MAX_NCHANNELS": "4"})["rows"][0]
+    many = predict_nccl(two, [1 << 30], algo="Ring")["rows"][0]
+    assert few["channels"] == 4 and few["time_us"] > 1.5 * many["time_us"]
+    sockets = predict_nccl(two, [1 << 30], algo="Ring", env={"NCCL_IB_DISABLE": "1"})["rows"][0]
+    assert sockets["time_us"] > 1.5 * many["time_us"]
+
+
+def test_other_hardware_scales_from_the_tables():
+    a100 = predict_nccl(load_cluster("a100-nvlink"), [8 << 30])["rows"][0]
+    h100 = predict_nccl(load_cluster("h100-nvlink"), [8 << 30], algo="Ring")["rows"][0]
+    b200 = predict_nccl(load_cluster("b200-nvlink"), [8 << 30])["rows"][0]
+    assert a100["algo"] == "Ring" and a100["busbw_GBps"] == pytest.approx(230, rel=0.02)   # sjeaugey, ~230
+    assert b200["algo"] == "NVLS" and b200["busbw_GBps"] > 1.5 * h100["busbw_GBps"]
+    small_a, small_h = (predict_nccl(load_cluster(c), [8], harness="runner", timing="graph")["rows"][0]
+                        for c in ("a100-nvlink", "h100-nvlink"))
+    assert small_a["time_us"] > 1.2 * small_h["time_us"]          # A100's slower clock
+
+
+def test_gpus_per_process_follow_the_harness():
+    """nccl-tests on one node runs all its GPUs from one process (-g 8) unless told; the runner is
+    torchrun, one GPU per process, and several nodes run one GPU per process in both."""
+    one, two = load_cluster("h100-nvlink"), load_cluster("h100-nvlink", 2)
+    assert predict_nccl(one, [8])["gpus_per_process"] == 8
+    assert predict_nccl(one, [8], harness="runner")["gpus_per_process"] == 1
+    assert predict_nccl(two, [8])["gpus_per_process"] == 1
+    assert predict_nccl(one, [8], gpus_per_process=2)["gpus_per_process"] == 2
+
+
+def test_packaged_parameters_are_the_committed_fit():
+    packaged = Path(__file__).resolve().parents[1] / "collsim" / "fitted" / "hopper_params.json"
+    committed = Path(__file__).resolve().parents[1] / "data" / "h200x2" / "params.json"
+    assert packaged.read_bytes() == committed.read_bytes()
+
+
+def test_cluster_params_keep_the_2gpu_fit_on_hopper():
+    base, p = hopper_params(), cluster_params(load_cluster("h200-nvlink"))
+    for key in (("nvlink", "Ring", "LL"), ("nvlink", "Tree", "Simple")):
+        assert p.path(*key)["base_us"] == pytest.approx(base.path(*key)["base_us"])
+        assert p.path(*key)["step_us"] == pytest.approx(base.path(*key)["step_us"])
+
+
+def _log(name):
+    lines = [json.loads(x) for x in (PUBLIC / name).read_text().splitlines()]
+    return lines[0], np.array([r["size"] for r in lines[1:]]), np.array([r["time_us"] for r in lines[1:]])
+
+
+@pytest.mark.parametrize("name, cluster, nodes, env, gpp, bounds", [
+    ("L01_h100x8_1n_ring_together.jsonl", "h100-nvlink", 1, {}, 8, (0.05, 0.02)),
+    ("L15_h100x16_2n_ring_minctas24_ndr_aion.jsonl", "h100-nvlink", 2, {"NCCL_MIN_CTAS": "24"}, 1, (0.05, 0.04)),
+])
+def test_calibration_logs(name, cluster, nodes, env, gpp, bounds):
+    """Median |time error| over all sizes and from 64 MiB up, Ring forced as the logs ran it; the
+    issue's targets are 10% and 5%, the bounds the level reached (README) plus a little."""
+    _, sizes, meas = _log(name)
+    rows = predict_nccl(load_cluster(cluster, nodes), sizes, algo="Ring", env=env, gpus_per_process=gpp)["rows"]
+    err = np.abs(np.array([r["time_us"] for r in rows]) / meas - 1)
+    assert np.median(err) <= bounds[0] and np.median(err[sizes >= 64 << 20]) <= bounds[1]
+    theirs = np.abs(np.array([r["nccl_us"] for r in rows]) / meas - 1)
+    assert np.median(err) < np.median(theirs)
+
+
+def test_cli_text_json_plot_and_errors(tmp_path, capsys):
+    assert main(["predict-nccl", "--cluster", "h100-nvlink", "--nodes", "2", "-b", "8", "-e", "1G", "-f", "16",
+                 "--plot", str(tmp_path / "p.png")]) == 0
+    out = capsys.readouterr().out
+    assert "NCCL chooses" in out and "NVLSTree/Simple" in out and (tmp_path / "p.png").stat().st_size > 1000
+    assert main(["predict-nccl", "--cluster", "h100-nvlink", "--bytes", "1M", "4G", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["cluster"]["gpu"] == "H100" and [r["bytes"] for r in d["rows"]] == [1 << 20, 4 << 30]
+    assert {"bytes", "time_us", "busbw_GBps", "algo", "proto", "channels"} <= set(d["rows"][0])
+    spec = tmp_path / "bad.yaml"
+    for text, message in (("gpu: V100\ngpus_per_node: 8\n", "not known"), ("gpu: A100\ngpus_per_node: 8\nnvls: true\n",
+                          "no NVLink SHARP"), ("gpu: H100\ngpus_per_node: 8\nnodes: 0\n", "nodes must be >= 1"),
+                          ("gpu: H100\ngpus_per_node: 4\nnodes: 2\nnics_per_node: 8\nnic_Gbps: 400\n", "exceeds"),
+                          ("gpu: H100\ngpus_per_node: 8\nnvlink_GBps: -5\n", "nvlink_GBps must be > 0")):
+        spec.write_text(text)
+        assert main(["predict-nccl", "--cluster", str(spec), "--bytes", "1M"]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1
+    for argv in (["--algo", "CollNet"], ["--env", "NCCL_ALGO=Bogus"], ["--env", "NCCL_MAX_NCHANNELS=0"],
+                 ["--env", "FOO"]):
+        assert main(["predict-nccl", "--cluster", "h100-nvlink", "--bytes", "1M", *argv]) == 2
+        assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.parametrize("cluster, algo, why", [
+    ("a100-nvlink", "NVLS", "NVLS needs NVLink SHARP"),
+    ("h100-nvlink", "NVLSTree", "NVLSTree joins nodes"),
+])
+def test_forced_algorithm_the_cluster_lacks_says_why(capsys, cluster, algo, why):
+    assert main(["predict-nccl", "--cluster", cluster, "--algo", algo, "--bytes", "1G"]) == 2
+    err = capsys.readouterr().err
+    assert f"NCCL_ALGO={algo} is not available on {cluster}" in err and why in err and err.count("\n") == 1
+
+
+def test_a_description_of_our_2_x_h200_predicts_its_runner_sweeps():
+    """README Rung 2's check of the description-only path on our own machine (run 4, not fitted)."""
+    from collsim.fit.cluster_compare import compare_cluster
+    from collsim.machine.cluster import Cluster
+    files = sorted((PUBLIC.parent / "h200x2" / "run4" / "runner").glob("nvlink_*_graph.jsonl"))
+    res = compare_cluster(Cluster("H200", 2, intra="nvswitch", nvls=False), files, inplace=True)
+    ours, nccl = res["model"]["median_abs_rel_error"], res["nccl"]["median_abs_rel_error"]
+    assert res["model"]["n"] == 210 and ours < 0.08 and nccl > 3 * ours     # README: 6.4% vs 29.5%
