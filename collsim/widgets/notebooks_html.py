@@ -25,7 +25,7 @@ from pathlib import Path
 
 from collsim.errors import CollsimError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]   # the checkout: its notebooks/ folder
 HTML_MANAGER = "@jupyter-widgets/html-manager@1"      # ipywidgets 8's widget state (version_major 2)
 EMBED = "_static/embed.js"
 
