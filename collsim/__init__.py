@@ -2,8 +2,9 @@
 
 The loop's verbs, one from each room: ``build_schedule`` (algorithms/) makes a ``Schedule`` (core/),
 ``check`` proves it computes the sum, ``load_cluster`` / ``load_machine`` read the machine
-(machine/), ``simulate`` times the schedule on it (simulate/), ``predict_nccl`` predicts what NCCL
-itself does there (predict.py). ``PREDICTORS`` says who predicts what.
+(machine/), ``collsim.simulate.simulate`` times the schedule on it (the room keeps its name: a verb of the
+same name here would hide it), ``predict_nccl`` predicts what NCCL itself does there (predict.py).
+``PREDICTORS`` says who predicts what.
 """
 from importlib import metadata
 
@@ -15,11 +16,10 @@ from collsim.errors import CollsimError
 from collsim.machine import load_cluster, load_machine
 from collsim.predict import predict_nccl
 from collsim.predictors import PREDICTORS
-from collsim.simulate import simulate
 
 __all__ = ["COPY", "PREDICTORS", "REDUCE", "CollsimError", "Schedule", "ScheduleBuilder", "ScheduleError",
            "Transfer", "build_schedule", "check", "concat", "load_cluster", "load_machine", "predict_nccl",
-           "simulate", "split_even"]
+           "split_even"]
 try:
     __version__ = metadata.version("collsim")
 except metadata.PackageNotFoundError:   # run from a checkout without installing it

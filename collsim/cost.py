@@ -85,15 +85,16 @@ def fit_alpha_beta(sizes, times_s, algorithm: str = "ring", ranks: int = 2) -> t
 def rail_ring(ranks: int, nbytes, gpus_per_node: int, nics_per_node: int, alpha: float, beta: float,
               alpha_inter: float, beta_inter: float, channels: int | None = None):
     """An approximation (not an exact closed form) of NCCL's ring across nodes: ``ring`` on C channels
-    (default 2G, as NCCL runs on H100/H200 nodes), every step paying the inter-node latency
-    ``alpha_inter`` and moving N/P bytes per GPU at the slower of the GPU's intra-node port
-    (``beta``) and its share of the node's NICs: the C rings leave a node on all ``nics_per_node``
-    NICs together, so beta_eff = max(beta, beta_inter / nics_per_node). One node: the plain ring.
+    (default 2G, as NCCL runs on H100/H200 nodes) whose steps pay the latency of the hop they cross, one hop in G
+    between nodes (alpha_eff = ((G - 1) alpha + alpha_inter) / G), and move N/P bytes per GPU at the slower of
+    the GPU's intra-node port (``beta``) and its share of the node's NICs: the C rings leave a node on all
+    ``nics_per_node`` NICs together, so beta_eff = max(beta, beta_inter / nics_per_node). One node: the plain
+    ring.
 
     The event simulation of those rail rings (``build_schedule("ring", ..., channels=C,
-    gpus_per_node=G)`` on a preset) agrees within 25% from 64 KiB to 1 GiB on 2-4 nodes of
-    ``ib-100g``/``ib-400g``/``eth-100g`` (``tests/test_cost.py``), within 1% at 256 MiB-1 GiB;
-    it is slower in between (channels queue on shared NICs)."""
+    gpus_per_node=G)`` on a preset) agrees within 7% from 64 KiB to 1 GiB on 2-4 nodes of
+    ``ib-100g``/``ib-400g``/``eth-100g`` (``tests/test_cost.py``); at 256 MiB-1 GiB the
+    simulated channels keep the NICs busier than the form's one port (up to 7% faster)."""
     g, nics = int(gpus_per_node), int(nics_per_node)
     if g < 1 or ranks % g or not 1 <= nics <= g:
         raise CollsimError(f"rail_ring needs gpus_per_node dividing ranks and 1 <= nics_per_node <= gpus_per_node, "
@@ -101,4 +102,5 @@ def rail_ring(ranks: int, nbytes, gpus_per_node: int, nics_per_node: int, alpha:
     c = 2 * g if channels is None else channels
     if ranks == g:
         return closed_form("ring", ranks, nbytes, alpha, beta, channels=c)
-    return closed_form("ring", ranks, nbytes, alpha_inter, max(beta, beta_inter / nics), channels=c)
+    return closed_form("ring", ranks, nbytes, ((g - 1) * alpha + alpha_inter) / g, max(beta, beta_inter / nics),
+                       channels=c)

@@ -21,8 +21,12 @@ def divisors(p):
     return [g for g in range(1, p + 1) if p % g == 0]
 
 
-def params(name, p, rng, channels=1):
-    """Random parameters of ``name`` on p ranks; "hierarchical-tree" is hierarchical with inter="tree"."""
+def params(name, p, rng, channels=1, whole=False):
+    """Random parameters of ``name`` on p ranks; "hierarchical-tree" is hierarchical with inter="tree";
+    ``whole``: one slice and one chunk (where a form is exact)."""
+    if whole:
+        kw = params(name, p, rng, channels)
+        return {k: (1 if k in ("slices", "chunks") else v) for k, v in kw.items()}
     if name == "hierarchical-tree":
         return {**params("hierarchical", p, rng, channels), "inter": "tree", "chunks": int(rng.integers(1, 4))}
     kw = {"channels": channels}
@@ -51,7 +55,7 @@ def sim_and_form(name, p, count, gamma, kw, a=A, b=B, nbytes=None, two_level=Non
     else:
         topo = Topology(1, p, Link(a, b), Link(a, b), nvls=Link(a, b) if name == "nvls" else None)
         form = closed_form(name, p, nbytes, a, b, gamma, **kw)
-    return simulate(s, topo, gamma).time_s, form
+    return simulate(s, topo, gamma, policy=POLICY).time_s, form
 
 
 def count_for(name, p, kw, mult):
@@ -89,36 +93,38 @@ def test_ring_with_channels_in_the_papers_terms():
             pytest.approx(want, rel=1e-12)
 
 
-EXACT = ["ring", "recursive-doubling", "halving-doubling", "direct", "hierarchical", "hierarchical-tree"] + TREES
+# exact with one slice or chunk: the simulation overlaps a message's latency with the next one's bytes on the
+# same channel, which the forms (every step alpha + m beta) do not; the others are upper bounds
+EXACT = ["ring", "halving-doubling", "hierarchical"]
+BOUNDS = ["recursive-doubling", "direct", "hierarchical-tree", "nvls"] + TREES
+# the forms follow every port in schedule order; the default policy (who asks first) is tested against them below
+POLICY = "schedule"
 
 
 @pytest.mark.parametrize("name", EXACT)
 def test_closed_form_equals_simulation_with_one_channel(name):
     rng = np.random.default_rng(len(name))
     for p in range(1, 65):
-        kw = params(name, p, rng)
+        kw = params(name, p, rng, whole=True)
         for gamma in (0.0, G):
             t, form = sim_and_form(name, p, count_for(name, p, kw, int(rng.integers(1, 4)) * 7), gamma, kw)
             assert t == pytest.approx(form, rel=1e-12, abs=1e-18), (name, p, kw, gamma)
 
 
-@pytest.mark.parametrize("name", ["ring", "direct", "hierarchical", "hierarchical-tree", "recursive-doubling",
-                                  "halving-doubling"])
+@pytest.mark.parametrize("name", ["ring"])
 @pytest.mark.parametrize("link", [(A, B), (AF, BF)])
 def test_closed_form_equals_simulation_with_channels(name, link):
-    # doubling algorithms: exact for P a power of two (the fold breaks the ports' run otherwise: a bound)
     rng = np.random.default_rng(7)
-    ps = [1, 2, 4, 8, 16, 32] if "doubling" in name else [1, 2, 3, 5, 8, 12, 16, 24, 32]
+    ps = [1, 2, 3, 5, 8, 12, 16, 24, 32]
     for p in ps:
         for channels in (2, 3, 8, 16):
-            kw = params(name, p, rng, channels)
+            kw = params(name, p, rng, channels, whole=True)
             for gamma in (0.0, G):
                 t, form = sim_and_form(name, p, count_for(name, p, kw, 3 * 7), gamma, kw, *link)
                 assert t == pytest.approx(form, rel=1e-12, abs=1e-18), (name, p, kw, gamma)
 
 
-@pytest.mark.parametrize("name", ["double-tree", "binary-tree", "nccl-tree", "recursive-doubling",
-                                  "halving-doubling", "hierarchical", "nvls"])
+@pytest.mark.parametrize("name", EXACT + BOUNDS)
 @settings(max_examples=25, deadline=None)
 @given(p=st.integers(1, 24), channels=st.sampled_from([1, 2, 3, 8]), fast=st.booleans(), seed=st.integers(0, 99))
 def test_stated_bounds_hold(name, p, channels, fast, seed):
@@ -131,31 +137,22 @@ def test_stated_bounds_hold(name, p, channels, fast, seed):
     a, b = (AF, BF) if fast else (A, B)
     count = count_for(name, p, kw, 7)
     t, form = sim_and_form(name, p, count, G, kw, a, b)
-    assert t <= form * (1 + 1e-12)
+    assert t <= form * (1 + (0.03 if name == "nvls" else 1e-12))    # nvls: Algorithm.exact
     r = simulate(build_schedule("hierarchical" if name == "hierarchical-tree" else name, p, count, **kw),
                  Topology(1, p, Link(a, b), Link(a, b), nvls=Link(a, b)))
     assert r.time_s >= max(r.resource_busy_s.values(), default=0.0) * (1 - 1e-12)
 
 
-def test_tree_bound_is_exact_while_latency_bound():
-    for name, p in (("double-tree", 16), ("binary-tree", 9), ("nccl-tree", 16)):
-        kw = {"channels": 4, "chunks": 3, **({"gpus_per_node": 4} if name == "nccl-tree" else {})}
-        if name == "nccl-tree":
-            kw["channels"] = 1                                         # rotated heads: exact with one channel
-        t, form = sim_and_form(name, p, count_for(name, p, kw, 2), G, kw)
-        assert t == pytest.approx(form, rel=1e-12)
-
-
-@pytest.mark.parametrize("name", EXACT)
+@pytest.mark.parametrize("name", EXACT + BOUNDS)
 @settings(max_examples=25, deadline=None)
-@given(p=st.integers(1, 40), count=st.integers(0, 5000), seed=st.integers(0, 99))
-def test_other_counts_padded_form_is_an_upper_bound(name, p, count, seed):
-    kw = params(name, p, np.random.default_rng(seed))
+@given(p=st.integers(1, 40), count=st.integers(0, 5000), seed=st.integers(0, 99), whole=st.booleans())
+def test_other_counts_padded_form_is_an_upper_bound(name, p, count, seed, whole):
+    kw = params(name, p, np.random.default_rng(seed), whole=whole)
     gr = count_for(name, p, kw, 1)
     padded = -(-count // gr) * gr
     t, form = sim_and_form(name, p, count, G, kw, nbytes=padded * 4)
-    assert t <= form * (1 + 1e-12)
-    if name in ("direct", "recursive-doubling") or count % gr == 0:
+    assert t <= form * (1 + (0.03 if name == "nvls" else 1e-12))
+    if name in EXACT and whole and count % gr == 0:
         assert t == pytest.approx(form, rel=1e-12, abs=1e-18)
 
 
@@ -170,11 +167,12 @@ def test_hierarchical_nccl_on_two_link_classes_is_bounded_by_its_step_sum():
 
 
 def test_two_rank_binary_tree_pipeline():
-    # P = 2, C chunks: C reduce steps (rank 1 -> 0), then C broadcast steps (0 -> 1)
+    # P = 2, 4 chunks: rank 1 reduces them into rank 0 back to back, which sends each back once it has arrived
     t, form = sim_and_form("binary-tree", 2, 4 * 100, G, {"chunks": 4})
     m = 100 * 4
     assert form == pytest.approx(4 * (A + m * B + m * G) + 4 * (A + m * B), rel=1e-12)
-    assert t == pytest.approx(form, rel=1e-12)
+    # the broadcast starts with the last chunk reduced, then sends the others back to back: two latencies, not eight
+    assert t == pytest.approx(4 * m * (B + G) + A + 4 * m * B + A, rel=1e-12)
 
 
 def test_vectorized_over_sizes_equals_scalar_calls():
@@ -191,7 +189,7 @@ def test_vectorized_over_sizes_equals_scalar_calls():
     # default chunks follow the size exactly as build_schedule chooses them
     s = build_schedule("double-tree", 8, 1 << 22, itemsize=1)
     t = simulate(s, Topology.uniform(8, A, B)).time_s
-    assert t == pytest.approx(closed_form("double-tree", 8, 1 << 22, A, B), rel=1e-12)
+    assert 0.5 < t / closed_form("double-tree", 8, 1 << 22, A, B) <= 1 + 1e-12
 
 
 def test_formulas_documented_for_every_algorithm():
@@ -223,17 +221,15 @@ def test_bad_input(args, kw, words):
 @settings(max_examples=15, deadline=None)
 @given(p=st.integers(1, 300), mult=st.integers(1, 3), seed=st.integers(0, 99))
 def test_equality_for_random_rank_counts_up_to_300(name, p, mult, seed):
-    if name == "direct":
-        p = 1 + p % 64
-    kw = params(name, p, np.random.default_rng(seed))
+    kw = params(name, p, np.random.default_rng(seed), whole=True)
     t, form = sim_and_form(name, p, count_for(name, p, kw, mult), G, kw)
     assert t == pytest.approx(form, rel=1e-12, abs=1e-18)
 
 
 @pytest.mark.parametrize("preset,nodes", [("ib-400g", 2), ("ib-400g", 4), ("ib-100g", 4), ("eth-100g", 4)])
 def test_rail_ring_approximates_the_simulated_rail_rings(preset, nodes):
-    """``rail_ring`` against the event simulation of NCCL's rail rings on 2G channels: within 25% from
-    64 KiB to 1 GiB, within 1% from 256 MiB (the bandwidth bound: the NVLink port or the node's NICs)."""
+    """``rail_ring`` against the event simulation of NCCL's rail rings on 2G channels: within 7% from
+    64 KiB to 1 GiB (the bandwidth bound from 256 MiB: the NVLink port or the node's NICs)."""
     from collsim.algorithms import build_schedule
     from collsim.cost import rail_ring
     from collsim.machine.presets import get_preset
@@ -246,7 +242,7 @@ def test_rail_ring_approximates_the_simulated_rail_rings(preset, nodes):
         sim -= topo.call_us * 1e-6
         model = rail_ring(P, size, g, topo.nics_per_node, topo.intra.alpha, topo.intra.beta,
                           topo.inter.alpha, topo.inter.beta)
-        assert model == pytest.approx(sim, rel=0.25 if size < 1 << 28 else 0.01), (size, model, sim)
+        assert model == pytest.approx(sim, rel=0.07), (size, model, sim)
     one = rail_ring(8, 1 << 20, 8, 8, 2e-6, 1e-11, 9e-6, 1e-10)         # one node: the plain ring
     assert one == pytest.approx(closed_form("ring", 8, 1 << 20, 2e-6, 1e-11, channels=16))
     with pytest.raises(CollsimError):

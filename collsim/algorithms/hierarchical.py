@@ -72,7 +72,7 @@ def tree_of_channel(channels: int) -> np.ndarray:
 def hierarchical_nccl(ranks: int, count: int, itemsize: int = 4, gpus_per_node: int = 1, chunks: int = 1,
                       channels: int = 1) -> Schedule:
     g = gpus_per_node
-    meta = {"gpus_per_node": g, "chunks": chunks, "channels": channels}
+    meta = {"gpus_per_node": g, "chunks": chunks, "channels": channels, "lanes": "op"}
     pos = np.arange(ranks)
     heads = np.arange(channels)[:, None] % g
     groups = pos // g * g + (pos % g + heads) % g                       # channel c: chains from GPU c mod G
@@ -181,8 +181,9 @@ HIERARCHICAL = Algorithm(
             "of N/(2 C S G chunks)], ring all-gather inside nodes; timing.chain with no wrap between phases; one "
             "channel and slice: 2(G-1) alpha + 2 (G-1)/G N beta + (G-1)/G N gamma + 2(n-1) alpha_i "
             "+ 2 (n-1)/n (N/G) beta_i + (n-1)/n (N/G) gamma",
-    exact="slices 1: exact on nodes x G with a NIC per GPU for N a multiple of the granularity; slices > 1: an "
-          "upper bound (the wavefront's steps costed at their slowest transfer)")
+    exact="slices 1 and one channel: exact on nodes x G with a NIC per GPU for N a multiple of the granularity; "
+          "otherwise an upper bound under schedule-order contention (the wavefront's steps costed at their slowest "
+          "transfer, every slice paying alpha)")
 NCCL_TREE = Algorithm(
     "nccl-tree", "NCCL's tree: per channel a chain in each node from GPU c mod G, heads joined by the "
     "double binary tree over nodes (half the channels on each tree)", hierarchical_nccl,
@@ -191,5 +192,4 @@ NCCL_TREE = Algorithm(
     closed_form=nccl_time, granularity=lambda p, q: q["chunks"] * q["channels"],
     formula="U up and U down steps of m = N/(C chunks), each costed at the slowest link class it holds: "
             "timing.chain; one channel on one link class: U (2 alpha + 2 m beta + m gamma)",
-    exact="exact on a uniform topology with one channel for N a multiple of the granularity; with two link "
-          "classes or several channels an upper bound", nccl_name="Tree")
+    exact="an upper bound under schedule-order contention (every chunk pays alpha in the form)", nccl_name="Tree")

@@ -51,7 +51,7 @@ def _stages(ranks: int, count: int, itemsize: int, g: int, chunks: int, channels
     """The steps of channels ``on`` with every loop in step (no wavefront yet); tree ``on[0] % 2`` across nodes."""
     nodes = ranks // g
     b = ScheduleBuilder(ranks, count, itemsize, name=name, switches=nodes,
-                        meta={"gpus_per_node": g, "chunks": chunks, "channels": channels})
+                        meta={"gpus_per_node": g, "chunks": chunks, "channels": channels, "lanes": "op"})
     part_off, part_len = channel_parts(count, channels)
     l_off, l_len = split_ranges(part_off[on], part_len[on], chunks)          # (C, L): a loop's range
     h_off, h_len = split_ranges(l_off, l_len, g)                              # (C, L, G): head h's chunk
@@ -126,7 +126,8 @@ NVLS = Algorithm(
     formula="L + 3 steps of the loops' wavefront, each at most max(send side, receive side) with a side's "
             "stages costing d + (C-1) h (stage 1: G x bytes reducing, 2 and 4: x, 5: G x; x = N/(C L G)) on "
             "the nvls link; bandwidth-bound: S (G+1)/G bytes per GPU per direction",
-    exact="an upper bound (the simulation overlaps the steps)", switches=True, nccl_name="NVLS")
+    exact="an upper bound but for up to 3% (the simulation overlaps the steps, and its ports queue on their own)",
+    switches=True, nccl_name="NVLS")
 NVLSTREE = Algorithm(
     "nvlstree", "NVLS inside nodes, per head index a double binary tree across nodes over the head's NIC "
     "(NCCL's NVLSTree)", nvlstree,

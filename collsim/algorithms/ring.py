@@ -117,39 +117,46 @@ def ring_orders(ranks: int, channels: int, gpus_per_node: int | None = None, dir
 
 
 def ring(ranks: int, count: int, itemsize: int = 4, slices: int = 1, channels: int = 1,
-         gpus_per_node: int | None = None, direct: bool = False) -> Schedule:
-    """Ring AllReduce of ``count`` elements on ``ranks`` ranks over ``channels`` rings,
-    2(P-1)*slices steps."""
+         gpus_per_node: int | None = None, direct: bool = False, loops: int = 1) -> Schedule:
+    """Ring AllReduce of ``count`` elements on ``ranks`` ranks over ``channels`` rings, 2(P-1)*slices steps per
+    loop: with ``loops`` L every channel part is cut into L consecutive parts, reduced one after the other by the
+    same ring (NCCL's loop over the buffer, nranks x chunkSize bytes at a time: device/all_reduce.h runRing)."""
     meta = {"slices": slices, "channels": channels}
+    if loops > 1:
+        meta["loops"] = loops
     if gpus_per_node is not None:
         meta["gpus_per_node"] = gpus_per_node
     if direct:
         meta["direct"] = True
     b = ScheduleBuilder(ranks, count, itemsize, name="ring", meta=meta)
     off, ln = split_ranges(np.array([0]), np.array([count]), channels)
-    ring_phases(b, ring_orders(ranks, channels, gpus_per_node, direct), off[0], ln[0], slices,
-                channel=np.arange(channels))
+    l_off, l_len = split_ranges(off[0], ln[0], loops)                          # (C, L)
+    orders = ring_orders(ranks, channels, gpus_per_node, direct)
+    for i in range(loops):
+        ring_phases(b, orders, l_off[:, i], l_len[:, i], slices, channel=np.arange(channels))
     return b.build()
 
 
 def ring_time(p: int, nb, links, params: dict):
-    """Closed form on a uniform topology (``timing.chain``): 2(P-1)S steps of m = N/(P S C) bytes per
+    """Closed form on a uniform topology (``timing.chain``): per loop 2(P-1)S steps of m = N/(P S C L) bytes per
     transfer, the first (P-1)S reducing."""
-    c, s = params["channels"], params["slices"]
+    c, s, loops = params["channels"], params["slices"], params.get("loops", 1)
     if p == 1:
         return np.zeros_like(nb)
-    m = nb / (p * s * c)
+    m = nb / (p * s * c * loops)
     k = (p - 1) * s
-    return chain([(*step(m, links.alpha, links.beta, links.gamma), k), (*step(m, links.alpha, links.beta, 0.0), k)],
-                 c)
+    return chain([(*step(m, links.alpha, links.beta, links.gamma), k), (*step(m, links.alpha, links.beta, 0.0), k)]
+                 * loops, c)
 
 
 RING = Algorithm(
     "ring", "ring reduce-scatter + all-gather per channel, 2(P-1) steps; NCCL's rail rings across nodes",
-    ring, lambda p, q: 2 * p * (p - 1) * q["slices"] * q["channels"],
-    params=("slices", "channels", "gpus_per_node", "direct"),
-    closed_form=ring_time, granularity=lambda p, q: p * q["slices"] * q["channels"],
+    ring, lambda p, q: 2 * p * (p - 1) * q["slices"] * q["channels"] * q.get("loops", 1),
+    params=("slices", "channels", "gpus_per_node", "direct", "loops"),
+    closed_form=ring_time, granularity=lambda p, q: p * q["slices"] * q["channels"] * q.get("loops", 1),
     formula="K = 2(P-1)S steps of m = N/(P S C): d = alpha + m beta (+ m gamma in the first half), h = m beta; "
             "T = sum d + (C-1) h + sum_{k<K-1} max(0, (C-1) h - (d_k - h)); one channel: "
             "2(P-1) S alpha + 2 (P-1)/P N beta + (P-1)/P N gamma",
-    exact="exact on a uniform topology for N a multiple of the granularity", nccl_name="Ring")
+    exact="slices 1: exact on a uniform topology for N a multiple of the granularity; slices > 1 an upper bound (the "
+          "simulation sends a chunk's next slice as soon as the last has left: 2(P-1)(alpha + m beta) + (S-1) m beta "
+          "on one channel)", nccl_name="Ring")

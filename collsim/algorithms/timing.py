@@ -1,8 +1,12 @@
-"""Closed-form building blocks under the simulator's semantics (``collsim.simulate``), shared by the
-algorithms' records (``Algorithm.closed_form``).
+"""Closed-form building blocks, shared by the algorithms' records (``Algorithm.closed_form``): the textbook
+(store-and-forward) alpha-beta model, where every message of a channel pays its whole alpha + b beta before
+the next one leaves. The simulation (``collsim.simulate``) overlaps a message's latency with the next
+message's bytes, so these forms are exact where a channel's next message waits for data anyway (a ring of
+whole chunks, halving-doubling on one channel) and upper bounds elsewhere (``Algorithm.exact`` says which;
+``tests/test_cost.py`` checks both against the simulation under schedule-order contention).
 
 Units: seconds, bytes, seconds per byte. A transfer of b bytes lasts d = alpha + b beta (+ b gamma if it
-reduces) and holds its channel's slots for d and its ports for h = b beta.
+reduces) and holds its channel for d and its ports for h = b beta.
 
 ``chain``: K steps in which every rank in use moves one transfer per channel on each of its ports, in
 channel order (C channels), every transfer of step k lasting d_k and holding its port h_k, and every

@@ -38,7 +38,7 @@ def channel_parts(count: int, channels: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _run(name: str, layout: str, ranks: int, count: int, itemsize: int, chunks: int, channels: int) -> Schedule:
-    b = ScheduleBuilder(ranks, count, itemsize, name=name, meta={"chunks": chunks, "channels": channels})
+    b = ScheduleBuilder(ranks, count, itemsize, name=name, meta={"chunks": chunks, "channels": channels, "lanes": "op"})
     steps = tree_steps(layout, ranks, 1, chunks)
     part_off, part_len = channel_parts(count, channels)
     off, ln = split_ranges(part_off, part_len, steps.trees)                 # (C, T)
@@ -73,8 +73,8 @@ def _tree_time(layout: str, trees: int):
     return time
 
 
-TREE_EXACT = ("exact on a uniform topology for N a multiple of the granularity with one channel, or while "
-              "(C-1) m beta <= alpha; otherwise an upper bound (it lets every step's ports run on into the next)")
+TREE_EXACT = ("an upper bound under schedule-order contention: every step of the form pays alpha, where the simulation "
+              "sends a parent's second child, and the next chunk, as soon as the first has left")
 TREE = Algorithm(
     "double-tree", "NCCL's double binary tree over all ranks per channel, each tree half the part, pipelined over "
     "chunks",

@@ -6,10 +6,11 @@
                          [--gpus-per-process G] [--json] [--plot PNG]
 
 SPEC is a preset (``collsim simulate --list-presets``) or a cluster file (YAML/JSON, format in
-``collsim.machine.cluster``). Prints, per size, collsim's time, algbw and busbw, NCCL's choice of
-algorithm, protocol and channels, NCCL's own predicted time, and the term that dominates collsim's
-time (``collsim.fitted.model.explain``); ``--json`` prints ``{"cluster": {...}, "rows": [{"bytes",
-"time_us", "busbw_GBps", "algo", "proto", "channels", ...}]}``.
+``collsim.machine.cluster``). Prints, per size, the simulated time of the schedule NCCL runs (with the
+harness's terms), algbw and busbw, NCCL's choice of algorithm, protocol and channels, NCCL's own predicted
+time, and the resource the simulation kept busiest (``collsim.predict``); ``--json`` prints ``{"predictor":
+"simulated_us", "cluster": {...}, "rows": [{"bytes", "time_us", "simulated_us", "kernel_us", "busbw_GBps",
+"algo", "proto", "channels", "nccl_us", "busiest", "busy"}]}``.
 """
 from __future__ import annotations
 
@@ -60,11 +61,12 @@ def cmd_predict_nccl(args) -> int:
           f"{result['gpus_per_process']} GPU(s) per process)")
     if result["settings"]["ignored"]:
         print("not modelled (no effect here): " + ", ".join(result["settings"]["ignored"]))
-    print(f"{'size':>8} {'time(us)':>11} {'algbw':>8} {'busbw':>8}  {'NCCL chooses':<16} {'ch':>3} "
-          f"{'NCCL model(us)':>14}  dominant")
+    print(f"{'bytes':>8} {'simulated us':>12} {'algbw':>8} {'busbw':>8}  {'NCCL chooses':<16} {'ch':>3} "
+          f"{'NCCL model us':>13}  busiest resource")
     for r in result["rows"]:
-        print(f"{format_size(r['bytes']):>8} {r['time_us']:11.2f} {r['algbw_GBps']:8.2f} {r['busbw_GBps']:8.2f}  "
-              f"{r['algo'] + '/' + r['proto']:<16} {r['channels']:>3} {r['nccl_us']:14.2f}  {r['dominant']}")
+        print(f"{format_size(r['bytes']):>8} {r['simulated_us']:12.2f} {r['algbw_GBps']:8.2f} {r['busbw_GBps']:8.2f}  "
+              f"{r['algo'] + '/' + r['proto']:<16} {r['channels']:>3} {r['nccl_us']:13.2f}  "
+              f"{r['busiest']} {100 * r['busy']:.0f}%")
     if args.plot:
         print(f"plot -> {args.plot}")
     return 0

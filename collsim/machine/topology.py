@@ -53,6 +53,7 @@ import numpy as np
 
 from collsim.errors import CollsimError, describe
 from collsim.inputs import MAX_RANKS, MAX_SECONDS, MAX_SECONDS_PER_BYTE, parse_json, parse_yaml, read_text
+from collsim.machine.protocols import ProtocolCosts, generic
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,9 @@ class Link:
 @dataclass(frozen=True)
 class Topology:
     """``nodes`` x ``gpus_per_node`` GPUs; ``intra``/``inter``/``nvls`` links; NICs per node;
-    ``links_per_pair`` (0: GPUs behind a switch); ``call_us`` per collective call (microseconds)."""
+    ``links_per_pair`` (0: GPUs behind a switch); ``call_us`` per collective call (microseconds);
+    ``protocols``: what a transfer costs under each of NCCL's protocols on this machine
+    (``collsim.machine.protocols``; empty: only the protocol-free Hockney costs of the links)."""
 
     nodes: int
     gpus_per_node: int
@@ -106,6 +109,7 @@ class Topology:
     nvls: Link | None = None
     call_us: float = 0.0
     links_per_pair: int = 0
+    protocols: tuple = ()
 
     def __post_init__(self):
         for field in ("nodes", "gpus_per_node", "nics_per_node"):
@@ -148,6 +152,17 @@ class Topology:
     def nic_of(self, rank):
         """Global NIC index of ``rank``: node x nics_per_node + local x nics_per_node // gpus_per_node."""
         return self.node_of(rank) * self.nics_per_node + self.local_of(rank) * self.nics_per_node // self.gpus_per_node
+
+    def costs(self, protocol: str | None = None) -> ProtocolCosts:
+        """The transfer costs under ``protocol`` (None: the links' own Hockney costs); one-line CollsimError for a
+        protocol this machine does not describe."""
+        if protocol is None:
+            return generic(self.intra.alpha, self.inter.alpha, None if self.nvls is None else self.nvls.alpha)
+        for p in self.protocols:
+            if p.name == protocol:
+                return p
+        raise CollsimError(f"topology {self.name or ''} describes no costs for protocol {protocol!r} "
+                           f"(it has: {', '.join(p.name for p in self.protocols) or 'none'})")
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "source": self.source, "nodes": self.nodes,

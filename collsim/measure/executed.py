@@ -30,7 +30,7 @@ from collsim.core.schedule import Schedule, read_schedule
 from collsim.errors import CollsimError
 
 PREFIX = "collsim:"
-# algorithm names of files written before collsim 0.2 (the same schedules, named as they were then)
+# algorithm names of files written before collsim 0.2 (the same transfers, named as they were then)
 LEGACY_NAMES = {"tree": "double-tree", "hierarchical-nccl": "nccl-tree"}
 
 
@@ -84,6 +84,8 @@ def build(name: str, ranks: int, count: int, itemsize: int, params: dict) -> Sch
     if name in LECTURE:
         return LECTURE[name](ranks, count, itemsize)
     schedule = build_schedule(LEGACY_NAMES.get(name, name), ranks, count, itemsize, **params)
+    if name in LEGACY_NAMES:                  # as it was then: no engine lanes in its meta
+        schedule.meta.pop("lanes", None)
     schedule.name = name
     return schedule
 

@@ -1,4 +1,4 @@
-"""Event-driven simulation of a schedule on a topology (``simulated_us``; ``collsim.predictors``).
+"""Event-driven simulation of a schedule on a machine (``simulated_us``; ``collsim.predictors``).
 
 collsim predicts a time two ways. The event simulation (collsim simulate, simulated_us) runs a checked
 schedule transfer by transfer on a described machine and shows where every byte goes and which resource
@@ -8,57 +8,20 @@ measurements and rescaled to the machine; it knows NCCL's protocols, pipelining 
 simulation does not, so the two differ at small and mid sizes and for NCCL's trees on 4 or more nodes,
 where the simulation's schedule-order contention under-serves them.
 
-Timing semantics (shared with the closed forms in ``collsim.cost``; ``collsim.simulate.reference``
-computes exactly this as one plain loop, the place to read it first):
+Semantics (``collsim.simulate.reference`` is the whole of it as one readable loop): a transfer waits for the
+data it reads to arrive, for the transfer before it on its channel's engine to end and for its connection's
+window; it spends an overhead on its engine, then its bytes hold the ports they cross (a GPU's NVLink port, a
+NIC, a pair link) and the engine for the wire time at the port's rate and at most one channel's rate; its data
+arrives a latency later. Latency delays the arrival and holds nothing. Durations per transfer come from the
+machine's links and, under one of NCCL's protocols, from its protocol costs (``collsim.simulate.costs``,
+``collsim.machine.protocols``). Each port is a queue of its own; contention policy "ready" (default): it
+serves the transfer that asked for it first; "schedule": in schedule order. A machine's fixed cost per call
+(``call_us``) is added to the completion time.
 
-* Link and duration. A transfer of b bytes (``length * itemsize``) on link L
-  (intra-node between two GPUs of a node, inter-node between nodes, NVLS between
-  a GPU and its node's NVSwitch endpoint) ends ``alpha_L + b * beta_L`` seconds
-  after it starts, plus ``b * gamma`` if its op is reduce (the receiver's
-  reduction, ``gamma`` in seconds per byte).
-* Data readiness. A transfer is ready when every transfer of an *earlier
-  step* that wrote an element range overlapping its own on its sender (and,
-  for reduce, on its receiver) has ended. Transfers of one step never wait for
-  each other's data (a step reads the buffers as at its start). So pipelined
-  steps overlap wherever the data allows.
-* Resources (``collsim.simulate.resources``). A transfer holds (a) its
-  channel's send slot on the sender and receive slot on the receiver (keyed
-  (rank, channel): NCCL runs a channel as one thread block that waits for its
-  own flags) for its whole duration, so latency is paid per channel; and (b)
-  the ports its bytes cross for ``b * beta_L`` only, so bandwidth is shared by
-  all channels: the sender's link-out port and the receiver's link-in port
-  inside a node ("gpuR.send"/"gpuR.recv"; on a board without NVSwitch the
-  directed pair link "gpuA-gpuB"), the two NICs across nodes
-  ("nodeN.nicK.out"/"in", ``Topology.nic_of``: a GPU reaches its NIC over PCIe,
-  not through its NVLink ports). A transfer to or from a switch holds only the
-  GPU side's slot and port, and needs the topology's ``nvls`` link. Ports are
-  full duplex (send and receive are separate resources).
-* Contention policy. Each resource serves its transfers one at a time in
-  schedule order (step, then position in the step): first come in schedule
-  order, first served, never reordered, no bandwidth sharing. A transfer
-  starts at max(ready, the time every one of its resources is free).
-* A topology's ``call_us`` (a real machine's fixed cost per collective call)
-  is added to the completion time of every non-empty schedule.
-
-With one channel a rank's slot is held longer than its ports, so the slots bind
-and a ring or tree takes alpha + b beta per step as before; with C channels the
-ports serialize the channels' bytes while each channel's alpha overlaps the
-others' transfers (``collsim.cost`` gives the exact forms).
-
-Speed: steps are processed in order with numpy (``collsim.simulate.engine``). Element
-ranges are mapped to segments between the schedule's breakpoints (every offset
-and end), and the latest write time of each (endpoint, segment) is kept, so
-readiness is a gather and a max; where ranges span many segments (halving-
-doubling) the latest write times live in per-endpoint segment trees
-(``collsim.simulate.segment_tree``), O(log segments) per transfer, same result bit for bit.
-A step whose transfers share no resource is one vectorized update; a step
-whose transfers share resources is cut into its runs of one channel (each one
-update), or solved by a cumulative max along one kind of FIFO chains, level by
-level, or one loop in schedule order (``collsim.simulate.contention``,
-``collsim.simulate.fifo``; within 1e-12 relative of the reference, the level and
-loop forms bit for bit). Deterministic: no randomness,
-fixed order of floating-point operations. Simulations of many transfers show a
-tqdm progress bar on stderr when stderr is a terminal (``PROGRESS_TRANSFERS``).
+Deterministic: no randomness, a fixed order of floating-point operations; the engine (``events``) agrees
+with the reference loop to the last bit. Modules: ``reference`` (the semantics), ``costs`` (durations),
+``resources`` (routing), ``deps`` (what each transfer waits for), ``events`` (the engine). Simulations of
+many transfers show a tqdm progress bar on stderr when stderr is a terminal (``PROGRESS_TRANSFERS``).
 """
 from __future__ import annotations
 
@@ -69,32 +32,38 @@ from typing import Iterable
 
 import numpy as np
 
-from collsim.core.schedule import REDUCE, Schedule
+from collsim.core.schedule import Schedule
 from collsim.errors import CollsimError
 from collsim.machine.topology import Topology
-from collsim.simulate.engine import Plan
+from collsim.simulate.costs import transfer_costs
+from collsim.simulate.deps import data_deps, segments, structural
+from collsim.simulate.events import run
+from collsim.simulate.reference import POLICIES
 from collsim.simulate.resources import Routes, port_names, route
 
-BATCH_ELEMENTS = 1 << 24   # cap on ranks x segments x batched sizes (float64 data-readiness table)
 PROGRESS_TRANSFERS = 4_000_000   # simulations of more transfers show a progress bar (a few seconds or more)
 
 
 @dataclass(eq=False)
 class SimResult:
-    """Outcome of ``simulate``: times in seconds, one entry per transfer in schedule order."""
+    """Outcome of ``simulate``: times in seconds, one entry per transfer in schedule order: ``start`` (its bytes
+    start), ``end`` (its engine is done) and ``arrive`` (its data is there)."""
 
     schedule: Schedule
     topology: Topology
     gamma: float
     start: np.ndarray
     end: np.ndarray
+    arrive: np.ndarray
     routes: Routes | None = None
+    protocol: str | None = None
+    policy: str = "ready"
 
     @property
     def time_s(self) -> float:
-        """Completion time of the whole schedule plus the topology's ``call_us`` (seconds; 0 for an
-        empty schedule)."""
-        return float(self.end.max()) + self.topology.call_us * 1e-6 if len(self.end) else 0.0
+        """Completion time of the whole schedule (its last arrival) plus the topology's ``call_us`` (seconds; 0
+        for an empty schedule)."""
+        return float(self.arrive.max()) + self.topology.call_us * 1e-6 if len(self.arrive) else 0.0
 
     @property
     def duration(self) -> np.ndarray:
@@ -107,11 +76,11 @@ class SimResult:
 
     @cached_property
     def _resources(self) -> dict[str, tuple[float, int]]:
-        """name -> (seconds held, bytes) of every port, NIC and pair link (slots are per channel and
-        not listed)."""
+        """name -> (seconds held, bytes) of every port, NIC and pair link (engines are per channel and not
+        listed)."""
         s, topo = self.schedule, self.topology
-        r = self.routes or route(s.src, s.dst, s.channel, s.ranks, topo)
-        wire = durations(s, topo, self.gamma, r)[1]
+        r = self.routes or _routes(s, topo)
+        wire = transfer_costs(s, topo, r, self.gamma, self.protocol).port
         out = {}
         for kind, names in zip((2, 3), port_names(topo)):
             v = r.valid(kind)
@@ -137,6 +106,11 @@ class SimResult:
         return [{"name": k, "busy": b / t if t > 0 else 0.0, "busy_s": b, "bytes": n}
                 for k, (b, n) in self._resources.items() if n]
 
+    def busiest(self) -> dict | None:
+        """The resource held longest (``resource_table``'s row), None when nothing moved."""
+        rows = self.resource_table()
+        return max(rows, key=lambda r: r["busy_s"]) if rows else None
+
     @cached_property
     def link_bytes(self) -> dict[tuple[int, int], int]:
         """Bytes sent over each (src, dst) pair that carried any."""
@@ -147,9 +121,9 @@ class SimResult:
         return {(int(k // s.ranks), int(k % s.ranks)): int(b) for k, b in zip(keys, nb)}
 
     def to_dict(self, transfers: bool = False) -> dict:
-        """Compact JSON-ready summary; ``transfers=True`` adds per-transfer start/end (seconds)."""
+        """Compact JSON-ready summary; ``transfers=True`` adds per-transfer start/end/arrive (seconds)."""
         s, t = self.schedule, self.time_s
-        d = {"time_s": t, "gamma": self.gamma,
+        d = {"time_s": t, "gamma": self.gamma, "protocol": self.protocol, "policy": self.policy,
              "schedule": {"name": s.name, "ranks": s.ranks, "count": s.count, "itemsize": s.itemsize,
                           "steps": s.n_steps, "transfers": s.n_transfers},
              "topology": self.topology.to_dict(),
@@ -158,26 +132,12 @@ class SimResult:
         if transfers:
             d["start_s"] = self.start.tolist()
             d["end_s"] = self.end.tolist()
+            d["arrive_s"] = self.arrive.tolist()
         return d
 
 
-def durations(schedule: Schedule, topology: Topology, gamma: float = 0.0,
-              routes: Routes | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(duration, wire) in seconds per transfer: duration = alpha_L + bytes * beta_L (+ bytes * gamma if it
-    reduces), how long it holds its slots and when it ends after its start; wire = bytes * beta_L, how long
-    it holds its ports. ``routes`` (``collsim.simulate.resources.route``) gives each transfer's link L."""
-    if not (gamma >= 0 and np.isfinite(gamma)):
-        raise CollsimError(f"gamma must be a finite number >= 0 (seconds per byte), got {gamma!r}")
-    s = schedule
-    r = routes or route(s.src, s.dst, s.channel, s.ranks, topology)
-    nb = (s.length * s.itemsize).astype(np.float64)
-    links = [topology.intra, topology.inter, topology.nvls or topology.intra]
-    alpha = np.array([link.alpha for link in links])[r.link]
-    wire = nb * np.array([link.beta for link in links])[r.link]
-    dur = alpha + wire
-    if gamma:
-        dur += nb * gamma * (s.op == REDUCE)
-    return dur, wire
+def _routes(s: Schedule, topology: Topology) -> Routes:
+    return route(s.src, s.dst, s.channel, s.ranks, topology, lane=s.op if s.meta.get("lanes") == "op" else None)
 
 
 def _check_fit(schedule: Schedule, topology: Topology) -> None:
@@ -198,46 +158,50 @@ def _progress(total: int, wanted: bool = True):
     return tqdm(total=total, unit="transfer", unit_scale=True, file=sys.stderr, leave=False, desc="simulate").update
 
 
-def simulate(schedule: Schedule, topology: Topology, gamma: float = 0.0, progress: bool = True) -> SimResult:
-    """Simulate ``schedule`` on ``topology`` (gamma: reduction seconds per byte).
+def _run(schedule: Schedule, routes: Routes, c, policy: str, progress):
+    """(start, end, arrive) of every transfer (``collsim.simulate.events``)."""
+    s = schedule
+    sa, sb, nseg = segments(s.offset, s.offset + s.length)
+    ptr, dep = data_deps(s, sa, sb, nseg)
+    engine_pred, window_pred = structural(s, c.window)
+    out, inn = routes.keys[2].astype(np.int64), routes.keys[3].astype(np.int64)
+    n_out = routes.sizes[2]
+    spare = n_out + routes.sizes[3] - 1
+    out = np.where(out == n_out - 1, spare, out)
+    inn = np.where(inn == routes.sizes[3] - 1, spare, inn + n_out)
+    return run(s.n_transfers, ptr, dep, engine_pred, window_pred, out, inn, spare + 1, c.overhead, c.work,
+               c.port, c.latency, policy, progress)
 
-    The topology may have more GPUs than the schedule has ranks (the job uses
-    ranks 0..P-1 of it), never fewer. ``progress``: allow the progress bar (big runs, terminal only).
+
+def simulate(schedule: Schedule, topology: Topology, gamma: float = 0.0, progress: bool = True,
+             protocol: str | None = None, policy: str = "ready") -> SimResult:
+    """Simulate ``schedule`` on ``topology`` (gamma: reduction seconds per byte) under ``protocol`` (None: the
+    links' Hockney costs; "LL", "LL128", "Simple": the topology's protocol costs) and contention ``policy``.
+
+    The topology may have more GPUs than the schedule has ranks (the job uses ranks 0..P-1 of it), never fewer.
+    ``progress``: allow the progress bar (big runs, terminal only).
     """
     _check_fit(schedule, topology)
-    plan = Plan(schedule, topology)
-    dur, wire = durations(schedule, topology, gamma, plan.routes)
-    start, end = plan.run(dur[None, :], wire[None, :], _progress(schedule.n_transfers, progress))
-    return SimResult(schedule, topology, float(gamma), start[0], end[0], plan.routes)
+    if policy not in POLICIES:
+        raise CollsimError(f"contention policy {policy!r:.30} is not one of {', '.join(POLICIES)}")
+    _plan_checks(schedule)
+    routes = _routes(schedule, topology)
+    c = transfer_costs(schedule, topology, routes, gamma, protocol)
+    start, end, arrive = _run(schedule, routes, c, policy, _progress(schedule.n_transfers, progress))
+    return SimResult(schedule, topology, float(gamma), start, end, arrive, routes, protocol, policy)
 
 
-def simulate_times(schedules: Iterable[Schedule], topology: Topology, gamma: float = 0.0) -> np.ndarray:
-    """Completion time (seconds) of each schedule, simulating alike schedules together.
+def _plan_checks(s: Schedule) -> None:
+    """The checks ``Plan`` makes of a schedule before it is timed (ranks and ranges inside the buffer)."""
+    n, ends = s.n_transfers, s.offset + s.length
+    if n and (s.src.min() < 0 or s.dst.min() < 0 or max(s.src.max(), s.dst.max()) >= s.endpoints):
+        raise CollsimError(f"schedule names a rank outside 0..{s.endpoints - 1}")
+    if n and (s.offset.min() < 0 or s.length.min() < 0 or ends.max() > s.count):
+        raise CollsimError(f"schedule has an element range outside its buffer of {s.count} elements")
 
-    Consecutive schedules with the same structure (same transfers between the
-    same ranks over the same segments, only element counts differ, as for one
-    algorithm at growing sizes) share one plan and are simulated in one pass
-    with a column of durations each: exactly what ``simulate`` gives, cheaper.
-    Schedules are consumed one at a time (pass a generator for big ones).
-    """
-    times: list[float] = []
-    plan, batch = None, []
 
-    call_s = topology.call_us * 1e-6
-
-    def flush():
-        if batch:
-            _, end = plan.run(np.stack([d for d, _ in batch]), np.stack([w for _, w in batch]))
-            times.extend((end.max(axis=1) + call_s).tolist() if end.shape[1] else [0.0] * len(batch))
-            batch.clear()
-
-    for sched in schedules:
-        _check_fit(sched, topology)
-        new = Plan(sched, topology)
-        if plan is None or not plan.same_structure(new) or \
-                (len(batch) + 1) * plan.table_size > max(BATCH_ELEMENTS, plan.table_size):
-            flush()
-            plan = new
-        batch.append(durations(sched, topology, gamma, new.routes))
-    flush()
-    return np.array(times)
+def simulate_times(schedules: Iterable[Schedule], topology: Topology, gamma: float = 0.0,
+                   protocol: str | None = None, policy: str = "ready") -> np.ndarray:
+    """Completion time (seconds) of each schedule (``simulate``'s ``time_s``); schedules are consumed one at a
+    time (pass a generator for big ones)."""
+    return np.array([simulate(s, topology, gamma, False, protocol, policy).time_s for s in schedules])

@@ -6,8 +6,11 @@ Link classes (``Routes.link``): ``INTRA`` (two GPUs of one node), ``INTER`` (GPU
 Resource kinds, one key column each (``Routes.keys[k]``, a row of a table of ``Routes.sizes[k]``
 rows whose last row is a spare meaning "holds nothing of this kind"):
 
-0. send slot of (sender, channel): rows ``rank x channels + channel``;
-1. receive slot of (receiver, channel), same numbering;
+0. engine of (GPU, channel, lane): the sender, or the GPU side of a switch transfer; rows
+   ``(rank x channels + channel) x 2 + lane`` (lane: the op when the schedule runs reduce and copy in separate
+   warps, meta ``lanes: "op"``, else 0);
+1. unused (every transfer names the spare row: a receiver holds nothing of its own; kept so that the four
+   kinds keep their places);
 2. out port: the sender's NVLink port "gpuR.send" (rows 0..R-1, R = the topology's GPUs), or
    across nodes its NIC "nodeN.nicK.out" (rows R + global NIC), or on a board without
    NVSwitch (``links_per_pair`` > 0) the directed pair link "gpuA-gpuB" (rows R + NICs +
@@ -15,9 +18,9 @@ rows whose last row is a spare meaning "holds nothing of this kind"):
 3. in port: the receiver's "gpuR.recv" (rows 0..R-1) or its NIC "nodeN.nicK.in" (R + NIC);
    none for a direct pair link (the pair link is both ends).
 
-A switch endpoint holds no slot and no port: a transfer to or from it holds the GPU side's
-slot and port only. Slots are held for the whole transfer (alpha + bytes x beta [+ bytes x
-gamma]), ports for bytes x beta (``collsim.simulate``). An inter-node transfer holds the two
+A switch endpoint holds no engine and no port: a transfer to or from it holds the GPU side's
+engine and port only. Engines are held for the transfer's overhead and work, ports for its wire bytes
+(``collsim.simulate.costs``). An inter-node transfer holds the two
 NICs, not the GPUs' NVLink ports: a GPU reaches its own NIC over PCIe, not NVLink
 (NVIDIA/nccl src/graph/paths.cc:719-741, PIX).
 """
@@ -31,7 +34,7 @@ from collsim.errors import CollsimError
 from collsim.machine.topology import Topology
 
 INTRA, INTER, NVLS = 0, 1, 2
-KINDS = ("send slot", "receive slot", "out port", "in port")
+KINDS = ("engine", "unused", "out port", "in port")
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ class Routes:
 
 
 def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, topo: Topology,
-          channels: int | None = None) -> Routes:
+          channels: int | None = None, lane: np.ndarray | None = None) -> Routes:
     """Routes of transfers ``src -> dst`` on ``channel`` of a schedule of ``ranks`` ranks (endpoints from
     ``ranks`` on are switches: endpoint ranks + n is node n's NVSwitch); one-line CollsimError for a
     switch transfer on a machine without NVLink SHARP or across nodes."""
@@ -75,8 +78,11 @@ def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, top
                                f"endpoint {ranks} + n; nvls runs on one node, nvlstree across nodes)")
         cross &= ~nvls
     link = cross.astype(np.int8)
-    slot_spare = ranks * c
-    send_slot, recv_slot = src * c + channel, dst * c + channel
+    slot_spare = ranks * c * 2
+    lane = np.zeros(len(src), np.int32) if lane is None else np.asarray(lane).astype(np.int32, copy=False)
+    gpu = np.where(src >= ranks, dst, src) if switched else src
+    engine = (gpu * c + channel) * 2 + lane
+    unused = np.full(len(src), slot_spare, np.int32)
     pairs = r_all * g if topo.links_per_pair else 0
     out_spare, in_spare = r_all + nn + pairs, r_all + nn
     out, inn = src.copy(), dst.copy()
@@ -89,10 +95,9 @@ def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, top
         inn[direct] = in_spare
     if switched:
         link[nvls] = NVLS
-        send_slot[sw_src], out[sw_src] = slot_spare, out_spare
-        recv_slot[sw_dst], inn[sw_dst] = slot_spare, in_spare
-    return Routes(link, (send_slot, recv_slot, out, inn), (slot_spare + 1, slot_spare + 1, out_spare + 1,
-                                                           in_spare + 1), c)
+        out[sw_src] = out_spare
+        inn[sw_dst] = in_spare
+    return Routes(link, (engine, unused, out, inn), (slot_spare + 1, slot_spare + 1, out_spare + 1, in_spare + 1), c)
 
 
 def port_names(topo: Topology) -> tuple[list[str], list[str]]:

@@ -1,10 +1,15 @@
-"""Predict NCCL AllReduce on a cluster from its description alone (``collsim predict-nccl``).
+"""Predict NCCL AllReduce on a cluster from its description alone (``collsim predict-nccl``): NCCL's choice, the
+schedule NCCL runs, its event simulation, plus what the harness adds.
 
-For each size: the algorithm, protocol and channels NCCL runs (NCCL's own choice for the cluster's
-NCCL version, ``collsim.nccl.tuning``, restricted by ``algo``/``proto`` and NCCL_ALGO/NCCL_PROTO) and
-collsim's time for it (``collsim.fitted.model`` with ``collsim.fitted.rescale.cluster_params``),
-beside NCCL's own predicted time. Sizes are bytes, times microseconds, bandwidths GB/s (nccl-tests'
-algbw and busbw = algbw x 2(n-1)/n).
+For each size: the algorithm, protocol and channels NCCL runs (NCCL's own choice for the cluster's NCCL version,
+``collsim.nccl.decision``, restricted by ``algo``/``proto`` and NCCL_ALGO/NCCL_PROTO); the schedule it runs
+(``collsim.predict.schedules``: rings with NCCL's loops and slices, NCCL's tree, NVLS, NVLSTree); its event
+simulation (``collsim.simulate``, policy "ready") on the cluster with NCCL's protocol costs
+(``collsim.predict.costs``), which is ``kernel_us``; then the harness terms: ``simulated_us`` = the kernel, its
+per-call harness overhead and clock share, and for eager timing at least the harness's launch floor
+(``ModelParams.host_floor``). ``time_us`` is ``simulated_us``: every number is the simulation's. Beside it
+NCCL's own predicted time (``nccl_us``) and the resource the simulation kept busiest. Sizes are bytes, times
+microseconds, bandwidths GB/s (nccl-tests' algbw and busbw = algbw x 2(n-1)/n).
 
 Harness (what the measurement around NCCL adds): "nccl-tests" (all_reduce_perf; eager unless
 ``timing="graph"``, its -G; ``gpus_per_process`` = its -g, default all GPUs of a node on one node and
@@ -16,6 +21,8 @@ floor).
 Environment variables understood: NCCL_ALGO, NCCL_PROTO (lists, ^ excludes), NCCL_MIN_NCHANNELS /
 NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS, NCCL_BUFFSIZE, NCCL_NVLS_ENABLE, NCCL_IB_DISABLE
 (sockets carry the inter-node traffic). Others are reported as not modelled.
+
+Modules: ``schedules`` (the schedule NCCL runs), ``costs`` (what its transfers cost on the cluster).
 """
 from __future__ import annotations
 
@@ -25,14 +32,17 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.fitted.layout import Config
-from collsim.fitted.model import explain
 from collsim.fitted.rescale import cluster_params
 from collsim.machine.cluster import Cluster
 from collsim.nccl import ALGOS, PROTOS, canonical
+from collsim.nccl.chunking import DEFAULT_BUFFSIZE
 from collsim.nccl.decision import nccl_decision
 from collsim.nccl.search import search
 from collsim.nccl.settings import Settings
-from collsim.predictors import MODEL
+from collsim.predict.costs import l2_factor, nccl_topology, with_window
+from collsim.predict.schedules import nccl_run
+from collsim.predictors import SIMULATED
+from collsim.simulate import simulate
 from collsim.units import bandwidths
 
 HARNESSES = ("nccl-tests", "runner")
@@ -45,23 +55,35 @@ UNDERSTOOD = {"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_COLLNET_ENABLE",
 
 @dataclass(frozen=True)
 class Row:
-    """One predicted size: bytes, collsim's time (us: ``time_us``, made by the predictor the result names,
-    here the fitted model, so also ``model_us``), algbw/busbw (GB/s), NCCL's choice, the channels it runs,
-    NCCL's own predicted time (``nccl_us``) and the term of collsim's time that dominates."""
+    """One predicted size: bytes; ``time_us`` = ``simulated_us`` (the simulation of the schedule NCCL runs plus
+    the harness's terms) and ``kernel_us`` (the simulation alone), algbw/busbw (GB/s), NCCL's choice, the
+    channels it runs, NCCL's own predicted time (``nccl_us``), the busiest resource and its share of the run."""
 
     bytes: int
     time_us: float
-    model_us: float
+    simulated_us: float
+    kernel_us: float
     algbw_GBps: float
     busbw_GBps: float
     algo: str
     proto: str
     channels: int
     nccl_us: float
-    dominant: str
+    busiest: str
+    busy: float
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def simulate_size(cluster: Cluster, params, algo: str, proto: str, nbytes: int, channels: int, threads: int,
+                  cfg: Config):
+    """(kernel seconds, busiest resource row) of NCCL's ``algo``/``proto`` AllReduce of ``nbytes``."""
+    run = nccl_run(cluster, algo, proto, nbytes, channels, cfg.buffsize or DEFAULT_BUFFSIZE["Simple"])
+    topo = with_window(nccl_topology(cluster, params, algo, proto, threads,
+                                     l2_factor(params, algo, proto, nbytes, cfg)), run.window)
+    r = simulate(run.schedule, topo, protocol=f"{algo}/{proto}", progress=False)
+    return r.time_s, r.busiest()
 
 
 def harness_config(cluster: Cluster, harness: str, timing: str, gpus_per_process: int | None, sizes,
@@ -108,13 +130,18 @@ def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "d
         if d.algo not in ALGOS:
             raise CollsimError(f"NCCL picks {d.algo} here, which collsim does not model "
                                "(CollNet: SHARP in the switches)")
-        e = explain(params, d.algo, d.proto, [size], cfg)[0]
-        alg, bus = bandwidths(size, e["time_us"], cluster.ranks)
-        rows.append(Row(size, e["time_us"], e["time_us"], alg, bus, d.algo, d.proto, d.channels, d.time_us,
-                        e["dominant"]))
+        kernel, busiest = simulate_size(cluster, params, d.algo, d.proto, size, d.channels, d.threads, cfg)
+        main = params.path("nvls" if d.algo in ("NVLS", "NVLSTree") else cfg.intra, d.algo,
+                           "Simple" if d.algo in ("NVLS", "NVLSTree") else d.proto)
+        t_us = kernel * 1e6 + params.harness_time(cfg)
+        if cfg.timing == "eager":
+            t_us = max(t_us, params.host_floor(cfg, main))
+        alg, bus = bandwidths(size, t_us, cluster.ranks)
+        rows.append(Row(size, t_us, t_us, kernel * 1e6, alg, bus, d.algo, d.proto, d.channels, d.time_us,
+                        busiest["name"] if busiest else "", busiest["busy"] if busiest else 0.0))
     settings = {"coll_channels": setup.coll_channels, "nvls_channels": setup.nvls_channels, "env": env,
                 "ignored": sorted(set(env) - UNDERSTOOD)}
-    return {"predictor": MODEL, "cluster": cluster.to_dict(), "settings": settings, "harness": harness,
+    return {"predictor": SIMULATED, "cluster": cluster.to_dict(), "settings": settings, "harness": harness,
             "timing": timing, "gpus_per_process": cfg.gpus_per_process, "rows": [r.to_dict() for r in rows]}
 
 

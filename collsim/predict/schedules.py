@@ -1,0 +1,112 @@
+"""The schedule NCCL runs for one AllReduce, as a collsim schedule: algorithm, channels, and the pipeline NCCL
+cuts each channel's part into (file references into NVIDIA/nccl 2.28).
+
+- Ring (``ring`` with ``loops`` and ``slices``): each channel loops over its part nranks x chunk bytes at a time
+  (device/all_reduce.h runRing); a chunk is 4 slots of NCCL_BUFFSIZE / NCCL_STEPS for Simple, sent as 2 slices
+  of 2 slots (RING_CHUNKSTEPS, RING_SLICESTEPS, enqueue.cc calcCollChunking), one slot's payload for LL and
+  LL128 (``collsim.nccl.chunking``).
+- Tree (``nccl-tree``): a chain in each node, the double binary tree between nodes, pipelined one slot's payload
+  at a time (LL128's chunk shrinks for small parts as calcCollChunking does; ``collsim.fitted.layout``).
+- NVLS and NVLSTree (``nvls``, ``nvlstree``): loops of heads x 128 KiB (NCCL_NVLS_CHUNKSIZE, nvls.cc:153),
+  smaller chunks for small parts (enqueue.cc:2041-2068).
+
+``window``: the transfers a connection keeps in flight, NCCL_STEPS (8) slots over the slots one transfer
+takes (Ring Simple: a slice of 2 slots, so 4).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from collsim.algorithms import build_schedule
+from collsim.core.schedule import Schedule
+from collsim.machine.cluster import Cluster
+from collsim.nccl.chunking import DEFAULT_BUFFSIZE, EFFICIENCY, GRAIN, NCCL_STEPS, channel_bytes, split_channels
+
+ITEMSIZE = 4           # nccl-tests' default type (float): sizes are counts of 4-byte elements
+RING_CHUNK_SLOTS = {"LL": 1, "LL128": 1, "Simple": 4}
+RING_SLICES = {"LL": 1, "LL128": 1, "Simple": 2}
+
+
+@dataclass(frozen=True)
+class NcclRun:
+    """What NCCL runs for one size: the schedule, the channels it uses, its pipeline (loops or chunks per
+    channel) and the connection window in transfers."""
+
+    schedule: Schedule
+    channels: int
+    pipeline: int
+    window: int
+
+
+def payload_slot(proto: str, buffsize: int) -> int:
+    """Payload bytes of one slot of a connection's buffer."""
+    slot = (buffsize if proto == "Simple" else DEFAULT_BUFFSIZE[proto]) // NCCL_STEPS
+    return {"LL": slot // 2, "LL128": slot // 16 * 15, "Simple": slot}[proto]
+
+
+def ring_pipeline(proto: str, part: int, ranks: int, buffsize: int) -> tuple[int, int]:
+    """(loops, slices per chunk) of one channel's ring over ``part`` bytes."""
+    chunk = payload_slot(proto, buffsize) * RING_CHUNK_SLOTS[proto] // GRAIN[proto] * GRAIN[proto]
+    return max(1, -(-part // (ranks * chunk))), RING_SLICES[proto]
+
+
+def tree_chunks(proto: str, part: int, ranks: int, nodes: int, buffsize: int) -> int:
+    """Chunks a channel's tree pipeline cuts ``part`` bytes into (one slot's payload each)."""
+    chunk = payload_slot(proto, buffsize)
+    if proto == "LL128":
+        ppn = ranks / nodes
+        n_ll128 = 1 + int(nodes).bit_length() - 1 + 0.1 * ppn
+        while part // chunk < n_ll128 * 64 / ppn and chunk > 131072:
+            chunk //= 2
+        while part // chunk < n_ll128 * 16 / ppn and chunk > 32768:
+            chunk //= 2
+    chunk = max(chunk // GRAIN[proto] * GRAIN[proto], GRAIN[proto])
+    return max(1, -(-part // chunk))
+
+
+def nvls_loops(algo: str, part: int, ranks: int, nodes: int) -> int:
+    """Loops of one channel's NVLS or NVLSTree over ``part`` bytes (heads x chunk bytes each)."""
+    ppn = ranks // nodes
+    if algo == "NVLS":
+        chunk = 128 << 10
+        for factor, smaller in ((2, 16 << 10), (8, 32 << 10), (64, 64 << 10)):
+            if part < factor * ppn * chunk:
+                chunk = smaller
+                break
+    else:
+        chunk = (64 << 10) if nodes >= 4 else (128 << 10)
+        for factor, smaller in ((1, 32 << 10), (4, 64 << 10), (16, 128 << 10), (32, 256 << 10)):
+            if part < factor * ppn * chunk:
+                chunk = min(chunk, smaller)
+                break
+    return max(1, -(-part // (ppn * chunk)))
+
+
+def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int, buffsize: int) -> NcclRun:
+    """The schedule of NCCL's ``algo``/``proto`` AllReduce of ``nbytes`` on ``cluster`` with ``channels`` (NCCL's
+    channel count for the algorithm at this size, before the split in 16 KiB cells)."""
+    p, g, nodes = cluster.ranks, cluster.gpus_per_node, cluster.nodes
+    count = max(1, nbytes // ITEMSIZE)
+    if algo in ("NVLS", "NVLSTree"):
+        used = split_channels(nbytes, channels, "Simple")
+        part = -(-nbytes // used)
+        loops = nvls_loops(algo, part, p, nodes)
+        s = (build_schedule("nvls", p, count, ITEMSIZE, chunks=loops, channels=used) if algo == "NVLS" else
+             build_schedule("nvlstree", p, count, ITEMSIZE, gpus_per_node=g, chunks=loops, channels=used))
+        return NcclRun(s, used, loops, NCCL_STEPS)
+    used, _, part = channel_bytes(algo, proto, nbytes, channels, p)
+    if algo == "Ring":
+        loops, slices = ring_pipeline(proto, part, p, buffsize)
+        slices = min(slices, max(1, -(-part // (p * loops * GRAIN[proto]))))
+        s = build_schedule("ring", p, count, ITEMSIZE, channels=used, slices=slices, loops=loops,
+                           gpus_per_node=g if nodes > 1 else None)
+        slots = RING_CHUNK_SLOTS[proto] // slices
+        return NcclRun(s, used, loops, NCCL_STEPS // slots)
+    chunks = tree_chunks(proto, part, p, nodes, buffsize)
+    s = build_schedule("nccl-tree", p, count, ITEMSIZE, gpus_per_node=g, chunks=chunks, channels=used)
+    return NcclRun(s, used, chunks, NCCL_STEPS)
+
+
+def wire_bytes(proto: str, payload: float) -> float:
+    """Bytes on the wire for ``payload`` bytes under ``proto``."""
+    return payload / EFFICIENCY[proto]
