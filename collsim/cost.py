@@ -92,9 +92,10 @@ def rail_ring(ranks: int, nbytes, gpus_per_node: int, nics_per_node: int, alpha:
     ring.
 
     The event simulation of those rail rings (``build_schedule("ring", ..., channels=C,
-    gpus_per_node=G)`` on a preset) agrees within 7% from 64 KiB to 1 GiB on 2-4 nodes of
-    ``ib-100g``/``ib-400g``/``eth-100g`` (``tests/test_cost.py``); at 256 MiB-1 GiB the
-    simulated channels keep the NICs busier than the form's one port (up to 7% faster)."""
+    gpus_per_node=G)`` on a preset) agrees within 20% from 64 KiB to 1 GiB on 2-4 nodes of
+    ``ib-100g``/``ib-400g``/``eth-100g`` (``tests/test_cost.py``): the simulated channels share the ports
+    and move in step, paying their latency together (up to 19% slower around 16 MiB), and keep the NICs
+    busier than the form's one port from 256 MiB (up to 7% faster)."""
     g, nics = int(gpus_per_node), int(nics_per_node)
     if g < 1 or ranks % g or not 1 <= nics <= g:
         raise CollsimError(f"rail_ring needs gpus_per_node dividing ranks and 1 <= nics_per_node <= gpus_per_node, "

@@ -54,16 +54,16 @@ def _params_for(name: str, params: dict, topology: Topology | None) -> tuple[dic
     return build, {**build, **levels}
 
 
-def _simulated_times(name, ranks, counts, itemsize, topology, gamma, kw) -> np.ndarray:
+def _simulated_times(name, ranks, counts, itemsize, topology, gamma, kw, policy) -> np.ndarray:
     todo = sorted(set(counts.tolist()))                  # sizes below itemsize share count 0
     scheds = (build_schedule(name, ranks, c, itemsize, **kw) for c in todo)
-    by_count = dict(zip(todo, simulate_times(scheds, topology, gamma).tolist()))
+    by_count = dict(zip(todo, simulate_times(scheds, topology, gamma, policy=policy).tolist()))
     return np.array([by_count[c] for c in counts.tolist()])
 
 
 def sweep(algos, ranks: int, sizes, *, alpha: float | None = None, beta: float | None = None,
           gamma: float = 0.0, method: str = "closed", topology: Topology | None = None,
-          itemsize: int = 4, **params) -> dict[str, np.ndarray]:
+          itemsize: int = 4, policy: str = "fair", **params) -> dict[str, np.ndarray]:
     """Time, algbw and busbw of each algorithm at each size (bytes); see the module docstring.
 
     alpha (s), beta (s/byte), gamma (s/byte): the closed forms' link, and the
@@ -71,7 +71,8 @@ def sweep(algos, ranks: int, sizes, *, alpha: float | None = None, beta: float |
     the ``params`` it takes (channels, gpus_per_node, slices, chunks, inter; and
     alpha_inter, beta_inter for the closed forms of hierarchical ones), so one
     sweep can give ring its slices and tree its chunks. A simulated
-    algorithm over nodes defaults gpus_per_node to the topology's.
+    algorithm over nodes defaults gpus_per_node to the topology's; ``policy``: the simulation's
+    contention policy (``collsim.simulate.reference``).
     """
     algos = [algos] if isinstance(algos, str) else list(algos)
     ranks = require_int("ranks", ranks, 1)
@@ -95,7 +96,7 @@ def sweep(algos, ranks: int, sizes, *, alpha: float | None = None, beta: float |
         if method == "closed":
             times.append(np.asarray(closed_form(name, ranks, nbytes, alpha, beta, gamma, **closed), dtype=float))
         else:
-            times.append(_simulated_times(name, ranks, counts, itemsize, topology, gamma, build))
+            times.append(_simulated_times(name, ranks, counts, itemsize, topology, gamma, build, policy))
     time_s = np.concatenate(times)
     size_col = np.tile(nbytes, len(algos))
     alg = algbw_GBps(size_col, time_s)

@@ -72,7 +72,7 @@ def tree_of_channel(channels: int) -> np.ndarray:
 def hierarchical_nccl(ranks: int, count: int, itemsize: int = 4, gpus_per_node: int = 1, chunks: int = 1,
                       channels: int = 1) -> Schedule:
     g = gpus_per_node
-    meta = {"gpus_per_node": g, "chunks": chunks, "channels": channels, "lanes": "op"}
+    meta = {"gpus_per_node": g, "chunks": chunks, "channels": channels}
     pos = np.arange(ranks)
     heads = np.arange(channels)[:, None] % g
     groups = pos // g * g + (pos % g + heads) % g                       # channel c: chains from GPU c mod G

@@ -18,6 +18,10 @@ Per channel and loop:
 4. head h copies chunk h back to the switch (``multimem.st``);
 5. the switch copies the loop's range to every GPU of the node.
 
+Lanes (``Schedule.lane``, NCCL's warp groups, device/all_reduce.h runNvls/runNvlsTree): 0 scatters (1), 1
+reduces (2, then 4 on one node; across nodes 2 and the tree up), 2 broadcasts (across nodes the tree down and
+4), 3 gathers (5).
+
 Per GPU per direction that is S (n+1)/n bytes for S bytes per rank and n GPUs a node, as
 sjeaugey describes NVLS (NVIDIA/nccl-tests PR 239); a ring moves 2 (n-1)/n S. The loops form a
 wavefront (``compose.wavefront``): loop i starts one step after loop i - 1, so the stages of
@@ -51,7 +55,7 @@ def _stages(ranks: int, count: int, itemsize: int, g: int, chunks: int, channels
     """The steps of channels ``on`` with every loop in step (no wavefront yet); tree ``on[0] % 2`` across nodes."""
     nodes = ranks // g
     b = ScheduleBuilder(ranks, count, itemsize, name=name, switches=nodes,
-                        meta={"gpus_per_node": g, "chunks": chunks, "channels": channels, "lanes": "op"})
+                        meta={"gpus_per_node": g, "chunks": chunks, "channels": channels})
     part_off, part_len = channel_parts(count, channels)
     l_off, l_len = split_ranges(part_off[on], part_len[on], chunks)          # (C, L): a loop's range
     h_off, h_len = split_ranges(l_off, l_len, g)                              # (C, L, G): head h's chunk
@@ -61,15 +65,16 @@ def _stages(ranks: int, count: int, itemsize: int, g: int, chunks: int, channels
     switch = ranks + gpu // g
     whole = [np.broadcast_to(a[:, :, None, None], shape).ravel() for a in (l_off, l_len)]
     mine = [np.broadcast_to(a[:, :, None, :], shape).ravel() for a in (h_off, h_len)]
-    b.add_step(gpu, switch, *whole, REDUCE, channel=c)                        # 1. into the switch
-    b.add_step(switch, gpu, *mine, COPY, channel=c)                           # 2. the sum of chunk h to head h
+    up, down = (1, 2) if nodes > 1 else (1, 1)                                # lanes: scatter 0, gather 3
+    b.add_step(gpu, switch, *whole, REDUCE, channel=c, lane=0)                # 1. into the switch
+    b.add_step(switch, gpu, *mine, COPY, channel=c, lane=up)                  # 2. the sum of chunk h to head h
     if nodes > 1:                                                             # 3. heads of index h across nodes
         heads = np.arange(nodes)[None, :] * g + np.arange(g)[:, None]         # (G, nodes)
         groups = np.broadcast_to(heads, (len(on), chunks, g, nodes)).reshape(-1, nodes)
         tree_phase(b, tree_steps(f"double{on[0] % 2}", nodes, 1, 1), groups, h_off.reshape(-1, 1),
-                   h_len.reshape(-1, 1), np.repeat(on, chunks * g))
-    b.add_step(gpu, switch, *mine, COPY, channel=c)                           # 4. head h's chunk back to the switch
-    b.add_step(switch, gpu, *whole, COPY, channel=c)                          # 5. the loop's range to every GPU
+                   h_len.reshape(-1, 1), np.repeat(on, chunks * g), lanes=(up, down))
+    b.add_step(gpu, switch, *mine, COPY, channel=c, lane=down)                # 4. head h's chunk back to the switch
+    b.add_step(switch, gpu, *whole, COPY, channel=c, lane=3)                  # 5. the loop's range to every GPU
     return b.build()
 
 

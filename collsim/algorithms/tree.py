@@ -38,7 +38,7 @@ def channel_parts(count: int, channels: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _run(name: str, layout: str, ranks: int, count: int, itemsize: int, chunks: int, channels: int) -> Schedule:
-    b = ScheduleBuilder(ranks, count, itemsize, name=name, meta={"chunks": chunks, "channels": channels, "lanes": "op"})
+    b = ScheduleBuilder(ranks, count, itemsize, name=name, meta={"chunks": chunks, "channels": channels})
     steps = tree_steps(layout, ranks, 1, chunks)
     part_off, part_len = channel_parts(count, channels)
     off, ln = split_ranges(part_off, part_len, steps.trees)                 # (C, T)

@@ -252,7 +252,8 @@ def tree_steps(layout: str, n: int, gpus_per_node: int, chunks: int) -> TreeStep
     return steps
 
 
-def tree_phase(b: ScheduleBuilder, steps: TreeSteps, groups: np.ndarray, seg_off, seg_len, channel=0) -> None:
+def tree_phase(b: ScheduleBuilder, steps: TreeSteps, groups: np.ndarray, seg_off, seg_len, channel=0,
+               lanes: tuple[int, int] = (0, 1)) -> None:
     """Append the pipelined reduce-up / broadcast-down steps of ``steps`` to ``b``.
 
     groups: (G, n) rank of every tree position in each of G groups (disjoint ranks, or disjoint
@@ -260,6 +261,7 @@ def tree_phase(b: ScheduleBuilder, steps: TreeSteps, groups: np.ndarray, seg_off
     seg_off, seg_len: (G, T) the element range tree t handles in group g (length 0: the group does
     not use tree t).
     channel: (G,) or scalar, the channel of each group.
+    lanes: the lane of the reduce-up and of the broadcast-down transfers (NCCL runs them in separate warps).
     Every step holds its transfers group by group; it is laid out padded to
     ``steps.width`` per group with zero-length transfers, which ``add_steps`` drops.
     """
@@ -275,4 +277,5 @@ def tree_phase(b: ScheduleBuilder, steps: TreeSteps, groups: np.ndarray, seg_off
         grid[steps.step, :, steps.slot] = values.T
         cols.append(grid.reshape(shape[0], -1))
     ch = np.repeat(np.broadcast_to(np.asarray(channel, np.int64), (len(groups),)), steps.width)
-    b.add_steps(*cols, np.where(steps.up, REDUCE, COPY)[:, None], ch[None, :])
+    b.add_steps(*cols, np.where(steps.up, REDUCE, COPY)[:, None], ch[None, :],
+                np.where(steps.up, lanes[0], lanes[1])[:, None])

@@ -18,6 +18,7 @@ from collsim.algorithms import REGISTRY, build_schedule
 from collsim.core.document import MAX_ITEMSIZE
 from collsim.errors import CollsimError, require_number
 from collsim.inputs import MAX_BYTES, MAX_CHANNELS, MAX_RANKS, MAX_SECONDS, MAX_SECONDS_PER_BYTE, int_text
+from collsim.simulate.reference import POLICIES
 from collsim.machine import load_cluster, load_machine, machine_kind, to_topology
 from collsim.machine.topology import Link, Topology
 from collsim.outputs import plot_format
@@ -149,6 +150,9 @@ def add_topology_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--beta-inter", type=positive_seconds_per_byte,
                    help="inter-node beta, seconds per byte (hierarchical)")
     g.add_argument("--gamma", type=seconds_per_byte, default=0.0, help="reduction cost, seconds per byte (default 0)")
+    g.add_argument("--policy", choices=POLICIES, default=POLICIES[0],
+                   help="how a port serves the transfers on it: fair (shares its rate among them, default) or "
+                        "schedule (one at a time in schedule order: what the closed forms assume)")
 
 
 def _cluster_topology(args, ranks: int | None):

@@ -61,7 +61,7 @@ def cmd_simulate(args) -> int:
     cluster, args.cluster = args.cluster, None          # the topology is built: the schedule takes it as is
     s = build_from_args(args)
     args.cluster = cluster
-    r = simulate(s, topo, gamma=args.gamma, progress=not args.json)
+    r = simulate(s, topo, gamma=args.gamma, progress=not args.json, policy=args.policy)
     alg, bus = bandwidths(s.nbytes, r.time_s * 1e6, ranks)
     obj = {"algo": args.algo, "ranks": ranks, "bytes": s.nbytes, "topology": topo.name, "channels": s.n_channels,
            "steps": s.n_steps, "transfers": s.n_transfers, "time_s": round_seconds(r.time_s), "algbw_GBps": alg,
@@ -102,7 +102,8 @@ def cmd_sweep(args) -> int:
     if args.method == "simulate" or args.cluster:
         topo = topology_from_args(args, args.ranks)
         ranks = args.ranks or topo.ranks
-        table = sweep(algos, ranks, size_list, method="simulate", topology=topo, gamma=args.gamma, **params)
+        table = sweep(algos, ranks, size_list, method="simulate", topology=topo, gamma=args.gamma,
+                      policy=args.policy, **params)
     else:
         if args.alpha is None or args.beta is None:
             raise CollsimError("sweep needs --alpha and --beta (closed form) or a topology with --method simulate")

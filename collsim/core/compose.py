@@ -28,7 +28,7 @@ def concat(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) 
     return Schedule(first.ranks, first.count, first.itemsize, cat("src"), cat("dst"), cat("offset"),
                     cat("length"), cat("op"), np.concatenate(ptrs), name=name or first.name,
                     meta=meta if meta is not None else first.meta, channel=cat("channel"),
-                    switches=first.switches)
+                    switches=first.switches, lane=cat("lane"))
 
 
 class ScheduleBuilder:
@@ -41,7 +41,7 @@ class ScheduleBuilder:
     4
 
     Zero-length transfers are dropped (they move nothing); a step left empty is
-    kept only if ``keep_empty`` is true. ``channel`` broadcasts like the other
+    kept only if ``keep_empty`` is true. ``channel`` and ``lane`` broadcast like the other
     columns (default 0).
     """
 
@@ -49,15 +49,15 @@ class ScheduleBuilder:
                  meta: dict | None = None, switches: int = 0):
         self.ranks, self.count, self.itemsize = int(ranks), int(count), int(itemsize)
         self.name, self.meta, self.switches = name, meta, int(switches)
-        self._cols: list[list[np.ndarray]] = [[], [], [], [], [], []]
+        self._cols: list[list[np.ndarray]] = [[], [], [], [], [], [], []]
         self._ptr = [0]
 
-    def add_step(self, src, dst, offset, length, op, keep_empty: bool = False, channel=0) -> None:
+    def add_step(self, src, dst, offset, length, op, keep_empty: bool = False, channel=0, lane=0) -> None:
         src = np.atleast_1d(np.asarray(src, dtype=np.int64))
         n = len(src)
         op = op_code(op) if isinstance(op, str) else op
         cols = [src] + [np.broadcast_to(np.asarray(x, dtype=t), (n,))
-                        for x, t in zip((dst, offset, length, op, channel), DTYPES[1:])]
+                        for x, t in zip((dst, offset, length, op, channel, lane), DTYPES[1:])]
         keep = cols[3] > 0
         if not keep.all():
             cols = [c[keep] for c in cols]
@@ -67,10 +67,10 @@ class ScheduleBuilder:
             store.append(c)
         self._ptr.append(self._ptr[-1] + len(cols[0]))
 
-    def add_steps(self, src, dst, offset, length, op, channel=0) -> None:
+    def add_steps(self, src, dst, offset, length, op, channel=0, lane=0) -> None:
         """Append many steps at once: 2-D arrays (steps x transfers per step), broadcastable
         to one shape; zero-length transfers are dropped and steps left empty skipped."""
-        cols = [np.asarray(x, dtype=t) for x, t in zip((src, dst, offset, length, op, channel), DTYPES)]
+        cols = [np.asarray(x, dtype=t) for x, t in zip((src, dst, offset, length, op, channel, lane), DTYPES)]
         shape = np.broadcast_shapes(*(c.shape for c in cols))
         if len(shape) != 2:
             raise ScheduleError("add_steps needs 2-D arrays (steps x transfers)")
@@ -86,7 +86,7 @@ class ScheduleBuilder:
         cols = [(np.concatenate(c) if len(c) > 1 else c[0]) if c else np.zeros(0, t)
                 for c, t in zip(self._cols, DTYPES)]
         return Schedule(self.ranks, self.count, self.itemsize, *cols[:5], np.array(self._ptr),
-                        name=self.name, meta=self.meta, channel=cols[5], switches=self.switches)
+                        name=self.name, meta=self.meta, channel=cols[5], switches=self.switches, lane=cols[6])
 
 
 def split_even(count: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
@@ -136,7 +136,8 @@ def wavefront(schedule: Schedule, lag, oldest_first: bool = True) -> Schedule:
     sizes = np.bincount(new_step, minlength=1)
     ptr = np.r_[0, np.cumsum(sizes[sizes > 0])]
     return Schedule(s.ranks, s.count, s.itemsize, s.src[order], s.dst[order], s.offset[order], s.length[order],
-                    s.op[order], ptr, name=s.name, meta=s.meta, channel=s.channel[order], switches=s.switches)
+                    s.op[order], ptr, name=s.name, meta=s.meta, channel=s.channel[order], switches=s.switches,
+                    lane=s.lane[order])
 
 
 def interleave(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) -> Schedule:

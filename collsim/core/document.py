@@ -14,13 +14,14 @@ JSON schema (``Schedule.to_dict`` / ``Schedule.from_dict``)::
       ]
     }
 
-``channel`` is optional on input (default 0) and written on every transfer.
+``channel`` is optional on input (default 0) and written on every transfer; ``lane`` (0 to ``MAX_LANE``) is
+optional and written where it is not 0.
 
 ``from_json`` / ``from_dict`` check the document before building anything: JSON nested at most
 ``collsim.inputs.MAX_JSON_DEPTH`` deep; ``ranks`` 1 to ``MAX_RANKS``, ``count`` 0 to
 ``MAX_BYTES``, ``itemsize`` 1 to ``MAX_ITEMSIZE``, ``switches`` 0 to ``MAX_RANKS``; every transfer an
 object whose src, dst, offset and count are integers from -``MAX_BYTES`` to ``MAX_BYTES``, channel from
-0 to ``MAX_CHANNELS`` - 1,
+0 to ``MAX_CHANNELS`` - 1, lane from 0 to ``MAX_LANE``,
 (whether they make sense is the checker's question; within these bounds its arithmetic cannot
 overflow) and whose op is "reduce" or "copy".
 """
@@ -30,6 +31,7 @@ from collsim.errors import CollsimError, describe
 from collsim.inputs import MAX_BYTES, MAX_CHANNELS, MAX_RANKS
 
 MAX_ITEMSIZE = 1024  # bytes per element a schedule file may give
+MAX_LANE = 255       # lanes of a channel (a uint8 column)
 
 
 class ScheduleError(CollsimError):
@@ -57,7 +59,7 @@ def check_document(d) -> None:
         for i, t in enumerate(step):
             if not isinstance(t, dict):
                 raise ScheduleError(f"steps[{s}][{i}] is not an object")
-            for key in ("src", "dst", "offset", "count") + (("channel",) if "channel" in t else ()):
+            for key in ("src", "dst", "offset", "count") + tuple(k for k in ("channel", "lane") if k in t):
                 v = t.get(key)
                 if not isinstance(v, int) or isinstance(v, bool) or not -MAX_BYTES <= v <= MAX_BYTES:
                     raise ScheduleError(f"steps[{s}][{i}]: {key!r} must be an integer from "
@@ -68,3 +70,5 @@ def check_document(d) -> None:
             if not 0 <= t.get("channel", 0) < MAX_CHANNELS:
                 raise ScheduleError(f"steps[{s}][{i}]: 'channel' must be from 0 to {MAX_CHANNELS - 1}, "
                                     f"got {describe(t['channel'])}")
+            if not 0 <= t.get("lane", 0) <= MAX_LANE:
+                raise ScheduleError(f"steps[{s}][{i}]: 'lane' must be from 0 to {MAX_LANE}, got {describe(t['lane'])}")

@@ -7,11 +7,12 @@ A schedule is a list of steps; a step is a list of transfers. A transfer moves
 * ``reduce``: the receiver adds the incoming elements to its own;
 * ``copy``:   the receiver overwrites its own elements with the incoming ones.
 
-Every transfer runs on a ``channel`` (an int >= 0, default 0): NCCL's channels are
-independent rings or trees, each on its own thread block, each owning a contiguous
-part of the buffer. The channel does not change what a schedule computes; the
-simulator gives each channel its own send and receive slot on every rank
-(``collsim.simulate``).
+Every transfer runs on a ``channel`` (an int >= 0, default 0) and a ``lane`` of it (0-255,
+default 0): NCCL's channels are independent rings or trees, each on its own thread block, each
+owning a contiguous part of the buffer; a lane is a group of the block's warps that works on its
+own (NCCL's trees reduce up and broadcast down in separate warps, NVLS scatters, reduces and
+gathers in three). Neither changes what a schedule computes; the simulator runs each (GPU, channel,
+lane) as one engine (``collsim.simulate``).
 
 Endpoints. Ranks 0..P-1 are GPUs. A schedule may also name ``switches`` extra
 endpoints P..P+switches-1, one NVSwitch per node (the switch of node n is P + n):
@@ -46,14 +47,14 @@ from collsim.inputs import parse_json, read_text
 
 REDUCE = 0
 COPY = 1
-DTYPES = (np.int64, np.int64, np.int64, np.int64, np.uint8, np.int32)   # src, dst, offset, length, op, channel
+DTYPES = (np.int64, np.int64, np.int64, np.int64, np.uint8, np.int32, np.uint8)  # src dst offset length op channel lane
 OP_NAMES = ("reduce", "copy")
 OP_CODES = {name: code for code, name in enumerate(OP_NAMES)}
 
 
 @dataclass(frozen=True)
 class Transfer:
-    """One message: ``count`` elements at ``offset`` from ``src`` to ``dst`` on ``channel``."""
+    """One message: ``count`` elements at ``offset`` from ``src`` to ``dst`` on ``channel`` and ``lane``."""
 
     src: int
     dst: int
@@ -61,10 +62,14 @@ class Transfer:
     count: int
     op: str = "reduce"
     channel: int = 0
+    lane: int = 0
 
     def to_dict(self) -> dict:
-        return {"src": self.src, "dst": self.dst, "offset": self.offset,
-                "count": self.count, "op": self.op, "channel": self.channel}
+        d = {"src": self.src, "dst": self.dst, "offset": self.offset, "count": self.count, "op": self.op,
+             "channel": self.channel}
+        if self.lane:
+            d["lane"] = self.lane
+        return d
 
 
 def op_code(op) -> int:
@@ -84,6 +89,7 @@ class Schedule:
             buffer's).
         op: uint8, ``REDUCE`` (0) or ``COPY`` (1).
         channel: int32, the channel each transfer runs on (>= 0).
+        lane: uint8, the lane of its channel (0-255).
         step_ptr: length ``n_steps + 1``; step ``s`` holds transfers
             ``step_ptr[s]:step_ptr[s+1]``.
         ranks, count, itemsize: buffer geometry (count in elements, itemsize
@@ -94,7 +100,7 @@ class Schedule:
     """
 
     def __init__(self, ranks: int, count: int, itemsize: int, src, dst, offset, length, op,
-                 step_ptr, name: str = "", meta: dict | None = None, channel=None, switches: int = 0):
+                 step_ptr, name: str = "", meta: dict | None = None, channel=None, switches: int = 0, lane=None):
         self.ranks = int(ranks)
         self.count = int(count)
         self.itemsize = int(itemsize)
@@ -105,6 +111,8 @@ class Schedule:
         self.op = np.ascontiguousarray(op, dtype=np.uint8)
         self.channel = (np.zeros(len(self.src), np.int32) if channel is None
                         else np.ascontiguousarray(channel, dtype=np.int32))
+        self.lane = (np.zeros(len(self.src), np.uint8) if lane is None
+                     else np.ascontiguousarray(lane, dtype=np.uint8))
         self.switches = int(switches)
         self.step_ptr = np.ascontiguousarray(step_ptr, dtype=np.int64)
         self.name = name
@@ -122,7 +130,7 @@ class Schedule:
         if self.switches < 0:
             raise ScheduleError(f"switches must be >= 0, got {self.switches}")
         n = len(self.src)
-        for name in ("dst", "offset", "length", "op", "channel"):
+        for name in ("dst", "offset", "length", "op", "channel", "lane"):
             if len(getattr(self, name)) != n:
                 raise ScheduleError(f"column {name} has {len(getattr(self, name))} entries, src has {n}")
         sp = self.step_ptr
@@ -173,7 +181,7 @@ class Schedule:
 
     def transfer(self, i: int) -> Transfer:
         return Transfer(int(self.src[i]), int(self.dst[i]), int(self.offset[i]),
-                        int(self.length[i]), OP_NAMES[int(self.op[i])], int(self.channel[i]))
+                        int(self.length[i]), OP_NAMES[int(self.op[i])], int(self.channel[i]), int(self.lane[i]))
 
     @property
     def steps(self) -> list[list[Transfer]]:
@@ -194,38 +202,41 @@ class Schedule:
     @classmethod
     def from_steps(cls, ranks: int, count: int, steps: Iterable[Iterable], itemsize: int = 4,
                    name: str = "", meta: dict | None = None, switches: int = 0) -> "Schedule":
-        """Build from a list of steps of ``Transfer``s, dicts or (src, dst, offset, count[, op[, channel]])
-        tuples (op default "reduce", channel default 0)."""
+        """Build from a list of steps of ``Transfer``s, dicts or (src, dst, offset, count[, op[, channel[, lane]]])
+        tuples (op default "reduce", channel and lane default 0)."""
         rows, ptr = [], [0]
         for step in steps:
             for t in step:
                 if isinstance(t, Transfer):
-                    row = (t.src, t.dst, t.offset, t.count, op_code(t.op), t.channel)
+                    row = (t.src, t.dst, t.offset, t.count, op_code(t.op), t.channel, t.lane)
                 elif isinstance(t, dict):
                     try:
-                        row = (t["src"], t["dst"], t["offset"], t["count"], op_code(t["op"]), t.get("channel", 0))
+                        row = (t["src"], t["dst"], t["offset"], t["count"], op_code(t["op"]), t.get("channel", 0),
+                               t.get("lane", 0))
                     except KeyError as e:
                         raise ScheduleError(f"transfer {t} lacks key {e.args[0]!r}") from None
                 else:
                     src, dst, off, cnt, *rest = t
-                    row = (src, dst, off, cnt, op_code(rest[0] if rest else "reduce"), rest[1] if len(rest) > 1 else 0)
+                    row = (src, dst, off, cnt, op_code(rest[0] if rest else "reduce"), rest[1] if len(rest) > 1 else 0,
+                           rest[2] if len(rest) > 2 else 0)
                 if row[3] > 0:                      # zero-length transfers move nothing (as the builder)
                     rows.append(row)
             if len(rows) > ptr[-1]:                 # steps left empty are dropped
                 ptr.append(len(rows))
-        a = np.array(rows, dtype=np.int64).reshape(-1, 6)
+        a = np.array(rows, dtype=np.int64).reshape(-1, 7)
         return cls(ranks, count, itemsize, *a[:, :5].T, ptr, name=name, meta=meta, channel=a[:, 5],
-                   switches=switches)
+                   switches=switches, lane=a[:, 6])
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
         ops = [OP_NAMES[o] for o in self.op.tolist()]
-        src, dst, off, ln, ch = (a.tolist() for a in (self.src, self.dst, self.offset, self.length, self.channel))
+        src, dst, off, ln, ch, la = (a.tolist() for a in (self.src, self.dst, self.offset, self.length, self.channel,
+                                                        self.lane))
         steps = []
         for s in range(self.n_steps):
             lo, hi = int(self.step_ptr[s]), int(self.step_ptr[s + 1])
             steps.append([{"src": src[i], "dst": dst[i], "offset": off[i], "count": ln[i], "op": ops[i],
-                           "channel": ch[i]} for i in range(lo, hi)])
+                           "channel": ch[i], **({"lane": la[i]} if la[i] else {})} for i in range(lo, hi)])
         d = {"ranks": self.ranks, "count": self.count, "itemsize": self.itemsize, "steps": steps}
         if self.switches:
             d["switches"] = self.switches

@@ -10,6 +10,9 @@ A transfer of ``b`` payload bytes on a link class (intra-node, inter-node, NVLS)
   (the step's fixed cost: flags, fences, barriers), which overlaps its latency;
 - arrives ``latency`` seconds after its last byte left (NCCL's per-hop latency): latency delays the arrival, it
   does not hold the channel;
+- across nodes, needs ``proxy`` seconds of its sender's and of its receiver's proxy thread (NCCL's proxy posts
+  every network send and receive of all of a GPU's channels, src/proxy.cc progressOps: a queue of its own,
+  shared fairly like a port);
 - may have at most ``window`` transfers in flight on one connection (NCCL_STEPS slots of the receiver's buffer,
   ``window`` = NCCL_STEPS / slots per transfer): it starts only after the transfer ``window`` places before it
   on the same connection (sender, receiver, channel) has arrived.
@@ -30,15 +33,16 @@ NO_WINDOW = 0
 
 @dataclass(frozen=True)
 class PathCosts:
-    """One protocol on one link class: latency and overhead in seconds, channel_beta in seconds per wire byte
-    (0: no per-channel limit)."""
+    """One protocol on one link class: latency, overhead and proxy in seconds, channel_beta in seconds per wire
+    byte (0: no per-channel limit)."""
 
     latency: float
     overhead: float = 0.0
     channel_beta: float = 0.0
+    proxy: float = 0.0
 
     def __post_init__(self):
-        for name in ("latency", "overhead", "channel_beta"):
+        for name in ("latency", "overhead", "channel_beta", "proxy"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
                 raise CollsimError(f"path cost {name} must be a finite number >= 0, got {v!r}")

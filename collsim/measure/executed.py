@@ -84,8 +84,8 @@ def build(name: str, ranks: int, count: int, itemsize: int, params: dict) -> Sch
     if name in LECTURE:
         return LECTURE[name](ranks, count, itemsize)
     schedule = build_schedule(LEGACY_NAMES.get(name, name), ranks, count, itemsize, **params)
-    if name in LEGACY_NAMES:                  # as it was then: no engine lanes in its meta
-        schedule.meta.pop("lanes", None)
+    if name in LEGACY_NAMES:                  # as it was then: no lanes
+        schedule.lane[:] = 0
     schedule.name = name
     return schedule
 

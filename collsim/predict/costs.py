@@ -1,16 +1,17 @@
 """What a transfer costs on a described cluster under NCCL's algorithm and protocol: the simulator's machine for
 ``predict-nccl``, calibrated on real measurements (``collsim.machine.protocols`` says what each cost does).
 
-The numbers are those of collsim's fitted model on the cluster (``collsim.fitted.rescale.cluster_params``: the
-2 x H200 fit, ``hopper_params.json``, rescaled by the cluster's hardware and calibrated on the public logs L01
-and L15). For NCCL's (algorithm, protocol) on each link class (NVLink or PCIe inside a node, the NICs between
-nodes, the NVSwitch port for NVLS):
+The ports are the machine's (``collsim.machine.cluster.to_topology``: a GPU's NVLink or PCIe at its ring
+efficiency, its NVLS port into the switch, each NIC at its network's efficiency, every number cited in
+``collsim.machine.hardware``). The per-transfer costs are collsim's fitted model's on the cluster
+(``collsim.fitted.rescale.cluster_params``: the 2 x H200 fit, ``hopper_params.json``, rescaled by the
+cluster's hardware), for NCCL's (algorithm, protocol) on each link class (NVLink or PCIe inside a node, the
+NICs between nodes, the NVSwitch port for NVLS):
 
 - latency: the path's per-hop latency (NCCL's own, ``collsim.nccl.constants``; across nodes at least the
   transport's step, ``collsim.fitted.rescale.RDMA_STEP_US``);
 - overhead: the path's fixed cost per pipeline step and its barrier cost for the channel's threads;
 - channel rate: what one channel moves (``chan_GBps``, wire bytes);
-- port: the link class's capacity per GPU port (NVLink, NVLS) or per NIC, shared by the channels;
 - per call: the path's base cost (``Topology.call_us``).
 
 L2 (``l2_factor``): when NCCL's receive buffers overflow the GPU's L2 the bytes take (1 + spill) longer; when
@@ -21,19 +22,38 @@ from __future__ import annotations
 from dataclasses import replace
 
 from collsim.fitted.layout import Config, layout
-from collsim.fitted.params import OPTIONAL, ModelParams
-from collsim.machine.cluster import Cluster
+from collsim.fitted.params import NVLS_PRIOR, OPTIONAL, ModelParams
+from collsim.machine.cluster import Cluster, to_topology
 from collsim.machine.protocols import PathCosts, ProtocolCosts
 from collsim.machine.topology import Link, Topology
+from collsim.nccl import PROTOS
 from collsim.nccl.chunking import EFFICIENCY
+from collsim.nccl.tuning import HW_LAT
 
 WARP = 32
+# The proxy thread's time per network send or receive (us): NCCL's proxy posts every network transfer of all a
+# GPU's channels one after another (src/proxy.cc), so a step of C channels costs it C of these. Calibrated on
+# L15 (2 x 8 H100, 8 x 400G NDR, 24 channels), the one multi-node calibration log: the median |time error|
+# over its 14 sizes (``tests/test_predict.py``).
+PROXY_US = 0.7
 
 
 def _path(params: ModelParams, link: str, algo: str, proto: str, threads: int, factor: float) -> PathCosts:
     p = params.path(link, algo, proto)
     sync = p.get("warp_us", OPTIONAL["warp_us"]) * threads / WARP
     return PathCosts(p["hop_us"] * 1e-6, (p["step_us"] + sync) * 1e-6, factor / (p["chan_GBps"] * 1e9))
+
+
+def _net_path(params: ModelParams, cluster: Cluster, algo: str, proto: str, threads: int,
+              factor: float) -> PathCosts:
+    """The network's costs: over RDMA NCCL's own per-hop latency (tuning.cc:149-168; NVLSTree's network latency
+    of its NVLS constants) and the proxy's time per network transfer (``PROXY_US``); over sockets the socket
+    transport's step, measured on our emulated nodes (``collsim.fitted.rescale.socket_step_us``)."""
+    p = _path(params, "net", algo, proto, threads, factor)
+    if cluster.net == "tcp":
+        return p
+    lat = NVLS_PRIOR[algo][1] if algo in NVLS_PRIOR else HW_LAT["net"][algo][PROTOS.index(proto)]
+    return PathCosts(lat * 1e-6, p.overhead, p.channel_beta, PROXY_US * 1e-6)
 
 
 def l2_factor(params: ModelParams, algo: str, proto: str, nbytes: int, cfg: Config) -> float:
@@ -54,22 +74,20 @@ def nccl_topology(cluster: Cluster, params: ModelParams, algo: str, proto: str, 
     intra = "pcie" if cluster.intra == "pcie" else "nvlink"
     nvls = algo in ("NVLS", "NVLSTree")
     main = "nvls" if nvls else intra
-    gbps = lambda k: params.link_GBps[k] * 1e9 / factor   # noqa: E731 - bytes/s of a port
     inner = _path(params, intra, "Tree" if nvls else algo, "Simple" if nvls else proto, threads, factor)
-    inter = _path(params, "net", algo, proto, threads, factor) if cluster.nodes > 1 else inner
+    inter = _net_path(params, cluster, algo, proto, threads, factor) if cluster.nodes > 1 else inner
     costs = ProtocolCosts(f"{algo}/{proto}", EFFICIENCY[proto], 0, inner, inter,
                           _path(params, "nvls", algo, "Simple", threads, factor) if nvls else None)
-    link_in = Link(inner.latency, 1.0 / gbps(intra))
-    link_net = Link(inter.latency, 1.0 / gbps("net")) if cluster.nodes > 1 else link_in
-    link_nvls = Link(costs.nvls.latency, 1.0 / gbps("nvls")) if nvls else None
+    ports = to_topology(cluster)
+    slow = lambda link, lat: Link(lat, link.beta * factor)   # noqa: E731 - a port at the machine's rate
     base = params.path(main, algo, "Simple" if nvls else proto)["base_us"]
-    return Topology(cluster.nodes, cluster.gpus_per_node, link_in, link_net, max(cluster.nics_per_node, 1),
-                    cluster.name, f"{cluster.describe()}: {algo}/{proto} costs of collsim's calibrated model",
-                    link_nvls, float(base), protocols=(costs,))
+    return replace(ports, intra=slow(ports.intra, inner.latency), inter=slow(ports.inter, inter.latency),
+                   nvls=slow(ports.nvls, costs.nvls.latency) if nvls and ports.nvls else ports.nvls,
+                   call_us=float(base), protocols=(costs,),
+                   source=f"{ports.source}; {algo}/{proto} costs of collsim's calibrated model")
 
 
 def with_window(topology: Topology, window: int) -> Topology:
     """``topology`` whose one protocol keeps ``window`` transfers in flight per connection."""
     p = topology.protocols[0]
     return replace(topology, protocols=(replace(p, window=int(window)),))
-

@@ -14,13 +14,13 @@ window; it spends an overhead on its engine, then its bytes hold the ports they 
 NIC, a pair link) and the engine for the wire time at the port's rate and at most one channel's rate; its data
 arrives a latency later. Latency delays the arrival and holds nothing. Durations per transfer come from the
 machine's links and, under one of NCCL's protocols, from its protocol costs (``collsim.simulate.costs``,
-``collsim.machine.protocols``). Each port is a queue of its own; contention policy "ready" (default): it
-serves the transfer that asked for it first; "schedule": in schedule order. A machine's fixed cost per call
-(``call_us``) is added to the completion time.
+``collsim.machine.protocols``). Contention policy "fair" (default): each port shares its rate fairly among the
+transfers on it at every moment (``collsim.simulate.fair``); "schedule": one at a time in schedule order. A
+machine's fixed cost per call (``call_us``) is added to the completion time.
 
-Deterministic: no randomness, a fixed order of floating-point operations; the engine (``events``) agrees
-with the reference loop to the last bit. Modules: ``reference`` (the semantics), ``costs`` (durations),
-``resources`` (routing), ``deps`` (what each transfer waits for), ``events`` (the engine). Simulations of
+Deterministic: no randomness, a fixed order of floating-point operations; the engine (``events``) agrees with
+the reference loop. Modules: ``reference`` (the semantics), ``costs`` (durations), ``resources`` (routing),
+``deps`` (what each transfer waits for), ``fair`` (a fairly shared port), ``events`` (the engine). Simulations of
 many transfers show a tqdm progress bar on stderr when stderr is a terminal (``PROGRESS_TRANSFERS``).
 """
 from __future__ import annotations
@@ -57,7 +57,7 @@ class SimResult:
     arrive: np.ndarray
     routes: Routes | None = None
     protocol: str | None = None
-    policy: str = "ready"
+    policy: str = "fair"
 
     @property
     def time_s(self) -> float:
@@ -136,8 +136,23 @@ class SimResult:
         return d
 
 
+def jobs(s: Schedule, routes: Routes, c) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Every transfer's jobs (``collsim.simulate.events.run``): its out port and in port for its port time, and
+    across nodes its sender's and receiver's proxy for the proxy time; one table of rows, the last spare."""
+    out, inn = routes.keys[2].astype(np.int64), routes.keys[3].astype(np.int64)
+    n_out, n_in = routes.sizes[2], routes.sizes[3]
+    base = n_out - 1 + n_in - 1                      # proxies after the out and in rows, one per endpoint
+    spare = base + s.endpoints
+    cross = c.proxy > 0
+    rows = np.stack([np.where(out == n_out - 1, spare, out), np.where(inn == n_in - 1, spare, inn + n_out - 1),
+                     np.where(cross, base + s.src, spare), np.where(cross, base + s.dst, spare)], axis=1)
+    sizes = np.stack([c.port, c.port, c.proxy, c.proxy], axis=1)
+    caps = np.stack([c.share, c.share, np.ones(s.n_transfers), np.ones(s.n_transfers)], axis=1)
+    return rows, sizes, caps, spare + 1
+
+
 def _routes(s: Schedule, topology: Topology) -> Routes:
-    return route(s.src, s.dst, s.channel, s.ranks, topology, lane=s.op if s.meta.get("lanes") == "op" else None)
+    return route(s.src, s.dst, s.channel, s.ranks, topology, lane=s.lane)
 
 
 def _check_fit(schedule: Schedule, topology: Topology) -> None:
@@ -164,17 +179,12 @@ def _run(schedule: Schedule, routes: Routes, c, policy: str, progress):
     sa, sb, nseg = segments(s.offset, s.offset + s.length)
     ptr, dep = data_deps(s, sa, sb, nseg)
     engine_pred, window_pred = structural(s, c.window)
-    out, inn = routes.keys[2].astype(np.int64), routes.keys[3].astype(np.int64)
-    n_out = routes.sizes[2]
-    spare = n_out + routes.sizes[3] - 1
-    out = np.where(out == n_out - 1, spare, out)
-    inn = np.where(inn == routes.sizes[3] - 1, spare, inn + n_out)
-    return run(s.n_transfers, ptr, dep, engine_pred, window_pred, out, inn, spare + 1, c.overhead, c.work,
-               c.port, c.latency, policy, progress)
+    rows, sizes, caps, n_rows = jobs(s, routes, c)
+    return run(s.n_transfers, ptr, dep, engine_pred, window_pred, rows, sizes, caps, n_rows, c, policy, progress)
 
 
 def simulate(schedule: Schedule, topology: Topology, gamma: float = 0.0, progress: bool = True,
-             protocol: str | None = None, policy: str = "ready") -> SimResult:
+             protocol: str | None = None, policy: str = "fair") -> SimResult:
     """Simulate ``schedule`` on ``topology`` (gamma: reduction seconds per byte) under ``protocol`` (None: the
     links' Hockney costs; "LL", "LL128", "Simple": the topology's protocol costs) and contention ``policy``.
 
@@ -201,7 +211,7 @@ def _plan_checks(s: Schedule) -> None:
 
 
 def simulate_times(schedules: Iterable[Schedule], topology: Topology, gamma: float = 0.0,
-                   protocol: str | None = None, policy: str = "ready") -> np.ndarray:
+                   protocol: str | None = None, policy: str = "fair") -> np.ndarray:
     """Completion time (seconds) of each schedule (``simulate``'s ``time_s``); schedules are consumed one at a
     time (pass a generator for big ones)."""
     return np.array([simulate(s, topology, gamma, False, protocol, policy).time_s for s in schedules])

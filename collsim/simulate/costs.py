@@ -1,13 +1,15 @@
 """What every transfer of a schedule costs on a topology under one protocol: the simulator's durations.
 
 For transfer i of ``b`` payload bytes on link class L (``collsim.simulate.resources.route``) under protocol p
-(``Topology.costs``: ``collsim.machine.protocols``):
+(``Topology.costs``: ``collsim.machine.protocols``), ``wire`` = b / efficiency bytes:
 
-- ``overhead[i]`` (s): the engine's fixed time after the bytes (it overlaps the latency);
-- ``work[i]`` (s): the engine's time for the bytes, max(wire x beta_L, wire x channel_beta) + b x gamma if it
-  reduces (``wire`` = b / efficiency): the port's rate, at most the rate one channel reaches;
-- ``port[i]`` (s): how long the bytes hold each port they cross (wire x beta_L);
-- ``latency[i]`` (s): from its last byte sent to its arrival;
+- ``port[i]`` (s): its bytes' time on each port they cross at the port's full rate (wire x beta_L);
+- ``alone[i]`` (s): its bytes' time at the rate one channel reaches by itself (wire x channel_beta; 0: no
+  limit): on a port it never moves faster than port[i] / alone[i] of the port's rate;
+- ``compute[i]`` (s): the reduction after the bytes (b x gamma if it reduces);
+- ``overhead[i]`` (s): the engine's fixed time after that (it overlaps the latency);
+- ``latency[i]`` (s): from its data being there to its arrival;
+- ``proxy[i]`` (s): across nodes, the time it needs of its sender's and of its receiver's proxy thread;
 - ``window``: transfers in flight per connection (0: no limit).
 
 Times in seconds, one entry per transfer in schedule order.
@@ -28,11 +30,19 @@ from collsim.simulate.resources import Routes
 class Costs:
     """Per-transfer durations (module docstring): arrays of seconds, and the connection window."""
 
-    overhead: np.ndarray
-    work: np.ndarray
     port: np.ndarray
+    alone: np.ndarray
+    compute: np.ndarray
+    overhead: np.ndarray
     latency: np.ndarray
+    proxy: np.ndarray
     window: int
+
+    @property
+    def share(self) -> np.ndarray:
+        """The most of a port's rate each transfer takes (port / alone, at most 1)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.alone > self.port, self.port / np.where(self.alone > 0, self.alone, 1.0), 1.0)
 
 
 def transfer_costs(schedule: Schedule, topology: Topology, routes: Routes, gamma: float = 0.0,
@@ -47,12 +57,10 @@ def transfer_costs(schedule: Schedule, topology: Topology, routes: Routes, gamma
     wire = nb / p.efficiency
     links = [topology.intra, topology.inter, topology.nvls or topology.intra]
     paths = [p.path(k) for k in range(3)]
-    beta = np.array([link.beta for link in links])[routes.link]
-    port = wire * beta
-    cap = np.array([c.channel_beta for c in paths])[routes.link]
-    work = np.maximum(port, wire * cap)
-    if gamma:
-        work = work + nb * gamma * (s.op == REDUCE)
+    port = wire * np.array([link.beta for link in links])[routes.link]
+    alone = wire * np.array([c.channel_beta for c in paths])[routes.link]
+    compute = nb * gamma * (s.op == REDUCE) if gamma else np.zeros(s.n_transfers)
     overhead = np.array([c.overhead for c in paths])[routes.link]
     latency = np.array([c.latency for c in paths])[routes.link]
-    return Costs(overhead, work, port, latency, p.window)
+    proxy = np.where(routes.link == 1, p.inter.proxy, 0.0)
+    return Costs(port, alone, compute, overhead, latency, proxy, p.window)

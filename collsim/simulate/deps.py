@@ -73,8 +73,7 @@ def _previous(key: np.ndarray, lag: int) -> np.ndarray:
 def engine_keys(s: Schedule) -> np.ndarray:
     """The engine of every transfer: (GPU side, channel, lane) as one integer."""
     gpu = np.where(s.src >= s.ranks, s.dst, s.src)
-    lane = s.op.astype(np.int64) if s.meta.get("lanes") == "op" else np.zeros(s.n_transfers, np.int64)
-    return (gpu * (int(s.channel.max(initial=0)) + 1) + s.channel) * 2 + lane
+    return (gpu * (int(s.channel.max(initial=0)) + 1) + s.channel) * 256 + s.lane
 
 
 def structural(s: Schedule, window: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,12 +1,13 @@
 """The engine: the semantics of ``collsim.simulate.reference`` in one pass.
 
-Policy "ready": a transfer enters a heap when everything it waits for has happened (its data dependencies
-arrived, the transfer before it on its engine ended, its window predecessor arrived; ``collsim.simulate.deps``),
-keyed by the time it asks for its ports , then its place in the schedule. Popping in that order
-serves every port in the order the transfers ask for it: a transfer's successors ask no earlier than it does
-(an arrival or an end comes after its start), so the pops are in time order. Policy "schedule": the transfers
-in schedule order (everything a transfer waits for comes earlier in the schedule). O(n log n) in the transfers
-and their dependencies; the per-transfer state lives in ``array`` buffers (8 bytes an entry).
+Policy "fair" (the default): an event simulation. A transfer starts when everything it waits for has happened
+(its data dependencies arrived, the transfer before it on its engine ended, its window predecessor arrived;
+``collsim.simulate.deps``); its bytes then join each port they cross, which serves its transfers fairly
+(``collsim.simulate.fair.Port``); when every port has served them the transfer is done, and its dependents
+learn when it arrives. Events (a transfer's start, a port's next end) are taken in time order, ties in the
+order they were made: deterministic. Policy "schedule": every port serves its transfers one at a time in
+schedule order (everything a transfer waits for comes earlier in the schedule), one pass. The per-transfer
+state lives in ``array`` buffers (8 bytes an entry).
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import heapq
 from array import array
 
 import numpy as np
+
+from collsim.simulate.fair import Port
 
 
 def _waiting(n: int, data_ptr, data_dep, engine_pred, window_pred):
@@ -32,58 +35,133 @@ def _waiting(n: int, data_ptr, data_dep, engine_pred, window_pred):
     return count, ptr, waiter[order], succ
 
 
-def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndarray, window_pred: np.ndarray,
-        out_port: np.ndarray, in_port: np.ndarray, n_ports: int, overhead, work, port, latency,
-        policy: str = "ready", progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start, end, arrive) in seconds of every transfer; ports are rows of one table (``n_ports`` rows; a
-    transfer that holds none of a kind names the spare row ``n_ports - 1``, which stays free)."""
-    count, wptr, waiters, succ = _waiting(n, data_ptr, data_dep, engine_pred, window_pred)
-    left, wp, wl, nxt = array("q", count), array("q", wptr), array("q", waiters), array("q", succ)
-    oh, wk, ph, lat = (array("d", np.asarray(a, np.float64)) for a in (overhead, work, port, latency))
-    out_p, in_p = array("q", out_port), array("q", in_port)
-    spare = n_ports - 1
-    free = array("d", bytes(8 * n_ports))
-    t, start, end, arrive = (array("d", bytes(8 * n)) for _ in range(4))
-    heap = [(0.0, i) for i in range(n) if left[i] == 0] if policy == "ready" else None
-    if heap is not None:
-        heapq.heapify(heap)
-    order = iter(range(n)) if heap is None else None
-    for done in range(n):
-        if heap is None:
-            i = next(order)
-            q = t[i]
-        else:
-            q, i = heapq.heappop(heap)
-        a, b = out_p[i], in_p[i]
-        ba = free[a] if free[a] > q else q          # each port serves its transfers one at a time
-        bb = free[b] if free[b] > q else q
-        p = ph[i]
-        free[a] = ba + p
-        free[b] = bb + p
-        free[spare] = 0.0
-        b0 = ba if ba > bb else bb
-        e = b0 + p
-        w = q + wk[i]
-        if w > e:
-            e = w
-        r = e + lat[i]
-        arrive[i] = r
-        e += oh[i]
-        start[i], end[i] = b0, e
-        for x in range(wp[i], wp[i + 1]):
-            k = wl[x]
+class _State:
+    """Per-transfer times and what waits for whom, shared by both policies."""
+
+    def __init__(self, n, data_ptr, data_dep, engine_pred, window_pred, c):
+        count, wptr, waiters, succ = _waiting(n, data_ptr, data_dep, engine_pred, window_pred)
+        self.left, self.wp = array("q", count), array("q", wptr)
+        self.wl, self.nxt = array("q", waiters), array("q", succ)
+        self.cp, self.oh, self.lat, self.alone = (array("d", np.asarray(a, np.float64)) for a in
+                                                  (c.compute, c.overhead, c.latency, c.alone))
+        self.t, self.start, self.end, self.arrive = (array("d", bytes(8 * n)) for _ in range(4))
+
+    def finish(self, i: int, e: float, started) -> None:
+        """Transfer i's bytes are done at e: its arrival and end, and the dependents that can start now."""
+        e += self.cp[i]
+        r = e + self.lat[i]
+        self.arrive[i] = r
+        e += self.oh[i]
+        self.end[i] = e
+        t, left = self.t, self.left
+        for x in range(self.wp[i], self.wp[i + 1]):
+            k = self.wl[x]
             if r > t[k]:
                 t[k] = r
             left[k] -= 1
-            if heap is not None and not left[k]:
-                heapq.heappush(heap, (t[k], k))
-        k = nxt[i]
+            if not left[k]:
+                started(k)
+        k = self.nxt[i]
         if k >= 0:
             if e > t[k]:
                 t[k] = e
             left[k] -= 1
-            if heap is not None and not left[k]:
-                heapq.heappush(heap, (t[k], k))
-        if progress is not None and not (done + 1) % 65536:
+            if not left[k]:
+                started(k)
+
+
+def _fair(n, st: _State, rows, sizes, caps, spare, progress):
+    heap, seq, version = [], 0, {}
+    ports: dict[int, Port] = {}
+    pending = array("q", bytes(8 * n))
+    jobs = len(rows) // n if n else 0
+
+    def push(time, kind, x):
+        nonlocal seq
+        heapq.heappush(heap, (time, seq, kind, x))
+        seq += 1
+
+    def check(p: int, port: Port):
+        version[p] = version.get(p, 0) + 1
+        done = port.next_done()
+        if done != float("inf"):
+            push(done, 1, (p, version[p]))
+
+    def started(j):
+        push(st.t[j], 0, j)
+
+    for i in range(n):
+        if st.left[i] == 0:
+            push(0.0, 0, i)
+    done_count = 0
+    while heap:
+        time, _, kind, x = heapq.heappop(heap)
+        if kind == 0:
+            i = x
+            st.start[i] = time
+            k = 0
+            for j in range(i * jobs, i * jobs + jobs):
+                p = rows[j]
+                if p != spare:
+                    port = ports.get(p)
+                    if port is None:
+                        port = ports[p] = Port()
+                    port.add(time, i, sizes[j], caps[j])
+                    check(p, port)
+                    k += 1
+            pending[i] = k
+            if not k:
+                st.finish(i, time + st.alone[i], started)
+            continue
+        p, v = x
+        if version.get(p) != v:
+            continue
+        port = ports[p]
+        for i in port.advance(time):
+            pending[i] -= 1
+            if not pending[i]:
+                st.finish(i, time, started)
+                done_count += 1
+                if progress is not None and not done_count % 65536:
+                    progress(65536)
+        check(p, port)
+
+
+def _in_order(n, st: _State, rows, sizes, spare, n_ports, progress):
+    free = array("d", bytes(8 * n_ports))
+    jobs = len(rows) // n if n else 0
+    for i in range(n):
+        q = st.t[i]
+        e = q + st.alone[i]
+        b0 = q
+        for j in range(i * jobs, i * jobs + jobs):
+            p = rows[j]
+            if p == spare:
+                continue
+            b = free[p] if free[p] > q else q
+            h = b + sizes[j]
+            free[p] = h
+            if b > b0:
+                b0 = b
+            if h > e:
+                e = h
+        st.start[i] = b0
+        st.finish(i, e, lambda j: None)
+        if progress is not None and not (i + 1) % 65536:
             progress(65536)
-    return np.frombuffer(start), np.frombuffer(end), np.frombuffer(arrive)
+
+
+def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndarray, window_pred: np.ndarray,
+        rows: np.ndarray, sizes: np.ndarray, caps: np.ndarray, n_ports: int, costs, policy: str = "fair",
+        progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, arrive) in seconds of every transfer (``collsim.simulate.costs.Costs``). ``rows``, ``sizes``,
+    ``caps``: (n, k) arrays, every transfer's k jobs: the port (a row of one table of ``n_ports`` rows; the spare
+    row ``n_ports - 1`` means none), the seconds of it the job needs, the most of its rate the job takes."""
+    st = _State(n, data_ptr, data_dep, engine_pred, window_pred, costs)
+    r = array("q", np.ascontiguousarray(rows, np.int64).ravel())
+    z = array("d", np.ascontiguousarray(sizes, np.float64).ravel())
+    if policy == "fair":
+        _fair(n, st, r, z, array("d", np.ascontiguousarray(caps, np.float64).ravel()), n_ports - 1, progress)
+    else:
+        _in_order(n, st, r, z, n_ports - 1, n_ports, progress)
+    return np.frombuffer(st.start), np.frombuffer(st.end), np.frombuffer(st.arrive)

@@ -1,29 +1,31 @@
 """What the simulator computes, as one readable loop (``collsim.simulate.simulate`` is the fast version and
-agrees with this to the last bit on every schedule the tests throw at both).
+agrees with this on every schedule the tests throw at both: to the last bit under policy "schedule", to 1e-9
+under policy "fair", whose shares the engine keeps on a virtual clock).
 
 Transfer i (step, then position in the step) of b bytes from ``src`` to ``dst`` on channel c, with durations
-from ``collsim.simulate.costs`` (overhead, work, port hold, latency; the connection window W):
+from ``collsim.simulate.costs`` (port, alone, compute, overhead, latency; the connection window W):
 
 1. Its *data* is ready when, for every element it reads (on its sender; on its receiver too if it reduces), the
    transfers of the last earlier step that wrote that element have *arrived*: it reads the latest values.
-2. Its *engine* is the channel's thread block on the GPU that runs it, ``(gpu, c, lane)``: the sender, or the
-   GPU side of a transfer to or from its node's NVSwitch; lane is 0, or the op when the schedule's meta says
-   ``lanes: "op"`` (NCCL's trees reduce up and broadcast down in separate warps). An engine runs its transfers
-   one at a time in schedule order.
+2. Its *engine* is the warps of its channel and lane on the GPU that runs it, ``(gpu, c, lane)``: the sender,
+   or the GPU side of a transfer to or from its node's NVSwitch (``Schedule.lane``: NCCL's trees reduce up and
+   broadcast down in separate warps, NVLS scatters, reduces and gathers in three). An engine runs its
+   transfers one at a time in schedule order.
 3. Its *window*: at most W transfers in flight per connection (src, dst, c): it waits for the arrival of the
    transfer W places before it on that connection (W = 0: no limit; NCCL_STEPS slots per connection).
-4. At q = max(data ready, its engine free, window) it asks for its *ports*: inside a node the sender's "gpuR.send" and the receiver's "gpuR.recv" (or the
-   directed pair link "gpuA-gpuB" on a board without NVSwitch), across nodes the two NICs
-   ("nodeN.nicK.out"/"in"), to or from a switch the GPU side's port only. Each port serves one transfer at a
-   time: on each, the bytes start when it is free (and at q at the earliest) and hold it for ``port`` seconds.
-   Its bytes are done at e = max(q + ``work``, the last port done): they have crossed every port, at no more
-   than one channel's rate. The data arrives at e + ``latency``; the engine is free at end = e + ``overhead``
-   (the step's fixed cost: flags, fences, barriers, overlapping the latency). Latency delays the arrival and
-   holds nothing. (Ports are queues of their own: the sender's port does not wait idle for the receiver's.)
-5. Contention policy, the order in which a port serves the transfers that ask for it: "ready" (the default)
-   by the time q at which they ask (ties in schedule order), so a port never waits for a transfer that is not
-   ready while another is; "schedule" in schedule order (an upper bound where transfers become ready out of
-   schedule order).
+4. At q = max(data ready, its engine free, window) its bytes go onto its *ports*: inside a node the sender's
+   "gpuR.send" and the receiver's "gpuR.recv" (or the directed pair link "gpuA-gpuB" on a board without
+   NVSwitch), across nodes the two NICs ("nodeN.nicK.out"/"in"), to or from a switch the GPU side's port only.
+   Each port must serve it ``port`` seconds' worth of its rate, at most ``port / alone`` of that rate at a time
+   (what one channel moves by itself). Its bytes are done at e when every port has; then it reduces
+   (``compute``); its data arrives ``latency`` later, and its engine is free ``overhead`` after the compute
+   (the step's fixed cost: flags, fences, barriers, which overlaps the latency). Latency delays the arrival and
+   holds nothing.
+5. Contention policy, how a port serves the transfers on it: "fair" (the default) shares its rate max-min
+   fairly among all of them at every moment (each the same share, or its own cap if less: processor sharing,
+   as flow-level simulators such as SimGrid do), so channels that send together finish together; "schedule"
+   serves them one at a time in schedule order, each at its own rate (an upper bound where transfers become
+   ready out of schedule order).
 """
 from __future__ import annotations
 
@@ -33,13 +35,15 @@ from collsim.core.schedule import REDUCE, Schedule
 from collsim.errors import CollsimError
 from collsim.machine.topology import Topology
 from collsim.simulate.costs import transfer_costs
+from collsim.simulate.fair import EPS, rates
 from collsim.simulate.resources import route
 
-POLICIES = ("ready", "schedule")
+POLICIES = ("fair", "schedule")
 
 
 def _ports(topo: Topology, ranks: int, src: int, dst: int) -> list[str]:
-    """The ports a transfer's bytes cross, spelled out."""
+    """The ports a transfer's bytes cross, spelled out (across nodes also the two proxies, which
+    ``simulate_reference`` gives the proxy time instead of the port time)."""
     g = topo.gpus_per_node
     if src >= ranks:
         return [f"gpu{dst}.recv"]
@@ -47,7 +51,7 @@ def _ports(topo: Topology, ranks: int, src: int, dst: int) -> list[str]:
         return [f"gpu{src}.send"]
     if src // g != dst // g:
         nic = lambda r: f"node{r // g}.nic{topo.local_of(r) * topo.nics_per_node // g}"  # noqa: E731
-        return [nic(src) + ".out", nic(dst) + ".in"]
+        return [nic(src) + ".out", nic(dst) + ".in", f"gpu{src}.proxy", f"gpu{dst}.proxy"]
     if topo.links_per_pair:
         return [f"gpu{src}-gpu{dst}"]
     return [f"gpu{src}.send", f"gpu{dst}.recv"]
@@ -66,18 +70,18 @@ def _latest_writes(s: Schedule, step, i: int, rank: int) -> list[int]:
 
 
 def simulate_reference(s: Schedule, topo: Topology, gamma: float = 0.0, protocol: str | None = None,
-                       policy: str = "ready") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start of its bytes b0, end, arrive) in seconds of every transfer (module docstring), O(n^2) or worse."""
+                       policy: str = "fair") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, arrive) in seconds of every transfer (module docstring), O(n^2) or worse."""
     if policy not in POLICIES:
         raise CollsimError(f"contention policy {policy!r:.30} is not one of {', '.join(POLICIES)}")
     n, step = s.n_transfers, s.step_index
     c = transfer_costs(s, topo, route(s.src, s.dst, s.channel, s.ranks, topo), gamma, protocol)
-    lanes = s.meta.get("lanes") == "op"
+    share = c.share
     deps, last_on_engine, sent_on = [], {}, {}
     for i in range(n):
         src, dst, ch = int(s.src[i]), int(s.dst[i]), int(s.channel[i])
         d = _latest_writes(s, step, i, src) + (_latest_writes(s, step, i, dst) if s.op[i] == REDUCE else [])
-        engine = (dst if src >= s.ranks else src, ch, int(s.op[i]) if lanes else 0)
+        engine = (dst if src >= s.ranks else src, ch, int(s.lane[i]))
         before = last_on_engine.get(engine)
         on_conn = sent_on.setdefault((src, dst, ch), [])
         window = on_conn[-c.window] if c.window and len(on_conn) >= c.window else None
@@ -85,26 +89,62 @@ def simulate_reference(s: Schedule, topo: Topology, gamma: float = 0.0, protocol
         last_on_engine[engine] = i
         on_conn.append(i)
     start, end, arrive = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
-    free: dict[str, float] = {}
-    left = list(range(n))
-    while left:
-        ready = [i for i in left if all(not np.isnan(arrive[j]) for j in deps[i][0])
-                 and (deps[i][1] is None or not np.isnan(end[deps[i][1]]))
-                 and (deps[i][2] is None or not np.isnan(arrive[deps[i][2]]))]
 
-        def asks(i):
-            d, before, window = deps[i]
-            return max([0.0] + [arrive[j] for j in d] + ([end[before]] if before is not None else [])
-                       + ([arrive[window]] if window is not None else []))
-        i = min(ready, key=lambda k: (asks(k), k)) if policy == "ready" else left[0]
-        request = asks(i)
-        ports = _ports(topo, s.ranks, int(s.src[i]), int(s.dst[i]))
-        begins = [max(request, free.get(p, 0.0)) for p in ports]
-        for p, b in zip(ports, begins):
-            free[p] = b + c.port[i]
-        start[i] = max(begins)
-        done = max(request + c.work[i], start[i] + c.port[i])
-        arrive[i] = done + c.latency[i]
-        end[i] = done + c.overhead[i]
-        left.remove(i)
+    def ready_at(i):
+        """When i may start, or None while something it waits for has not happened."""
+        d, before, window = deps[i]
+        if any(np.isnan(arrive[j]) for j in d) or (before is not None and np.isnan(end[before])) or \
+                (window is not None and np.isnan(arrive[window])):
+            return None
+        return max([0.0] + [arrive[j] for j in d] + ([end[before]] if before is not None else [])
+                   + ([arrive[window]] if window is not None else []))
+
+    def done(i, e):
+        e += c.compute[i]
+        arrive[i], end[i] = e + c.latency[i], e + c.overhead[i]
+
+    ports = [[p for p in _ports(topo, s.ranks, int(s.src[i]), int(s.dst[i])) if not p.endswith(".proxy")
+              or c.proxy[i] > 0] for i in range(n)]
+    size = lambda i, p: c.proxy[i] if p.endswith(".proxy") else c.port[i]   # noqa: E731 - seconds of the port
+    cap = lambda i, p: 1.0 if p.endswith(".proxy") else share[i]          # noqa: E731
+    if policy == "schedule":
+        free: dict[str, float] = {}
+        for i in range(n):
+            q = ready_at(i)
+            begins = [max(q, free.get(p, 0.0)) for p in ports[i]]
+            for p, b in zip(ports[i], begins):
+                free[p] = b + size(i, p)
+            start[i] = max(begins)
+            done(i, max([q + c.alone[i]] + [b + size(i, p) for p, b in zip(ports[i], begins)]))
+        return start, end, arrive
+    left = {(i, p): size(i, p) for i in range(n) for p in ports[i]}    # service each port still owes
+    now, waiting, running = 0.0, set(range(n)), set()
+    while waiting or running:
+        for i in sorted(waiting):                                     # start what can start by now
+            q = ready_at(i)
+            if q is not None and q <= now:
+                waiting.discard(i)
+                running.add(i)
+                start[i] = now
+        on = {}
+        for i in running:
+            for p in ports[i]:
+                if left[(i, p)] > EPS:
+                    on.setdefault(p, []).append(i)
+        rate = {}
+        for p, js in on.items():
+            rate.update(((i, p), r) for i, r in zip(js, rates([cap(i, p) for i in js])))
+        finished = [i for i in running if all(left[(i, p)] <= EPS for p in ports[i])]
+        for i in finished:
+            running.discard(i)
+            done(i, now)
+        if finished:
+            continue
+        upcoming = [q for q in (ready_at(i) for i in waiting) if q is not None]
+        step_to = min([now + left[k] / r for k, r in rate.items()] + upcoming, default=None)
+        if step_to is None:
+            break
+        for k, r in rate.items():
+            left[k] -= r * (step_to - now)
+        now = step_to
     return start, end, arrive

@@ -7,8 +7,7 @@ Resource kinds, one key column each (``Routes.keys[k]``, a row of a table of ``R
 rows whose last row is a spare meaning "holds nothing of this kind"):
 
 0. engine of (GPU, channel, lane): the sender, or the GPU side of a switch transfer; rows
-   ``(rank x channels + channel) x 2 + lane`` (lane: the op when the schedule runs reduce and copy in separate
-   warps, meta ``lanes: "op"``, else 0);
+   ``(rank x channels + channel) x lanes + lane`` (``Schedule.lane``);
 1. unused (every transfer names the spare row: a receiver holds nothing of its own; kept so that the four
    kinds keep their places);
 2. out port: the sender's NVLink port "gpuR.send" (rows 0..R-1, R = the topology's GPUs), or
@@ -78,10 +77,11 @@ def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, top
                                f"endpoint {ranks} + n; nvls runs on one node, nvlstree across nodes)")
         cross &= ~nvls
     link = cross.astype(np.int8)
-    slot_spare = ranks * c * 2
     lane = np.zeros(len(src), np.int32) if lane is None else np.asarray(lane).astype(np.int32, copy=False)
+    lanes = int(lane.max(initial=0)) + 1
+    slot_spare = ranks * c * lanes
     gpu = np.where(src >= ranks, dst, src) if switched else src
-    engine = (gpu * c + channel) * 2 + lane
+    engine = (gpu * c + channel) * lanes + lane
     unused = np.full(len(src), slot_spare, np.int32)
     pairs = r_all * g if topo.links_per_pair else 0
     out_spare, in_spare = r_all + nn + pairs, r_all + nn
