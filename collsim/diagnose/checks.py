@@ -53,7 +53,8 @@ def nic_far(ctx):
             hits.append(Hit(f"{src}:{topo['rows'][g]}", f"{len(far)} of {len(topo['gpus'])} GPUs reach every NIC "
                             f"through a CPU ({g}: {rel})", 1.5))
     per_node = ctx.gpus_per_node or 0
-    if len(ev.nics) == 1 and per_node > 2 and ctx.nodes and ctx.nodes > 1:
+    active = [p for p in ev.ports if (p["state"] or "").startswith("ACTIVE")]
+    if len(ev.nics) == 1 and len(active) <= 1 and per_node > 2 and ctx.nodes and ctx.nodes > 1:
         hits.append(Hit(ev.nics[0][2], f"NCCL uses one NIC ({ev.nics[0][0]}) for {per_node} GPUs: most of them "
                         "are not on its PCI switch", 1.0))
     return hits

@@ -120,7 +120,10 @@ def _intra(ev: Evidence, name: str, m: Machine) -> str:
 
 def _network(ev: Evidence, gpu: str, per_node: int, m: Machine) -> dict:
     active = [p for p in ev.ports if (p["state"] or "").startswith("ACTIVE")]
-    if ev.nics:
+    if len(active) > len(ev.nics):   # the hardware's ports, when NCCL uses fewer of them
+        nics = len(active)
+        m.seen.append(f"{nics} active IB port(s) ({active[0]['where']})")
+    elif ev.nics:
         nics, where = len(ev.nics), ev.nics[0][2]
         m.seen.append(f"{nics} NIC(s) NCCL uses ({where})")
     elif active:

@@ -11,7 +11,9 @@ it): ``read_source`` looks for each and keeps what it finds in one ``Source``:
 * ``nccl-log``: NCCL_DEBUG lines (INFO, TRACE, WARN) through ``collsim.nccl.log.parse_lines``; a line it
   cannot read is left out and named in ``notes``;
 * ``topology`` (nvidia-smi topo -m), ``ib-status`` (ibstatus, ibstat, ibv_devinfo), ``environment``
-  (NCCL_* settings, launcher command lines) and ``host-pairs``: ``collsim.diagnose.parsers``.
+  (NCCL_* settings, launcher command lines) and ``host-pairs``: ``collsim.diagnose.parsers``;
+* ``lspci`` (``lspci -vvv``: ACSCtl, LnkSta) and ``kernel`` (``/proc/cmdline``, dmesg's IOMMU lines), read
+  only by the causes' line patterns.
 
 Files are read only through ``collsim.inputs.read_text`` (bounded; bytes that are not UTF-8 read as
 U+FFFD). A file that cannot be read, is empty, is binary or holds none of these kinds raises a one-line
@@ -40,6 +42,9 @@ _AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([\d.]+)")
 _NCCL_LINE = re.compile(r"NCCL (?:INFO|WARN|TRACE)|NCCL version \d")
 _GPU_LIST = re.compile(r"^GPU \d+: (.+?) \(UUID")
 _BAD_LINE = re.compile(r":(?:line )?(\d+): ")
+# kinds read only by the causes' line patterns: lspci -vvv (ACS, link status), kernel command line and log
+OTHER_KINDS = (("lspci", re.compile(r"ACSCtl:|LnkSta:|LnkCap:")),
+               ("kernel", re.compile(r"BOOT_IMAGE=|DMAR:|AMD-Vi|\biommu[=:]|IO_PAGE_FAULT", re.I)))
 
 
 @dataclass
@@ -110,10 +115,13 @@ def read_source(path, name: str | None = None) -> Source:
     if pairs := parsers.host_pairs(src.lines):
         src.pairs = pairs
         src.kinds.append("host-pairs")
+    for kind, regex in OTHER_KINDS:
+        if any(regex.search(line) for line in src.lines):
+            src.kinds.append(kind)
     src.gpus = [(m.group(1), n) for n, line in enumerate(src.lines, 1) if (m := _GPU_LIST.match(line.strip()))]
     if not src.kinds:
-        raise CollsimError(f"{src.name}: no nccl-tests output, NCCL log, nvidia-smi topo -m, ibstatus, "
-                           "NCCL_* settings or command line found in it")
+        raise CollsimError(f"{src.name}: no nccl-tests output, NCCL log, nvidia-smi topo -m, ibstatus, lspci, "
+                           "kernel log, NCCL_* settings or command line found in it")
     return src
 
 

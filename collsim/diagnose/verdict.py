@@ -12,7 +12,7 @@ band falls under half its expected busbw.
 Each cause (``collsim.diagnose.causes.CAUSES``) scores the weights of its evidence lines and computed
 hits (``collsim.diagnose.checks``), minus its counter-evidence, plus 1 when the measured shortfall falls
 in its ``effect`` range (less when it does not); a cause no line speaks for scores only its ``prior``, and
-only when the shortfall fits its effect. ``expected_performance`` scores 2 plus half a point per band in
+only when the shortfall fits its effect. ``expected_performance`` scores 1 plus half a point per band in
 range when the verdict is as expected. Causes are ranked by score, most likely first.
 """
 from __future__ import annotations
@@ -127,7 +127,7 @@ def score_causes(ctx: Context) -> list[dict]:
                 ev = [{"where": b["run"], "why": f"{b['band']} band: measured {b['measured_busbw_GBps']:.3g} GB/s, "
                        f"expected {b['expected_busbw_GBps']:.3g}", "line": ""} for r in ctx.results
                       for b in r.bands if b["verdict"] == "as expected"]
-                out.append(_entry(cause, 2.0 + 0.5 * n, ev[:MAX_EVIDENCE], ctx))
+                out.append(_entry(cause, 1.0 + 0.5 * n, ev[:MAX_EVIDENCE], ctx))
             continue
         found, against = _pattern_hits(ctx.ev, cause.label)
         hits = [{"where": w, "why": p.says, "weight": p.weight} for p, ws in found.items() for w in ws[:2]]
