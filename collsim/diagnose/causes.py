@@ -42,6 +42,7 @@ CAUSES = (
     Cause("sockets_instead_of_ib", "inter-node traffic over TCP sockets instead of InfiniBand/RoCE verbs",
           (P(r"via NET/Socket", 2.0, "a channel goes through NET/Socket"),
            P(r"Using network Socket", 1.5, "NCCL chose its socket transport"),
+           P(r"NET/Socket : Using \[", 1.0, "NCCL's socket transport lists its interfaces"),
            P(r"NET/IB : No device found", 1.5, "NCCL found no IB/RoCE device"),
            P(r"NCCL_IB_DISABLE" + SET + r"1\b", 2.0, "IB turned off by NCCL_IB_DISABLE=1"),
            P(r"Failed to open libibverbs", 1.0, "libibverbs (rdma-core) could not be loaded")),

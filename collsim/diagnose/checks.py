@@ -115,10 +115,14 @@ def shm(ctx):
 
 
 def interface(ctx):
-    ev = ctx.ev
+    ev, c = ctx.ev, ctx.cluster
     active = {p["device"] for p in ev.ports if (p["state"] or "").startswith("ACTIVE")}
     if ev.nics and len(active) > len(ev.nics):
         return [Hit(ev.nics[0][2], f"NCCL uses {len(ev.nics)} of {len(active)} active HCAs", 1.5)]
+    value, where = ev.env.get("NCCL_IB_HCA", ("", ""))
+    named = [h for h in value.lstrip("=").split(",") if h and not value.startswith("^")]
+    if named and c is not None and ctx.spec_given and c.nodes > 1 and len(named) < c.nics_per_node:
+        return [Hit(where, f"NCCL_IB_HCA names {len(named)} HCA(s) of the {c.nics_per_node} NICs per node", 1.0)]
     return []
 
 
@@ -130,12 +134,16 @@ def slow_node(ctx):
         return []
     top = max(b for _, b, _ in sets)
     slow = [s for s in sets if s[1] < 0.8 * top]
-    fast = [s for s in sets if s[1] >= 0.8 * top]
-    if not slow or not fast:
+    cleared = {h for hs, b, _ in sets if b >= 0.8 * top for h in hs}   # a fast run clears its hosts
+    if not slow or not cleared:
         return []
-    common = set(slow[0][0]).intersection(*[set(h) for h, _, _ in slow]) - {h for hs, _, _ in fast for h in hs}
-    return [Hit(slow[0][2], f"{h} is in every slow set ({len(slow)}: {slow[0][1]:g} against {top:g} GB/s) and in "
-                "no fast one", 3.0) for h in sorted(common)]
+    counts = {}
+    for hosts, _, where in slow:
+        for h in set(hosts) - cleared:
+            counts.setdefault(h, []).append(where)
+    most = max((len(w) for w in counts.values()), default=0)
+    return [Hit(w[0], f"{h} is in {len(w)} of the {len(slow)} slow runs (below 80% of the best, {top:g} GB/s) and in "
+                "no fast one", 3.0 if len(w) > 1 else 1.0) for h, w in sorted(counts.items()) if len(w) == most]
 
 
 def binding(ctx):
@@ -174,9 +182,15 @@ def version(ctx):
 
 def measurement(ctx):
     hits = []
-    for res in ctx.results:
-        run = res.run
-        if len(run.groups) > 1:
+    for src, run in [(src, r) for src in ctx.ev.sources for r in src.runs if r.source == src.name]:
+        a = run.averages
+        between = src.lines[a[0]:a[1] - 1] if len(a) > 1 else ["-"]
+        if len(run.groups) <= 1 and all(not t.strip() or t.lstrip().startswith("#") for t in between):
+            # footers one after the other, only comments between them: runs that ended together
+            hits.append(Hit(f"{run.source}:{run.averages[0]}", f"{len(run.averages)} '# Avg bus bandwidth' footers "
+                            "with no result row between them: separate runs that ended together, not one run", 3.0))
+        first_row = min((r["line"] for r in run.rows), default=None)
+        if len(run.groups) > 1 and (first_row is None or run.group_lines[1] < first_row):   # interleaved
             hosts = ", ".join(sorted({h for g in run.groups for h in g}))
             where = f"{run.source}:{run.headers[0]}" if run.headers else run.source
             hits.append(Hit(where, f"{len(run.groups)} separate runs ('# Rank 0' {len(run.groups)} times, "

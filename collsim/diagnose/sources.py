@@ -13,7 +13,7 @@ it): ``read_source`` looks for each and keeps what it finds in one ``Source``:
 * ``topology`` (nvidia-smi topo -m), ``ib-status`` (ibstatus, ibstat, ibv_devinfo), ``environment``
   (NCCL_* settings, launcher command lines) and ``host-pairs``: ``collsim.diagnose.parsers``;
 * ``lspci`` (``lspci -vvv``: ACSCtl, LnkSta) and ``kernel`` (``/proc/cmdline``, dmesg's IOMMU lines), read
-  only by the causes' line patterns.
+  only by the causes' line patterns, and ``gpu-list`` (``nvidia-smi -L`` or ``nvlink -s``: ``GPU 0: NAME (UUID``).
 
 Files are read only through ``collsim.inputs.read_text`` (bounded; bytes that are not UTF-8 read as
 U+FFFD). A file that cannot be read, is empty, is binary or holds none of these kinds raises a one-line
@@ -57,6 +57,7 @@ class Run:
     hosts: list = field(default_factory=list)
     gpus: list = field(default_factory=list)       # (device name, line)
     groups: list = field(default_factory=list)     # [[host, ...], ...] one per "Rank 0" block
+    group_lines: list = field(default_factory=list)  # the line of each block's "Rank 0"
     headers: list = field(default_factory=list)    # lines of "# nThread ..." headers
     averages: list = field(default_factory=list)   # lines of "# Avg bus bandwidth" footers
     meta: dict = field(default_factory=dict)
@@ -99,7 +100,7 @@ def read_source(path, name: str | None = None) -> Source:
     stripped = text.lstrip()
     if stripped.startswith("{"):
         _json_kinds(src, path, text)
-    if any(_HEADER.search(line) for line in src.lines) or _row_lines(src.lines):
+    if any(_HEADER.search(line) or _AVG.search(line) for line in src.lines) or _row_lines(src.lines):
         _nccl_tests(src, path)
     if any(_NCCL_LINE.search(line) for line in src.lines):
         _nccl_log(src)
@@ -119,8 +120,10 @@ def read_source(path, name: str | None = None) -> Source:
         if any(regex.search(line) for line in src.lines):
             src.kinds.append(kind)
     src.gpus = [(m.group(1), n) for n, line in enumerate(src.lines, 1) if (m := _GPU_LIST.match(line.strip()))]
+    if src.gpus:
+        src.kinds.append("gpu-list")
     if not src.kinds:
-        raise CollsimError(f"{src.name}: no nccl-tests output, NCCL log, nvidia-smi topo -m, ibstatus, lspci, "
+        raise CollsimError(f"{src.name}: no nccl-tests output, NCCL log, nvidia-smi output, ibstatus, lspci, "
                            "kernel log, NCCL_* settings or command line found in it")
     return src
 
@@ -201,6 +204,7 @@ def _nccl_tests(src: Source, path) -> None:
         parsed = _loose_rows(src.lines, rows)
         if parsed:
             src.notes.append(f"{len(parsed)} nccl-tests rows read loosely (their columns are broken by tags)")
+    parsed = _allreduce_rows(src, parsed, records if parsed and meta else [])
     run = Run(src.name, rows=parsed, meta={k: meta.get(k) for k in ("timing", "gpus_per_process", "graph")})
     for n, line in enumerate(src.lines, 1):
         c = _clean(line)
@@ -209,6 +213,7 @@ def _nccl_tests(src: Source, path) -> None:
         elif r := _RANK.search(c):
             if r.group(1) == "0" or not run.groups:
                 run.groups.append([])
+                run.group_lines.append(n)
             run.groups[-1].append(r.group(2))
             run.gpus.append((r.group(4).strip(), n))
         elif _AVG.search(c):
@@ -220,6 +225,21 @@ def _nccl_tests(src: Source, path) -> None:
     run.hosts = sorted({h for g in run.groups for h in g})
     src.runs.append(run)
     src.kinds.append("nccl-tests")
+
+
+ITEMSIZE = {"float32": 4, "float16": 2, "float64": 8, "bfloat16": 2, "int8": 1, "uint8": 1, "int32": 4,
+            "uint32": 4, "int64": 8, "uint64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+
+def _allreduce_rows(src: Source, rows: list, records: list) -> list:
+    """``rows`` unless their records are not AllReduce's: an AllReduce row holds size = count x type size
+    (ReduceScatter, AllGather and AlltoAll rows count per rank); such rows are dropped and said so."""
+    odd = [r for r in records if ITEMSIZE.get(r.get("dtype"), 0) and r["size"] != r["count"] * ITEMSIZE[r["dtype"]]]
+    if odd and len(odd) * 2 >= len(records):
+        src.notes.append(f"{len(odd)} rows are not AllReduce's (size != count x type size: another collective's "
+                         "test): not compared")
+        return []
+    return rows
 
 
 def _loose_rows(lines, candidates) -> list[dict]:
