@@ -142,8 +142,12 @@ def slow_node(ctx):
         for h in set(hosts) - cleared:
             counts.setdefault(h, []).append(where)
     most = max((len(w) for w in counts.values()), default=0)
-    return [Hit(w[0], f"{h} is in {len(w)} of the {len(slow)} slow runs (below 80% of the best, {top:g} GB/s) and in "
-                "no fast one", 3.0 if len(w) > 1 else 1.0) for h, w in sorted(counts.items()) if len(w) == most]
+    suspects = sorted(h for h, w in counts.items() if len(w) == most)
+    if not suspects:
+        return []
+    return [Hit(counts[suspects[0]][0], f"{' or '.join(suspects)} {'is' if len(suspects) == 1 else 'are each'} in "
+                f"{most} of the {len(slow)} slow runs (below 80% of the best, {top:g} GB/s) and in no fast one",
+                3.0 if most > 1 else 1.0)]
 
 
 def binding(ctx):

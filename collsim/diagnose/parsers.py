@@ -132,7 +132,7 @@ def commands(lines) -> list[dict]:
     out = []
     for lineno, line in enumerate(lines, 1):
         found = _LAUNCH.findall(line)
-        if not found or "NCCL INFO" in line or "NCCL WARN" in line:
+        if not found or "NCCL INFO" in line or "NCCL WARN" in line or "Collective test" in line:
             continue
         bind = _BIND.search(line)
         hosts = _HOSTS.search(line)

@@ -12,6 +12,10 @@ VERDICTS = {"as_expected": "as expected: within the range this hardware should g
             "not_judged": "not judged (no measurement or no prediction to compare)"}
 
 
+MORE = ("nccl-tests output up to -e 8G with its '# Rank' lines", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH "
+        "log", "nvidia-smi topo -m", "ibstatus")
+
+
 def _gbps(value) -> str:
     return "-" if value is None else f"{value:.3g}"
 
@@ -48,7 +52,8 @@ def text(report: dict, top: int = 5) -> list[str]:
     ratio = f" (measured / expected {report['ratio']:.2f})" if report.get("ratio") is not None else ""
     out.append(f"verdict: {VERDICTS[report['verdict']]}{ratio}")
     causes = report["causes"][:top]
-    out.append("likely causes, most likely first:" if causes else "no cause found in the files")
+    out.append("likely causes, most likely first:" if causes else "no cause found in the files; these would tell "
+               "more: " + "; ".join(MORE))
     for i, c in enumerate(causes, 1):
         out.append(f"{i}. {c['label']} (score {c['score']:g}): {c['title']}")
         for e in c["evidence"]:

@@ -87,9 +87,9 @@ def read_text_file(path) -> str:
     """The text of ``path`` (``read_text``, bad bytes replaced), refused when it is binary or empty."""
     text = read_text(path, "file", errors="replace")
     if "\x00" in text or text.count("\ufffd") > max(16, len(text) // 100):
-        raise CollsimError(f"{path}: not a text file (binary content)")
+        raise CollsimError(f"file {path}: not a text file (binary content)")
     if not text.strip():
-        raise CollsimError(f"{path}: empty")
+        raise CollsimError(f"file {path}: empty")
     return text
 
 
@@ -123,7 +123,7 @@ def read_source(path, name: str | None = None) -> Source:
     if src.gpus:
         src.kinds.append("gpu-list")
     if not src.kinds:
-        raise CollsimError(f"{src.name}: no nccl-tests output, NCCL log, nvidia-smi output, ibstatus, lspci, "
+        raise CollsimError(f"file {path}: no nccl-tests output, NCCL log, nvidia-smi output, ibstatus, lspci, "
                            "kernel log, NCCL_* settings or command line found in it")
     return src
 
@@ -155,8 +155,11 @@ def _json_kinds(src: Source, path, text: str) -> None:
             run.version = (v.group(0), 1)
             break
     lines = [n for n, line in enumerate(src.lines, 1) if '"result"' in line or '"size"' in line]
-    for i, r in enumerate(x for x in m.records if not x.get("inplace")):
-        run.rows.append(_row(r, lines[i] if kind == "collsim-records" and i < len(lines) else 1, m.meta))
+    per_line = len(m.records) // len(lines) if lines and len(m.records) % len(lines) == 0 else 0
+    at = [n for n in lines for _ in range(per_line)] if kind == "collsim-records" and per_line in (1, 2) \
+        else [1] * len(m.records)   # a published log holds both places of a size on one line
+    pairs = [(r, n) for r, n in zip(m.records, at) if not r.get("inplace")] or list(zip(m.records, at))
+    run.rows = [_row(r, n, m.meta) for r, n in pairs]   # out-of-place rows (the runner's calls are in-place)
     src.runs.append(run)
     src.kinds.append(kind)
     src.notes += [f"skipped {s}" for s in m.skipped[:3]]

@@ -3,11 +3,12 @@
 Sizes fall in three bands: small (< 64 KiB, latency-bound), mid, large (>= 64 MiB, bandwidth-bound).
 Per band: the median measured busbw, collsim's expected busbw (``predict-nccl``) with its range, NCCL's
 own model's, and the median of measured / expected. The range is expected x [1/(1+t), 1+t] with
-``TOLERANCE`` t per band: about twice the worst band median of measured / predicted that collsim's model
-leaves on the public logs it is checked against (1.22 at mid sizes on 2 x 8 H100, L15; within 1.07 at
-large sizes; ``tests/diagnose/test_verdict.py`` recomputes them), so a run inside it is as good as this
-model can tell. The verdict is the large band's (else mid's, else small's), and below expected whenever a
-band falls under half its expected busbw.
+``TOLERANCE`` t per band, set above the worst band median that healthy runs leave against their own
+description (``KNOWN_GOOD``: the bundled 2 x H200 nccl-tests runs and the public logs L01 and L15, each
+diagnosed from its files alone): 1.35x small (2 x H200, CUDA graphs: faster than predicted), 1.21x mid
+(L15, slower), 1.10x large (2 x H200 eager, slower); ``tests/diagnose/test_verdict.py`` recomputes them.
+A run inside the range is as good as this model can tell. The verdict is the large band's (else mid's,
+else small's), and below expected whenever a band falls under half its expected busbw.
 
 Each cause (``collsim.diagnose.causes.CAUSES``) scores the weights of its evidence lines and computed
 hits (``collsim.diagnose.checks``), minus its counter-evidence, plus 1 when the measured shortfall falls
@@ -30,6 +31,10 @@ from collsim.units import format_size
 
 BANDS = (("small", 0, 64 << 10), ("mid", 64 << 10, 64 << 20), ("large", 64 << 20, 1 << 62))
 TOLERANCE = {"small": 0.5, "mid": 0.4, "large": 0.2}
+KNOWN_GOOD = ("h200x2/nccl-tests/eager_default.log", "h200x2/nccl-tests/graph_default.log",
+              "h200x2/run2/nccl-tests/graph_default.log", "h200x2/run4/nccl-tests/graph_default.log",
+              "h200x2/run5/nccl-tests/graph_default.log", "h200x2/run6/nccl-tests/graph_default.log",
+              "public/L01_h100x8_1n_ring_together.jsonl", "public/L15_h100x16_2n_ring_minctas24_ndr_aion.jsonl")
 MAX_EVIDENCE = 4
 MEASURED_KINDS = {"nccl-tests", "nccl-tests-json", "collsim-records", "measured"}
 
