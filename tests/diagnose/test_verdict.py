@@ -1,6 +1,7 @@
 """collsim.diagnose.verdict: bands, the expected range and its tolerance, the verdict, the ranking; and the
 public cases: the maintainer's named cause in the first three for most of them."""
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +72,26 @@ def test_most_public_cases_rank_the_named_cause_in_the_first_three():
     assert len(PUBLIC) >= 15 and len(top3) * 2 > len(PUBLIC), ranks
     # the misses, and why (docs/diagnose.md): the excerpt lacks the evidence or names a GPU collsim lacks
     assert missed == ["nccl-307", "nccl-489", "nccl-tests-128", "nccl-tests-251", "nccl-tests-93"], ranks
+
+
+def test_docs_table_and_example_are_what_diagnose_says(capsys):
+    import re
+
+    import collsim.cli as cli
+    from tests.diagnose.cases import DATA
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "diagnose.md").read_text()
+    rows = re.findall(r"^\| \[([\w.-]+)\]\((\S+)\) \| `(\w+)` \| ([\d-]+) \| ([^|]+) \| (\w+) \|$", docs, re.M)
+    assert len(rows) == len(PUBLIC)
+    for name, url, label, rank, first, verdict in rows:
+        c, report, got = run(next(f for f in PUBLIC if f.name == name))
+        assert (url, label, rank, verdict) == (c["url"], c["label"], str(got) if got else "-", report["verdict"])
+        assert first.strip() == (", ".join(x["label"] for x in report["causes"][:3]) or "(none)")
+    hits = sum(1 for r in rows if r[3] != "-" and int(r[3]) <= 3)
+    assert f"**{hits} of {len(rows)}**" in docs
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    claim = f"on {len(rows)} public threads it puts the maintainer's named cause in the first three for {hits} "
+    assert claim in readme
+    assert cli.main(["diagnose", str(DATA / "synthetic" / "gdr_disabled" / "run.out"), "--top", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    example = docs.split("--top 2` (a")[1].split("```")[1].strip().splitlines()
+    assert example and all(line in out for line in example), [line for line in example if line not in out]
