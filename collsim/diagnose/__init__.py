@@ -13,6 +13,6 @@ files describe and ``predict-nccl``'s busbw for the measured sizes, NCCL's own m
 from __future__ import annotations
 
 from collsim.diagnose.causes import CAUSES, LABELS
-from collsim.diagnose.verdict import diagnose, diagnose_sources
+from collsim.diagnose.verdict import diagnose, diagnose_sources, diagnose_text
 
-__all__ = ["CAUSES", "LABELS", "diagnose", "diagnose_sources"]
+__all__ = ["CAUSES", "LABELS", "diagnose", "diagnose_sources", "diagnose_text"]

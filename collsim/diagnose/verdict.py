@@ -14,12 +14,15 @@ Each cause (``collsim.diagnose.causes.CAUSES``) scores the weights of its eviden
 hits (``collsim.diagnose.checks``), minus its counter-evidence, plus 1 when the measured shortfall falls
 in its ``effect`` range (less when it does not); a cause no line speaks for scores only its ``prior``, and
 only when the shortfall fits its effect. ``expected_performance`` scores 1 plus half a point per band in
-range when the verdict is as expected. Causes are ranked by score, most likely first.
+range when the verdict is as expected. Causes are ranked by score, most likely first. ``diagnose_text``
+takes pasted text instead of paths.
 """
 from __future__ import annotations
 
 import statistics
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from collsim.diagnose import checks
 from collsim.diagnose.causes import CAUSES, COMPILED
@@ -190,7 +193,21 @@ def diagnose_sources(sources: list, cluster=None, measured=None, skipped=()) -> 
             "machine": {"cluster": first.cluster.describe() if first.cluster else None, "why_not": first.why_not,
                         "seen": first.seen, "assumed": first.assumed, "env": first.env},
             "files": [{"name": s.name, "kinds": s.kinds, "notes": s.notes} for s in sources],
-            "skipped": list(skipped), "points": [{**p, "run": r.run.source} for r in ctx.results for p in r.points]}
+            "skipped": list(skipped), "points": [{**p, "run": r.run.source} for r in ctx.results for p in r.points],
+            "measured": [{"run": r.run.source, "bytes": x["bytes"], "busbw_GBps": x["busbw_GBps"]}
+                         for r in ctx.results for x in r.run.rows]}
+
+
+def diagnose_text(texts: dict, cluster=None, measured=None) -> dict:
+    """``diagnose`` of pasted text: ``{name: text}``, each written to a file of that name in a temporary
+    folder (what a notebook or an upload gives)."""
+    with tempfile.TemporaryDirectory(prefix="collsim-diagnose-") as tmp:
+        paths = []
+        for name, text in texts.items():
+            path = Path(tmp) / (Path(str(name)).name or "pasted.log")
+            path.write_bytes(text if isinstance(text, bytes) else str(text).encode("utf-8"))
+            paths.append(path)
+        return diagnose(paths, cluster, measured)
 
 
 def diagnose(paths, cluster=None, measured=None) -> dict:

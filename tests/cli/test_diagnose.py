@@ -71,3 +71,15 @@ def test_bad_and_partial_files_are_named_and_skipped(run, tmp_path):
     assert "truncated" in out and "gdr_disabled" in out
     code, out, err = run("diagnose", tmp_path / "bin", tmp_path / "empty")
     assert code == 2 and err.startswith("collsim: error: nothing to diagnose: file ") and len(err.splitlines()) == 1
+
+
+def test_plot_writes_a_figure_and_never_over_an_input(run, tmp_path):
+    log = DATA / "synthetic" / "gdr_disabled" / "run.out"
+    code, out, _ = run("diagnose", log, "--plot", tmp_path / "d.png")
+    assert code == 0 and (tmp_path / "d.png").stat().st_size > 10_000
+    code, _, err = run("diagnose", log, "--plot", tmp_path / "d.xyz")
+    assert code == 2 and "unknown format" in err
+    copy = tmp_path / "run.png"
+    copy.write_text(log.read_text())
+    code, _, err = run("diagnose", copy, "--plot", copy)
+    assert code == 2 and len(err.splitlines()) == 1
