@@ -50,8 +50,9 @@ def nic_far(ctx):
         if far and len(far) * 2 >= len(topo["gpus"]):
             g = far[0]
             rel = min(topo["cells"].get((g, n), "SYS") for n in topo["nics"])
-            hits.append(Hit(f"{src}:{topo['rows'][g]}", f"{len(far)} of {len(topo['gpus'])} GPUs reach every NIC "
-                            f"through a CPU ({g}: {rel})", 1.5))
+            where = f"{src}:{topo['rows'].get(g, topo['header'])}"
+            hits.append(Hit(where, f"{len(far)} of {len(topo['gpus'])} GPUs reach every NIC through a CPU ({g}: "
+                            f"{rel})", 1.5))
     per_node = ctx.gpus_per_node or 0
     active = [p for p in ev.ports if (p["state"] or "").startswith("ACTIVE")]
     if len(ev.nics) == 1 and len(active) <= 1 and per_node > 2 and ctx.nodes and ctx.nodes > 1:

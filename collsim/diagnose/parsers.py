@@ -87,13 +87,13 @@ def ib_ports(lines) -> list[dict]:
         key, value = f.group(1).strip().lower().replace(" ", "_"), f.group(2)
         if key == "state":
             current["state"] = re.sub(r"^\d+:\s*|^PORT_|\s*\(\d+\)$", "", value).upper()
-        elif key == "rate" and (r := re.match(r"([\d.]+)", value)):
+        elif key == "rate" and (r := re.match(r"(\d+(?:\.\d+)?)", value)):
             current["rate_Gbps"], current["rate_line"] = float(r.group(1)), lineno
         elif key == "link_layer":
             current["link_layer"] = value
         elif key == "active_width":
             current["width"] = _WIDTH.get(value.split()[0].upper()) if value else None
-        elif key == "active_speed" and (r := re.match(r"([\d.]+)\s*Gbps", value)):
+        elif key == "active_speed" and (r := re.match(r"(\d+(?:\.\d+)?)\s*Gbps", value)):
             current["speed"], current["rate_line"] = float(r.group(1)), lineno
         if current["rate_Gbps"] is None and current["width"] and current["speed"]:
             current["rate_Gbps"] = current["width"] * current["speed"]

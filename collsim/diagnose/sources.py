@@ -142,8 +142,8 @@ def _json_kinds(src: Source, path, text: str) -> None:
             kind = "nccl-tests-json"
         else:
             return
-    except CollsimError as e:
-        src.notes.append(f"measurements not read: {e}")
+    except (CollsimError, ValueError, TypeError, OverflowError) as e:   # the loaders' errors, and values they pass
+        src.notes.append(f"measurements not read: {str(e)[:160]}")
         return
     run = Run(src.name, meta=dict(m.meta))
     hosts = m.meta.get("hosts") or [d.get("host") for d in m.meta.get("devices") or [] if isinstance(d, dict)]
@@ -200,8 +200,8 @@ def _nccl_tests(src: Source, path) -> None:
         parsed = [_row(r, good[i] if i < len(good) else 1, m.meta) for i, r in enumerate(records)]
         meta = m.meta
         src.notes += [f"skipped {s}" for s in m.skipped[:3]]
-    except CollsimError as e:
-        src.notes.append(f"nccl-tests rows not read by the importer: {e}")
+    except (CollsimError, ValueError, TypeError, OverflowError) as e:
+        src.notes.append(f"nccl-tests rows not read by the importer: {str(e)[:160]}")
         parsed, meta = [], {}
     if not parsed and rows:
         parsed = _loose_rows(src.lines, rows)
@@ -277,4 +277,7 @@ def _nccl_log(src: Source) -> None:
                 return
             lines[int(m.group(1)) - 1] = ""
             src.notes.append(f"left out {e}")
+        except (ValueError, OverflowError) as e:   # a TUNING cell that is not a number: leave the tables out
+            lines = [line if "|" not in line else "" for line in lines]
+            src.notes.append(f"left out the TUNING tables ({str(e)[:60]})")
     src.kinds.append("nccl-log")

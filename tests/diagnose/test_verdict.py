@@ -95,3 +95,36 @@ def test_docs_table_and_example_are_what_diagnose_says(capsys):
     out = capsys.readouterr().out.splitlines()
     example = docs.split("--top 2` (a")[1].split("```")[1].strip().splitlines()
     assert example and all(line in out for line in example), [line for line in example if line not in out]
+
+
+def test_mutated_files_give_a_report_or_a_one_line_error(tmp_path):
+    """Cut, thinned, shuffled and corrupted copies of every case file (seeded): never another exception."""
+    import random
+
+    from collsim.errors import CollsimError
+    from tests.diagnose.cases import DATA
+    texts = [p.read_text() for p in DATA.rglob("*") if p.is_file() and p.name != "case.json"]
+    rng = random.Random(27)
+    for i in range(240):
+        t = rng.choice(texts)
+        lines = t.splitlines(True)
+        op = i % 5
+        if op == 0:
+            t = t[:rng.randrange(len(t) + 1)]
+        elif op == 1:
+            t = "".join(line for line in lines if rng.random() > 0.3)
+        elif op == 2:
+            t = "".join(rng.choice(lines) for _ in range(rng.randrange(1, 30)))
+        elif op == 3:
+            t = "".join(c if not c.isdigit() or rng.random() > 0.1 else rng.choice(["-", ".", "nan", "1e400", "x"])
+                        for c in t)
+        else:
+            t = t.replace(" ", "", rng.randrange(1, 30))
+        path = tmp_path / f"m{i}.txt"
+        path.write_text(t)
+        try:
+            report = diagnose([path], rng.choice([None, "ib-400g"]), rng.choice([None, [(1 << 30, 10.0)]]))
+        except CollsimError as e:
+            assert "\n" not in str(e)
+        else:
+            assert report["verdict"] in ("as_expected", "below_expected", "above_expected", "not_judged")
