@@ -3,7 +3,8 @@
 The loop's verbs, one from each room: ``build_schedule`` (algorithms/) makes a ``Schedule`` (core/),
 ``check`` proves it computes the sum, ``load_cluster`` / ``load_machine`` read the machine
 (machine/), ``collsim.simulate.simulate`` times the schedule on it (the room keeps its name: a verb of the
-same name here would hide it), ``predict_nccl`` predicts what NCCL itself does there (predict.py).
+same name here would hide it), ``predict_nccl`` predicts what NCCL itself does there (predict/),
+``collsim.diagnose.diagnose`` says whether a measured run is as fast as its machine allows and why not.
 ``PREDICTORS`` says who predicts what.
 """
 from importlib import metadata
@@ -18,8 +19,8 @@ from collsim.predict import predict_nccl
 from collsim.predictors import PREDICTORS
 
 __all__ = ["COPY", "PREDICTORS", "REDUCE", "CollsimError", "Schedule", "ScheduleBuilder", "ScheduleError",
-           "Transfer", "build_schedule", "check", "concat", "load_cluster", "load_machine", "predict_nccl",
-           "split_even"]
+           "Transfer", "build_schedule", "check", "concat", "load_cluster", "load_machine",
+           "predict_nccl", "split_even"]
 try:
     __version__ = metadata.version("collsim")
 except metadata.PackageNotFoundError:   # run from a checkout without installing it

@@ -9,7 +9,7 @@ ALL = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 
 
 def test_every_course_notebook_is_here():
-    assert [n[:2] for n in ALL] == ["01", "02", "03", "04", "05", "06", "07", "08", "09"], ALL
+    assert [n[:2] for n in ALL] == ["01", "02", "03", "04", "05", "06", "07", "08", "09", "10"], ALL
 
 
 @pytest.mark.slow
@@ -37,7 +37,7 @@ def test_notebook_runs_clean_and_fast(name, tmp_path, monkeypatch):
     assert images >= 1
 
 
-# The worked solutions of notebooks 01-04 (folded under each exercise cell), as code: appended to the
+# The worked solutions of notebooks 01-04 and 10 (folded under each exercise cell), as code: appended to the
 # answer cell, every exercise must then check "correct".
 SOLUTIONS = {
     "01_ring.ipynb": '''
@@ -71,6 +71,11 @@ _ = my_cluster.write_text("gpu: H100\\ngpus_per_node: 4\\nnodes: 2\\nintra: nvsw
 topo = to_topology(load_cluster(str(my_cluster)))
 answer_3 = rail_ring(8, 2**30, 4, 2, topo.intra.alpha, topo.intra.beta, topo.inter.alpha, topo.inter.beta,
                      channels=8) + topo.call_us * 1e-6
+''',
+    "10_is_my_busbw_right.ipynb": '''
+answer_1 = "nic_link_rate"
+answer_2 = next(b for b in diagnose(link_files)["bands"] if b["band"] == "large")["ratio"]
+answer_3 = 2 * 200 / 8
 ''',
     "04_alpha_beta.ipynb": '''
 answer_1 = 16 * 2e-6 * 360e9

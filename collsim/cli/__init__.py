@@ -16,7 +16,7 @@ only with ``COLLSIM_TRACEBACK=1``.
 
 Modules: ``args`` (shared options), ``schedule`` (schedule, check, predict), ``simulate`` (simulate,
 sweep), ``nccl`` (predict-nccl), ``measure`` (show, import-nccl-tests, fidelity), ``fit`` (fit, compare,
-explain), ``demo``.
+explain), ``diagnose`` (diagnose), ``demo``.
 """
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ COMMAND_MODULES = [
     "collsim.cli.measure",
     "collsim.cli.fit",
     "collsim.cli.nccl",
+    "collsim.cli.diagnose",
     "collsim.cli.demo",
 ]
 

@@ -7,6 +7,7 @@
 - ``collsim.viz.trees``: tree AllReduce shapes drawn as trees.
 - ``collsim.viz.palette``: the one colour-blind-safe palette of all of them.
 
-Also: ``measured`` (the measured-vs-predicted panel), ``strategies`` and ``trace`` (DDP and launch
+Also: ``diagnose`` (a ``collsim diagnose`` report: measured busbw against the expected range), ``measured``
+(the measured-vs-predicted panel), ``strategies`` and ``trace`` (DDP and launch
 timelines), ``render`` (fast redraws for widgets).
 """

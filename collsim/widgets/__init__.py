@@ -9,6 +9,8 @@
   GPUs x NICs, and where the fastest algorithm changes.
 - ``MeasuredVsPredicted`` (``collsim.widgets.measured``): measured points of one
   configuration beside collsim's model and NCCL's own.
+- ``DiagnoseBox`` (``collsim.widgets.diagnose_box``): paste or upload logs, see ``collsim diagnose``'s
+  verdict, the expected curve against the measured one and the ranked causes.
 - ``check_answer`` (``collsim.widgets.exercise``): the checker of notebook exercises.
 
 Also: ``exploration`` (what ScheduleExplorer shows, computed without ipywidgets) and ``notebooks_html``

@@ -1,0 +1,222 @@
+"""Evidence computed from parsed facts, for the causes of ``collsim.diagnose.causes`` whose sign is not one
+line but a relation: ports slower than their neighbours, a node common to every slow pair, two NCCL
+versions at the same sizes, busbw above the network bound on two nodes, separate runs in one file.
+
+``CHECKS[label](ctx)`` returns ``Hit`` s (where, why, weight); ``ctx`` is the ``Context`` of
+``collsim.diagnose.verdict``: the evidence, each run's comparison with its expected range, the cluster.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+FAR = ("NODE", "SYS", "SOC", "PHB")   # topo -m relations that go through a CPU
+LARGE = 64 << 20
+
+
+@dataclass(frozen=True)
+class Hit:
+    where: str
+    why: str
+    weight: float
+
+
+def _large_max(rows) -> tuple:
+    """(busbw, row) of the fastest row of at least LARGE bytes, else of any row."""
+    big = [r for r in rows if r["bytes"] >= LARGE] or list(rows)
+    best = max(big, key=lambda r: r["busbw_GBps"], default=None)
+    return (best["busbw_GBps"], best) if best else (None, None)
+
+
+def _where(run, row) -> str:
+    return run.source if not row or not row.get("line") else f"{run.source}:{row['line']}"
+
+
+def sockets(ctx):
+    ev = ctx.ev
+    socket = ev.transports.get("NET/Socket") or ev.transports.get("network Socket")
+    active = [p for p in ev.ports if (p["state"] or "").startswith("ACTIVE")]
+    if socket and active:
+        return [Hit(active[0]["where"], f"IB port {active[0]['device']} is ACTIVE, yet NCCL used sockets", 1.0)]
+    return []
+
+
+def nic_far(ctx):
+    ev, hits = ctx.ev, []
+    if ev.topo:
+        topo, src = ev.topo
+        far = [g for g in topo["gpus"] if topo["nics"] and all(
+            topo["cells"].get((g, n), "SYS") in FAR for n in topo["nics"])]
+        if far and len(far) * 2 >= len(topo["gpus"]):
+            g = far[0]
+            rel = min(topo["cells"].get((g, n), "SYS") for n in topo["nics"])
+            where = f"{src}:{topo['rows'].get(g, topo['header'])}"
+            hits.append(Hit(where, f"{len(far)} of {len(topo['gpus'])} GPUs reach every NIC through a CPU ({g}: "
+                            f"{rel})", 1.5))
+    per_node = ctx.gpus_per_node or 0
+    active = [p for p in ev.ports if (p["state"] or "").startswith("ACTIVE")]
+    if len(ev.nics) == 1 and len(active) <= 1 and per_node > 2 and ctx.nodes and ctx.nodes > 1:
+        hits.append(Hit(ev.nics[0][2], f"NCCL uses one NIC ({ev.nics[0][0]}) for {per_node} GPUs: most of them "
+                        "are not on its PCI switch", 1.0))
+    return hits
+
+
+def link_rate(ctx):
+    active = [p for p in ctx.ev.ports if (p["state"] or "").startswith("ACTIVE") and p["rate_Gbps"]]
+    hits = []
+    top = max((p["rate_Gbps"] for p in active), default=0)
+    nominal = ctx.cluster.nic_Gbps if ctx.cluster is not None and ctx.spec_given else 0
+    for p in active:
+        if p["rate_Gbps"] < 0.75 * max(top, nominal):
+            hits.append(Hit(p["where"], f"{p['device']} port {p['port']} runs at {p['rate_Gbps']:g} Gb/s where "
+                            f"{'others run' if top > p['rate_Gbps'] else 'the NIC is'} at {max(top, nominal):g}", 2.0))
+    return hits[:3]
+
+
+def channels(ctx):
+    hits, want = [], ctx.predicted_channels
+    if want and ctx.ev.coll_channels and ctx.ev.coll_channels[0] * 2 <= want:
+        n, where = ctx.ev.coll_channels
+        hits.append(Hit(where, f"{n} coll channels where NCCL's choice here runs {want}", 1.5))
+    for name in ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS"):
+        value, where = ctx.ev.env.get(name, (None, ""))
+        if value and value.isdigit() and want and int(value) * 2 <= want:
+            hits.append(Hit(where, f"{name}={value} caps channels below the {want} NCCL would run", 1.5))
+    return hits
+
+
+def nvls(ctx):
+    c, ev = ctx.cluster, ctx.ev
+    if c is None or not c.nvls or c.gpus_per_node <= 2 or not ev.nvls_channels:
+        return []
+    n, where = ev.nvls_channels
+    return [Hit(where, "0 nvls channels on an NVSwitch node with NVLink SHARP", 1.5)] if n == 0 else []
+
+
+def two_nodes(ctx):
+    c = ctx.cluster
+    algo = ctx.ev.env.get("NCCL_ALGO", ("", ""))[0].lower()
+    if algo.strip() == "ring" or c is None or c.nodes != 2 or c.nics_per_node < 1:
+        return []
+    bound = c.nics_per_node * c.nic_GBps
+    for res in ctx.results:
+        busbw, row = _large_max(res.run.rows)
+        if busbw and busbw > bound:
+            return [Hit(_where(res.run, row), f"busbw {busbw:.1f} GB/s is above the network's line rate, "
+                        f"{c.nics_per_node} x {c.nic_Gbps:g} Gb/s = {bound:.1f} GB/s, on 2 nodes", 3.0)]
+    return []
+
+
+def shm(ctx):
+    ev = ctx.ev
+    if ev.transports.get("SHM") and not ev.transports.get("P2P") and ctx.cluster is not None \
+            and ctx.cluster.intra != "pcie":
+        return [Hit(ev.transports["SHM"][0], "GPUs of an NVLink node talk through host memory", 1.0)]
+    return []
+
+
+def interface(ctx):
+    ev, c = ctx.ev, ctx.cluster
+    active = {p["device"] for p in ev.ports if (p["state"] or "").startswith("ACTIVE")}
+    if ev.nics and len(active) > len(ev.nics):
+        return [Hit(ev.nics[0][2], f"NCCL uses {len(ev.nics)} of {len(active)} active HCAs", 1.5)]
+    value, where = ev.env.get("NCCL_IB_HCA", ("", ""))
+    named = [h for h in value.lstrip("=").split(",") if h and not value.startswith("^")]
+    if named and c is not None and ctx.spec_given and c.nodes > 1 and len(named) < c.nics_per_node:
+        return [Hit(where, f"NCCL_IB_HCA names {len(named)} HCA(s) of the {c.nics_per_node} NICs per node", 1.0)]
+    return []
+
+
+def slow_node(ctx):
+    sets = [(p["hosts"], p["busbw_GBps"], p["where"]) for p in ctx.ev.pairs]
+    sets += [(r.run.hosts, _large_max(r.run.rows)[0], _where(r.run, _large_max(r.run.rows)[1]))
+             for r in ctx.results if len(r.run.hosts) > 1 and r.run.rows]
+    if len(sets) < 3:
+        return []
+    top = max(b for _, b, _ in sets)
+    slow = [s for s in sets if s[1] < 0.8 * top]
+    cleared = {h for hs, b, _ in sets if b >= 0.8 * top for h in hs}   # a fast run clears its hosts
+    if not slow or not cleared:
+        return []
+    counts = {}
+    for hosts, _, where in slow:
+        for h in set(hosts) - cleared:
+            counts.setdefault(h, []).append(where)
+    most = max((len(w) for w in counts.values()), default=0)
+    suspects = sorted(h for h, w in counts.items() if len(w) == most)
+    if not suspects:
+        return []
+    return [Hit(counts[suspects[0]][0], f"{' or '.join(suspects)} {'is' if len(suspects) == 1 else 'are each'} in "
+                f"{most} of the {len(slow)} slow runs (below 80% of the best, {top:g} GB/s) and in no fast one",
+                3.0 if most > 1 else 1.0)]
+
+
+def binding(ctx):
+    if not ctx.nodes or ctx.nodes < 2:
+        return []
+    for c in ctx.ev.commands:
+        if c["launcher"] in ("mpirun", "mpiexec") and not c["bind_to"]:
+            return [Hit(c["where"], "mpirun without --bind-to: MPI's default binding (a core or a socket) "
+                        "applies", 0.5)]
+    return []
+
+
+def version(ctx):
+    runs = [(r, r.run.version) for r in ctx.results if r.run.version and r.run.rows]
+    if len({v[0] for _, v in runs}) < 2:
+        return []
+    best = {}
+    for res, v in runs:
+        for row in res.run.rows:
+            best.setdefault(row["bytes"], []).append((row["busbw_GBps"], v, res.run))
+    ratios = []
+    for size, seen in best.items():
+        if len({v[0] for _, v, _ in seen}) > 1 and max(b for b, _, _ in seen) > 0:
+            lo, hi = min(seen, key=lambda s: s[0]), max(seen, key=lambda s: s[0])
+            ratios.append((lo[0] / hi[0], lo, hi, size))
+    if not ratios:
+        return []
+    median = statistics.median(r for r, *_ in ratios)
+    worst = min(ratios, key=lambda r: r[0])
+    ratio, lo, hi, size = worst
+    if median > 0.8 and ratio > 0.5:
+        return []
+    return [Hit(f"{lo[2].source}:{lo[1][1]}", f"NCCL {lo[1][0]} reaches {lo[0]:g} GB/s at {size} B where NCCL "
+                f"{hi[1][0]} reaches {hi[0]:g} (median ratio {median:.2f} over {len(ratios)} sizes)", 3.0)]
+
+
+def measurement(ctx):
+    hits = []
+    for src, run in [(src, r) for src in ctx.ev.sources for r in src.runs if r.source == src.name]:
+        a = run.averages
+        between = src.lines[a[0]:a[1] - 1] if len(a) > 1 else ["-"]
+        if len(run.groups) <= 1 and all(not t.strip() or t.lstrip().startswith("#") for t in between):
+            # footers one after the other, only comments between them: runs that ended together
+            hits.append(Hit(f"{run.source}:{run.averages[0]}", f"{len(run.averages)} '# Avg bus bandwidth' footers "
+                            "with no result row between them: separate runs that ended together, not one run", 3.0))
+        first_row = min((r["line"] for r in run.rows), default=None)
+        if len(run.groups) > 1 and (first_row is None or run.group_lines[1] < first_row):   # interleaved
+            hosts = ", ".join(sorted({h for g in run.groups for h in g}))
+            where = f"{run.source}:{run.headers[0]}" if run.headers else run.source
+            hits.append(Hit(where, f"{len(run.groups)} separate runs ('# Rank 0' {len(run.groups)} times, "
+                            f"{len(run.averages)} averages) on {hosts}: not one run across the nodes", 3.0))
+    ev = ctx.ev
+    hosts = set(ev.hosts) | ev.nccl_hosts
+    if ev.nodes and ev.nodes[0] == 1 and len(hosts) > 1 and not hits:
+        hits.append(Hit(ev.nodes[1], f"NCCL counts nNodes 1 while the files name {len(hosts)} hosts", 2.5))
+    for src in ev.sources:
+        calls = [n for n, line in enumerate(src.lines, 1) if "Bytes -> Algo" in line]
+        if calls and any(run.rows for run in src.runs):
+            hits.append(Hit(f"{src.name}:{calls[0]}", f"{len(calls)} per-call NCCL log lines among the timed rows: "
+                            "logging every call (NCCL_DEBUG_SUBSYS=COLL/TUNING) slows every call", 1.5))
+    big = max((r["bytes"] for res in ctx.results for r in res.run.rows), default=0)
+    if 0 < big < LARGE and ctx.shortfall:
+        hits.append(Hit(ctx.results[0].run.source, f"the largest size is {big} B: busbw reaches its peak only "
+                        "near 1 GB (use -e 8G)", 1.0))
+    return hits
+
+
+CHECKS = {"sockets_instead_of_ib": sockets, "nic_on_cpu_or_wrong_numa": nic_far, "nic_link_rate": link_rate,
+          "too_few_channels": channels, "nvls_disabled_or_unavailable": nvls, "two_node_tree_anomaly": two_nodes,
+          "p2p_disabled_or_shm": shm, "wrong_interface": interface, "slow_or_bad_node": slow_node,
+          "cpu_binding": binding, "nccl_version_regression": version, "measurement_error": measurement}

@@ -1,0 +1,283 @@
+"""Recognise and read each file a user gives ``collsim diagnose``, by its content, whatever its name.
+
+A file may hold several kinds at once (nccl-tests output with NCCL INFO lines and the command line in
+it): ``read_source`` looks for each and keeps what it finds in one ``Source``:
+
+* ``nccl-tests``: the text table of any nccl-tests version, launcher tags and truncation included
+  (``collsim.measure.nccl_tests.import_nccl_tests``, lenient), split into ``Run`` s: one per header, so
+  that two single-node runs printed into one file show as two; rows whose columns are broken by
+  interleaved tags (``[0]`` inside a row) are read loosely when the importer keeps none;
+* ``nccl-tests-json`` (``-J``) and ``collsim-records`` (runner JSON Lines, published logs);
+* ``nccl-log``: NCCL_DEBUG lines (INFO, TRACE, WARN) through ``collsim.nccl.log.parse_lines``; a line it
+  cannot read is left out and named in ``notes``;
+* ``topology`` (nvidia-smi topo -m), ``ib-status`` (ibstatus, ibstat, ibv_devinfo), ``environment``
+  (NCCL_* settings, launcher command lines) and ``host-pairs``: ``collsim.diagnose.parsers``;
+* ``lspci`` (``lspci -vvv``: ACSCtl, LnkSta) and ``kernel`` (``/proc/cmdline``, dmesg's IOMMU lines), read
+  only by the causes' line patterns, and ``gpu-list`` (``nvidia-smi -L`` or ``nvlink -s``: ``GPU 0: NAME (UUID``).
+
+Files are read only through ``collsim.inputs.read_text`` (bounded; bytes that are not UTF-8 read as
+U+FFFD). A file that cannot be read, is empty, is binary or holds none of these kinds raises a one-line
+``CollsimError`` naming it, which the caller turns into a skip.
+"""
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from collsim.diagnose import parsers
+from collsim.errors import CollsimError, CollsimWarning
+from collsim.inputs import read_text
+from collsim.measure import parse_jsonl
+from collsim.measure.nccl_tests import DTYPES, import_nccl_tests
+from collsim.measure.public_log import is_public_log, load_public_log
+from collsim.nccl.log import VERSION_PATTERN, parse_lines
+
+_TAG = re.compile(r"\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?|^\s*\d+:(?=\s)")
+_HEADER = re.compile(r"#\s*nThread\s+\d+\s+nGpus\s+\d+")
+_RANK = re.compile(r"#\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+"
+                   r"\[[^\]]*\]\s*(.*)$")
+_AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([\d.]+)")
+_NCCL_LINE = re.compile(r"NCCL (?:INFO|WARN|TRACE)|NCCL version \d")
+_GPU_LIST = re.compile(r"^GPU \d+: (.+?) \(UUID")
+_BAD_LINE = re.compile(r":(?:line )?(\d+): ")
+# kinds read only by the causes' line patterns: lspci -vvv (ACS, link status), kernel command line and log
+OTHER_KINDS = (("lspci", re.compile(r"ACSCtl:|LnkSta:|LnkCap:")),
+               ("kernel", re.compile(r"BOOT_IMAGE=|DMAR:|AMD-Vi|\biommu[=:]|IO_PAGE_FAULT", re.I)))
+
+
+@dataclass
+class Run:
+    """One measured run: its rows (``bytes``, ``busbw_GBps``, ``time_us``, ``line``) and what it says of
+    itself; ``groups`` lists the hosts of each ``Rank 0...`` block (more than one: separate runs)."""
+
+    source: str
+    rows: list = field(default_factory=list)
+    hosts: list = field(default_factory=list)
+    gpus: list = field(default_factory=list)       # (device name, line)
+    groups: list = field(default_factory=list)     # [[host, ...], ...] one per "Rank 0" block
+    group_lines: list = field(default_factory=list)  # the line of each block's "Rank 0"
+    headers: list = field(default_factory=list)    # lines of "# nThread ..." headers
+    averages: list = field(default_factory=list)   # lines of "# Avg bus bandwidth" footers
+    meta: dict = field(default_factory=dict)
+    version: tuple | None = None                   # (version, line)
+
+
+@dataclass
+class Source:
+    """What one file holds; ``name`` is how evidence names it (``name:line``)."""
+
+    path: str
+    name: str
+    lines: list
+    kinds: list = field(default_factory=list)
+    runs: list = field(default_factory=list)
+    log: object = None
+    topo: dict | None = None
+    ports: list = field(default_factory=list)
+    env: dict = field(default_factory=dict)
+    commands: list = field(default_factory=list)
+    pairs: list = field(default_factory=list)
+    gpus: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+
+def read_text_file(path) -> str:
+    """The text of ``path`` (``read_text``, bad bytes replaced), refused when it is binary or empty."""
+    text = read_text(path, "file", errors="replace")
+    if "\x00" in text or text.count("\ufffd") > max(16, len(text) // 100):
+        raise CollsimError(f"file {path}: not a text file (binary content)")
+    if not text.strip():
+        raise CollsimError(f"file {path}: empty")
+    return text
+
+
+def read_source(path, name: str | None = None) -> Source:
+    """Every kind ``path`` holds (module docstring), or a one-line CollsimError when none."""
+    text = read_text_file(path)
+    src = Source(str(path), name or Path(path).name, text.split("\n"))
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        _json_kinds(src, path, text)
+    if any(_HEADER.search(line) or _AVG.search(line) for line in src.lines) or _row_lines(src.lines):
+        _nccl_tests(src, path)
+    if any(_NCCL_LINE.search(line) for line in src.lines):
+        _nccl_log(src)
+    if (topo := parsers.topo_matrix(src.lines)) is not None:
+        src.topo = topo
+        src.kinds.append("topology")
+    if ports := parsers.ib_ports(src.lines):
+        src.ports = ports
+        src.kinds.append("ib-status")
+    src.env, src.commands = parsers.nccl_env(src.lines), parsers.commands(src.lines)
+    if (src.env or src.commands) and "environment" not in src.kinds:
+        src.kinds.append("environment")
+    if pairs := parsers.host_pairs(src.lines):
+        src.pairs = pairs
+        src.kinds.append("host-pairs")
+    for kind, regex in OTHER_KINDS:
+        if any(regex.search(line) for line in src.lines):
+            src.kinds.append(kind)
+    src.gpus = [(m.group(1), n) for n, line in enumerate(src.lines, 1) if (m := _GPU_LIST.match(line.strip()))]
+    if src.gpus:
+        src.kinds.append("gpu-list")
+    if not src.kinds:
+        raise CollsimError(f"file {path}: no nccl-tests output, NCCL log, nvidia-smi output, ibstatus, lspci, "
+                           "kernel log, NCCL_* settings or command line found in it")
+    return src
+
+
+def _json_kinds(src: Source, path, text: str) -> None:
+    first = text.lstrip().split("\n", 1)[0]
+    try:
+        if is_public_log(first):
+            m = load_public_log(path)
+            kind = "collsim-records"
+        elif '"type"' in first and '"meta"' in first:
+            m = parse_jsonl(src.lines, src.name, strict=False)
+            kind = "collsim-records"
+        elif '"results"' in text[:1 << 20]:
+            m = import_nccl_tests(path, label="default")
+            kind = "nccl-tests-json"
+        else:
+            return
+    except (CollsimError, ValueError, TypeError, OverflowError) as e:   # the loaders' errors, and values they pass
+        src.notes.append(f"measurements not read: {str(e)[:160]}")
+        return
+    run = Run(src.name, meta=dict(m.meta))
+    hosts = m.meta.get("hosts") or [d.get("host") for d in m.meta.get("devices") or [] if isinstance(d, dict)]
+    run.hosts = sorted({h for h in hosts if isinstance(h, str)})
+    gpus = [d.get("gpu") for d in m.meta.get("devices") or [] if isinstance(d, dict)] + [m.meta.get("gpu")]
+    run.gpus = [(g, 1) for g in gpus if isinstance(g, str)][:1]
+    for key in ("nccl_version", "nccl_library_version"):
+        if v := re.match(r"\d+\.\d+(?:\.\d+)?", str(m.meta.get(key) or "")):
+            run.version = (v.group(0), 1)
+            break
+    lines = [n for n, line in enumerate(src.lines, 1) if '"result"' in line or '"size"' in line]
+    per_line = len(m.records) // len(lines) if lines and len(m.records) % len(lines) == 0 else 0
+    at = [n for n in lines for _ in range(per_line)] if kind == "collsim-records" and per_line in (1, 2) \
+        else [1] * len(m.records)   # a published log holds both places of a size on one line
+    pairs = [(r, n) for r, n in zip(m.records, at) if not r.get("inplace")] or list(zip(m.records, at))
+    run.rows = [_row(r, n, m.meta) for r, n in pairs]   # out-of-place rows (the runner's calls are in-place)
+    src.runs.append(run)
+    src.kinds.append(kind)
+    src.notes += [f"skipped {s}" for s in m.skipped[:3]]
+
+
+def _row(rec: dict, line: int, meta: dict) -> dict:
+    bus = rec.get("busbw_GBps")
+    if bus is None and rec.get("time_us"):
+        ranks = rec.get("ranks") or meta.get("world_size") or 1
+        bus = rec["size"] / 1e3 / rec["time_us"] * (2 * (ranks - 1) / ranks)
+    return {"bytes": int(rec["size"]), "busbw_GBps": float(bus or 0.0), "time_us": float(rec.get("time_us") or 0),
+            "line": line}
+
+
+def _clean(line: str) -> str:
+    return _TAG.sub(" ", line)
+
+
+def _row_lines(lines) -> list[int]:
+    """Lines that look like nccl-tests result rows (size count type ...), tags removed."""
+    out = []
+    for n, line in enumerate(lines, 1):
+        t = _clean(line).split()
+        if len(t) >= 8 and t[0].isdigit() and t[1].isdigit() and t[2] in DTYPES:
+            out.append(n)
+    return out
+
+
+def _nccl_tests(src: Source, path) -> None:
+    rows = _row_lines(src.lines)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CollsimWarning)
+            m = import_nccl_tests(path, label="default", strict=False)
+        bad = {int(b.group(1)) for s in m.skipped if (b := _BAD_LINE.search(s[len(str(path)):]))}
+        records = [r for r in m.records if not r.get("inplace")]
+        good = [n for n in rows if n not in bad]
+        parsed = [_row(r, good[i] if i < len(good) else 1, m.meta) for i, r in enumerate(records)]
+        meta = m.meta
+        src.notes += [f"skipped {s}" for s in m.skipped[:3]]
+    except (CollsimError, ValueError, TypeError, OverflowError) as e:
+        src.notes.append(f"nccl-tests rows not read by the importer: {str(e)[:160]}")
+        parsed, meta = [], {}
+    if not parsed and rows:
+        parsed = _loose_rows(src.lines, rows)
+        if parsed:
+            src.notes.append(f"{len(parsed)} nccl-tests rows read loosely (their columns are broken by tags)")
+    parsed = _allreduce_rows(src, parsed, records if parsed and meta else [])
+    run = Run(src.name, rows=parsed, meta={k: meta.get(k) for k in ("timing", "gpus_per_process", "graph")})
+    for n, line in enumerate(src.lines, 1):
+        c = _clean(line)
+        if _HEADER.search(c):
+            run.headers.append(n)
+        elif r := _RANK.search(c):
+            if r.group(1) == "0" or not run.groups:
+                run.groups.append([])
+                run.group_lines.append(n)
+            run.groups[-1].append(r.group(2))
+            run.gpus.append((r.group(4).strip(), n))
+        elif _AVG.search(c):
+            run.averages.append(n)
+        if run.version is None and (v := VERSION_PATTERN.search(c)):
+            run.version = (v.group(1), n)
+    if run.version is None and meta.get("nccl_library_version"):
+        run.version = (meta["nccl_library_version"], run.headers[0] if run.headers else 1)
+    run.hosts = sorted({h for g in run.groups for h in g})
+    src.runs.append(run)
+    src.kinds.append("nccl-tests")
+
+
+ITEMSIZE = {"float32": 4, "float16": 2, "float64": 8, "bfloat16": 2, "int8": 1, "uint8": 1, "int32": 4,
+            "uint32": 4, "int64": 8, "uint64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+
+def _allreduce_rows(src: Source, rows: list, records: list) -> list:
+    """``rows`` unless their records are not AllReduce's: an AllReduce row holds size = count x type size
+    (ReduceScatter, AllGather and AlltoAll rows count per rank); such rows are dropped and said so."""
+    odd = [r for r in records if ITEMSIZE.get(r.get("dtype"), 0) and r["size"] != r["count"] * ITEMSIZE[r["dtype"]]]
+    if odd and len(odd) * 2 >= len(records):
+        src.notes.append(f"{len(odd)} rows are not AllReduce's (size != count x type size: another collective's "
+                         "test): not compared")
+        return []
+    return rows
+
+
+def _loose_rows(lines, candidates) -> list[dict]:
+    """Rows whose columns were cut by tags: size, then the out-of-place time, algbw and busbw after the
+    type, redop and root columns."""
+    out = []
+    for n in candidates:
+        t = _clean(lines[n - 1]).split()
+        numbers = []
+        for tok in t[3:]:
+            try:
+                numbers.append(float(tok))
+            except ValueError:
+                continue
+        if numbers and numbers[0] == -1:   # the root column of AllReduce (nccl-tests 2.10 and later)
+            numbers = numbers[1:]
+        if len(numbers) >= 3:
+            out.append({"bytes": int(t[0]), "busbw_GBps": numbers[2], "time_us": numbers[0], "line": n})
+    return out
+
+
+def _nccl_log(src: Source) -> None:
+    lines = list(src.lines)
+    for _ in range(20):   # leave out each line NCCL's parser cannot read, and say so
+        try:
+            src.log = parse_lines(lines, src.name)
+            break
+        except CollsimError as e:
+            m = re.search(r":line (\d+):", str(e))
+            if not m:
+                src.notes.append(f"NCCL log not read: {e}")
+                return
+            lines[int(m.group(1)) - 1] = ""
+            src.notes.append(f"left out {e}")
+        except (ValueError, OverflowError) as e:   # a TUNING cell that is not a number: leave the tables out
+            lines = [line if "|" not in line else "" for line in lines]
+            src.notes.append(f"left out the TUNING tables ({str(e)[:60]})")
+    src.kinds.append("nccl-log")
