@@ -209,8 +209,10 @@ def test_nvls_support_rules():
 
 
 def test_collnet_needs_sharp_and_the_variable():
-    sharp = Cluster("H100", 8, 2, nics_per_node=8, nic_Gbps=400, extra={"sharp": True})
-    assert search(sharp).collnet_chain is None                           # NCCL_COLLNET_ENABLE defaults to 0
+    sharp = Cluster("H100", 8, 2, nics_per_node=8, nic_Gbps=400, sharp=True)
+    # sharp: true describes SHARP set up for NCCL (NCCL_COLLNET_ENABLE=1); the variable at 0 turns it off
+    assert search(sharp, {"NCCL_COLLNET_ENABLE": "0"}).collnet_chain is None
+    assert search(sharp) == search(sharp, {"NCCL_COLLNET_ENABLE": "1"})
     s = search(sharp, {"NCCL_COLLNET_ENABLE": "1"})
     assert (s.collnet_chain.pattern, s.collnet_chain.channels, s.collnet_chain.bw_intra) == ("TREE", 8, 48.0)
     assert (s.collnet_direct.channels, s.collnet_direct.bw_intra) == (8, 48.0)

@@ -208,11 +208,12 @@ def test_enable_rules():
     assert cluster_table(pcie).bw[("Ring", "LL128")] == 0
     assert cluster_table(pcie, {"NCCL_PROTO": "LL128"}).bw[("Ring", "LL128")] > 0  # naming it forces it on
     assert cluster_table(pcie, {"NCCL_PROTO": "^LL"}).bw[("Ring", "LL128")] > 0    # so does a ^ list
-    sharp = h100(2, extra={"sharp": True})
+    sharp = h100(2, sharp=True)
     on = cluster_table(sharp, {"NCCL_COLLNET_ENABLE": "1"})
     assert on.bw[("CollNetDirect", "Simple")] > 0 and on.bw[("NVLS", "Simple")] > 0
     assert on.bw[("CollNetDirect", "LL")] == 0
-    assert cluster_table(sharp).bw[("NVLS", "Simple")] == 0                        # NVLS across nodes needs CollNet
+    off = cluster_table(sharp, {"NCCL_COLLNET_ENABLE": "0"})
+    assert off.bw[("NVLS", "Simple")] == 0                                          # NVLS across nodes needs CollNet
     assert np.isnan(nccl_time(h100(1), "NVLSTree", "Simple", [2**20])[0])           # NVLSTree off on one node
     assert np.isnan(nccl_time(h100(2), "nvls", "simple", [2**20])[0])
     assert nccl_time(h100(1), "nvls", "simple", [2**20])[0] == pytest.approx(25.0 + 2**20 / 272000)
