@@ -11,8 +11,8 @@ rings raise both speeds, NVLS bwInter, trees bwIntra up to 2 x bwInter). Here th
 allows are closed forms of the layout:
 
 - ``T``: NCCL's NVLink GB/s per GPU, links x per link (``nccl_nvlink_GBps``, topo.h:16-21@v2.28.9: SM90
-  20.6, 20.0 up to 2.19; SM100 40.1, 40.0 in 2.25-2.26; SM86 12; SM80 20). A ring channel crosses every GPU's NVLink once:
-  channels x speed <= T (x G/(G-1) when every GPU is a ring's exit to a NIC); a tree chain likewise
+  20.6, 20.0 up to 2.19; SM100 40.1, 40.0 in 2.25-2.26; SM86 12; SM80 20). A ring channel crosses every
+  GPU's NVLink once: channels x speed <= T (x G/(G-1) when every GPU is a ring's exit to a NIC); a tree chain likewise
   (2 x T on 2 GPUs, whose chains alternate direction); an NVLS head needs (heads + 1) x speed <= T.
 - NIC: 400/200/100 Gb/s -> 50/25/12.5 GB/s (topo.cc:370-373), behind the GPU's PCIe x16 (Gen5 48,
   Gen4 24 GB/s, topo.cc:423-426,489-491: the GPU table's generation); each channel entering a NIC needs
