@@ -53,7 +53,7 @@ def compare_cluster(cluster: Cluster, paths, label: str | None = None, inplace: 
         nccl = np.array([r["nccl_us"] for r in result["rows"]])
         e_ours, e_theirs = abs_rel_errors(pred, times), abs_rel_errors(nccl, times)
         rows = [{"bytes": int(s), "measured_us": float(t), "model_us": float(p), "nccl_us": float(n),
-                 "algo": r["algo"], "proto": r["proto"], "channels": r["channels"]}
+                 "algo": r["algo"], "proto": r["proto"], "channels": r["channels"], "timed_by": r["timed_by"]}
                 for s, t, p, n, r in zip(sizes, times, pred, nccl, result["rows"])]
         large = sizes >= MIB
         files.append({"file": str(path), "harness": harness, "timing": result["timing"],
