@@ -109,7 +109,7 @@ def test_cli_text_json_plot_and_errors(tmp_path, capsys):
     for text, message in (("gpu: V100\ngpus_per_node: 8\n", "not known"), ("gpu: A100\ngpus_per_node: 8\nnvls: true\n",
                           "no NVLink SHARP"), ("gpu: H100\ngpus_per_node: 8\nnodes: 0\n", "nodes must be >= 1"),
                           ("gpu: H100\ngpus_per_node: 4\nnodes: 2\nnics_per_node: 8\nnic_Gbps: 400\n", "exceeds"),
-                          ("gpu: H100\ngpus_per_node: 8\nnvlink_GBps: -5\n", "nvlink_GBps must be > 0")):
+                          ("gpu: H100\ngpus_per_node: 8\nnvlink_GBps: -5\n", "nvlink_GBps must be >= 0.1")):
         spec.write_text(text)
         assert main(["predict-nccl", "--cluster", str(spec), "--bytes", "1M"]) == 2
         err = capsys.readouterr().err
