@@ -5,8 +5,9 @@ Two ways to write one down, both taken by every command's ``--cluster``:
 - a cluster description (``cluster.Cluster``: GPU part, GPUs per node, nodes, NVSwitch / NVLink /
   PCIe with or without peer-to-peer, NVLink domains across hosts, NICs and network, SHARP), from a
   preset name (``presets.CLUSTERS``) or a YAML/JSON file with a ``gpu`` key; its keys are strict, its
-  numbers within ``bounds`` and its layout follows ``rules``. Every hardware number behind it is cited in ``hardware`` (PCIe
-  generations), ``gpus`` (the GPU table) and ``networks`` (ib, roce, tcp, efa, tcpx). NCCL's port
+  numbers within ``bounds`` and its layout follows ``rules``. Every hardware number behind it is cited
+  in ``hardware`` (PCIe generations), ``gpus`` (the GPU table) and ``networks`` (ib, roce, tcp, efa,
+  tcpx). NCCL's port
   (``collsim.nccl``), the fitted model and the simulation all read it;
 - a link-level topology (``topology.Topology``: alpha and beta per link class, NICs per node), a
   YAML/JSON file whose ``intra`` is a mapping of link numbers. Only the simulation can use it: it

@@ -33,9 +33,12 @@ def check_intra(self, info: GPU, g: int) -> None:
     gen = info.pcie_gen if self.pcie_gen is None else check_int("pcie_gen", self.pcie_gen, min(PCIE), max(PCIE))
     set_(self, "pcie_gen", gen)
     set_(self, "pcie_GBps", PCIE[gen].GBps if self.pcie_GBps is None else check("pcie_GBps", self.pcie_GBps))
-    if self.nvlink_GBps is not None and not info.nvlinks:
-        raise CollsimError(f"cluster nvlink_GBps: {self.gpu} has no NVLink")
-    nvlink = info.nvlink_GBps if self.nvlink_GBps is None else check("nvlink_GBps", self.nvlink_GBps)
+    if not info.nvlinks:
+        if self.nvlink_GBps not in (None, 0):       # 0: what to_dict writes for a part without NVLink
+            raise CollsimError(f"cluster nvlink_GBps: {self.gpu} has no NVLink")
+        nvlink = 0.0
+    else:
+        nvlink = info.nvlink_GBps if self.nvlink_GBps is None else check("nvlink_GBps", self.nvlink_GBps)
     set_(self, "nvlink_GBps", float(nvlink))
     domain = g if self.nvlink_domain is None else check_int("nvlink_domain", self.nvlink_domain, 1,
                                                             MAX_NVLINK_DOMAIN)
