@@ -159,7 +159,8 @@ def search(cluster, env: dict | None = None) -> Setup:
     nvls = None
     if nvls_support(c, s):
         arity = since(v, (("2.18", 8), ("2.21", 32)))           # NCCL_MAX_NVLS_ARITY (device.h:170@v2.21.5)
-        nvls = _with_latency(nvls_graph(c, hw, min(hw.K, hw.G, arity) if multi else min(hw.G, arity)), lat)
+        nv = hw_of(c, replace(s, p2p_disable=False))          # NVLS goes GPU -> NVSwitch, P2P or not (nvls.cc:154)
+        nvls = _with_latency(nvls_graph(c, nv, min(hw.K, hw.G, arity) if multi else min(hw.G, arity)), lat)
     collnet = collnet_on(c, s)
     chain = _with_latency(tree_graph(c, hw, ring.channels, "TREE"), lat) if collnet else None
     direct = _with_latency(collnet_direct_graph(c, hw), lat) if collnet and hw.type_intra == "NVL" \

@@ -281,3 +281,34 @@ def test_sizes_are_checked():
         nccl_time(h100(1), "Ring", "LL", [1.5])
     with pytest.raises(CollsimError, match="at least 2 ranks"):
         cluster_table(Cluster("H100", 1))
+
+
+def test_collnet_rows_by_hand_and_nccls_choice_of_them():
+    # 4 x DGX A100 with SHARP (8 x 200 Gb/s): the CollNet graphs are 8 channels, direct 24/24 GB/s (the NIC
+    # behind Gen4 x16), chain 30/24 (the tree's, bwIntra raised towards 2 x bwInter).
+    c = Cluster("A100", 8, 4, nics_per_node=8, nic_Gbps=200, sharp=True)
+    rows = cluster_table(c).rows()
+    # CollNetDirect Simple (tuning.cc:313-322,386-388@v2.28.9): bus 8 x 24 / (f - (f-1)/2), f = ppn/nCh = 1,
+    # no x.85 below SM90, algbw x .5; latency 2 (1 x NVLink hop 3.7 + 7 x 0.4 arity) + NET hop 31
+    assert rows["CollNetDirect"]["Simple"] == pytest.approx((2 * (3.7 + 7 * 0.4) + 31.0, 8 * 24 * 0.5))
+    # CollNetChain Simple (tuning.cc:284,389-390): bus 8 x bwIntra 30, x .5; latency 2 x 7 x 2.8 + 30
+    assert rows["CollNetChain"]["Simple"] == pytest.approx((2 * 7 * 2.8 + 30.0, 8 * 30 * 0.5))
+    assert rows["CollNetDirect"]["LL"][1] == rows["CollNetChain"]["LL128"][1] == 0.0        # Simple only
+    picks = [(d.algo, d.proto) for d in nccl_decision(c, [8, 1 << 17, 1 << 23, 1 << 29])]
+    assert picks == [("Tree", "LL"), ("CollNetDirect", "Simple"), ("CollNetDirect", "Simple"),
+                     ("CollNetChain", "Simple")]
+    assert {d.algo for d in nccl_decision(c, [1 << 17, 1 << 29], {"NCCL_COLLNET_ENABLE": "0"})} <= {"Ring", "Tree"}
+    # H100 with SHARP: NVLS across nodes is NCCL's NVLS + CollNet (the switches reduce the node sums)
+    h = nccl_decision(Cluster("H100", 8, 4, nics_per_node=8, nic_Gbps=400, sharp=True), [1 << 23])[0]
+    assert h.algo == "NVLS"
+
+
+def test_the_efa_plugin_latency_enters_nccls_latencies():
+    # latencyInter 75 us on every network hop, and once more for Simple (the flush, tuning.cc:356-359@v2.28.9)
+    p5 = Cluster("H100", 8, 2, nics_per_node=32, nic_Gbps=100, net="efa")
+    ib = Cluster("H100", 8, 2, nics_per_node=8, nic_Gbps=400, net="ib")
+    efa, base = cluster_table(p5).rows(), cluster_table(ib).rows()
+    assert efa["Ring"]["LL"][0] == pytest.approx(base["Ring"]["LL"][0] + 2 * 75.0)        # 2 network steps
+    assert efa["Ring"]["Simple"][0] == pytest.approx(base["Ring"]["Simple"][0] + 2 * 150.0)
+    assert efa["Tree"]["LL"][0] == pytest.approx(base["Tree"]["LL"][0] + 2 * 75.0)        # 2 x log2(2) hops
+    assert efa["Ring"]["Simple"][1] == base["Ring"]["Simple"][1]                           # 8 x 400 Gb/s either way
