@@ -15,7 +15,8 @@ data/h200x2/ACCURACY.md) and changes only what differs physically:
   through a NIC
   moves up to NCCL's per-channel inter-node speed (48 GB/s, search.cc:982 sm90SpeedArrayInter);
   per network step NCCL's NET latency (tuning.cc:149-168), at least the transport's own step
-  (``RDMA_STEP_US`` from L15, the one multi-node calibration log; sockets: ``socket_step_us``).
+  (``RDMA_STEP_US`` from L15, the one multi-node calibration log, for ib, roce and efa; sockets and TCPX:
+  ``socket_step_us``).
 * NVLS: each GPU's port into the switch moves NVLink x ring efficiency x nvlsEfficiency
   (tuning.cc:134-139); NCCL's NVLS latencies.
 * nccl-tests' eager floor: ``LAUNCH_US`` of host time per call per GPU its process launches on.
@@ -48,6 +49,9 @@ LAUNCH_US = {"nccl-tests-eager": (14.52 - 2 * (34.9 - 14.52) / 6, (34.9 - 14.52)
 # Sockets (tcp): what our emulated 2-node runs over loopback took per network step (the base
 # parameters' socket path, net/Ring/LL: (base + 2 hops) / 2 network steps; ``socket_step_us``).
 RDMA_STEP_US = 25.0
+# Networks whose steps go through TCP connections: NCCL's sockets, and GPUDirect-TCPX/TCPXO (device-memory TCP:
+# the payload skips host copies, each step still a TCP exchange; assumed to cost what a socket step does).
+TCP_NETS = ("tcp", "tcpx")
 
 
 def socket_step_us(base: ModelParams) -> float:
@@ -88,7 +92,7 @@ def cluster_params(cluster: Cluster, channels: int | None = None, nvls_channels:
     ``REFERENCE_CHANNELS`` and 16)."""
     base = base or hopper_params()
     gpu, net = cluster.gpu_info, cluster.net_info
-    net_step = socket_step_us(base) if not cluster.net_info.rdma else RDMA_STEP_US
+    net_step = socket_step_us(base) if cluster.net in TCP_NETS else RDMA_STEP_US
     channels = channels or REFERENCE_CHANNELS
     intra = cluster.intra if cluster.intra == "pcie" else "nvlink"
     lat = gpu.latency_scale

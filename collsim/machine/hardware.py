@@ -6,7 +6,8 @@ Numbers measured by other people (published nccl-tests logs, maintainers' answer
 an entry says so; the calibration logs are listed in data/public/README.md: ``L01`` (1 x 8 H100 SXM,
 NCCL 2.26.2, NCCL_ALGO=Ring; together-nccl-tests ``benchmarks/H100/results/20260305_220043/
 all_reduce_ring.out``), ``L15`` (2 x 8 H100, 8 x 400G NDR InfiniBand per node, NCCL_ALGO=Ring,
-NCCL_MIN_CTAS=24; NVIDIA/nccl-tests issue 309) and the PCIe logs named at ``PCIE_RING_EFFICIENCY``.
+NCCL_MIN_CTAS=24; NVIDIA/nccl-tests issue 309), P02 for PCIe (``PCIE_RING_EFFICIENCY``) and P03 for EFA
+(``collsim.machine.networks``).
 """
 from __future__ import annotations
 
@@ -41,10 +42,12 @@ PCIE: dict[int, PCIe] = {
                             f"16 x 480 / 80 = 96 ({NCCL_TOPO_CC})"),
 }
 
-# Ring AllReduce busbw on a PCIe node over the GPU's x16 PCIe rate: with peer-to-peer (P2P through the
-# switch or root complex) and without (NCCL's SHM transport through host memory: every byte written to
-# and read back from pinned host memory by the GPUs' kernels). Set in data/public/README.md ("PCIe").
-PCIE_RING_EFFICIENCY = 0.70
-SHM_RING_EFFICIENCY = 0.40
+# Ring AllReduce busbw on a PCIe node over the GPU's x16 PCIe rate. With peer-to-peer: 25.95 GB/s busbw at
+# 1 GiB on 4 x RTX 4090 (Gen4, 32 GB/s) with P2P through a patched kernel module, NCCL's default Ring (public
+# log P02, tinygrad/open-gpu-kernel-modules#36; calibrated on it, data/public/README.md). Without (NCCL's SHM
+# transport: every byte written to and read back from pinned host memory by the GPUs' kernels): no public log
+# found, half of P2P's assumed.
+PCIE_RING_EFFICIENCY = round(25.95 / 32.0, 3)
+SHM_RING_EFFICIENCY = round(PCIE_RING_EFFICIENCY / 2, 3)
 
 __all__ = ["GPU", "GPUS", "NETS", "Net", "PCIE", "PCIe", "PCIE_RING_EFFICIENCY", "SHM_RING_EFFICIENCY", "gpu_name"]

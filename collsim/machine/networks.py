@@ -37,6 +37,7 @@ class Net:
 # L15: 392.69 GB/s ring busbw at 8 GiB across 8 x 400 Gb/s NICs = 49.1 GB/s per 50 GB/s NIC;
 # AddyLaddy (NVIDIA/nccl-tests#319): "up to ~396GB/s with the RING protocol" on 8 x CX-7 400G.
 IB_EFFICIENCY = 392.69 / 400.0
+EFA_EFFICIENCY = round(0.85 * 0.722, 3)
 
 NETS: dict[str, Net] = {
     "ib": Net("ib", IB_EFFICIENCY, True, 0.0, False,
@@ -55,12 +56,14 @@ NETS: dict[str, Net] = {
     # aws-ofi-nccl: platform-aws.cpp:83-160 (p4d, p5/p5e: latency 75 us, GPUDirect RDMA required; p5en and
     # p6-b200: 35 us); on p5 the RDMA protocol groups the 4 EFA NICs nearest each GPU into one NCCL device
     # (nccl_ofi_topo.cpp:1092-1143) and reports 4 x their speed (nccl_ofi_rdma.cpp:410-413).
-    "efa": Net("efa", 0.85, True, 75.0, True,
+    # P03 (2 x p4d, NCCL 2.9.9, 1 GiB: 35215 us): collsim fit --cluster p4d gives 0.722 of the 0.85 first
+    # assumed, so 0.614 (data/public/README.md; checked on P04-P06, not fitted on them).
+    "efa": Net("efa", EFA_EFFICIENCY, True, 75.0, True,
                f"AWS EFA through libfabric and the aws-ofi-nccl net plugin ({AWS_OFI}): GPUDirect RDMA on p4d/p5, "
                "the plugin reports 75 us latency on p4d and p5 (platform-aws.cpp:83-140; 35 us on p5en/p6, set "
                "OFI_NCCL_NET_LATENCY) and on p5 groups the 4 NICs nearest each GPU into one device of 4 x their "
-               "speed (nccl_ofi_topo.cpp:1092-1143, nccl_ofi_rdma.cpp:410-413); efficiency 0.85 of line rate "
-               "assumed (no maintainer figure; see data/public/README.md for the logs it was checked on)"),
+               "speed (nccl_ofi_topo.cpp:1092-1143, nccl_ofi_rdma.cpp:410-413); efficiency 0.614 of line rate "
+               "calibrated on the public 2 x p4d log P03 (NVIDIA/nccl#527, NCCL 2.9.9; data/public/README.md)"),
     "tcpx": Net("tcpx", 0.85, True, 0.0, False,
                 "GPUDirect-TCPX / TCPXO net plugins (Google Cloud A3 / A3 Mega: 4 or 8 x 200 Gb/s per node, payload "
                 "between GPU memory and the NIC without host copies): efficiency 0.85 of line rate and no plugin "
