@@ -1,6 +1,7 @@
 """NCCL's tuning model: hand-worked values from src/graph/tuning.cc, the tables and per-size choices NCCL's
 own code printed (fixtures/nccl_harness, data/h200x2), per-version figures and the NCCL_* settings."""
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -312,3 +313,12 @@ def test_the_efa_plugin_latency_enters_nccls_latencies():
     assert efa["Ring"]["Simple"][0] == pytest.approx(base["Ring"]["Simple"][0] + 2 * 150.0)
     assert efa["Tree"]["LL"][0] == pytest.approx(base["Tree"]["LL"][0] + 2 * 75.0)        # 2 x log2(2) hops
     assert efa["Ring"]["Simple"][1] == base["Ring"]["Simple"][1]                           # 8 x 400 Gb/s either way
+
+
+def test_ll128_on_sm86_links_follows_the_version():
+    # 2.25-2.26 enable LL128 by compute capability 70/80/90/100/120 only (tuning.cc:431-437@v2.26.6): an RTX 3090
+    # pair (SM86) over its NVLink bridge gets none; 2.27+ drop the list (tuning.cc:478-494@v2.28.9)
+    pair = Cluster("RTX3090", 2, intra="nvlink")
+    assert cluster_table(replace(pair, nccl="2.26")).bw[("Ring", "LL128")] == 0
+    assert cluster_table(pair).bw[("Ring", "LL128")] > 0
+    assert cluster_table(Cluster("L40S", 2)).bw[("Ring", "LL128")] == 0              # PCIe paths: never by default
