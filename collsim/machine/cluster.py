@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from collsim.errors import CollsimError
-from collsim.machine.bounds import MAX_GPUS_PER_NODE, MAX_NODES, check, check_int
+from collsim.machine.bounds import BOUNDS, MAX_GPUS_PER_NODE, MAX_NODES, check, check_int
 from collsim.machine.hardware import GPU, GPUS, NETS, PCIE_RING_EFFICIENCY, SHM_RING_EFFICIENCY, Net, gpu_name
 from collsim.machine.linkview import CALL_US, to_topology
 from collsim.machine.rules import check_intra, check_network
@@ -55,6 +55,7 @@ KEYS = ("name", "source", "notes", "gpu", "gpus_per_node", "nodes", "intra", "p2
         "nccl", "cpu", "call_us")
 _STRINGS = ("gpu", "intra", "net", "cpu", "nccl", "name", "source")
 _BOOLS = ("p2p", "sharp", "nvls")
+_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 
 
 def nearest_ported(version: str) -> str:
@@ -236,6 +237,9 @@ class Cluster:
         if "gpu" not in d or "gpus_per_node" not in d:
             raise CollsimError(f"{where}: needs at least gpu and gpus_per_node")
         known = dict(d)
+        for key in BOUNDS:   # YAML 1.1 reads 1e308 (no dot) as text: take it as the number it spells
+            if isinstance(known.get(key), str) and _FLOAT.fullmatch(known[key].strip()):
+                known[key] = float(known[key])
         for key in _STRINGS:
             if key in known and not isinstance(known[key], str):
                 if key == "nccl" and isinstance(known[key], float):

@@ -39,3 +39,14 @@ def test_every_bounded_description_keeps_times_finite():
     slow = Cluster("H100", 8, 2, nvlink_GBps=0.1, nics_per_node=8, nic_Gbps=0.1, call_us=1e6)
     rows = predict_nccl(slow, [8, 1 << 30], algo="Ring")["rows"]
     assert all(0 < r["time_us"] < 1e13 for r in rows)
+
+
+def test_yaml_exponents_without_a_dot_are_numbers_and_bounded(tmp_path):
+    from collsim.machine import load_cluster
+    f = tmp_path / "c.yaml"
+    f.write_text("gpu: H100\ngpus_per_node: 8\ncall_us: 1e308\n")            # YAML 1.1 reads this as text
+    with pytest.raises(CollsimError, match=r"call_us must be >= 0 and <= 1e\+06 \(fixed cost") as e:
+        load_cluster(f)
+    assert "\n" not in str(e.value)
+    f.write_text("gpu: H100\ngpus_per_node: 8\ncall_us: 2e1\n")
+    assert load_cluster(f).call_us == 20.0
