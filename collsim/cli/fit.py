@@ -2,6 +2,7 @@
 
     collsim fit FILES... -o PARAMS.json [--holdout odd|even|timing|run] [--label ALGO/PROTO]
                 [--out-of-place] [--overhead-from AB_FILES...]
+    collsim fit --cluster SPEC [--nodes N] FILES... [-o FITTED.yaml]   # its fabric_efficiency
     collsim compare --params PARAMS.json --measured FILE... [--algo A --proto P --ranks N]
                     [--holdout auto|all|odd|even|timing] [--nccl-log LOG] [--out-of-place]
                     [--overhead-from AB_FILES...] [--plot PNG] [--json]
@@ -33,6 +34,10 @@ Times are microseconds, sizes bytes (8, 64K, 1M, 4G), bandwidths GB/s (1e9 B/s),
 """
 from __future__ import annotations
 
+from pathlib import Path
+
+import yaml
+
 from collsim.cli.args import add_topology_args, finite_json, int_in, plot_path, positive_int, topology_from_args
 from collsim.errors import CollsimError
 from collsim.fit.overheads import with_overheads
@@ -42,7 +47,7 @@ from collsim.fitted.model import explain
 from collsim.fitted.params import load_params, save_params
 from collsim.inputs import BUFFSIZE_RANGE, MAX_CALLS, MAX_CHANNELS
 from collsim.machine import load_cluster
-from collsim.outputs import check_output
+from collsim.outputs import atomic_write, check_output
 from collsim.units import format_size, parse_size
 
 
@@ -50,8 +55,29 @@ def _pct(x) -> str:
     return "   n/a" if x is None else f"{100 * x:5.1f}%"
 
 
+def _fit_cluster(args) -> int:
+    """``collsim fit --cluster SPEC FILES... [-o FITTED.yaml]``: the fabric_efficiency of SPEC's network."""
+    from collsim.fit.fabric import FROM_BYTES, fit_fabric
+    if args.output:
+        check_output(args.output, [*args.files, *([args.cluster] if Path(args.cluster).suffix else [])], "cluster file")
+    res = fit_fabric(load_cluster(args.cluster, args.nodes), args.files, args.label, not args.out_of_place)
+    print(f"fabric_efficiency: {res['fabric_efficiency']:g}   (fitted on {res['points']} sizes from "
+          f"{FROM_BYTES >> 20} MiB; median |error| from 1 MiB {_pct(res['before']['median_abs_rel_error'])} "
+          f"-> {_pct(res['after']['median_abs_rel_error'])}; check it on another measurement with compare)")
+    if args.output:
+        d = {k: v for k, v in res["cluster"].items() if v is not None and k != "nccl_asked"}
+        with atomic_write(args.output, "cluster file") as f:
+            f.write(yaml.safe_dump(d, sort_keys=False))
+        print(f"cluster with fabric_efficiency -> {args.output}")
+    return 0
+
+
 def _fit(args) -> int:
     from collsim.fit import fit
+    if args.cluster:
+        return _fit_cluster(args)
+    if not args.output:
+        raise CollsimError("fit needs -o PARAMS.json (or --cluster SPEC to fit its fabric_efficiency)")
     check_output(args.output, [*args.files, *(args.overhead_from or [])], "parameters file")
     overhead = load_points(args.overhead_from, "default", not args.out_of_place) if args.overhead_from else None
     params, report = fit(load_points(args.files, args.label, not args.out_of_place, args.nodes), args.holdout,
@@ -106,12 +132,12 @@ def _compare_cluster(args) -> int:
         print(f"  {'size':>11s} {'measured us':>12s} {'collsim us':>11s} {'err':>6s} {'NCCL model us':>14s} {'err':>6s}"
               f"  NCCL runs")
         for r in f["rows"]:
-            print(f"  {r['bytes']:11d} {r['measured_us']:12.2f} {r['model_us']:11.2f} "
-                  f"{100 * (r['model_us'] / r['measured_us'] - 1):+5.0f}% {r['nccl_us']:14.2f} "
+            print(f"  {r['bytes']:11d} {r['measured_us']:12.2f} {r['simulated_us']:11.2f} "
+                  f"{100 * (r['simulated_us'] / r['measured_us'] - 1):+5.0f}% {r['nccl_us']:14.2f} "
                   f"{100 * (r['nccl_us'] / r['measured_us'] - 1):+5.0f}%  "
                   f"{r['algo']}/{r['proto']} x{r['channels']}")
     for scope, suffix in (("all sizes", ""), ("from 1 MiB", "_from_1MiB")):
-        ours, theirs = result["model" + suffix], result["nccl" + suffix]
+        ours, theirs = result["simulated" + suffix], result["nccl" + suffix]
         print(f"{scope:11s}: collsim {_pct(ours['median_abs_rel_error'])} / {_pct(ours['p90_abs_rel_error'])}, "
               f"NCCL's model {_pct(theirs['median_abs_rel_error'])} / {_pct(theirs['p90_abs_rel_error'])} "
               f"({ours['n']} points)")
@@ -205,9 +231,13 @@ def _overhead_argument(p) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("fit", help="fit the NCCL-shaped model to measurements, report held-out error")
+    p = sub.add_parser("fit", help="fit the NCCL-shaped model to measurements, report held-out error; with "
+                                      "--cluster, the cluster's fabric_efficiency")
     p.add_argument("files", nargs="+", help="runner .jsonl files or nccl-tests output")
-    p.add_argument("-o", "--output", required=True, help="parameters JSON to write")
+    p.add_argument("-o", "--output", help="parameters JSON to write (with --cluster: the cluster YAML with "
+                                          "its fitted fabric_efficiency)")
+    p.add_argument("--cluster", help="fit this cluster description's fabric_efficiency (the share of the NICs' "
+                                     "line rate its fabric delivers) to the measured multi-node runs")
     p.add_argument("--holdout", default="odd", choices=["odd", "even", "timing", "run"],
                    help="fit even powers of two/test odd (odd), the reverse (even), eager->graph "
                         "(timing), first file->others (run)")

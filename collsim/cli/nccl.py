@@ -1,7 +1,8 @@
 """``collsim predict-nccl``: NCCL AllReduce on a cluster, from its description alone.
 
     collsim predict-nccl --cluster SPEC [--nodes N] --bytes SIZE [SIZE ...] | -b MIN -e MAX [-f F]
-                         [--algo default|Ring|Tree|NVLS|NVLSTree|CollNet] [--proto default|LL|LL128|Simple]
+                         [--algo default|Ring|Tree|NVLS|NVLSTree|CollNet|CollNetDirect|CollNetChain]
+                         [--proto default|LL|LL128|Simple]
                          [--env NCCL_X=V ...] [--harness nccl-tests|runner] [--timing eager|graph]
                          [--gpus-per-process G] [--json] [--plot PNG]
 
@@ -10,7 +11,8 @@ SPEC is a preset (``collsim simulate --list-presets``) or a cluster file (YAML/J
 harness's terms), algbw and busbw, NCCL's choice of algorithm, protocol and channels, NCCL's own predicted
 time, and the resource the simulation kept busiest (``collsim.predict``); ``--json`` prints ``{"predictor":
 "simulated_us", "cluster": {...}, "rows": [{"bytes", "time_us", "simulated_us", "kernel_us", "busbw_GBps",
-"algo", "proto", "channels", "nccl_us", "busiest", "busy"}]}``.
+"algo", "proto", "channels", "nccl_us", "busiest", "busy", "timed_by"}]}``. A row NCCL runs with CollNet is
+timed by NCCL's own model, ``timed_by: "nccl"`` (marked * in the text).
 """
 from __future__ import annotations
 
@@ -31,8 +33,8 @@ def _env(pairs) -> dict:
     env = {}
     for pair in pairs or []:
         name, sep, value = pair.partition("=")
-        if not sep or not name.startswith("NCCL_"):
-            raise CollsimError(f"--env {pair!r:.60}: expected NCCL_NAME=VALUE")
+        if not sep or not name.startswith(("NCCL_", "OFI_NCCL_")):
+            raise CollsimError(f"--env {pair!r:.60}: expected NCCL_NAME=VALUE (or aws-ofi-nccl's OFI_NCCL_NAME=VALUE)")
         env[name] = value
     return env
 
@@ -61,12 +63,15 @@ def cmd_predict_nccl(args) -> int:
           f"{result['gpus_per_process']} GPU(s) per process)")
     if result["settings"]["ignored"]:
         print("not modelled (no effect here): " + ", ".join(result["settings"]["ignored"]))
-    print(f"{'bytes':>8} {'simulated us':>12} {'algbw':>8} {'busbw':>8}  {'NCCL chooses':<16} {'ch':>3} "
+    print(f"{'bytes':>8} {'time us':>12} {'algbw':>8} {'busbw':>8}  {'NCCL chooses':<16} {'ch':>3} "
           f"{'NCCL model us':>13}  busiest resource")
     for r in result["rows"]:
-        print(f"{format_size(r['bytes']):>8} {r['simulated_us']:12.2f} {r['algbw_GBps']:8.2f} {r['busbw_GBps']:8.2f}  "
-              f"{r['algo'] + '/' + r['proto']:<16} {r['channels']:>3} {r['nccl_us']:13.2f}  "
-              f"{r['busiest']} {100 * r['busy']:.0f}%")
+        mark = "*" if r["timed_by"] == "nccl" else " "
+        where = f"{r['busiest']} {100 * r['busy']:.0f}%" if r["busiest"] else "-"
+        print(f"{format_size(r['bytes']):>8} {r['time_us']:11.2f}{mark} {r['algbw_GBps']:8.2f} {r['busbw_GBps']:8.2f}  "
+              f"{r['algo'] + '/' + r['proto']:<16} {r['channels']:>3} {r['nccl_us']:13.2f}  {where}")
+    if any(r["timed_by"] == "nccl" for r in result["rows"]):
+        print("* timed by NCCL's own model: collsim does not simulate CollNet (the switches reduce) yet")
     if args.plot:
         print(f"plot -> {args.plot}")
     return 0
@@ -81,11 +86,12 @@ def register(sub) -> None:
     p.add_argument("-b", "--minbytes", type=size_arg, help="smallest size of a sweep (nccl-tests -b)")
     p.add_argument("-e", "--maxbytes", type=size_arg, help="largest size of a sweep (nccl-tests -e)")
     p.add_argument("-f", "--stepfactor", type=positive_int, default=2, help="size factor of a sweep (nccl-tests -f)")
-    p.add_argument("--algo", default="default", help="default (NCCL's choice), Ring, Tree, NVLS, NVLSTree, CollNet")
+    p.add_argument("--algo", default="default", help="default (NCCL's choice), Ring, Tree, NVLS, NVLSTree, CollNet "
+                   "(CollNetDirect or CollNetChain), CollNetDirect, CollNetChain")
     p.add_argument("--proto", default="default", help="default (NCCL's choice), LL, LL128, Simple")
     p.add_argument("--env", nargs="+", metavar="NCCL_X=V", help="NCCL variables of the run (NCCL_ALGO, NCCL_PROTO, "
                    "NCCL_MIN_NCHANNELS/NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS, NCCL_BUFFSIZE, NCCL_NVLS_ENABLE, "
-                   "NCCL_IB_DISABLE)")
+                   "NCCL_IB_DISABLE, NCCL_P2P_DISABLE, NCCL_COLLNET_ENABLE, OFI_NCCL_NET_LATENCY)")
     p.add_argument("--harness", choices=("nccl-tests", "runner"), default="nccl-tests")
     p.add_argument("--timing", choices=("eager", "graph"), default="eager",
                    help="eager: back-to-back launches (nccl-tests' default); graph: CUDA graphs (nccl-tests -G)")

@@ -4,7 +4,8 @@
 Each file (runner JSON Lines, nccl-tests output, a published log) is predicted as it ran: the
 algorithm and protocol it forced (its label or NCCL_ALGO/NCCL_PROTO), its NCCL_* settings, its
 harness (nccl-tests or the runner), timing and GPUs per process; ``collsim.predict`` gives
-collsim's time and NCCL's own. Errors are |predicted / measured - 1| per size (fractions), summed up
+collsim's time (``simulated_us``: the simulation of the schedule NCCL runs; a CollNet row NCCL's model,
+``timed_by``) and NCCL's own (``nccl_us``). Errors are |predicted / measured - 1| per size (fractions), summed up
 as median and p90 over all sizes and over sizes from 1 MiB up.
 """
 from __future__ import annotations
@@ -31,7 +32,7 @@ def _series(m, inplace: bool):
 
 
 def compare_cluster(cluster: Cluster, paths, label: str | None = None, inplace: bool = False) -> dict:
-    """{"files": [{"file", "rows": [...], "model": summary, "nccl": summary, ...}], "model": ...,
+    """{"files": [{"file", "rows": [...], "simulated": summary, "nccl": summary, ...}], "simulated": ...,
     "nccl": ...} over every file's sizes (module docstring)."""
     files, ours, theirs, big = [], [], [], []
     for path in paths:
@@ -52,17 +53,17 @@ def compare_cluster(cluster: Cluster, paths, label: str | None = None, inplace: 
         pred = np.array([r["time_us"] for r in result["rows"]])
         nccl = np.array([r["nccl_us"] for r in result["rows"]])
         e_ours, e_theirs = abs_rel_errors(pred, times), abs_rel_errors(nccl, times)
-        rows = [{"bytes": int(s), "measured_us": float(t), "model_us": float(p), "nccl_us": float(n),
-                 "algo": r["algo"], "proto": r["proto"], "channels": r["channels"]}
+        rows = [{"bytes": int(s), "measured_us": float(t), "simulated_us": float(p), "nccl_us": float(n),
+                 "algo": r["algo"], "proto": r["proto"], "channels": r["channels"], "timed_by": r["timed_by"]}
                 for s, t, p, n, r in zip(sizes, times, pred, nccl, result["rows"])]
         large = sizes >= MIB
         files.append({"file": str(path), "harness": harness, "timing": result["timing"],
                       "gpus_per_process": result["gpus_per_process"], "rows": rows,
-                      "model": summary(e_ours), "nccl": summary(e_theirs),
-                      "model_from_1MiB": summary(e_ours[large]), "nccl_from_1MiB": summary(e_theirs[large])})
+                      "simulated": summary(e_ours), "nccl": summary(e_theirs),
+                      "simulated_from_1MiB": summary(e_ours[large]), "nccl_from_1MiB": summary(e_theirs[large])})
         ours.append(e_ours)
         theirs.append(e_theirs)
         big.append(large)
     e_ours, e_theirs, large = np.concatenate(ours), np.concatenate(theirs), np.concatenate(big)
-    return {"cluster": cluster.to_dict(), "files": files, "model": summary(e_ours), "nccl": summary(e_theirs),
-            "model_from_1MiB": summary(e_ours[large]), "nccl_from_1MiB": summary(e_theirs[large])}
+    return {"cluster": cluster.to_dict(), "files": files, "simulated": summary(e_ours), "nccl": summary(e_theirs),
+            "simulated_from_1MiB": summary(e_ours[large]), "nccl_from_1MiB": summary(e_theirs[large])}

@@ -7,13 +7,16 @@ socket nodes and NCCL_MAX_NCHANNELS sweeps, which set how channels share NVLink;
 data/h200x2/ACCURACY.md) and changes only what differs physically:
 
 * NVLink (or PCIe) bandwidth: every intra-node channel rate and the shared link cap scale so that a
-  Ring Simple AllReduce on the cluster's coll channels plateaus at the GPU's NVLink bandwidth x its
-  ring efficiency (``collsim.machine.hardware``: 368 GB/s busbw on 8 x H100, calibration log L01).
+  Ring Simple AllReduce on the cluster's coll channels plateaus at the GPU's NVLink (or PCIe) bandwidth x
+  ``Cluster.intra_efficiency`` (``collsim.machine.hardware``: 368 GB/s busbw on 8 x H100, calibration
+  log L01; PCIe with and without peer-to-peer from the PCIe logs of data/public).
 * GPU latencies (base, per step, per hop, barriers): x ``GPU.latency_scale`` (SM clock ratio).
-* Network: one NIC moves ``nic_GBps x Net.efficiency`` (L15 for InfiniBand); a channel through a NIC
+* Network: one NIC moves ``nic_GBps x Net.efficiency x fabric_efficiency`` (L15 for InfiniBand); a channel
+  through a NIC
   moves up to NCCL's per-channel inter-node speed (48 GB/s, search.cc:982 sm90SpeedArrayInter);
   per network step NCCL's NET latency (tuning.cc:149-168), at least the transport's own step
-  (``RDMA_STEP_US`` from L15, the one multi-node calibration log; sockets: ``socket_step_us``).
+  (``RDMA_STEP_US`` from L15, the one multi-node calibration log, for ib, roce and efa; sockets and TCPX:
+  ``socket_step_us``).
 * NVLS: each GPU's port into the switch moves NVLink x ring efficiency x nvlsEfficiency
   (tuning.cc:134-139); NCCL's NVLS latencies.
 * nccl-tests' eager floor: ``LAUNCH_US`` of host time per call per GPU its process launches on.
@@ -46,6 +49,9 @@ LAUNCH_US = {"nccl-tests-eager": (14.52 - 2 * (34.9 - 14.52) / 6, (34.9 - 14.52)
 # Sockets (tcp): what our emulated 2-node runs over loopback took per network step (the base
 # parameters' socket path, net/Ring/LL: (base + 2 hops) / 2 network steps; ``socket_step_us``).
 RDMA_STEP_US = 25.0
+# Networks whose steps go through TCP connections: NCCL's sockets, and GPUDirect-TCPX/TCPXO (device-memory TCP:
+# the payload skips host copies, each step still a TCP exchange; assumed to cost what a socket step does).
+TCP_NETS = ("tcp", "tcpx")
 
 
 def socket_step_us(base: ModelParams) -> float:
@@ -86,7 +92,7 @@ def cluster_params(cluster: Cluster, channels: int | None = None, nvls_channels:
     ``REFERENCE_CHANNELS`` and 16)."""
     base = base or hopper_params()
     gpu, net = cluster.gpu_info, cluster.net_info
-    net_step = socket_step_us(base) if cluster.net == "tcp" else RDMA_STEP_US
+    net_step = socket_step_us(base) if cluster.net in TCP_NETS else RDMA_STEP_US
     channels = channels or REFERENCE_CHANNELS
     intra = cluster.intra if cluster.intra == "pcie" else "nvlink"
     lat = gpu.latency_scale
@@ -110,7 +116,7 @@ def cluster_params(cluster: Cluster, channels: int | None = None, nvls_channels:
                                           "hop_us": max(net_us, net_step)}
     links = {**base.link_GBps, intra: base.link_GBps["nvlink"],
              "nvls": NVLS_BUSBW_GBPS * 9 / 14 * nvls_relative(cluster),   # refined by _at_plateau
-             "net": max(cluster.nic_GBps * net.efficiency, 1e-3)}
+             "net": max(cluster.nic_GBps * net.efficiency * cluster.fabric_efficiency, 1e-3)}
     if intra != "nvlink":
         links["nvlink"] = links[intra]
     meta = {"source": f"collsim.fitted.rescale.cluster_params({cluster.name or cluster.gpu})",
@@ -118,7 +124,7 @@ def cluster_params(cluster: Cluster, channels: int | None = None, nvls_channels:
     params = replace(base, paths=paths, link_GBps=links, channels=channels, meta=meta, nvls_channels=nvls_channels,
                      launch_us={**base.launch_us, **LAUNCH_US}, l2_bytes=float(gpu.l2_bytes))
     same = {intra, "nvlink"}
-    params = _at_plateau(params, cluster, "Ring", same, cluster.intra_GBps * gpu.ring_efficiency)
+    params = _at_plateau(params, cluster, "Ring", same, cluster.intra_GBps * cluster.intra_efficiency)
     if cluster.nvls:
         params = _at_plateau(params, cluster, "NVLS", {"nvls"}, NVLS_BUSBW_GBPS * nvls_relative(cluster))
         heads = cluster.nics_per_node or cluster.gpus_per_node

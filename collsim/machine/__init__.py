@@ -2,16 +2,19 @@
 
 Two ways to write one down, both taken by every command's ``--cluster``:
 
-- a cluster description (``cluster.Cluster``: GPU model, GPUs per node, nodes, NVSwitch / NVLink /
-  PCIe, NICs and network), from a preset name (``presets.CLUSTERS``) or a YAML/JSON file with a
-  ``gpu`` key. Every hardware number behind it is cited in ``hardware``. NCCL's port
+- a cluster description (``cluster.Cluster``: GPU part, GPUs per node, nodes, NVSwitch / NVLink /
+  PCIe with or without peer-to-peer, NVLink domains across hosts, NICs and network, SHARP), from a
+  preset name (``presets.CLUSTERS``) or a YAML/JSON file with a ``gpu`` key; its keys are strict, its
+  numbers within ``bounds`` and its layout follows ``rules``. Every hardware number behind it is cited
+  in ``hardware`` (PCIe generations), ``gpus`` (the GPU table) and ``networks`` (ib, roce, tcp, efa,
+  tcpx). NCCL's port
   (``collsim.nccl``), the fitted model and the simulation all read it;
 - a link-level topology (``topology.Topology``: alpha and beta per link class, NICs per node), a
   YAML/JSON file whose ``intra`` is a mapping of link numbers. Only the simulation can use it: it
   names no GPU, so NCCL's choice cannot be derived from it.
 
 ``load_cluster(spec, nodes)`` gives a ``Cluster``; ``load_machine(spec, nodes)`` gives what the
-simulator runs on (a ``Topology``: a cluster's through ``cluster.to_topology``). Both raise one-line
+simulator runs on (a ``Topology``: a cluster's through ``linkview.to_topology``). Both raise one-line
 ``CollsimError`` for anything wrong, naming the file and key.
 """
 from __future__ import annotations
@@ -20,7 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from collsim.errors import CollsimError, require_int
-from collsim.machine.cluster import Cluster, to_topology
+from collsim.machine.cluster import Cluster
+from collsim.machine.linkview import to_topology
 from collsim.machine.presets import CLUSTERS
 from collsim.machine.topology import Topology, read_spec_file
 

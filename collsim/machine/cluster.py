@@ -1,47 +1,61 @@
 """A cluster description: one file (or preset name) that says what a machine is, for every command.
 
-File format (YAML or JSON; extra keys are kept in ``Cluster.extra`` and otherwise ignored)::
+File format (YAML or JSON; every key below, nothing else: an unknown key is refused naming the closest
+known one; free text goes under ``notes``)::
 
-    gpu: H100            # A100 | H100 | H200 | B200 (collsim.machine.hardware.GPUS)
-    gpus_per_node: 8
+    gpu: H100            # collsim.machine.gpus.GPUS: A100 A100-PCIE A800 H100 H100-PCIE H100-NVL H800 H20 H200
+                         #   B200 GB200 GH200 L40S L4 A10 RTX3080 RTX3090 RTX4080 RTX4090 (device names work too)
+    gpus_per_node: 8     # GPUs of one host
     nodes: 2
-    intra: nvswitch      # nvswitch | nvlink (direct links between GPUs) | pcie
+    intra: nvswitch      # nvswitch | nvlink (direct links or a PCIe card's NVLink bridge) | pcie
+                         #   (default: pcie for PCIe cards, nvswitch otherwise)
+    p2p: true            # optional, intra pcie: peer-to-peer over PCIe (default: the GPU's driver allows it;
+                         #   GeForce: false, and NCCL goes through host memory, its SHM transport)
+    pcie_gen: 4          # optional: PCIe generation of the GPUs' x16 links (default: the GPU table)
     nvlink_GBps: 450     # optional: NVLink GB/s per GPU per direction (default: the GPU table)
-    pcie_GBps: 32        # optional, intra: pcie only: PCIe GB/s per GPU per direction (default 32, Gen4 x16)
-    nics_per_node: 8     # needed when nodes > 1
+    pcie_GBps: 32        # optional: PCIe GB/s per GPU per direction (default: pcie_gen's x16)
+    nvlink_domain: 72    # optional: GPUs joined by one NVLink fabric across hosts (GB200 NVL72: 72; default
+                         #   gpus_per_node); NCCL then sees each domain as one node (MNNVL)
+    nics_per_node: 8     # needed when nodes > 1; more than gpus_per_node only for efa (p5: 32)
     nic_Gbps: 400        # needed when nodes > 1: line rate of one NIC, Gb/s
-    net: ib              # ib | roce | tcp (collsim.machine.hardware.NETS)
+    net: ib              # ib | roce | tcp | efa | tcpx (collsim.machine.networks.NETS)
+    sharp: false         # optional: the InfiniBand switches reduce (SHARP, NCCL's CollNet; net ib only)
+    fabric_efficiency: 1 # optional: share of the NICs' line rate the fabric delivers, 0 < x <= 1
     nvls: true           # optional: NVLink SHARP available (default: the GPU has it and intra is nvswitch)
     nccl: "2.28"         # optional: the NCCL version whose tuning logic to follow (default the newest;
                          #   2.18-2.28 are ported, another 2.x follows the closest and says so: nccl_asked)
     cpu: intel           # optional: intel | amd (NCCL's network overhead and multi-node LL caps use it)
     call_us: 25          # optional: fixed cost of every collective call, microseconds (default ``CALL_US``)
+    name: ..., source: ..., notes: ...   # optional free text (notes: any text, list or mapping)
 
-``collsim.machine.load_cluster(spec)`` takes a preset name (``collsim.machine.presets.CLUSTERS``) or a
-file path; names in any case, and a device name holding one GPU name ("NVIDIA H100 80GB HBM3") means that
-GPU; every bad value is one CollsimError naming the key. GPU g of a node uses NIC
-g x nics_per_node // gpus_per_node (one NIC per GPU: rail g is NIC g).
-
-``to_topology`` gives the simulator's view: links with their alphas and efficiencies, the NVLS link
-where the machine has NVLink SHARP, per-pair links on boards without NVSwitch (intra: nvlink), and
-``call_us``.
+``sharp: true`` describes switches that reduce with NCCL's SHARP plugin set up as NVIDIA's SHARP guide
+says (NCCL_COLLNET_ENABLE=1): NCCL may then run CollNetDirect/CollNetChain; ``--env NCCL_COLLNET_ENABLE=0``
+turns it off as it would. ``collsim.machine.load_cluster(spec)`` takes a preset name or a file path;
+every bad value is one CollsimError naming the key, every number within ``collsim.machine.bounds``.
+GPU g of a node uses NIC g x nics_per_node // gpus_per_node (one NIC per GPU: rail g is NIC g).
 """
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field, replace
 
-from collsim.errors import CollsimError, require_int, require_number
-from collsim.machine.hardware import GPU, GPUS, NETS, Net
-from collsim.machine.topology import Link, Topology
+from collsim.errors import CollsimError
+from collsim.machine.bounds import BOUNDS, MAX_GPUS_PER_NODE, MAX_NODES, check, check_int
+from collsim.machine.hardware import GPU, GPUS, NETS, PCIE_RING_EFFICIENCY, SHM_RING_EFFICIENCY, Net, gpu_name
+from collsim.machine.linkview import CALL_US, to_topology
+from collsim.machine.rules import check_intra, check_network
 
 INTRA = ("nvswitch", "nvlink", "pcie")
 CPUS = ("intel", "amd")
 NCCL_VERSIONS = ("2.18", "2.19", "2.20", "2.21", "2.22", "2.23", "2.24", "2.25", "2.26", "2.27", "2.28")
 NEWEST_NCCL = NCCL_VERSIONS[-1]
-PCIE_GBPS = 32.0     # PCIe Gen4 x16: 16 GT/s x 16 lanes x 128/130 / 8 bits, per direction
-KEYS = ("name", "source", "gpu", "gpus_per_node", "nodes", "intra", "nvlink_GBps", "pcie_GBps", "nics_per_node",
-        "nic_Gbps", "net", "nvls", "nccl", "cpu", "call_us")
+KEYS = ("name", "source", "notes", "gpu", "gpus_per_node", "nodes", "intra", "p2p", "pcie_gen", "nvlink_GBps",
+        "pcie_GBps", "nvlink_domain", "nics_per_node", "nic_Gbps", "net", "sharp", "fabric_efficiency", "nvls",
+        "nccl", "cpu", "call_us")
+_STRINGS = ("gpu", "intra", "net", "cpu", "nccl", "name", "source")
+_BOOLS = ("p2p", "sharp", "nvls")
+_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 
 
 def nearest_ported(version: str) -> str:
@@ -54,29 +68,20 @@ def nearest_ported(version: str) -> str:
     return f"2.{min(max(int(m.group(1)), minors[0]), minors[-1])}"
 
 
-def gpu_name(text: str) -> str:
-    """The GPU table's name for ``text``: any case, or a device name holding exactly one known name as
-    a word ("NVIDIA H100 80GB HBM3", "A100-SXM4-80GB" -> H100, A100; "GH200" is not H200); else
-    ``text`` in capitals (and the cluster refuses it by name)."""
-    upper = text.upper()
-    found = {g for g in GPUS if re.search(rf"(?<![A-Z0-9]){g}(?![A-Z0-9])", upper)}
-    return found.pop() if len(found) == 1 else upper
-
-
 @dataclass(frozen=True)
 class Cluster:
-    """``nodes`` x ``gpus_per_node`` GPUs of one generation; see the module docstring for the keys.
+    """``nodes`` x ``gpus_per_node`` GPUs of one part; see the module docstring for the keys.
 
-    Unset optional values are resolved at construction: ``nvlink_GBps`` from the GPU table,
-    ``nvls`` from the GPU and the intra-node link, ``nics_per_node`` 0 and ``nic_Gbps`` 0 on one node
-    when not given; ``call_us`` None means the default of ``per_call_us``."""
+    Unset optional values are resolved at construction (intra, p2p, pcie_gen, nvlink_GBps, pcie_GBps,
+    nvlink_domain, nvls from the GPU table and the layout; nics_per_node and nic_Gbps 0 on one node);
+    ``call_us`` None means the default of ``per_call_us``."""
 
     gpu: str
     gpus_per_node: int
     nodes: int = 1
-    intra: str = "nvswitch"
+    intra: str | None = None
     nvlink_GBps: float | None = None
-    pcie_GBps: float = PCIE_GBPS
+    pcie_GBps: float | None = None
     nics_per_node: int | None = None
     nic_Gbps: float | None = None
     net: str = "ib"
@@ -87,56 +92,48 @@ class Cluster:
     name: str = ""
     source: str = ""
     extra: dict = field(default_factory=dict, compare=False)
+    p2p: bool | None = None
+    pcie_gen: int | None = None
+    sharp: bool = False
+    nvlink_domain: int | None = None
+    fabric_efficiency: float = 1.0
+    notes: object = field(default=None, compare=False)
 
     def __post_init__(self):
-        if isinstance(self.gpu, str):
-            object.__setattr__(self, "gpu", gpu_name(self.gpu))
-        for key in ("intra", "net", "cpu"):
-            if isinstance(getattr(self, key), str):
-                object.__setattr__(self, key, getattr(self, key).lower())
+        set_ = object.__setattr__
+        set_(self, "gpu", gpu_name(self.gpu) if isinstance(self.gpu, str) else self.gpu)
         if self.gpu not in GPUS:
             raise CollsimError(f"cluster gpu {self.gpu!r:.40} is not known (known: {', '.join(GPUS)})")
-        require_int("cluster gpus_per_node", self.gpus_per_node, 1, 1024)
-        require_int("cluster nodes", self.nodes, 1, 1 << 16)
-        object.__setattr__(self, "nccl", ".".join(str(self.nccl).split("-")[0].split(".")[:2]))  # 2.26.2-1 -> 2.26
+        info = GPUS[self.gpu]
+        for key in ("intra", "net", "cpu"):
+            if isinstance(getattr(self, key), str):
+                set_(self, key, getattr(self, key).lower())
+        if self.intra is None:
+            set_(self, "intra", "pcie" if info.form == "pcie" else "nvswitch")
+        g = check_int("gpus_per_node", self.gpus_per_node, 1, MAX_GPUS_PER_NODE)
+        check_int("nodes", self.nodes, 1, MAX_NODES)
+        set_(self, "nccl", ".".join(str(self.nccl).split("-")[0].split(".")[:2]))  # 2.26.2-1 -> 2.26
         followed = nearest_ported(self.nccl)
         if followed != self.nccl:   # another 2.x: the closest version whose tuning logic is ported, said
             self.extra["nccl_asked"] = self.nccl
-            object.__setattr__(self, "nccl", followed)
+            set_(self, "nccl", followed)
         for key, value, choices in (("intra", self.intra, INTRA), ("net", self.net, tuple(NETS)),
                                     ("cpu", self.cpu, CPUS), ("nccl", self.nccl, NCCL_VERSIONS)):
             if value not in choices:
                 raise CollsimError(f"cluster {key} {value!r:.40} is not one of {', '.join(choices)}")
-        info = GPUS[self.gpu]
-        nvlink = info.nvlink_GBps if self.nvlink_GBps is None else self.nvlink_GBps
-        object.__setattr__(self, "nvlink_GBps", require_number("cluster nvlink_GBps", nvlink, positive=True))
-        require_number("cluster pcie_GBps", self.pcie_GBps, positive=True)
-        if self.intra == "nvlink" and self.gpus_per_node > info.nvlinks + 1:
-            raise CollsimError(f"cluster intra nvlink: {self.gpus_per_node} GPUs cannot all be linked directly "
-                               f"with {info.nvlinks} NVLinks each (use nvswitch)")
-        if self.nodes > 1:
-            for key in ("nics_per_node", "nic_Gbps"):
-                if getattr(self, key) is None:
-                    raise CollsimError(f"cluster {key} is needed when nodes > 1")
-        nics = require_int("cluster nics_per_node", self.nics_per_node or 0, 0)
-        if nics > self.gpus_per_node:
-            raise CollsimError(f"cluster nics_per_node ({nics}) exceeds gpus_per_node ({self.gpus_per_node})")
-        if self.nodes > 1 and nics < 1:
-            raise CollsimError("cluster nics_per_node must be >= 1 when nodes > 1")
-        gbit = require_number("cluster nic_Gbps", self.nic_Gbps or 0.0, 0.0)
-        if self.nodes > 1 and gbit <= 0:
-            raise CollsimError("cluster nic_Gbps must be > 0 when nodes > 1")
-        object.__setattr__(self, "nics_per_node", nics)
-        object.__setattr__(self, "nic_Gbps", gbit)
+        for key in _BOOLS:
+            if getattr(self, key) is not None and not isinstance(getattr(self, key), bool):
+                raise CollsimError(f"cluster {key} must be true or false, got {getattr(self, key)!r:.40}")
+        check_intra(self, info, g)
+        check_network(self, g)
         if self.call_us is not None:
-            object.__setattr__(self, "call_us", require_number("cluster call_us", self.call_us, 0.0))
-        possible = info.nvls and self.intra == "nvswitch"
+            set_(self, "call_us", check("call_us", self.call_us))
+        possible = info.nvls and self.intra == "nvswitch" and self.nvlink_domain > 1
         if self.nvls is None:
-            object.__setattr__(self, "nvls", possible)
-        elif not isinstance(self.nvls, bool):
-            raise CollsimError(f"cluster nvls must be true or false, got {self.nvls!r:.40}")
+            set_(self, "nvls", possible)
         elif self.nvls and not possible:
-            why = f"{self.gpu} has no NVLink SHARP" if not info.nvls else f"intra is {self.intra}, not nvswitch"
+            why = (f"{self.gpu} has no NVLink SHARP" if not info.nvls else f"intra is {self.intra}, not nvswitch"
+                   if self.intra != "nvswitch" else "one GPU per NVLink domain")
             raise CollsimError(f"cluster nvls: true needs an NVSwitch with NVLink SHARP ({why})")
 
     # ------------------------------------------------------------- derived facts
@@ -162,6 +159,14 @@ class Cluster:
         """Bandwidth per GPU per direction into the node's fabric (NVLink, or PCIe), GB/s."""
         return self.pcie_GBps if self.intra == "pcie" else self.nvlink_GBps
 
+    @property
+    def intra_efficiency(self) -> float:
+        """Ring busbw plateau / ``intra_GBps``: the GPU's NVLink ring efficiency, or PCIe's with and
+        without peer-to-peer (``collsim.machine.hardware``)."""
+        if self.intra != "pcie":
+            return self.gpu_info.ring_efficiency
+        return PCIE_RING_EFFICIENCY if self.p2p else SHM_RING_EFFICIENCY
+
     def nic_of_local(self, local):
         """NIC index of local GPU ``local`` (int or array): local x nics_per_node // gpus_per_node."""
         return local * max(self.nics_per_node, 1) // self.gpus_per_node
@@ -172,6 +177,19 @@ class Cluster:
         if self.call_us is not None:
             return self.call_us
         return CALL_US[0] if self.nodes == 1 else CALL_US[1]
+
+    def nccl_view(self) -> "Cluster":
+        """The machine as NCCL's init sees it: an NVLink domain larger than a host is one node (MNNVL fuses
+        the topologies of the clique, NVIDIA/nccl src/graph/topo.cc:1493-1528@v2.28.9, so nNodes counts
+        domains); a plugin that groups NICs (efa) shows one device per GPU of their summed speed."""
+        c = self
+        if self.nvlink_domain > self.gpus_per_node:
+            per = min(self.nvlink_domain, self.ranks)
+            c = replace(c, gpus_per_node=per, nodes=self.ranks // per, nvlink_domain=per,
+                        nics_per_node=self.nics_per_node * (per // self.gpus_per_node))
+        if c.net_info.groups_nics and c.nics_per_node > c.gpus_per_node:
+            c = replace(c, nic_Gbps=c.nic_Gbps * c.nics_per_node / c.gpus_per_node, nics_per_node=c.gpus_per_node)
+        return c
 
     def with_nodes(self, nodes: int) -> "Cluster":
         """The same machine with ``nodes`` nodes."""
@@ -184,87 +202,54 @@ class Cluster:
             return self if nodes is None else replace(self, nodes=nodes)
         nics = gpus_per_node if self.nics_per_node == self.gpus_per_node else min(self.nics_per_node, gpus_per_node)
         return replace(self, nodes=self.nodes if nodes is None else nodes, gpus_per_node=gpus_per_node,
-                       nics_per_node=nics)
+                       nics_per_node=nics, nvlink_domain=None)
 
     def to_dict(self) -> dict:
-        d = {k: getattr(self, k) for k in KEYS}
+        d = {k: getattr(self, k) for k in KEYS if k != "notes" or self.notes is not None}
         return {**d, **self.extra}
 
     def describe(self) -> str:
-        """One line: shape, links, NVLS and NCCL version."""
-        text = (f"{self.name or 'cluster'}: {self.nodes} node(s) x {self.gpus_per_node} {self.gpu}, {self.intra} "
+        """One line: shape, links, network, NVLS and NCCL version."""
+        shm = "" if self.p2p else " without P2P (SHM)"
+        shm = "" if self.p2p else " without P2P (SHM)"
+        link = {"pcie": f"PCIe Gen{self.pcie_gen}{shm}"}.get(self.intra, self.intra)
+        text = (f"{self.name or 'cluster'}: {self.nodes} node(s) x {self.gpus_per_node} {self.gpu}, {link} "
                 f"{self.intra_GBps:g} GB/s per GPU")
+        if self.nvlink_domain != self.gpus_per_node:
+            text += f", NVLink domain of {self.nvlink_domain} GPUs"
         if self.nodes > 1:
             text += f", {self.nics_per_node} x {self.nic_Gbps:g} Gb/s {self.net} NICs per node"
+            text += f" (fabric efficiency {self.fabric_efficiency:g})" if self.fabric_efficiency != 1 else ""
+            text += ", SHARP" if self.sharp else ""
         asked = f" (asked {self.extra['nccl_asked']}: the closest ported)" if "nccl_asked" in self.extra else ""
         return text + f", NVLS {'on' if self.nvls else 'off'}, NCCL {self.nccl}{asked}"
 
     @classmethod
     def from_dict(cls, d, where: str = "cluster") -> "Cluster":
-        """Build from the file format above; errors name ``where``."""
+        """Build from the file format above; errors name ``where`` and the key."""
         if not isinstance(d, dict):
             raise CollsimError(f"{where}: expected a mapping with gpu, gpus_per_node, nodes, ...")
+        for key in d:
+            if key not in KEYS:
+                close = difflib.get_close_matches(str(key), KEYS, n=1, cutoff=0.6)
+                hint = f"did you mean {close[0]!r}?" if close else "known: " + ", ".join(KEYS)
+                raise CollsimError(f"{where}: unknown key {str(key)!r:.40} ({hint}; free text goes under 'notes')")
         if "gpu" not in d or "gpus_per_node" not in d:
             raise CollsimError(f"{where}: needs at least gpu and gpus_per_node")
-        known = {k: d[k] for k in KEYS if k in d}
-        for key in ("gpu", "intra", "net", "cpu", "nccl", "name", "source"):
+        known = dict(d)
+        for key in BOUNDS:   # YAML 1.1 reads 1e308 (no dot) as text: take it as the number it spells
+            if isinstance(known.get(key), str) and _FLOAT.fullmatch(known[key].strip()):
+                known[key] = float(known[key])
+        for key in _STRINGS:
             if key in known and not isinstance(known[key], str):
                 if key == "nccl" and isinstance(known[key], float):
                     known[key] = f"{known[key]:.2f}"  # YAML reads 2.26 as a number (and 2.20 as 2.2)
                     continue
                 raise CollsimError(f"{where}: {key} must be a string, got {known[key]!r:.40}")
-        extra = {k: v for k, v in d.items() if k not in KEYS}
         try:
-            return cls(**known, extra=extra)
+            return cls(**known)
         except CollsimError as e:
             raise CollsimError(f"{where}: {e}") from None
 
 
-# Per-message latency of the simulator's links (alpha, microseconds), per channel and step. NVLink and
-# PCIe: the midpoint of NCCL's per-hop latencies for LL and Simple rings on that link class (NVIDIA/nccl
-# src/graph/tuning.cc:149-168, v2.28.9-1: NVLink 0.6 / 3.4, PCI 1.0 / 5.7). InfiniBand and RoCE (NCCL's
-# IB verbs transport): NCCL's NET per-hop latency of a Ring LL128, 4.0 us (same table), which with
-# CALL_US[1] fits the 2-node ring log L15 from 1 MiB up (README "Calibration"). TCP sockets: an assumed
-# 15 us (kernel TCP path).
-ALPHA_US = {"nvswitch": (0.6 + 3.4) / 2, "nvlink": (0.6 + 3.4) / 2, "pcie": (1.0 + 5.7) / 2,
-            "ib": 4.0, "roce": 4.0, "tcp": 15.0}
-# Fixed cost of one collective call (microseconds, ``Topology.call_us``): NCCL's own base latency of a
-# Simple ring is 8.4 us (baseLat, src/graph/tuning.cc:143-144: the kernel launch and setup NCCL models);
-# a host-timed nccl-tests loop pays more per call (one process launching 8 GPUs' kernels; across nodes
-# NCCL's proxy threads and MPI ranks). CALL_US[0] for one node, CALL_US[1] across nodes, calibrated on
-# the ring logs L01 (1 x 8 H100) and L15 (2 x 8 H100, 8 x 400G IB): the time the pipelined ring leaves
-# unexplained from 1 MiB to 1 GiB.
-CALL_US = (25.0, 60.0)
-
-
-def to_topology(cluster: Cluster):
-    """The simulator's view of ``cluster`` (``collsim.machine.topology.Topology``): intra-node links
-    at the GPU's ring efficiency of its NVLink (or PCIe) bandwidth, NICs at the network class's
-    efficiency of their line rate, alphas from ``ALPHA_US``; ``source`` says where each number is from."""
-    info, net = cluster.gpu_info, cluster.net_info
-    g = cluster.gpus_per_node
-    pairs = info.nvlinks // (g - 1) if cluster.intra == "nvlink" and g > 1 else 0
-    share = pairs * info.link_GBps / cluster.intra_GBps if pairs else 1.0   # a pair link's part of the GPU's NVLink
-    intra_GBps = cluster.intra_GBps * share * info.ring_efficiency
-    intra = Link.from_GBps(intra_GBps, ALPHA_US[cluster.intra])
-    source = (f"{g} x {cluster.gpu} ({cluster.intra}): {cluster.intra_GBps * share:g} GB/s per "
-              f"{'pair (' + str(pairs) + ' NVLinks)' if pairs else 'GPU'} x ring efficiency "
-              f"{info.ring_efficiency:.3f} = {intra_GBps:.4g} GB/s, alpha {ALPHA_US[cluster.intra]:.3g} us "
-              f"[{info.source}]")
-    nvls = None
-    if cluster.nvls:
-        nvls = Link.from_GBps(intra_GBps * info.nvls_efficiency, ALPHA_US[cluster.intra])
-        source += (f". NVLS: {intra_GBps:.4g} GB/s x nvlsEfficiency {info.nvls_efficiency:g} = "
-                   f"{intra_GBps * info.nvls_efficiency:.4g} GB/s")
-    if cluster.nodes > 1 or cluster.nic_Gbps > 0:
-        inter_GBps = cluster.nic_GBps * net.efficiency
-        inter = Link.from_GBps(inter_GBps, ALPHA_US[cluster.net])
-        source += (f". Inter: {cluster.nic_Gbps:g} Gb/s {cluster.net} = {cluster.nic_GBps:g} GB/s x "
-                   f"{net.efficiency:.3f} = {inter_GBps:.4g} GB/s, alpha {ALPHA_US[cluster.net]:.3g} us [{net.source}]")
-    else:
-        inter = intra
-    source += f". {cluster.per_call_us:g} us per call"
-    if cluster.source:
-        source = f"{cluster.source}. {source}"
-    return Topology(cluster.nodes, g, intra, inter, max(cluster.nics_per_node, 1), cluster.name, source, nvls,
-                    cluster.per_call_us, pairs)
+__all__ = ["Cluster", "KEYS", "NCCL_VERSIONS", "to_topology"]

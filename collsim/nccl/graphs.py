@@ -10,15 +10,21 @@ search.cc:961-974) and then tries faster speeds with the channel count fixed (se
 rings raise both speeds, NVLS bwInter, trees bwIntra up to 2 x bwInter). Here the channels one speed
 allows are closed forms of the layout:
 
-- ``T``: NCCL's NVLink GB/s per GPU, links x per link (topo.h:19-21@v2.28.9: SM90 20.6, 20.0 up to
-  2.19; SM100 40.1, 40.0 in 2.25-2.26; SM80 20). A ring channel crosses every GPU's NVLink once:
-  channels x speed <= T (x G/(G-1) when every GPU is a ring's exit to a NIC); a tree chain likewise
+- ``T``: NCCL's NVLink GB/s per GPU, links x per link (``nccl_nvlink_GBps``, topo.h:16-21@v2.28.9: SM90
+  20.6, 20.0 up to 2.19; SM100 40.1, 40.0 in 2.25-2.26; SM86 12; SM80 20). A ring channel crosses every
+  GPU's NVLink once: channels x speed <= T (x G/(G-1) when every GPU is a ring's exit to a NIC); a tree chain likewise
   (2 x T on 2 GPUs, whose chains alternate direction); an NVLS head needs (heads + 1) x speed <= T.
 - NIC: 400/200/100 Gb/s -> 50/25/12.5 GB/s (topo.cc:370-373), behind the GPU's PCIe x16 (Gen5 48,
-  Gen4 24 GB/s, topo.cc:423-426: A100 Gen4, H100/H200/B200 Gen5); each channel entering a NIC needs
+  Gen4 24 GB/s, topo.cc:423-426,489-491: the GPU table's generation); each channel entering a NIC needs
   its speed there. Without GPUDirect (net tcp or NCCL_IB_DISABLE=1: the socket transport has no
   GPU pointers) the path crosses the CPU; the harness gives 20 GB/s per Gen5 NIC, modelled as
-  PCIe x 5/12.
+  PCIe x 5/12. A net plugin's latency (aws-ofi-nccl on EFA: 75 us, OFI_NCCL_NET_LATENCY) becomes every
+  multi-node graph's latencyInter (search.cc:685). The cluster comes as NCCL sees it
+  (``Cluster.nccl_view``: one node per NVLink domain, EFA NICs grouped per GPU by aws-ofi-nccl).
+- PCIe nodes (no NVLink, or NCCL_P2P_DISABLE=1): GPU pairs share a PCIe switch (PIX) when peer-to-peer
+  is allowed (paths.cc:318-330@v2.28.9: P2P up to PXB); between pairs, and everywhere without
+  peer-to-peer (``p2p: false``: the path is diverted through the CPU, paths.cc:667-678, and NCCL uses
+  its SHM transport), the ring crosses the CPU (PHB) at PCIe x 5/6 on Intel (search.cc:79-90).
 - Rings (multi-node): a channel enters through a NIC at the NIC's local GPU and leaves from a GPU
   under the same PCIe switch (PIX), else through PXN (one more NVLink hop); from 2.20 with
   NCCL_CROSS_NIC=2 pairs of rings (2k, 2k+1) leave through each other's NIC (search.cc:559-574,
@@ -43,11 +49,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil, floor
 
+from collsim.machine.hardware import PCIE
 from collsim.nccl.constants import since, vnum
 from collsim.nccl.settings import Settings
 
 PATTERNS = {"BALANCED_TREE": 1, "SPLIT_TREE": 2, "TREE": 3, "RING": 4, "NVLS": 5, "COLLNET_DIRECT": 6}
-PCIE_GEN = {"A100": 4, "H100": 5, "H200": 5, "B200": 5}  # x16 link to GPU and NIC
 PCIE_NCCL = 0.75  # NCCL's x16 GB/s over the nominal one: Gen4 24 of 32 (width x 120 / 80, topo.cc:423-426)
 _SM90_INTRA = (("2.18", (60, 40, 30, 24, 20, 15, 12, 6, 3)),                              # search.cc:812@v2.18.6
                ("2.19", (60, 50, 40, 30, 24, 20, 15, 12, 6, 3)),                          # search.cc:843@v2.19.4
@@ -97,27 +103,38 @@ class Hw:
     type_inter: str
 
 
+def nccl_nvlink_GBps(compcap: int, version: str) -> float:
+    """ncclTopoNVLinkBw: NCCL's GB/s per NVLink by compute capability (topo.h:16-21,274-283@v2.28.9;
+    SM90 20.0 up to 2.19, topo.h:17@v2.19.4; SM100 from 2.25, 40.0 until 2.26, topo.h:19@v2.25.1)."""
+    if compcap >= 100 and vnum(version) >= (2, 25):
+        return since(version, (("2.25", 40.0), ("2.27", 40.1)))
+    if compcap >= 90:
+        return since(version, (("2.18", 20.0), ("2.20", 20.6)))
+    return 12.0 if compcap == 86 else 20.0
+
+
 def hw_of(c, s: Settings) -> Hw:
-    """``Hw`` of cluster ``c`` under settings ``s`` (layout assumptions in the module docstring)."""
+    """``Hw`` of cluster ``c`` (as NCCL sees it) under settings ``s`` (layout assumptions in the module
+    docstring)."""
     v, info = c.nccl, c.gpu_info
-    gdr = c.net != "tcp" and not s.ib_disable
-    if c.intra == "pcie":
-        pcie = PCIE_NCCL * c.pcie_GBps
-        T = pcie if c.gpus_per_node <= 2 else pcie * (5 / 6 if c.cpu == "intel" else 1)
-    else:
-        pcie = 48.0 if PCIE_GEN[c.gpu] == 5 else 24.0
-        link = 20.0 if info.compcap < 90 else (
-            since(v, (("2.18", 20.0), ("2.20", 20.6))) if info.compcap < 100 or vnum(v) < (2, 25) else
-            since(v, (("2.25", 40.0), ("2.27", 40.1))))
-        T = min(18, round(c.nvlink_GBps / info.link_GBps)) * link
+    gdr = c.net_info.rdma and not (s.ib_disable and c.net in ("ib", "roce"))
     G, K = c.gpus_per_node, c.nics_per_node
+    via_pcie = c.intra == "pcie" or s.p2p_disable
+    p2p = c.p2p and not s.p2p_disable
+    if via_pcie:
+        pcie = PCIE_NCCL * c.pcie_GBps
+        T = pcie if G <= 2 and p2p else pcie * (5 / 6 if c.cpu == "intel" else 1)
+    else:
+        pcie = PCIE[c.pcie_gen].nccl_GBps
+        T = min(18, round(c.nvlink_GBps / info.link_GBps)) * nccl_nvlink_GBps(info.compcap, v)
     multi = c.nodes > 1
     nic_cap = min(c.nic_GBps, pcie if gdr else pcie * 5 / 12)
-    shared = K > 0 and (G // K >= 2 or (c.gpu == "A100" and K == G and G % 2 == 0))
-    total = pcie if c.intra == "pcie" else T
+    hgx_a100 = info.compcap == 80 and info.form == "sxm"            # DGX A100: 2 GPUs, 2 NICs a switch
+    shared = K > 0 and (G // K >= 2 or (hgx_a100 and K == G and G % 2 == 0))
+    total = pcie if via_pcie else T
     return Hw(G, K, T, min(c.nic_GBps, pcie) if multi else total, total, nic_cap, shared,
-              K == G or shared and G // max(K, 1) == 1, c.intra != "pcie" and gdr,
-              "LOC" if G == 1 else "NVL" if c.intra != "pcie" else "PIX" if G <= 2 else "PHB",
+              K == G or shared and G // max(K, 1) == 1, not via_pcie and gdr,
+              "LOC" if G == 1 else "NVL" if not via_pcie else "PIX" if G <= 2 and p2p else "PHB",
               "PIX" if gdr or not multi else "PHB")
 
 
@@ -183,7 +200,7 @@ def ring_graph(c, hw: Hw, s: Settings, maxch: int) -> Graph:
         if s.cross_nic == 1 and hw.K > 1:  # 2.20-2.22 pair rings whenever crossNic != 0 (search.cc:486@v2.21.5)
             mode = "paired" if (2, 20) <= vnum(v) < (2, 23) else "any"
             return [(min(maxch, nics, nvl(sp, mode)), mode)]
-        first = "rail" if hw.shared or not hw.pxn else "pxn"
+        first = "rail" if hw.shared or not hw.pxn or G == 1 else "pxn"   # one GPU: its own NIC (GH200: C2C)
         out = [(min(maxch, nics, nvl(sp, first)), first)]
         if s.cross_nic == 2 and hw.K > 1 and not hw.shared and hw.pxn:
             cross = "paired" if vnum(v) >= (2, 20) else "any"

@@ -19,7 +19,7 @@ unless a tag is named) and src/transport/nvls.cc:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from collsim.nccl.constants import since, vnum
 from collsim.nccl.graphs import (
@@ -124,29 +124,47 @@ def _rings(c, hw: Hw, ring: Graph) -> tuple:
     return tuple(out)
 
 
+def _with_latency(g: Graph, latency_us: float) -> Graph:
+    return replace(g, latency_inter=float(latency_us)) if latency_us else g
+
+
 def _copy(channels: list, end: int) -> list:
     """copyChannels (connect.cc:355-364@v2.28.9): channel c >= start copies channel c - start."""
     start = len(channels)
     return channels + [channels[c % start] for c in range(start, max(end, start))]
 
 
+def collnet_on(c, s: Settings) -> bool:
+    """CollNet is set up: the switches reduce (``sharp: true``: SHARP with NCCL's plugin, and
+    NCCL_COLLNET_ENABLE=1 unless the environment says 0, init.cc:1732-1741@v2.28.9), more than one node
+    (NCCL_COLLNET_NODE_THRESHOLD 2, init.cc:1200-1205) and at most NCCL_MAX_DIRECT_ARITY+1 = 8 GPUs a node
+    (init.cc:1196-1199@v2.21.5, enqueue.cc:1799-1801@v2.28.9)."""
+    enabled = s.collnet_enable if s.collnet_set else c.sharp
+    return bool(c.sharp and enabled and c.nodes > 1 and c.gpus_per_node <= 8)
+
+
 def search(cluster, env: dict | None = None) -> Setup:
-    """NCCL's search result and channel set-up for ``cluster`` (``collsim.machine.cluster.Cluster``)
-    under ``env`` (NCCL_* strings, ``collsim.nccl.settings``). CollNet graphs exist only when the
-    cluster says ``sharp: true`` (``Cluster.extra``), NCCL_COLLNET_ENABLE=1 and nodes > 1
-    (init.cc:1040-1049,1199-1205@v2.28.9)."""
-    c, s = cluster, read_settings(env, cluster.nccl)
+    """NCCL's search result and channel set-up for ``cluster`` (``collsim.machine.cluster.Cluster``, taken
+    as NCCL sees it: ``Cluster.nccl_view``) under ``env`` (NCCL_* strings, ``collsim.nccl.settings``).
+    CollNet graphs exist only where ``collnet_on`` (init.cc:1040-1049@v2.28.9); every multi-node graph
+    carries the net plugin's latency (search.cc:685)."""
+    c = cluster.nccl_view()
+    s = read_settings(env, c.nccl)
     v, cc, multi = c.nccl, c.gpu_info.compcap, c.nodes > 1
     maxch = since(v, (("2.18", 32), ("2.25", 64)))            # device.h MAXCHANNELS
     hw = hw_of(c, s)
-    ring = ring_graph(c, hw, s, maxch // 2)                   # ring maxChannels MAXCHANNELS/2 (init.cc:1019)
-    tree = tree_graph(c, hw, ring.channels)
+    lat = (s.plugin_latency_us if s.plugin_latency_us is not None else c.net_info.plugin_latency_us) if multi else 0
+    ring = _with_latency(ring_graph(c, hw, s, maxch // 2), lat)  # ring maxChannels MAXCHANNELS/2 (init.cc:1019)
+    tree = _with_latency(tree_graph(c, hw, ring.channels), lat)
     nvls = None
     if nvls_support(c, s):
-        nvls = nvls_graph(c, hw, min(hw.K, hw.G) if multi else hw.G)
-    collnet = bool(multi and s.collnet_enable and c.extra.get("sharp", False))
-    chain = tree_graph(c, hw, ring.channels, "TREE") if collnet else None
-    direct = collnet_direct_graph(c, hw) if collnet and c.intra == "nvswitch" else None
+        arity = since(v, (("2.18", 8), ("2.21", 32)))           # NCCL_MAX_NVLS_ARITY (device.h:170@v2.21.5)
+        nv = hw_of(c, replace(s, p2p_disable=False))          # NVLS goes GPU -> NVSwitch, P2P or not (nvls.cc:154)
+        nvls = _with_latency(nvls_graph(c, nv, min(hw.K, hw.G, arity) if multi else min(hw.G, arity)), lat)
+    collnet = collnet_on(c, s)
+    chain = _with_latency(tree_graph(c, hw, ring.channels, "TREE"), lat) if collnet else None
+    direct = _with_latency(collnet_direct_graph(c, hw), lat) if collnet and hw.type_intra == "NVL" \
+        and c.intra == "nvswitch" else None
     n = ring.channels
     chans = [(j % n, j // n) for j in range(min(maxch, 2 * n))]                  # connect.cc:452
     if collnet and chain.bw_intra > chain.bw_inter and c.ranks > c.nodes:         # connect.cc:455-461
@@ -170,8 +188,9 @@ def search(cluster, env: dict | None = None) -> Setup:
     comm = len(chans)
     if not (2, 20) <= vnum(v) < (2, 22):                                          # enqueue.cc:1568@v2.21.5
         coll = comm
-    heads = tuple((g, None) for g in range(hw.G)) if not multi else tuple(
-        (_local_gpu(c, k), k) for k in range(min(hw.K, hw.G)))
+    n_heads = nvls.channels if nvls is not None else 0
+    heads = tuple((g, None) for g in range(n_heads)) if not multi else tuple(
+        (_local_gpu(c, k), k) for k in range(n_heads))
     return Setup(v, c.gpu, cc, c.cpu, c.nodes, c.gpus_per_node, c.nics_per_node, ring, tree, nvls, chain, direct,
                  coll, comm,
                  nvls_ch, c.intra == "nvswitch", tuple(chans), _rings(c, hw, ring),

@@ -11,7 +11,10 @@ at the tag of ``collsim.nccl.constants.TAGS``.
   LL128 forces it on past NCCL's own LL128 checks (value 1 instead of the default 2, tuning.cc:412,
   480@v2.28.9).
 - NCCL_CROSS_NIC 0/1/2 (search.cc:15@v2.28.9), NCCL_NVLS_ENABLE 0/1/2 (nvls.cc:152), NCCL_IB_DISABLE
-  0/1 (net_ib.cc:507: 1 = the socket transport), NCCL_COLLNET_ENABLE 0/1 (init.cc:59,1732-1741).
+  0/1 (net_ib.cc:507: 1 = the socket transport), NCCL_COLLNET_ENABLE 0/1 (init.cc:59,1732-1741; whether it
+  was given: a ``sharp: true`` cluster turns CollNet on unless it says 0), NCCL_P2P_DISABLE 0/1
+  (paths.cc:261-267: peers through the CPU, NCCL's SHM transport), and aws-ofi-nccl's
+  OFI_NCCL_NET_LATENCY in us (the latency the EFA plugin reports, nccl_ofi_param.h:221@v1.21.1).
 - Channel counts: NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS (connect.cc:327-353@v2.28.9), NCCL_MIN_CTAS,
   NCCL_MAX_CTAS (init.cc:1415-1416,1661-1679), NCCL_NVLS_NCHANNELS (init.cc:61,1752-1756).
 - NCCL_NTHREADS (64..512, a multiple of 32), NCCL_LL128_NTHREADS (160..640) (tuning.cc:13-33,231-243),
@@ -97,6 +100,9 @@ class Settings:
     nvls_enable: int = 2
     ib_disable: bool = False
     collnet_enable: bool = False
+    collnet_set: bool = False
+    p2p_disable: bool = False
+    plugin_latency_us: float | None = None
     min_nchannels: int = 0
     max_nchannels: int | None = None
     min_ctas: int = 1
@@ -112,7 +118,7 @@ class Settings:
 def read_settings(env: dict | None, version: str) -> Settings:
     """``Settings`` from ``env`` for NCCL ``version``; CollsimError for a value NCCL would reject
     (2.24+ lists) or silently replace."""
-    env = {k: str(v) for k, v in (env or {}).items() if str(k).startswith("NCCL_")}
+    env = {k: str(v) for k, v in (env or {}).items() if str(k).startswith(("NCCL_", "OFI_NCCL_"))}
     names = algo_names(version)
     algo = {n: 1 for n in names}
     if "NCCL_ALGO" in env:
@@ -133,7 +139,9 @@ def read_settings(env: dict | None, version: str) -> Settings:
         cross_nic=_int(env, "NCCL_CROSS_NIC", 0, 2, 2),
         nvls_enable=_int(env, "NCCL_NVLS_ENABLE", 0, 2, 2),
         ib_disable=bool(_int(env, "NCCL_IB_DISABLE", 0, 1, 0)),
-        collnet_enable=bool(_int(env, "NCCL_COLLNET_ENABLE", 0, 1, 0)),
+        collnet_enable=bool(_int(env, "NCCL_COLLNET_ENABLE", 0, 1, 0)), collnet_set="NCCL_COLLNET_ENABLE" in env,
+        p2p_disable=bool(_int(env, "NCCL_P2P_DISABLE", 0, 1, 0)),
+        plugin_latency_us=_float(env, "OFI_NCCL_NET_LATENCY", 0.0, 1e6),
         min_nchannels=min(_int(env, "NCCL_MIN_NCHANNELS", 0, MAX_ANY_CHANNELS, 0, cap), maxch),
         max_nchannels=_capped(_int(env, "NCCL_MAX_NCHANNELS", 1, MAX_ANY_CHANNELS, None, cap), maxch),
         min_ctas=min(_int(env, "NCCL_MIN_CTAS", 1, MAX_ANY_CHANNELS, 1, cap), maxch),
@@ -142,6 +150,20 @@ def read_settings(env: dict | None, version: str) -> Settings:
         nthreads=nthreads, ll128_nthreads=ll128,
         net_overhead_us=None if overhead is None else overhead / 1000.0,
         buffsize=_int(env, "NCCL_BUFFSIZE", 1, 1 << 40, None), raw=env)
+
+
+def _float(env: dict, name: str, lo: float, hi: float):
+    """A float variable within [lo, hi] (aws-ofi-nccl's OFI_NCCL_NET_LATENCY, microseconds), or None when unset."""
+    if name not in env:
+        return None
+    text = str(env[name]).strip()
+    try:
+        value = float(text)
+    except ValueError:
+        raise CollsimError(f"{name}={text!r:.30}: not a number") from None
+    if not lo <= value <= hi:
+        raise CollsimError(f"{name}={text:.30}: out of range {lo:g}..{hi:g}")
+    return value
 
 
 def _capped(value, maxch: int):

@@ -4,7 +4,7 @@ schedule NCCL runs, its event simulation, plus what the harness adds.
 For each size: the algorithm, protocol and channels NCCL runs (NCCL's own choice for the cluster's NCCL version,
 ``collsim.nccl.decision``, restricted by ``algo``/``proto`` and NCCL_ALGO/NCCL_PROTO); the schedule it runs
 (``collsim.predict.schedules``: rings with NCCL's loops and slices, NCCL's tree, NVLS, NVLSTree); its event
-simulation (``collsim.simulate``, policy "ready") on the cluster with NCCL's protocol costs
+simulation (``collsim.simulate``, its default policy "fair") on the cluster with NCCL's protocol costs
 (``collsim.predict.costs``), which is ``kernel_us``; then the harness terms: ``simulated_us`` = the kernel, its
 per-call harness overhead and clock share, and for eager timing at least the harness's launch floor
 (``ModelParams.host_floor``). ``time_us`` is ``simulated_us``: every number is the simulation's. Beside it
@@ -20,9 +20,15 @@ floor).
 
 Environment variables understood: NCCL_ALGO, NCCL_PROTO (lists, ^ excludes), NCCL_MIN_NCHANNELS /
 NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS, NCCL_BUFFSIZE, NCCL_NVLS_ENABLE, NCCL_IB_DISABLE
-(sockets carry the inter-node traffic). Others are reported as not modelled.
+(sockets carry the inter-node traffic), NCCL_P2P_DISABLE (GPUs through host memory), NCCL_COLLNET_ENABLE
+and aws-ofi-nccl's OFI_NCCL_NET_LATENCY. Others are reported as not modelled.
 
-Modules: ``schedules`` (the schedule NCCL runs), ``costs`` (what its transfers cost on the cluster).
+The machine is taken as NCCL sees it (``Cluster.nccl_view``). Where NCCL picks an algorithm collsim does not
+simulate yet (CollNet: ``collsim.nccl.decision.is_collnet``), the row's time is NCCL's own model and says so:
+``timed_by`` "nccl" (else "simulated"), ``simulated_us`` None.
+
+``simulate_nccl`` is the simulation alone (``collsim simulate --cluster`` prints it). Modules: ``schedules``
+(the schedule NCCL runs), ``costs`` (what its transfers cost on the cluster).
 """
 from __future__ import annotations
 
@@ -34,15 +40,16 @@ from collsim.errors import CollsimError
 from collsim.fitted.layout import Config
 from collsim.fitted.rescale import cluster_params
 from collsim.machine.cluster import Cluster
-from collsim.nccl import ALGOS, PROTOS, canonical
+from collsim.fitted.params import ModelParams
+from collsim.nccl import ALGOS, NCCL_ALGOS, PROTOS, canonical
 from collsim.nccl.chunking import DEFAULT_BUFFSIZE
-from collsim.nccl.decision import nccl_decision
-from collsim.nccl.search import search
+from collsim.nccl.decision import is_collnet, nccl_decision
+from collsim.nccl.search import Setup, search
 from collsim.nccl.settings import Settings
 from collsim.predict.costs import l2_factor, nccl_topology, with_window
 from collsim.predict.schedules import nccl_run
 from collsim.predictors import SIMULATED
-from collsim.simulate import simulate
+from collsim.simulate import SimResult, simulate
 from collsim.units import bandwidths
 
 HARNESSES = ("nccl-tests", "runner")
@@ -50,19 +57,23 @@ NCCL_TESTS_ITERS = 20   # all_reduce_perf's default -n
 # the NCCL_* variables NCCL's choice (collsim.nccl.settings) or collsim's time (NCCL_BUFFSIZE) reads
 UNDERSTOOD = {"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_COLLNET_ENABLE", "NCCL_CROSS_NIC", "NCCL_IB_DISABLE",
               "NCCL_LL128_NTHREADS", "NCCL_MAX_CTAS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MIN_NCHANNELS",
-              "NCCL_NET_OVERHEAD", "NCCL_NTHREADS", "NCCL_NVLS_ENABLE", "NCCL_NVLS_NCHANNELS"}
+              "NCCL_NET_OVERHEAD", "NCCL_NTHREADS", "NCCL_NVLS_ENABLE", "NCCL_NVLS_NCHANNELS", "NCCL_P2P_DISABLE",
+              "OFI_NCCL_NET_LATENCY"}
+FORCED_ALGOS = tuple(a for a in NCCL_ALGOS if a != "PAT")   # --algo names; "CollNet" means either CollNet
 
 
 @dataclass(frozen=True)
 class Row:
-    """One predicted size: bytes; ``time_us`` = ``simulated_us`` (the simulation of the schedule NCCL runs plus
-    the harness's terms) and ``kernel_us`` (the simulation alone), algbw/busbw (GB/s), NCCL's choice, the
-    channels it runs, NCCL's own predicted time (``nccl_us``), the busiest resource and its share of the run."""
+    """One predicted size: bytes; ``time_us`` (what the row's ``timed_by`` made: "simulated", the simulation of
+    the schedule NCCL runs plus the harness's terms, then ``time_us`` = ``simulated_us`` and ``kernel_us`` is the
+    simulation alone; "nccl" where collsim does not simulate NCCL's choice (CollNet), then ``time_us`` is
+    NCCL's own model and ``simulated_us`` None), algbw/busbw (GB/s), NCCL's choice, the channels it runs, NCCL's
+    own predicted time (``nccl_us``), the busiest resource of the simulation and its share of the run."""
 
     bytes: int
     time_us: float
-    simulated_us: float
-    kernel_us: float
+    simulated_us: float | None
+    kernel_us: float | None
     algbw_GBps: float
     busbw_GBps: float
     algo: str
@@ -71,29 +82,76 @@ class Row:
     nccl_us: float
     busiest: str
     busy: float
+    timed_by: str = "simulated"
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def simulate_size(cluster: Cluster, params, algo: str, proto: str, nbytes: int, channels: int, threads: int,
-                  cfg: Config):
-    """(kernel seconds, busiest resource row) of NCCL's ``algo``/``proto`` AllReduce of ``nbytes``."""
-    run = nccl_run(cluster, algo, proto, nbytes, channels, cfg.buffsize or DEFAULT_BUFFSIZE["Simple"])
-    topo = with_window(nccl_topology(cluster, params, algo, proto, threads,
-                                     l2_factor(params, algo, proto, nbytes, cfg)), run.window)
-    r = simulate(run.schedule, topo, protocol=f"{algo}/{proto}", progress=False)
-    return r.time_s, r.busiest()
+@dataclass(frozen=True)
+class NcclContext:
+    """A cluster as NCCL runs AllReduce on it: ``described`` (as the user described it), ``cluster`` (as NCCL
+    sees it, sockets or host memory where the settings disable IB or P2P), ``env`` (the NCCL_* settings with
+    forced algorithm and protocol), NCCL's init (``setup``, ``collsim.nccl.search``) and the costs of its
+    transfers (``params``, ``collsim.fitted.rescale.cluster_params``)."""
+
+    described: Cluster
+    cluster: Cluster
+    env: dict
+    setup: Setup
+    params: ModelParams
+
+    def decisions(self, sizes) -> list:
+        """NCCL's choice (``collsim.nccl.decision.Decision``) per size (bytes)."""
+        try:
+            return nccl_decision(self.described, sizes, self.env)
+        except CollsimError as e:
+            raise _unavailable(self.described, self.env, e) from None
+
+
+def nccl_context(cluster: Cluster, algo: str = "default", proto: str = "default",
+                 env: dict | None = None) -> NcclContext:
+    """The ``NcclContext`` of ``cluster`` under NCCL_* ``env`` with ``algo``/``proto`` forced (NCCL's names, or
+    "default" for NCCL's choice; "CollNet" means either CollNet)."""
+    env = {k: str(v) for k, v in (env or {}).items()}
+    for key, value, names in (("NCCL_ALGO", algo, FORCED_ALGOS), ("NCCL_PROTO", proto, PROTOS)):
+        if str(value).lower() == "collnet" and key == "NCCL_ALGO":
+            env[key] = "CollNetDirect,CollNetChain"
+        elif str(value).lower() != "default":
+            env[key] = canonical(value, names)   # forced: NCCL's argmin over what is left
+    described, seen = cluster, cluster.nccl_view()
+    setup = search(seen, env)
+    if setup.settings.ib_disable and seen.nodes > 1 and seen.net in ("ib", "roce"):
+        seen = replace(seen, net="tcp", sharp=False)   # sockets carry the inter-node traffic
+    if setup.settings.p2p_disable and seen.gpus_per_node > 1:
+        seen = replace(seen, intra="pcie", p2p=False, nvls=False)   # SHM through host memory
+    params = cluster_params(seen, setup.coll_channels, setup.nvls_channels or 16)   # 0: NVLS off
+    return NcclContext(described, seen, env, setup, params)
+
+
+def simulate_nccl(ctx: NcclContext, algo: str, proto: str, nbytes: int, channels: int, threads: int,
+                  cfg: Config | None = None) -> SimResult:
+    """The event simulation of NCCL's ``algo``/``proto`` AllReduce of ``nbytes`` on ``channels`` channels of
+    ``threads`` threads (the schedule NCCL runs, ``collsim.predict.schedules``, on the cluster with NCCL's
+    costs, ``collsim.predict.costs``); ``cfg``: the measurement around it (L2 state, NCCL_BUFFSIZE; default a
+    bare call with NCCL's defaults)."""
+    cfg = cfg or harness_config(ctx.cluster, "runner", "graph", 1, [nbytes], ctx.setup.settings)
+    run = nccl_run(ctx.cluster, algo, proto, nbytes, channels, cfg.buffsize or DEFAULT_BUFFSIZE["Simple"])
+    topo = with_window(nccl_topology(ctx.cluster, ctx.params, algo, proto, threads,
+                                     l2_factor(ctx.params, algo, proto, nbytes, cfg)), run.window)
+    return simulate(run.schedule, topo, protocol=f"{algo}/{proto}", progress=False)
 
 
 def harness_config(cluster: Cluster, harness: str, timing: str, gpus_per_process: int | None, sizes,
-                   settings: Settings) -> Config:
-    """The ``Config`` of a measurement by ``harness`` on ``cluster`` with NCCL ``settings``."""
+                   settings: Settings, hosts: Cluster | None = None) -> Config:
+    """The ``Config`` of a measurement by ``harness`` on ``cluster`` (as NCCL sees it) with NCCL ``settings``;
+    ``hosts``: the cluster as described (its hosts run the processes; default ``cluster``)."""
     if harness not in HARNESSES:
         raise CollsimError(f"harness {harness!r:.40} is not one of {', '.join(HARNESSES)}")
-    gpp = gpus_per_process or (cluster.gpus_per_node if cluster.nodes == 1 and harness == "nccl-tests" else 1)
-    if not 1 <= gpp <= cluster.gpus_per_node:
-        raise CollsimError(f"gpus per process must be 1..{cluster.gpus_per_node}, got {gpp}")
+    hosts = hosts or cluster
+    gpp = gpus_per_process or (hosts.gpus_per_node if hosts.nodes == 1 and harness == "nccl-tests" else 1)
+    if not 1 <= gpp <= hosts.gpus_per_node:
+        raise CollsimError(f"gpus per process must be 1..{hosts.gpus_per_node}, got {gpp}")
     if harness == "nccl-tests":
         key = "nccl-tests-graph" if timing == "graph" else "nccl-tests-eager"
         slices, buffer = NCCL_TESTS_ITERS, int(max(sizes))
@@ -106,42 +164,35 @@ def harness_config(cluster: Cluster, harness: str, timing: str, gpus_per_process
 
 def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "default", env: dict | None = None,
                  harness: str = "nccl-tests", timing: str = "eager", gpus_per_process: int | None = None) -> dict:
-    """``{"cluster": ..., "settings": ..., "rows": [Row.to_dict(), ...]}`` for ``sizes`` (bytes)."""
+    """``{"predictor": "simulated_us", "cluster": ..., "settings": ..., "rows": [Row.to_dict(), ...]}`` for
+    ``sizes`` (bytes)."""
     sizes = [int(s) for s in np.atleast_1d(sizes)]
     if not sizes or min(sizes) < 1:
         raise CollsimError("sizes must be positive byte counts")
-    env = {k: str(v) for k, v in (env or {}).items()}
-    if str(algo).lower().startswith("collnet"):
-        raise CollsimError("CollNet (SHARP reduction in the InfiniBand switches) is not modelled by collsim")
-    for key, value, names in (("NCCL_ALGO", algo, ALGOS), ("NCCL_PROTO", proto, PROTOS)):
-        if str(value).lower() != "default":
-            env[key] = canonical(value, names)   # forced: NCCL's argmin over what is left
-    setup = search(cluster, env)
-    if setup.settings.ib_disable and cluster.nodes > 1:
-        cluster = replace(cluster, net="tcp")   # sockets carry the inter-node traffic
-    try:
-        decisions = nccl_decision(cluster, sizes, env)
-    except CollsimError as e:
-        raise _unavailable(cluster, env, e) from None
-    params = cluster_params(cluster, setup.coll_channels, setup.nvls_channels or 16)   # 0: NVLS off
-    cfg = harness_config(cluster, harness, timing, gpus_per_process, sizes, setup.settings)
+    ctx = nccl_context(cluster, algo, proto, env)
+    decisions = ctx.decisions(sizes)
+    params = ctx.params
+    cfg = harness_config(ctx.cluster, harness, timing, gpus_per_process, sizes, ctx.setup.settings, ctx.described)
     rows = []
     for size, d in zip(sizes, decisions):
-        if d.algo not in ALGOS:
-            raise CollsimError(f"NCCL picks {d.algo} here, which collsim does not model "
-                               "(CollNet: SHARP in the switches)")
-        kernel, busiest = simulate_size(cluster, params, d.algo, d.proto, size, d.channels, d.threads, cfg)
+        if is_collnet(d.algo, ctx.cluster.nodes) or d.algo not in ALGOS:   # not simulated: NCCL's model
+            alg, bus = bandwidths(size, d.time_us, ctx.cluster.ranks)
+            rows.append(Row(size, d.time_us, None, None, alg, bus, d.algo, d.proto, d.channels, d.time_us, "", 0.0,
+                            "nccl"))
+            continue
+        r = simulate_nccl(ctx, d.algo, d.proto, size, d.channels, d.threads, cfg)
+        busiest = r.busiest()
         main = params.path("nvls" if d.algo in ("NVLS", "NVLSTree") else cfg.intra, d.algo,
                            "Simple" if d.algo in ("NVLS", "NVLSTree") else d.proto)
-        t_us = kernel * 1e6 + params.harness_time(cfg)
+        t_us = r.time_s * 1e6 + params.harness_time(cfg)
         if cfg.timing == "eager":
             t_us = max(t_us, params.host_floor(cfg, main))
-        alg, bus = bandwidths(size, t_us, cluster.ranks)
-        rows.append(Row(size, t_us, t_us, kernel * 1e6, alg, bus, d.algo, d.proto, d.channels, d.time_us,
+        alg, bus = bandwidths(size, t_us, ctx.cluster.ranks)
+        rows.append(Row(size, t_us, t_us, r.time_s * 1e6, alg, bus, d.algo, d.proto, d.channels, d.time_us,
                         busiest["name"] if busiest else "", busiest["busy"] if busiest else 0.0))
-    settings = {"coll_channels": setup.coll_channels, "nvls_channels": setup.nvls_channels, "env": env,
-                "ignored": sorted(set(env) - UNDERSTOOD)}
-    return {"predictor": SIMULATED, "cluster": cluster.to_dict(), "settings": settings, "harness": harness,
+    settings = {"coll_channels": ctx.setup.coll_channels, "nvls_channels": ctx.setup.nvls_channels, "env": ctx.env,
+                "ignored": sorted(set(ctx.env) - UNDERSTOOD)}
+    return {"predictor": SIMULATED, "cluster": ctx.described.to_dict(), "settings": settings, "harness": harness,
             "timing": timing, "gpus_per_process": cfg.gpus_per_process, "rows": [r.to_dict() for r in rows]}
 
 
@@ -153,7 +204,9 @@ def _unavailable(cluster: Cluster, env: dict, error: CollsimError) -> CollsimErr
     algo = env.get("NCCL_ALGO", "")
     why = ""
     if algo in ("NVLS", "NVLSTree") and not cluster.nvls:
-        why = " (NVLS needs NVLink SHARP: an H100, H200 or B200 NVSwitch node)"
+        why = " (NVLS needs NVLink SHARP: an NVSwitch node of H100, H200, B200 or their variants)"
     elif algo == "NVLSTree" and cluster.nodes == 1:
         why = " (NVLSTree joins nodes: one node runs NVLS)"
+    elif algo.startswith("CollNet"):
+        why = " (CollNet needs switches that reduce: sharp: true on net ib, more than one node, at most 8 GPUs a node)"
     return CollsimError(f"{forced} is not available on {cluster.name or cluster.gpu}{why}: {error}")

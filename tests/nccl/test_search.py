@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from collsim.errors import CollsimError
+from collsim.machine import load_cluster
 from collsim.machine.cluster import Cluster
 from collsim.nccl.constants import VERSIONS
 from collsim.nccl.search import search
@@ -209,8 +210,10 @@ def test_nvls_support_rules():
 
 
 def test_collnet_needs_sharp_and_the_variable():
-    sharp = Cluster("H100", 8, 2, nics_per_node=8, nic_Gbps=400, extra={"sharp": True})
-    assert search(sharp).collnet_chain is None                           # NCCL_COLLNET_ENABLE defaults to 0
+    sharp = Cluster("H100", 8, 2, nics_per_node=8, nic_Gbps=400, sharp=True)
+    # sharp: true describes SHARP set up for NCCL (NCCL_COLLNET_ENABLE=1); the variable at 0 turns it off
+    assert search(sharp, {"NCCL_COLLNET_ENABLE": "0"}).collnet_chain is None
+    assert search(sharp) == search(sharp, {"NCCL_COLLNET_ENABLE": "1"})
     s = search(sharp, {"NCCL_COLLNET_ENABLE": "1"})
     assert (s.collnet_chain.pattern, s.collnet_chain.channels, s.collnet_chain.bw_intra) == ("TREE", 8, 48.0)
     assert (s.collnet_direct.channels, s.collnet_direct.bw_intra) == (8, 48.0)
@@ -239,3 +242,65 @@ def test_every_version_searches_every_preset_shape():
             s = search(replace(c, nccl=v))
             assert 1 <= s.coll_channels <= (32 if v < "2.25" else 64)
             assert s.ring.channels >= 1 and len(s.rings) == s.ring.channels and len(s.coll_map) == s.comm_channels
+
+
+# The layouts below have no output of NCCL's own search in fixtures/nccl_harness: the expected graphs are the
+# search rules of collsim.nccl.graphs worked by hand (module docstring), with the lines of NCCL they follow.
+def test_pcie_nodes_with_and_without_peer_to_peer():
+    pair, shm = search(Cluster("L40S", 2)), search(Cluster("RTX4090", 2))
+    # P2P inside one PCIe switch: PIX, NCCL's Gen4 x16 24 GB/s (topo.cc:489-491); 2 x 12 fills it, as the
+    # harness found for 2 x A100 on PCIe (test_other_layouts)
+    assert (pair.ring.type_intra, pair.ring.channels, pair.ring.bw_intra) == ("PIX", 2, 12.0)
+    # no P2P: the path is diverted through the CPU (paths.cc:667-678), PHB at 24 x 5/6 = 20 on Intel (search.cc:85-88)
+    assert (shm.ring.type_intra, shm.ring.channels, shm.ring.bw_intra) == ("PHB", 1, 20.0)
+    amd = search(Cluster("RTX4090", 2, cpu="amd")).ring                    # no Intel P2P overhead: the full 24
+    assert (amd.type_intra, amd.channels, amd.bw_intra) == ("PHB", 2, 12.0)
+    eight = search(Cluster("RTX4090", 8))
+    assert (eight.ring.type_intra, eight.ring.channels, eight.coll_channels, eight.nvls) == ("PHB", 1, 2, None)
+
+
+def test_p2p_disable_sends_an_nvlink_node_through_the_cpu_but_not_nvls():
+    s = search(h100(), {"NCCL_P2P_DISABLE": "1"})
+    assert (s.ring.type_intra, s.ring.bw_intra) == ("PHB", 20.0)              # Gen5 48 x 5/6 = 40: 2 x 20
+    assert s.nvls == search(h100()).nvls                                      # GPU -> NVSwitch paths stay NVLink
+
+
+def test_nvlink_bridges_and_sm86_links():
+    # SM86 counts 12 GB/s per NVLink (topo.h:20@v2.28.9): 4 links = 48 GB/s for an RTX 3090 pair
+    s = search(Cluster("RTX3090", 2, intra="nvlink"))
+    assert (s.ring.type_intra, s.ring.channels, s.ring.bw_intra, s.tree.bw_intra) == ("NVL", 2, 20.0, 40.0)
+    a = search(Cluster("A100-PCIE", 2, intra="nvlink"))                       # a 600 GB/s bridge: 12 x 20 = 240
+    assert (a.ring.channels, a.ring.bw_intra) == (12, 20.0)
+
+
+def test_efa_groups_nics_and_reports_its_latency():
+    p5 = search(load_cluster("p5"))
+    assert (p5.nics_per_node, p5.ring.channels, p5.ring.bw_inter) == (8, 8, 48.0)   # 8 devices of 4 x 100 Gb/s
+    assert p5.ring.latency_inter == p5.tree.latency_inter == p5.nvls.latency_inter == 75.0   # search.cc:685
+    assert search(load_cluster("p5"), {"OFI_NCCL_NET_LATENCY": "35"}).ring.latency_inter == 35.0   # p5en's figure
+    p4d = search(load_cluster("p4d"))
+    assert (p4d.nics_per_node, p4d.ring.channels, p4d.ring.bw_inter, p4d.tree.pattern) == (4, 4, 12.0, "BALANCED_TREE")
+    assert search(load_cluster("dgx-h100")).ring.latency_inter == 0.0          # NCCL's IB transport reports 0
+    assert search(load_cluster("h100-nvlink")).ring.latency_inter == 0.0       # one node: no network in the graph
+    with pytest.raises(CollsimError, match="OFI_NCCL_NET_LATENCY='fast'"):
+        search(load_cluster("p5"), {"OFI_NCCL_NET_LATENCY": "fast"})
+
+
+def test_an_nvlink_domain_is_searched_as_one_node():
+    rack = search(load_cluster("gb200-nvl72"))
+    assert (rack.n_nodes, rack.gpus_per_node, rack.ring.type_intra) == (1, 72, "NVL")
+    assert rack.nvls.channels == 32 and len(rack.nvls_heads) == 32          # NCCL_MAX_NVLS_ARITY (device.h:207)
+    old = search(Cluster("H100", 8, nccl="2.20"))
+    assert old.nvls.channels == 8                                           # arity 8 up to 2.20
+
+
+@pytest.mark.parametrize("env, nodes, gpus, on", [
+    (None, 2, 8, True), ({"NCCL_COLLNET_ENABLE": "0"}, 2, 8, False), (None, 1, 8, False),
+    ({"NCCL_COLLNET_ENABLE": "1"}, 2, 16, False),                   # more than NCCL_MAX_DIRECT_ARITY+1 = 8 a node
+])
+def test_collnet_is_set_up_where_ncclinit_would(env, nodes, gpus, on):
+    c = Cluster("H100", gpus, nodes, nics_per_node=8, nic_Gbps=400, sharp=True)
+    s = search(c, env)
+    assert (s.collnet_chain is not None, s.collnet_direct is not None) == (on, on)
+    if on:   # connect.cc:455-461: +50% channels with CollNet when the chain's bwIntra exceeds its bwInter: not here
+        assert s.coll_channels == search(replace(c, sharp=False)).coll_channels

@@ -1,6 +1,7 @@
 """NCCL's tuning model: hand-worked values from src/graph/tuning.cc, the tables and per-size choices NCCL's
 own code printed (fixtures/nccl_harness, data/h200x2), per-version figures and the NCCL_* settings."""
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -208,11 +209,12 @@ def test_enable_rules():
     assert cluster_table(pcie).bw[("Ring", "LL128")] == 0
     assert cluster_table(pcie, {"NCCL_PROTO": "LL128"}).bw[("Ring", "LL128")] > 0  # naming it forces it on
     assert cluster_table(pcie, {"NCCL_PROTO": "^LL"}).bw[("Ring", "LL128")] > 0    # so does a ^ list
-    sharp = h100(2, extra={"sharp": True})
+    sharp = h100(2, sharp=True)
     on = cluster_table(sharp, {"NCCL_COLLNET_ENABLE": "1"})
     assert on.bw[("CollNetDirect", "Simple")] > 0 and on.bw[("NVLS", "Simple")] > 0
     assert on.bw[("CollNetDirect", "LL")] == 0
-    assert cluster_table(sharp).bw[("NVLS", "Simple")] == 0                        # NVLS across nodes needs CollNet
+    off = cluster_table(sharp, {"NCCL_COLLNET_ENABLE": "0"})
+    assert off.bw[("NVLS", "Simple")] == 0                                          # NVLS across nodes needs CollNet
     assert np.isnan(nccl_time(h100(1), "NVLSTree", "Simple", [2**20])[0])           # NVLSTree off on one node
     assert np.isnan(nccl_time(h100(2), "nvls", "simple", [2**20])[0])
     assert nccl_time(h100(1), "nvls", "simple", [2**20])[0] == pytest.approx(25.0 + 2**20 / 272000)
@@ -280,3 +282,43 @@ def test_sizes_are_checked():
         nccl_time(h100(1), "Ring", "LL", [1.5])
     with pytest.raises(CollsimError, match="at least 2 ranks"):
         cluster_table(Cluster("H100", 1))
+
+
+def test_collnet_rows_by_hand_and_nccls_choice_of_them():
+    # 4 x DGX A100 with SHARP (8 x 200 Gb/s): the CollNet graphs are 8 channels, direct 24/24 GB/s (the NIC
+    # behind Gen4 x16), chain 30/24 (the tree's, bwIntra raised towards 2 x bwInter).
+    c = Cluster("A100", 8, 4, nics_per_node=8, nic_Gbps=200, sharp=True)
+    rows = cluster_table(c).rows()
+    # CollNetDirect Simple (tuning.cc:313-322,386-388@v2.28.9): bus 8 x 24 / (f - (f-1)/2), f = ppn/nCh = 1,
+    # no x.85 below SM90, algbw x .5; latency 2 (1 x NVLink hop 3.7 + 7 x 0.4 arity) + NET hop 31
+    assert rows["CollNetDirect"]["Simple"] == pytest.approx((2 * (3.7 + 7 * 0.4) + 31.0, 8 * 24 * 0.5))
+    # CollNetChain Simple (tuning.cc:284,389-390): bus 8 x bwIntra 30, x .5; latency 2 x 7 x 2.8 + 30
+    assert rows["CollNetChain"]["Simple"] == pytest.approx((2 * 7 * 2.8 + 30.0, 8 * 30 * 0.5))
+    assert rows["CollNetDirect"]["LL"][1] == rows["CollNetChain"]["LL128"][1] == 0.0        # Simple only
+    picks = [(d.algo, d.proto) for d in nccl_decision(c, [8, 1 << 17, 1 << 23, 1 << 29])]
+    assert picks == [("Tree", "LL"), ("CollNetDirect", "Simple"), ("CollNetDirect", "Simple"),
+                     ("CollNetChain", "Simple")]
+    assert {d.algo for d in nccl_decision(c, [1 << 17, 1 << 29], {"NCCL_COLLNET_ENABLE": "0"})} <= {"Ring", "Tree"}
+    # H100 with SHARP: NVLS across nodes is NCCL's NVLS + CollNet (the switches reduce the node sums)
+    h = nccl_decision(Cluster("H100", 8, 4, nics_per_node=8, nic_Gbps=400, sharp=True), [1 << 23])[0]
+    assert h.algo == "NVLS"
+
+
+def test_the_efa_plugin_latency_enters_nccls_latencies():
+    # latencyInter 75 us on every network hop, and once more for Simple (the flush, tuning.cc:356-359@v2.28.9)
+    p5 = Cluster("H100", 8, 2, nics_per_node=32, nic_Gbps=100, net="efa")
+    ib = Cluster("H100", 8, 2, nics_per_node=8, nic_Gbps=400, net="ib")
+    efa, base = cluster_table(p5).rows(), cluster_table(ib).rows()
+    assert efa["Ring"]["LL"][0] == pytest.approx(base["Ring"]["LL"][0] + 2 * 75.0)        # 2 network steps
+    assert efa["Ring"]["Simple"][0] == pytest.approx(base["Ring"]["Simple"][0] + 2 * 150.0)
+    assert efa["Tree"]["LL"][0] == pytest.approx(base["Tree"]["LL"][0] + 2 * 75.0)        # 2 x log2(2) hops
+    assert efa["Ring"]["Simple"][1] == base["Ring"]["Simple"][1]                           # 8 x 400 Gb/s either way
+
+
+def test_ll128_on_sm86_links_follows_the_version():
+    # 2.25-2.26 enable LL128 by compute capability 70/80/90/100/120 only (tuning.cc:431-437@v2.26.6): an RTX 3090
+    # pair (SM86) over its NVLink bridge gets none; 2.27+ drop the list (tuning.cc:478-494@v2.28.9)
+    pair = Cluster("RTX3090", 2, intra="nvlink")
+    assert cluster_table(replace(pair, nccl="2.26")).bw[("Ring", "LL128")] == 0
+    assert cluster_table(pair).bw[("Ring", "LL128")] > 0
+    assert cluster_table(Cluster("L40S", 2)).bw[("Ring", "LL128")] == 0              # PCIe paths: never by default

@@ -1,0 +1,71 @@
+"""What each network between nodes brings, with the source of every number (``NETS``).
+
+``ib`` and ``roce`` run NCCL's own IB verbs transport (src/transport/net_ib.cc) with GPUDirect RDMA;
+``tcp`` NCCL's socket transport through host memory (net_socket.cc); ``efa`` AWS's Elastic Fabric
+Adapter through the libfabric net plugin aws-ofi-nccl (GPUDirect RDMA on p4d/p5); ``tcpx`` Google's
+GPUDirect-TCPX/TCPXO net plugins (nccl-plugin-gpudirecttcpx: TCP whose payload goes between GPU memory
+and the NIC without host copies). ``efficiency`` is the share of a NIC's line rate NCCL's ring reaches on a
+healthy fabric; a fabric that delivers less is described by ``Cluster.fabric_efficiency``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+AWS_OFI = "aws/aws-ofi-nccl v1.21.1"
+
+
+@dataclass(frozen=True)
+class Net:
+    """One network class between nodes.
+
+    efficiency: ring bandwidth per NIC / the NIC's line rate; rdma: GPU memory goes to the wire without
+    the host (GPUDirect RDMA, or TCPX's device-memory TCP); plugin_latency_us: the latency the net
+    plugin reports to NCCL (``ncclNetProperties_t.latency``, NCCL's ``graph->latencyInter``,
+    search.cc:685@v2.28.9; NCCL's own transports report 0, net_ib.cc:945, net_socket.cc:120);
+    groups_nics: the plugin presents the NICs nearest a GPU as one device of their summed speed (so a
+    node may have more NICs than GPUs); source: where each number comes from.
+    """
+
+    name: str
+    efficiency: float
+    rdma: bool
+    plugin_latency_us: float
+    groups_nics: bool
+    source: str
+
+
+# L15: 392.69 GB/s ring busbw at 8 GiB across 8 x 400 Gb/s NICs = 49.1 GB/s per 50 GB/s NIC;
+# AddyLaddy (NVIDIA/nccl-tests#319): "up to ~396GB/s with the RING protocol" on 8 x CX-7 400G.
+IB_EFFICIENCY = 392.69 / 400.0
+EFA_EFFICIENCY = round(0.85 * 0.722, 3)
+
+NETS: dict[str, Net] = {
+    "ib": Net("ib", IB_EFFICIENCY, True, 0.0, False,
+              "InfiniBand with GPUDirect RDMA: 392.69 GB/s ring busbw on 8 x 400 Gb/s NICs (calibration log "
+              "L15), 0.98 of line rate; AddyLaddy on NVIDIA/nccl-tests#319: ~396 GB/s"),
+    # RoCE runs the same NCCL IB transport (verbs) over Ethernet; no maintainer figure per NIC
+    # (user reports 320-430 GB/s busbw on 8 x 400G RoCE, NVIDIA/nccl#1221): taken as InfiniBand.
+    "roce": Net("roce", IB_EFFICIENCY, True, 0.0, False,
+                "RoCE v2 uses NCCL's IB (verbs) transport; no maintainer figure per NIC, user reports of "
+                "320-430 GB/s busbw on 8 x 400G RoCE (NVIDIA/nccl#1221): InfiniBand's efficiency assumed"),
+    # NCCL's socket transport copies through host memory with NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
+    # connections; no published per-NIC figure: an assumed half of line rate.
+    "tcp": Net("tcp", 0.5, False, 0.0, False,
+               "NCCL socket transport (TCP through host memory): no published per-NIC figure; half the line "
+               "rate assumed"),
+    # aws-ofi-nccl: platform-aws.cpp:83-160 (p4d, p5/p5e: latency 75 us, GPUDirect RDMA required; p5en and
+    # p6-b200: 35 us); on p5 the RDMA protocol groups the 4 EFA NICs nearest each GPU into one NCCL device
+    # (nccl_ofi_topo.cpp:1092-1143) and reports 4 x their speed (nccl_ofi_rdma.cpp:410-413).
+    # P03 (2 x p4d, NCCL 2.9.9, 1 GiB: 35215 us): collsim fit --cluster p4d gives 0.722 of the 0.85 first
+    # assumed, so 0.614 (data/public/README.md; checked on P04-P06, not fitted on them).
+    "efa": Net("efa", EFA_EFFICIENCY, True, 75.0, True,
+               f"AWS EFA through libfabric and the aws-ofi-nccl net plugin ({AWS_OFI}): GPUDirect RDMA on p4d/p5, "
+               "the plugin reports 75 us latency on p4d and p5 (platform-aws.cpp:83-140; 35 us on p5en/p6, set "
+               "OFI_NCCL_NET_LATENCY) and on p5 groups the 4 NICs nearest each GPU into one device of 4 x their "
+               "speed (nccl_ofi_topo.cpp:1092-1143, nccl_ofi_rdma.cpp:410-413); efficiency 0.614 of line rate "
+               "calibrated on the public 2 x p4d log P03 (NVIDIA/nccl#527, NCCL 2.9.9; data/public/README.md)"),
+    "tcpx": Net("tcpx", 0.85, True, 0.0, False,
+                "GPUDirect-TCPX / TCPXO net plugins (Google Cloud A3 / A3 Mega: 4 or 8 x 200 Gb/s per node, payload "
+                "between GPU memory and the NIC without host copies): efficiency 0.85 of line rate and no plugin "
+                "latency assumed (no published per-NIC figure; see data/public/README.md)"),
+}
