@@ -28,7 +28,7 @@ import numpy as np
 from collsim.algorithms import Algorithm
 from collsim.algorithms.ring import ring_phases
 from collsim.algorithms.timing import chain, step
-from collsim.algorithms.tree import channel_parts, tree_chunks, up_steps
+from collsim.algorithms.tree import channel_parts, tree_chunks, up_down_steps
 from collsim.algorithms.tree_pipeline import tree_phase, tree_plan, tree_steps
 from collsim.core.compose import ScheduleBuilder, interleave, split_ranges, wavefront
 from collsim.core.schedule import Schedule
@@ -103,8 +103,8 @@ def _phases(p: int, nb, links, q: dict) -> tuple[list, list]:
         m = intra / n
         phases.append([(*step(m, ai, bi, gamma), n - 1), (*step(m, ai, bi, 0.0), n - 1)])
     elif n > 1:
-        u, m = up_steps("double", n, q["chunks"]), intra / (2 * q["chunks"])
-        phases.append([(*step(m, ai, bi, gamma), u), (*step(m, ai, bi, 0.0), u)])
+        (u, d), m = up_down_steps("double", n, q["chunks"]), intra / (2 * q["chunks"])
+        phases.append([(*step(m, ai, bi, gamma), u), (*step(m, ai, bi, 0.0), d)])
     if g > 1:
         phases.append([(*step(intra, a, b, 0.0), g - 1)])
     steps = [x for ph in phases for x in ph]

@@ -57,19 +57,20 @@ def double_tree(ranks: int, count: int, itemsize: int = 4, chunks: int = 1, chan
 
 
 @lru_cache(maxsize=4096)
-def up_steps(layout: str, n: int, chunks: int, gpus_per_node: int = 1) -> int:
-    """U: the reduce-up steps (as many broadcast-down steps follow) of ``tree_steps(layout, n, g, chunks)``."""
-    return int(tree_steps(layout, n, gpus_per_node, chunks).up.sum())
+def up_down_steps(layout: str, n: int, chunks: int, gpus_per_node: int = 1) -> tuple[int, int]:
+    """(U, D): the reduce-up and broadcast-down steps of ``tree_steps(layout, n, g, chunks)``."""
+    up = tree_steps(layout, n, gpus_per_node, chunks).up
+    return int(up.sum()), int((~up).sum())
 
 
 def _tree_time(layout: str, trees: int):
-    """Closed form of ``layout``'s trees on C channels: U up steps (reduce) then U down steps (copy) of
+    """Closed form of ``layout``'s trees on C channels: U up steps (reduce) then D down steps (copy) of
     m = N/(T C chunks) bytes, ``timing.chain``."""
     def time(p: int, nb, links, params: dict):
         c, k = params["channels"], params["chunks"]
-        u, m = up_steps(layout, p, k), nb / (trees * k * c)
+        (u, d), m = up_down_steps(layout, p, k), nb / (trees * k * c)
         return chain([(*step(m, links.alpha, links.beta, links.gamma), u),
-                      (*step(m, links.alpha, links.beta, 0.0), u)], c)
+                      (*step(m, links.alpha, links.beta, 0.0), d)], c)
     return time
 
 
@@ -81,12 +82,12 @@ TREE = Algorithm(
     double_tree, lambda p, q: 4 * (p - 1) * q["chunks"] * q["channels"], params=("chunks", "channels"),
     default_chunks=lambda nbytes, p, q: tree_chunks(nbytes // (2 * q["channels"])),
     closed_form=_tree_time("double", 2), granularity=lambda p, q: 2 * q["chunks"] * q["channels"],
-    formula="U up steps then U down steps of m = N/(2 C chunks), U from tree_pipeline.up_slots: "
-            "timing.chain; one channel: U (2 alpha + 2 m beta + m gamma)", exact=TREE_EXACT)
+    formula="U up steps then D down steps of m = N/(2 C chunks), U and D from tree_pipeline.up_slots and "
+            "down_slots: timing.chain; one channel: (U + D) (alpha + m beta) + U m gamma", exact=TREE_EXACT)
 BINARY_TREE = Algorithm(
     "binary-tree", "one binary tree per channel: reduce up, broadcast down, pipelined over chunks",
     binary_tree, lambda p, q: 2 * (p - 1) * q["chunks"] * q["channels"], params=("chunks", "channels"),
     default_chunks=lambda nbytes, p, q: tree_chunks(nbytes // q["channels"]),
     closed_form=_tree_time("binary", 1), granularity=lambda p, q: q["chunks"] * q["channels"],
-    formula="U up steps then U down steps of m = N/(C chunks): timing.chain; one channel: "
-            "U (2 alpha + 2 m beta + m gamma)", exact=TREE_EXACT)
+    formula="U up steps then D down steps of m = N/(C chunks): timing.chain; one channel: "
+            "(U + D) (alpha + m beta) + U m gamma", exact=TREE_EXACT)

@@ -20,11 +20,12 @@ chunk) are taken in super-step order (chunk c of an edge of height h in
 super-step c + h, colour by colour) and each is put in the first step after its
 children's transfers of that chunk and after its ports' previous use
 (``up_slots``): U steps, none empty, no port twice in a step, every transfer
-following one of the step before. The broadcast phase is the time-reverse of
-the reduce phase: the broadcast-down copies are those U steps mirrored in time
-(``tree_steps``), so each copy uses the ports its reduce used (send and receive
-swapped). Reduce and broadcast steps are never mixed, so on one link class
-every step has one duration and time = U (up step) + U (down step).
+following one of the step before. The broadcast phase is packed the same way
+into D steps in the other direction (``down_slots``: chunk 0 first, as NCCL
+forwards each chunk down as soon as the root has it), so a simulation overlaps
+it with the reduce. Reduce and broadcast steps are never mixed, so on one link
+class every step has one duration and the closed form is U (up step) + D (down
+step), an upper bound of the simulation.
 """
 from __future__ import annotations
 
@@ -140,34 +141,42 @@ def _kid_edges(plan: TreePlan, n_pos: int) -> np.ndarray:
     return kids
 
 
-def up_slots(plan: TreePlan, chunks: int) -> np.ndarray:
-    """Step of every (edge, chunk) reduce-up transfer: (E, C) int array.
+def _edge_above(plan: TreePlan, n_pos: int) -> np.ndarray:
+    """The edge just above every edge in its tree (its parent's own edge), -1 below a root."""
+    edge_at = np.full((plan.trees, n_pos), -1, np.int64)
+    edge_at[plan.tree, plan.child] = np.arange(len(plan.child))
+    return edge_at[plan.tree, plan.parent]
 
-    List scheduling with unit durations: transfers taken in the order of the
-    super-step keys (chunk c of an edge of height h at super-step c + h, its
-    colour inside it) each go to the first step after its children's
-    transfers of that chunk and after the last step its sender's send port and
-    its receiver's receive port were used (ports in first-come order). So a
-    transfer never shares a port within its step, and every transfer of step
-    s >= 1 follows one of step s - 1 (a child's transfer of the same chunk, or
-    the previous transfer on one of its ports): no step is ever empty.
 
-    Vectorised per key: the transfers of one key are edges of one colour (no
-    shared port) whose children's transfers have smaller keys, so they are
-    independent and placed together. ``ends`` holds the step after each port's
-    last use (send ports, then receive ports) and after each (edge, chunk).
-    """
+def _kid_edges(plan: TreePlan, n_pos: int) -> np.ndarray:
+    """(E, m) edges just below every edge in its tree (its child's child edges), -1 padded."""
     n_e = len(plan.child)
-    if n_e == 0:
-        return np.zeros((0, chunks), np.int64)
+    above = _edge_above(plan, n_pos)
+    f = np.flatnonzero(above >= 0)
+    f = f[np.argsort(above[f], kind="stable")]
+    a = above[f]
+    nth = np.arange(len(f)) - np.searchsorted(a, a)      # index among its siblings
+    kids = np.full((n_e, int(nth.max()) + 1 if len(f) else 0), -1, np.int64)
+    kids[a, nth] = f
+    return kids
+
+
+def _list_schedule(plan: TreePlan, chunks: int, offset: np.ndarray, sender: np.ndarray, receiver: np.ndarray,
+                   before: np.ndarray) -> np.ndarray:
+    """Step of every (edge, chunk) transfer ``sender[e] -> receiver[e]``: (E, C) int array. Transfers go in
+    super-step key order (chunk c of edge e at c + offset[e], colour by colour), each to the first step
+    after the (edge, chunk) transfers of ``before`` (E, m; -1 padded) and after the last use of its
+    sender's send port and its receiver's receive port. One key's transfers are edges of one colour (no
+    shared port) after transfers of smaller keys, so they are placed together."""
+    n_e = len(plan.child)
     n_pos = int(max(plan.child.max(), plan.parent.max())) + 1
-    e, c, cuts = _key_order(plan, chunks)
-    base = 1 + 2 * n_pos                                 # ends[0] stays 0: "no kid"
-    kids = _kid_edges(plan, n_pos)[e]
-    reads = np.empty((len(e), 2 + kids.shape[1]), np.int64)
-    reads[:, 0] = 1 + plan.child[e]
-    reads[:, 1] = 1 + n_pos + plan.parent[e]
-    reads[:, 2:] = np.where(kids >= 0, base + kids * chunks + c[:, None], 0)
+    e, c, cuts = _key_order(plan, chunks, offset)
+    base = 1 + 2 * n_pos                                 # ends[0] stays 0: "nothing before"
+    prior = before[e]
+    reads = np.empty((len(e), 2 + prior.shape[1]), np.int64)
+    reads[:, 0] = 1 + sender[e]
+    reads[:, 1] = 1 + n_pos + receiver[e]
+    reads[:, 2:] = np.where(prior >= 0, base + prior * chunks + c[:, None], 0)
     writes = np.column_stack([reads[:, :2], base + e * chunks + c])
     ends = np.zeros(base + n_e * chunks, np.int64)
     for lo, hi in zip(cuts[:-1], cuts[1:]):
@@ -175,15 +184,50 @@ def up_slots(plan: TreePlan, chunks: int) -> np.ndarray:
     return ends[base:].reshape(n_e, chunks) - 1
 
 
-def _key_order(plan: TreePlan, chunks: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """(edge, chunk) of every up transfer in super-step key order, and the cuts between
-    keys, without a sort over all transfers: the transfers of super-step s and colour q
-    are the edges of colour q with s - C < up0 <= s, a range of the edges sorted by
-    (colour, up0)."""
-    eo = np.lexsort((plan.up0, plan.colour))
-    span = int(plan.up0.max()) + 2 * chunks + 1           # (colour, up0) -> one sortable int
-    pair = plan.colour[eo] * span + plan.up0[eo] + chunks
-    s = np.repeat(np.arange(int(plan.up0.max()) + chunks), plan.k)
+def up_slots(plan: TreePlan, chunks: int) -> np.ndarray:
+    """Step of every (edge, chunk) reduce-up transfer: (E, C) int array.
+
+    List scheduling with unit durations (``_list_schedule``): chunk c of an edge of height h at super-step
+    c + h, after its children's transfers of that chunk and the last use of its ports (first-come order).
+    So a transfer never shares a port within its step, and every transfer of step s >= 1 follows one of
+    step s - 1 (a child's transfer of the same chunk, or the previous transfer on one of its ports): no
+    step is ever empty.
+    """
+    if len(plan.child) == 0:
+        return np.zeros((0, chunks), np.int64)
+    n_pos = int(max(plan.child.max(), plan.parent.max())) + 1
+    return _list_schedule(plan, chunks, plan.up0, plan.child, plan.parent, _kid_edges(plan, n_pos))
+
+
+def down_slots(plan: TreePlan, chunks: int) -> np.ndarray:
+    """Step of every (edge, chunk) broadcast-down copy, counted from the first down step: (E, C) int array.
+
+    The same list scheduling as ``up_slots`` in the other direction: chunk c of an edge whose parent is
+    d below its root at super-step c + d, after the copy of that chunk into the parent and the last use
+    of its ports. Chunk 0 goes down first, as it came up first: NCCL's tree forwards every chunk down as
+    soon as the root has it (runTreeUpDown), so the broadcast pipelines behind the reduce.
+    """
+    if len(plan.child) == 0:
+        return np.zeros((0, chunks), np.int64)
+    n_pos = int(max(plan.child.max(), plan.parent.max())) + 1
+    above = _edge_above(plan, n_pos)
+    below_root = np.zeros(len(above), np.int64)          # edges between the parent and its root
+    hop = above.copy()
+    while (hop >= 0).any():
+        below_root += hop >= 0
+        hop = np.where(hop >= 0, above[np.maximum(hop, 0)], -1)
+    return _list_schedule(plan, chunks, below_root, plan.parent, plan.child, above[:, None])
+
+
+def _key_order(plan: TreePlan, chunks: int, offset: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """(edge, chunk) of every transfer in super-step key order (chunk c of edge e at c + offset[e], colour
+    by colour), and the cuts between keys, without a sort over all transfers: the transfers of
+    super-step s and colour q are the edges of colour q with s - C < offset <= s, a range of the edges
+    sorted by (colour, offset)."""
+    eo = np.lexsort((offset, plan.colour))
+    span = int(offset.max()) + 2 * chunks + 1            # (colour, offset) -> one sortable int
+    pair = plan.colour[eo] * span + offset[eo] + chunks
+    s = np.repeat(np.arange(int(offset.max()) + chunks), plan.k)
     q = np.tile(np.arange(plan.k), len(s) // plan.k)
     lo = np.searchsorted(pair, q * span + s + 1)
     hi = np.searchsorted(pair, q * span + s + chunks, side="right")
@@ -191,7 +235,7 @@ def _key_order(plan: TreePlan, chunks: int) -> tuple[np.ndarray, np.ndarray, lis
     first = np.cumsum(n) - n
     at = np.repeat(lo - first, n) + np.arange(int(n.sum()))
     e = eo[at]
-    c = np.repeat(s, n) - plan.up0[e]
+    c = np.repeat(s, n) - offset[e]
     return e, c, np.r_[0, np.cumsum(n[n > 0])].tolist()
 
 
@@ -220,26 +264,18 @@ class TreeSteps:
 
 @lru_cache(maxsize=16)
 def tree_steps(layout: str, n: int, gpus_per_node: int, chunks: int) -> TreeSteps:
-    """Cached ``TreeSteps`` of ``tree_plan(layout, n, gpus_per_node)`` pipelined over chunks.
-
-    The U up steps come from ``up_slots``; the broadcast is their mirror image
-    in time: the copy parent -> child of chunk c goes in step 2U - 1 - (its up
-    step), so it uses the ports its reduce used (send and receive swapped) in
-    reverse order and every copy precedes one of the next step.
-    """
+    """Cached ``TreeSteps`` of ``tree_plan(layout, n, gpus_per_node)`` pipelined over chunks: the U up steps
+    of ``up_slots``, then the D down steps of ``down_slots`` (chunk 0 first), each step in (edge, chunk)
+    order."""
     plan = tree_plan(layout, n, gpus_per_node)
-    slot = up_slots(plan, chunks).ravel()                # (edge, chunk) -> up step
+    slot = up_slots(plan, chunks).ravel()
     n_up = len(slot)
     u = int(slot.max()) + 1 if n_up else 0
-    # up steps in order, each in (edge, chunk) order (int16 keys: numpy's stable radix sort)
-    up_order = np.argsort(slot.astype(np.int16 if u < 1 << 15 else np.int64), kind="stable")
-    sizes = np.bincount(slot, minlength=u)
-    first = np.cumsum(sizes) - sizes
-    # down step j is up step u - 1 - j with the same transfer order
-    back = np.repeat(first[::-1] - (np.cumsum(sizes[::-1]) - sizes[::-1]), sizes[::-1])
-    order = np.r_[up_order, up_order[back + np.arange(n_up)] + n_up]
-    sizes = np.r_[sizes, sizes[::-1]]
-    up = np.arange(2 * u) < u
+    down = down_slots(plan, chunks).ravel() + u
+    key = np.r_[slot, down]                               # (edge, chunk) up, then (edge, chunk) down
+    order = np.argsort(key.astype(np.int16 if key.max(initial=0) < 1 << 15 else np.int64), kind="stable")
+    sizes = np.bincount(key, minlength=int(key.max(initial=-1)) + 1)
+    up = np.arange(len(sizes)) < u
     step = np.repeat(np.arange(int((sizes > 0).sum())), sizes[sizes > 0])
     pos = np.arange(2 * n_up) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     is_up = order < n_up

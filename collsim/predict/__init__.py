@@ -138,7 +138,7 @@ def simulate_nccl(ctx: NcclContext, algo: str, proto: str, nbytes: int, channels
     cfg = cfg or harness_config(ctx.cluster, "runner", "graph", 1, [nbytes], ctx.setup.settings)
     run = nccl_run(ctx.cluster, algo, proto, nbytes, channels, cfg.buffsize or DEFAULT_BUFFSIZE["Simple"])
     topo = with_window(nccl_topology(ctx.cluster, ctx.params, algo, proto, threads,
-                                     l2_factor(ctx.params, algo, proto, nbytes, cfg)), run.window)
+                                     l2_factor(ctx.params, algo, proto, nbytes, cfg), run.channels), run.window)
     return simulate(run.schedule, topo, protocol=f"{algo}/{proto}", progress=False)
 
 

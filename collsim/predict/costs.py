@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from collsim.fitted.layout import Config, layout
+from collsim.fitted.model import shared_rate
 from collsim.fitted.params import NVLS_PRIOR, OPTIONAL, ModelParams
 from collsim.machine.cluster import Cluster, to_topology
 from collsim.machine.protocols import PathCosts, ProtocolCosts
@@ -38,10 +39,23 @@ WARP = 32
 PROXY_US = 0.7
 
 
-def _path(params: ModelParams, link: str, algo: str, proto: str, threads: int, factor: float) -> PathCosts:
+def channel_GBps(params: ModelParams, link: str, algo: str, proto: str, channels: int) -> float:
+    """What one of ``channels`` channels moves (wire GB/s) when they all share one port of class ``link``: their
+    share of the fitted shared rate (``collsim.fitted.model.shared_rate``: each channel alone moves chan_GBps,
+    together they approach the link's cap). A channel keeps its share while the others pause for their step
+    costs: on 2 x H200 the time of a channel is its bytes at that share plus its steps' costs, one after the
+    other (data/h200x2/ACCURACY.md, the model's terms)."""
+    chan = params.path(link, algo, proto)["chan_GBps"]
+    n = max(int(channels), 1)
+    return float(shared_rate(n * chan, params.link_GBps[link], params.link_exp)) / n
+
+
+def _path(params: ModelParams, link: str, algo: str, proto: str, threads: int, factor: float,
+          channels: int) -> PathCosts:
     p = params.path(link, algo, proto)
     sync = p.get("warp_us", OPTIONAL["warp_us"]) * threads / WARP
-    return PathCosts(p["hop_us"] * 1e-6, (p["step_us"] + sync) * 1e-6, factor / (p["chan_GBps"] * 1e9))
+    return PathCosts(p["hop_us"] * 1e-6, (p["step_us"] + sync) * 1e-6,
+                     factor / (channel_GBps(params, link, algo, proto, channels) * 1e9))
 
 
 def _net_path(params: ModelParams, cluster: Cluster, algo: str, proto: str, threads: int,
@@ -49,7 +63,7 @@ def _net_path(params: ModelParams, cluster: Cluster, algo: str, proto: str, thre
     """The network's costs: over RDMA NCCL's own per-hop latency (tuning.cc:149-168; NVLSTree's network latency
     of its NVLS constants) and the proxy's time per network transfer (``PROXY_US``); over sockets the socket
     transport's step, measured on our emulated nodes (``collsim.fitted.rescale.socket_step_us``)."""
-    p = _path(params, "net", algo, proto, threads, factor)
+    p = _path(params, "net", algo, proto, threads, factor, 1)
     if cluster.net == "tcp":
         return p
     lat = NVLS_PRIOR[algo][1] if algo in NVLS_PRIOR else HW_LAT["net"][algo][PROTOS.index(proto)]
@@ -68,21 +82,25 @@ def l2_factor(params: ModelParams, algo: str, proto: str, nbytes: int, cfg: Conf
 
 
 def nccl_topology(cluster: Cluster, params: ModelParams, algo: str, proto: str, threads: int,
-                  factor: float = 1.0) -> Topology:
-    """The simulator's machine for NCCL's ``algo``/``proto`` on ``cluster`` with ``threads`` per channel; every
-    byte ``factor`` times as long (``l2_factor``)."""
+                  factor: float = 1.0, channels: int | None = None) -> Topology:
+    """The simulator's machine for NCCL's ``algo``/``proto`` on ``cluster`` with ``channels`` channels (default
+    the params') of ``threads`` threads; every byte ``factor`` times as long (``l2_factor``). A GPU's port
+    moves the fitted link cap (``ModelParams.link_GBps``, which ``cluster_params`` sets from the cited
+    hardware), each channel on it its share (``channel_GBps``)."""
     intra = "pcie" if cluster.intra == "pcie" else "nvlink"
     nvls = algo in ("NVLS", "NVLSTree")
     main = "nvls" if nvls else intra
-    inner = _path(params, intra, "Tree" if nvls else algo, "Simple" if nvls else proto, threads, factor)
+    n = channels or (params.nvls_channels if nvls else params.channels)
+    inner = _path(params, intra, "Tree" if nvls else algo, "Simple" if nvls else proto, threads, factor, n)
     inter = _net_path(params, cluster, algo, proto, threads, factor) if cluster.nodes > 1 else inner
     costs = ProtocolCosts(f"{algo}/{proto}", EFFICIENCY[proto], 0, inner, inter,
-                          _path(params, "nvls", algo, "Simple", threads, factor) if nvls else None)
+                          _path(params, "nvls", algo, "Simple", threads, factor, n) if nvls else None)
     ports = to_topology(cluster)
+    fitted = lambda link, lat: Link(lat, factor / (params.link_GBps[link] * 1e9))   # noqa: E731
     slow = lambda link, lat: Link(lat, link.beta * factor)   # noqa: E731 - a port at the machine's rate
     base = params.path(main, algo, "Simple" if nvls else proto)["base_us"]
-    return replace(ports, intra=slow(ports.intra, inner.latency), inter=slow(ports.inter, inter.latency),
-                   nvls=slow(ports.nvls, costs.nvls.latency) if nvls and ports.nvls else ports.nvls,
+    return replace(ports, intra=fitted(intra, inner.latency), inter=slow(ports.inter, inter.latency),
+                   nvls=fitted("nvls", costs.nvls.latency) if nvls and ports.nvls else ports.nvls,
                    call_us=float(base), protocols=(costs,),
                    source=f"{ports.source}; {algo}/{proto} costs of collsim's calibrated model")
 

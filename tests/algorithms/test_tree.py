@@ -67,6 +67,32 @@ def ref_up_slots(plan, chunks):
     return np.array(slot, np.int64)
 
 
+def ref_down_slots(plan, chunks):
+    n_e = len(plan.child)
+    n_pos = int(max(plan.child.max(), plan.parent.max())) + 1
+    colour, k = ref_colouring(plan.child, plan.parent)
+    edge_of = {(int(t), int(v)): e for e, (t, v) in enumerate(zip(plan.tree, plan.child))}
+    above = [edge_of.get((int(t), int(w)), -1) for t, w in zip(plan.tree, plan.parent)]
+    depth = []
+    for e in range(n_e):
+        d, f = 0, above[e]
+        while f >= 0:
+            d, f = d + 1, above[f]
+        depth.append(d)
+    idx = np.arange(n_e * chunks)
+    e_of, c_of = idx % n_e, idx // n_e
+    order = np.argsort((np.array(depth)[e_of] + c_of) * k + colour[e_of], kind="stable")
+    send, recv = [0] * n_pos, [0] * n_pos
+    slot = [[0] * chunks for _ in range(n_e)]
+    for i in order.tolist():
+        c, e = divmod(i, n_e)
+        w, u = plan.parent[e], plan.child[e]
+        s = max(send[w], recv[u], slot[above[e]][c] + 1 if above[e] >= 0 else 0)
+        slot[e][c] = s
+        send[w] = recv[u] = s + 1
+    return np.array(slot, np.int64)
+
+
 def ref_tree_phase(b, ref, groups, seg_off, seg_len, channel=0):
     plan, chunks = ref.plan, ref.chunks
     groups = np.atleast_2d(np.asarray(groups, np.int64))
@@ -75,7 +101,7 @@ def ref_tree_phase(b, ref, groups, seg_off, seg_len, channel=0):
     c_off, c_len = split_ranges(seg_off, seg_len, chunks)
     slot = ref_up_slots(plan, chunks).ravel()
     n, u = len(slot), int(slot.max()) + 1
-    key = np.concatenate([slot, 2 * u - 1 - slot])
+    key = np.concatenate([slot, u + ref_down_slots(plan, chunks).ravel()])
     up = np.arange(2 * n) < n
     e = np.tile(np.repeat(np.arange(len(plan.child)), chunks), 2)
     c = np.tile(np.arange(chunks), 2 * len(plan.child))
