@@ -26,7 +26,9 @@ other modules import: to lift one, change it here.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 
 import numpy as np
 import yaml
@@ -35,6 +37,7 @@ from collsim.errors import CollsimError, describe, require_int, require_number
 
 MAX_FILE_BYTES = 1 << 30    # any input file
 MAX_JSON_DEPTH = 32         # nesting of arrays and objects
+MAX_YAML_BYTES = 1 << 20    # a YAML file (a cluster description is a few lines; parsing YAML takes ~1 s per MiB)
 MAX_BYTES = 1 << 50         # a message size or buffer, bytes (1024 TiB)
 MAX_RANKS = 1 << 20         # ranks, nodes, GPUs per node
 MAX_CHANNELS = 64           # NCCL's MAXCHANNELS (src/include/device.h)
@@ -48,21 +51,57 @@ _NEST = np.zeros(256, np.int64)
 _NEST[[ord("["), ord("{")]], _NEST[[ord("]"), ord("}")]] = 1, -1
 
 
-def read_text(path, what: str = "file", errors: str = "strict") -> str:
-    """The text of the file at ``path``; ``what`` names it in errors ("topology file", ...).
-    ``errors="replace"`` reads bytes that are not UTF-8 as U+FFFD (logs that interleave other
-    programs' output); else such a file is refused as not text."""
+def regular_file(path, what: str = "file", limit: int = MAX_FILE_BYTES) -> os.stat_result:
+    """``os.stat`` of ``path`` if it is a regular file of at most ``limit`` bytes, else one
+    CollsimError line: missing, a folder, a FIFO, a device or a socket (refused before any
+    ``open``: opening a FIFO blocks until a writer comes, a device can give bytes for ever), or
+    too large (refused before any byte is read)."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
+        st = os.stat(path)
     except FileNotFoundError:
         raise CollsimError(f"{what} {path}: no such file") from None
-    except IsADirectoryError:
-        raise CollsimError(f"{what} {path}: is a directory, not a file") from None
+    except (OSError, ValueError) as e:
+        raise CollsimError(f"{what} {path}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise CollsimError(f"{what} {path}: is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise CollsimError(f"{what} {path}: not a regular file (a pipe, a device or a socket): "
+                           "collsim reads only regular files")
+    if st.st_size > limit:
+        raise CollsimError(f"{what} {path}: larger than {limit} bytes ({_limit_name(limit)})")
+    return st
+
+
+def _limit_name(limit: int) -> str:
+    return "collsim.inputs.MAX_YAML_BYTES" if limit == MAX_YAML_BYTES else "collsim.inputs.MAX_FILE_BYTES"
+
+
+def read_bytes(path, what: str = "file", limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file at ``path`` (``regular_file``), at most ``limit`` of them:
+    opened without blocking and checked again once open (a file swapped for a FIFO in between)."""
+    regular_file(path, what, limit)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
         raise CollsimError(f"{what} {path}: cannot read it ({e.strerror or type(e).__name__})") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise CollsimError(f"{what} {path}: larger than {MAX_FILE_BYTES} bytes (collsim.inputs.MAX_FILE_BYTES)")
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CollsimError(f"{what} {path}: not a regular file (a pipe, a device or a socket)")
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise CollsimError(f"{what} {path}: cannot read it ({e.strerror or type(e).__name__})") from None
+    if len(data) > limit:  # a file that grew, or one of /proc whose size says 0
+        raise CollsimError(f"{what} {path}: larger than {limit} bytes ({_limit_name(limit)})")
+    return data
+
+
+def read_text(path, what: str = "file", errors: str = "strict", limit: int = MAX_FILE_BYTES) -> str:
+    """The text of the file at ``path``; ``what`` names it in errors ("topology file", ...).
+    ``errors="replace"`` reads bytes that are not UTF-8 as U+FFFD (logs that interleave other
+    programs' output); else such a file is refused as not text. Only a regular file of at most
+    ``limit`` bytes is read (``read_bytes``)."""
+    data = read_bytes(path, what, limit)
     try:
         return data.decode("utf-8", errors=errors)
     except UnicodeDecodeError as e:
@@ -99,16 +138,26 @@ def parse_json(text: str, where: str):
 
 def parse_yaml(text: str, where: str):
     """The value of YAML ``text`` (module docstring); ``where`` names it in errors, with the line
-    and column of the problem."""
+    and column of the problem. At most ``MAX_YAML_BYTES`` (refused before parsing); libyaml's
+    parser where PyYAML has it (ten times faster), aliases refused from its events first."""
+    if len(text) > MAX_YAML_BYTES:
+        raise CollsimError(f"{where}: YAML larger than {MAX_YAML_BYTES} bytes (collsim.inputs.MAX_YAML_BYTES: "
+                           "parsing YAML takes about a second per MiB); write it as JSON")
+
     class Loader(yaml.SafeLoader):
         def compose_node(self, parent, index):
             if self.check_event(yaml.AliasEvent):
-                raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed",
-                                                  self.peek_event().start_mark)
+                raise yaml.composer.ComposerError(None, None, _NO_ALIASES, self.peek_event().start_mark)
             return super().compose_node(parent, index)
 
+    fast = getattr(yaml, "CSafeLoader", None)
     try:
-        return yaml.load(text, Loader=Loader)  # noqa: S506 - a safe loader
+        if fast is None:
+            return yaml.load(text, Loader=Loader)  # noqa: S506 - a safe loader
+        for event in yaml.parse(text, Loader=fast):
+            if isinstance(event, yaml.AliasEvent):
+                raise yaml.composer.ComposerError(None, None, _NO_ALIASES, event.start_mark)
+        return yaml.load(text, Loader=fast)  # noqa: S506 - a safe loader
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
@@ -116,6 +165,9 @@ def parse_yaml(text: str, where: str):
         raise CollsimError(f"{where}: invalid YAML{at}{f' ({problem})' if problem else ''}") from None
     except RecursionError:
         raise CollsimError(f"{where}: invalid YAML (nested too deeply)") from None
+
+
+_NO_ALIASES = "aliases (*name) are not allowed"
 
 
 def read_json(path, what: str = "file"):

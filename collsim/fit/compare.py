@@ -28,7 +28,7 @@ from collsim.fit.points import Point, split
 from collsim.fitted.model import explain, predict
 from collsim.fitted.params import ModelParams
 from collsim.measure import load
-from collsim.measure.executed import executed_schedule, is_executed
+from collsim.measure.executed import executed_schedule, is_executed, schedules_by_hash
 from collsim.nccl import canonical_pair
 from collsim.nccl.decision import measured_choice, nccl_table
 from collsim.nccl.log import parse_file
@@ -147,14 +147,16 @@ def compare(params: ModelParams, points: list[Point], holdout: str = "auto", alg
             "unknown_harness": unknown}
 
 
-def executed(paths, topology_for, gamma: float = 0.0) -> list[dict]:
+def executed(paths, topology_for, gamma: float = 0.0, schedule_files=()) -> list[dict]:
     """One row per executed schedule and size of each file (by algo, then size): ``measured_us``
     (the record's time_us, max over ranks of each rank's mean), ``simulated_us`` (the schedule that
     ran, simulated on ``topology_for(world_size)`` with ``gamma`` s/byte), ``native_us`` (the
     file's native all_reduce of that size, None without --with-native), ``wrong``, ``file``,
     ``topology`` (its description), ``algo``, ``size`` (bytes), ``ranks``. A file that is not of
-    executed schedules, or whose schedule cannot be rebuilt as it ran, raises ``CollsimError``."""
-    rows = []
+    executed schedules, or whose schedule cannot be rebuilt as it ran, raises ``CollsimError``.
+    ``schedule_files``: the schedule files the user named for records that ran one (else only the file
+    of the recorded name beside the measurement file is looked at, ``executed_schedule``)."""
+    rows, given = [], schedules_by_hash(schedule_files)
     for path in paths:
         m = load(path)
         if not is_executed(m.meta):
@@ -162,7 +164,7 @@ def executed(paths, topology_for, gamma: float = 0.0) -> list[dict]:
                                "compare NCCL measurements with --params PARAMS --measured FILE")
         native = {r["size"]: r["time_us"] for r in m.records if r.get("executor") == "native"}
         records = sorted((r for r in m.records if r.get("executor") == "collsim"), key=lambda r: (r["algo"], r["size"]))
-        schedules = (executed_schedule(m.meta, r, Path(path).parent) for r in records)
+        schedules = (executed_schedule(m.meta, r, Path(path).parent, given) for r in records)
         topology = topology_for(int(m.meta["world_size"]))
         simulated = simulate_times(schedules, topology, gamma)
         rows += [{"file": str(path), "topology": topology.describe(), "algo": r["algo"], "bytes": r["size"],
