@@ -85,7 +85,7 @@ def register(sub) -> None:
     p.add_argument("log", help="nccl-tests stdout (text) or its -J JSON file")
     p.add_argument("--label", required=True,
                    help="what ran, as ALGO/PROTO (e.g. Ring/LL, Tree, default): logs do not say")
-    p.add_argument("--env", nargs="+", metavar="NAME=VALUE",
+    p.add_argument("--env", nargs="+", action="extend", metavar="NAME=VALUE",
                    help="NCCL_* variables the run had (text logs do not record them)")
     p.add_argument("-o", "--output", required=True, help="output .jsonl")
     p.add_argument("--nodes", type=positive_int, help="nodes of the run (for a log whose hosts do not tell them apart)")

@@ -18,22 +18,13 @@ from pathlib import Path
 from collsim.cli.args import finite_json, plot_path, positive_int, size_arg
 from collsim.errors import CollsimError
 from collsim.machine import load_cluster
+from collsim.nccl.settings import env_arguments
 from collsim.outputs import check_output
 from collsim.predict import predict_nccl
 from collsim.predictors import PREDICTORS
 from collsim.sweep import sizes as size_range
 from collsim.units import format_size
 from collsim.viz.curves import predicted_busbw_figure
-
-
-def _env(pairs) -> dict:
-    env = {}
-    for pair in pairs or []:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.startswith("NCCL_"):
-            raise CollsimError(f"--env {pair!r:.60}: expected NCCL_NAME=VALUE")
-        env[name] = value
-    return env
 
 
 def cmd_predict_nccl(args) -> int:
@@ -49,7 +40,7 @@ def cmd_predict_nccl(args) -> int:
 
         check_output(args.plot, [args.cluster] if Path(args.cluster).suffix else [], "figure")
     cluster = load_cluster(args.cluster, args.nodes)
-    result = predict_nccl(cluster, sizes, args.algo, args.proto, _env(args.env), args.harness, args.timing,
+    result = predict_nccl(cluster, sizes, args.algo, args.proto, env_arguments(args.env), args.harness, args.timing,
                           args.gpus_per_process)
     if args.plot:
         predicted_busbw_figure(result, args.plot)
@@ -81,9 +72,9 @@ def register(sub) -> None:
     p.add_argument("-f", "--stepfactor", type=positive_int, default=2, help="size factor of a sweep (nccl-tests -f)")
     p.add_argument("--algo", default="default", help="default (NCCL's choice), Ring, Tree, NVLS, NVLSTree, CollNet")
     p.add_argument("--proto", default="default", help="default (NCCL's choice), LL, LL128, Simple")
-    p.add_argument("--env", nargs="+", metavar="NCCL_X=V", help="NCCL variables of the run (NCCL_ALGO, NCCL_PROTO, "
-                   "NCCL_MIN_NCHANNELS/NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS, NCCL_BUFFSIZE, NCCL_NVLS_ENABLE, "
-                   "NCCL_IB_DISABLE)")
+    p.add_argument("--env", nargs="+", action="extend", metavar="NCCL_X=V",
+                   help="NCCL variables of the run, repeatable (NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS/"
+                   "NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS, NCCL_BUFFSIZE, NCCL_NVLS_ENABLE, NCCL_IB_DISABLE)")
     p.add_argument("--harness", choices=("nccl-tests", "runner"), default="nccl-tests")
     p.add_argument("--timing", choices=("eager", "graph"), default="eager",
                    help="eager: back-to-back launches (nccl-tests' default); graph: CUDA graphs (nccl-tests -G)")
