@@ -25,6 +25,7 @@ from typing import Callable
 
 from collsim.core.schedule import Schedule
 from collsim.errors import CollsimError
+from collsim.inputs import MAX_CHANNELS, MAX_RANKS
 
 MAX_TRANSFERS = 1 << 26        # larger schedules are refused unless COLLSIM_MAX_TRANSFERS says otherwise
 BYTES_PER_TRANSFER = 49 * 3    # schedule columns (6 x int64 + op) and what building and simulating hold besides
@@ -124,6 +125,11 @@ def validate(name: str, ranks, **given) -> dict:
                 raise CollsimError(f"direct must be true or false, got {value!r}")
         else:
             value = _int(key, value, 1)
+            if key == "channels" and value > MAX_CHANNELS:
+                raise CollsimError(f"channels must be <= {MAX_CHANNELS} (NCCL's MAXCHANNELS, collsim.inputs."
+                                   f"MAX_CHANNELS), got {value}")
+            if value > MAX_RANKS:
+                raise CollsimError(f"{key} must be <= {MAX_RANKS} (collsim.inputs.MAX_RANKS), got {value}")
         params[key] = value
     g = params.get("gpus_per_node")
     if g is not None and ranks % g:

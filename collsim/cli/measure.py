@@ -17,6 +17,8 @@ and never over an input (``collsim.outputs``).
 """
 from __future__ import annotations
 
+import os
+
 from collsim.cli.args import finite_json, positive_int
 from collsim.errors import CollsimError
 from collsim.machine import load_cluster
@@ -29,7 +31,8 @@ from collsim.units import format_size, parse_size
 
 
 def _import(args) -> int:
-    check_output(args.output, [args.log], "measurement file")
+    cluster_file = [args.cluster] if args.cluster and os.path.lexists(args.cluster) else []   # not a preset name
+    check_output(args.output, [args.log, *cluster_file], "measurement file")
     m = import_nccl_tests(args.log, args.label, env=parse_env(args.env))
     if args.cluster:
         cluster = load_cluster(args.cluster, args.nodes)

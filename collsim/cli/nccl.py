@@ -38,7 +38,8 @@ def cmd_predict_nccl(args) -> int:
         raise CollsimError("give the sizes: --bytes SIZE [SIZE ...] or -b MIN -e MAX [-f FACTOR]")
     if args.plot:
 
-        check_output(args.plot, [args.cluster] if Path(args.cluster).suffix else [], "figure")
+        check_output(args.plot, [args.cluster] if Path(args.cluster).suffix or Path(args.cluster).exists() else [],
+                     "figure")
     cluster = load_cluster(args.cluster, args.nodes)
     result = predict_nccl(cluster, sizes, args.algo, args.proto, env_arguments(args.env), args.harness, args.timing,
                           args.gpus_per_process)
