@@ -20,7 +20,10 @@ Bounds of the quantities collsim models, checked where they are read: sizes and 
 ``MAX_BYTES`` bytes, ``MAX_RANKS`` ranks (and nodes), ``MAX_CHANNELS`` channels (NCCL's
 MAXCHANNELS: NCCL never runs more), NCCL_BUFFSIZE within ``BUFFSIZE_RANGE``, ``MAX_CALLS``
 calls or iterations per measurement, link latencies ``MAX_SECONDS`` and seconds per byte
-``MAX_SECONDS_PER_BYTE`` (so every time computed from them is finite). They are constants that
+``MAX_SECONDS_PER_BYTE`` (so every time computed from them is finite), YAML files
+``MAX_YAML_BYTES``. Bounds on counts do not bound the work they admit: ``check_memory`` refuses
+work whose estimated memory (``collsim.core.budget``, ``collsim.fit``) is over ``memory_budget()``
+(``MAX_MEMORY_BYTES``, 4 GB, unless ``COLLSIM_MAX_MEMORY`` lifts it). They are constants that
 other modules import: to lift one, change it here.
 """
 from __future__ import annotations
@@ -45,6 +48,34 @@ BUFFSIZE_RANGE = (1 << 15, 1 << 32)  # NCCL_BUFFSIZE bytes (collsim.fitted.layou
 MAX_CALLS = 1 << 30         # calls, iterations, warm-up calls per measurement
 MAX_SECONDS = 3600.0        # a latency (alpha), seconds
 MAX_SECONDS_PER_BYTE = 1.0  # beta, gamma: seconds per byte (1 B/s)
+MAX_MEMORY_BYTES = 4 * 10**9  # what one command may hold by collsim's estimate (COLLSIM_MAX_MEMORY lifts it)
+MEMORY_VARIABLE = "COLLSIM_MAX_MEMORY"
+
+_MEMORY = re.compile(r"\s*([0-9]{1,20})\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
+
+
+def memory_budget() -> int:
+    """Bytes a command may hold: ``MAX_MEMORY_BYTES``, or the ``COLLSIM_MAX_MEMORY`` environment
+    variable (bytes, or with a K, M, G or T suffix: binary multiples; ``collsim --max-memory``
+    sets it)."""
+    text = os.environ.get(MEMORY_VARIABLE)
+    if not text:
+        return MAX_MEMORY_BYTES
+    m = _MEMORY.fullmatch(text)
+    if not m or int(m.group(1)) < 1:
+        raise CollsimError(f"{MEMORY_VARIABLE} must be a size in bytes such as 16G, got {describe(text)}")
+    return int(m.group(1)) << (10 * " KMGT".index(m.group(2).upper() or " "))
+
+
+def check_memory(estimate: float, what: str) -> None:
+    """Refuse work whose memory ``estimate`` (bytes, made from counts before the work) is over
+    ``memory_budget()``: one CollsimError line naming the estimate and how to lift the bound."""
+    budget = memory_budget()
+    if estimate > budget:
+        raise CollsimError(f"{what} would hold about {estimate / 1e9:.3g} GB (collsim's estimate), over the "
+                           f"{budget / 1e9:.3g} GB memory bound: ask for less, or lift the bound with "
+                           f"collsim --max-memory SIZE or {MEMORY_VARIABLE}=SIZE")
+
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NEST = np.zeros(256, np.int64)

@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
+from collsim.core.budget import require_schedule
 from collsim.core.schedule import Schedule
 from collsim.errors import CollsimError
 from collsim.inputs import MAX_CHANNELS, MAX_RANKS
@@ -164,6 +165,7 @@ def resolve(name: str, ranks: int, count: int, itemsize: int = 4, **given) -> di
         raise CollsimError(f"{name} on {ranks} ranks would build up to {bound} transfers (about "
                            f"{bound * BYTES_PER_TRANSFER / 2**30:.1f} GiB; limit {limit}, set COLLSIM_MAX_TRANSFERS "
                            "to lift it): use fewer ranks, channels, slices or chunks")
+    require_schedule(name, ranks, bound)
     return params
 
 

@@ -35,6 +35,7 @@ from collsim.cli.args import (
     size_arg,
     topology_from_args,
 )
+from collsim.core.budget import require_simulation
 from collsim.errors import CollsimError
 from collsim.inputs import MAX_CHANNELS
 from collsim.machine.presets import PRESETS
@@ -61,6 +62,7 @@ def cmd_simulate(args) -> int:
     cluster, args.cluster = args.cluster, None          # the topology is built: the schedule takes it as is
     s = build_from_args(args)
     args.cluster = cluster
+    require_simulation(s)
     r = simulate(s, topo, gamma=args.gamma, progress=not args.json)
     alg, bus = bandwidths(s.nbytes, r.time_s * 1e6, ranks)
     obj = {"algo": args.algo, "ranks": ranks, "bytes": s.nbytes, "topology": topo.name, "channels": s.n_channels,

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from collsim.core.budget import simulable
 from collsim.errors import CollsimError
 from collsim.fit import abs_rel_errors, config_suffix, summary
 from collsim.fit.points import Point, split
@@ -166,7 +167,7 @@ def executed(paths, topology_for, gamma: float = 0.0, schedule_files=()) -> list
         records = sorted((r for r in m.records if r.get("executor") == "collsim"), key=lambda r: (r["algo"], r["size"]))
         schedules = (executed_schedule(m.meta, r, Path(path).parent, given) for r in records)
         topology = topology_for(int(m.meta["world_size"]))
-        simulated = simulate_times(schedules, topology, gamma)
+        simulated = simulate_times(simulable(schedules), topology, gamma)
         rows += [{"file": str(path), "topology": topology.describe(), "algo": r["algo"], "bytes": r["size"],
                   "ranks": r["ranks"], "wrong": r["wrong"], "measured_us": r["time_us"],
                   "simulated_us": float(t) * 1e6, "native_us": native.get(r["size"])}
