@@ -26,7 +26,7 @@ from collsim.measure import TABLE_HEADER, format_row, load
 from collsim.measure.fidelity import fidelity
 from collsim.measure.files import load_file, to_csv
 from collsim.measure.nccl_tests import import_nccl_tests, parse_env
-from collsim.outputs import check_output
+from collsim.outputs import check_output, printable
 from collsim.units import format_size, parse_size
 
 
@@ -50,7 +50,7 @@ def _show(args) -> int:
     if args.csv:
         check_output(args.csv, [args.file], "CSV file")
     m = load(args.file, strict=False) if args.lenient else load_file(args.file, args.label)
-    meta = m.meta
+    meta = {k: printable(v) for k, v in m.meta.items()}   # one header line whatever the strings hold
     print(f"# {meta.get('harness', '?')} {meta.get('collective', '')}: ranks {meta.get('world_size')}"
           f" nodes {meta.get('nodes')} gpu {meta.get('gpu')} nccl {meta.get('nccl_version')}"
           f" timing {meta.get('timing')}")

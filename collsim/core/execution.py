@@ -100,14 +100,14 @@ class Execution:
         p, self.atoms, words = s.ranks, len(self.bounds) - 1, (s.ranks + 63) // 64
         self.gpu_cells, cells = p * self.atoms, s.endpoints * self.atoms
         need = cells * (5 + words) * 8      # data, value, writer, twice, stale and bits, bytes
-        moved = a_hi - a_lo                 # atoms each transfer moves
-        per_step = np.bincount(s.step_index[:self.limit], weights=moved, minlength=1) if self.limit else [0]
-        check_memory(check_bytes(int(moved.sum()), need, int(max(per_step)) * (5 + words) * 8) + extra_bytes,
-                     f"checking this schedule ({p} ranks x {self.atoms} element ranges, {s.n_transfers} transfers)")
         if need > MAX_STATE_BYTES:
             raise CollsimError(f"checking this schedule needs {need / 2**30:.1f} GiB of state ({p} ranks x "
                                f"{self.atoms} element ranges); the limit is collsim.core.execution.MAX_STATE_BYTES "
                                f"({MAX_STATE_BYTES / 2**30:g} GiB)")
+        moved = a_hi - a_lo                 # atoms each transfer moves
+        per_step = np.bincount(s.step_index[:self.limit], weights=moved, minlength=1) if self.limit else [0]
+        check_memory(check_bytes(int(moved.sum()), need, int(max(per_step)) * (5 + words) * 8) + extra_bytes,
+                     f"checking this schedule ({p} ranks x {self.atoms} element ranges, {s.n_transfers} transfers)")
         self.data = np.random.default_rng(seed).integers(-2**40, 2**40, size=self.gpu_cells, dtype=np.int64)
         self.value = np.r_[self.data, np.zeros(cells - self.gpu_cells, np.int64)]
         one, r = np.uint64(1) << (np.arange(p) % 64).astype(np.uint64), np.repeat(np.arange(p), self.atoms)

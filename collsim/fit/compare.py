@@ -46,9 +46,10 @@ def attach_probe(points: list[Point], path) -> None:
     else:
         probe = parse_file(path).to_dict()
         check_probe(probe, f"NCCL log {path}")
+    given = {}   # one new meta per run's meta, shared by its points (compare makes NCCL's table once per meta)
     for p in points:
         if not p.meta.get("nccl_probe"):
-            p.meta = {**p.meta, "nccl_probe": probe}
+            p.meta = given.setdefault(id(p.meta), {**p.meta, "nccl_probe": probe})
 
 
 def nccl_choice(p: Point) -> tuple[str, str]:
@@ -81,20 +82,29 @@ def term_shares(params: ModelParams, points: list[Point]) -> tuple[np.ndarray, d
 
 def predictions(params: ModelParams, points: list[Point]) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """(collsim us, NCCL-model us, NCCL table source) per point; nan where a model has no answer
-    (NCCL chose an algorithm collsim does not model, or the table disables the pair)."""
-    ours, theirs, sources = [], [], []
-    for p in points:
-        table, source = nccl_table(p.meta, p.config.ranks, p.config.nodes, p.config.intra)
-        algo, proto = measured_choice(p.meta, p.algo, p.proto, p.size, p.config.ranks, p.config.nodes,
-                                      p.config.intra, table)
+    (NCCL chose an algorithm collsim does not model, or the table disables the pair). NCCL's table is
+    made once per run and machine, and each model predicts all sizes of one configuration at once."""
+    n = len(points)
+    ours, theirs, sources = np.full(n, np.nan), np.full(n, np.nan), [""] * n
+    tables, groups = {}, {}
+    for i, p in enumerate(points):
+        c = p.config
+        key = (id(p.meta), c.ranks, c.nodes, c.intra)
+        if key not in tables:
+            tables[key] = nccl_table(p.meta, c.ranks, c.nodes, c.intra)
+        table, sources[i] = tables[key]
+        algo, proto = measured_choice(p.meta, p.algo, p.proto, p.size, c.ranks, c.nodes, c.intra, table)
+        groups.setdefault((key, algo, proto, c), []).append(i)
+    for (key, algo, proto, config), idx in groups.items():
+        table, sizes = tables[key][0], [points[i].size for i in idx]
         try:
             a, pr = canonical_pair(algo, proto)
-            ours.append(float(predict(params, a, pr, [p.size], p.config)[0]))
+            ours[idx] = predict(params, a, pr, sizes, config)
         except CollsimError:
-            ours.append(np.nan)
-        theirs.append(float(algo_time_us(table, algo, proto, [p.size])[0]) if (algo, proto) in table.bw else np.nan)
-        sources.append(source)
-    return np.array(ours), np.array(theirs), sources
+            pass
+        if (algo, proto) in table.bw:
+            theirs[idx] = algo_time_us(table, algo, proto, sizes)
+    return ours, theirs, sources
 
 
 def select(points: list[Point], params: ModelParams, holdout: str = "auto", algo=None, proto=None,

@@ -59,12 +59,14 @@ from pathlib import Path
 
 import numpy as np
 
+from collsim.core.budget import BASE_BYTES
 from collsim.errors import CollsimError, describe
-from collsim.inputs import MAX_BYTES, MAX_CALLS, MAX_RANKS, parse_json, read_field, read_text
+from collsim.inputs import MAX_BYTES, MAX_CALLS, MAX_RANKS, check_memory, parse_json, read_field, read_text
 from collsim.nccl.probe import check_probe
 from collsim.outputs import atomic_write, printable
 from collsim.units import bandwidths
 
+RECORD_BYTES = 2500  # a loaded record (a dict of ~20 fields), its point and per-point arrays downstream
 FIELDS = {  # name -> (numpy dtype, required)
     "size": (np.int64, True), "count": (np.int64, True), "dtype": (object, True),
     "time_us": (np.float64, True), "algbw_GBps": (np.float64, True),
@@ -130,16 +132,34 @@ def check_result(rec: dict, where: str) -> None:
             raise CollsimError(f"{where}: field {name!r} must be a number, got {describe(v)}")
 
 
-def check_meta(meta: dict, where: str) -> None:
+def check_meta(meta: dict, where: str, drop: bool = False) -> list[str]:
     """The meta keys collsim reads (module docstring) as they must be, else CollsimError naming
-    ``where`` and the key."""
+    ``where`` and the key. With ``drop`` (lenient reading) a bad key is removed from ``meta``
+    instead, and the messages are returned: the rest of the meta, and every record, stay."""
+    problems = []
+
+    def bad(error: CollsimError, remove) -> None:
+        if not drop:
+            raise error
+        problems.append(str(error))
+        remove()
+
     for name, check in _META_CHECKS.items():
-        read_field(meta, name, where, **check)
-    for key, value in (meta.get("env") or {}).items():
+        try:
+            read_field(meta, name, where, **check)
+        except CollsimError as e:
+            bad(e, lambda name=name: meta.pop(name, None))
+    env = meta.get("env") or {}
+    for key, value in list(env.items()):
         if isinstance(value, bool) or not isinstance(value, (str, numbers.Real)):
-            raise CollsimError(f"{where}: env {describe(key)} must be a string, got {describe(value)}")
+            bad(CollsimError(f"{where}: env {describe(key)} must be a string, got {describe(value)}"),
+                lambda key=key: env.pop(key))
     if meta.get("nccl_probe"):
-        check_probe(meta["nccl_probe"], f"{where}: nccl_probe")
+        try:
+            check_probe(meta["nccl_probe"], f"{where}: nccl_probe")
+        except CollsimError as e:
+            bad(e, lambda: meta.pop("nccl_probe"))
+    return problems
 
 
 @dataclass
@@ -269,7 +289,8 @@ def parse_jsonl(lines, source: str, strict: bool = True) -> Measurements:
             if not isinstance(rec, dict) or rec.get("type") not in ("meta", "result"):
                 raise CollsimError(f"{where}: expected an object with type 'meta' or 'result'")
             if rec["type"] == "meta":
-                check_meta(rec, where)
+                m.skipped += [f"{p} (left out of the meta; its other fields kept)" for p in check_meta(rec, where,
+                                                                                                   drop=not strict)]
                 m.metas.append({k: v for k, v in rec.items() if k != "type"})
                 m.meta = m.meta or m.metas[0]
                 continue
@@ -290,4 +311,7 @@ def load(path, strict: bool = True) -> Measurements:
     """Load a measurement file. A malformed line (not JSON, a field of the wrong type or out of
     range) raises ``CollsimError`` naming ``path:line``; with ``strict=False`` such lines are
     left out, every valid record before and after them kept, and ``.skipped`` names them."""
-    return parse_jsonl(read_text(path, "measurement file").split("\n"), str(path), strict)
+    text = read_text(path, "measurement file")
+    lines = text.count("\n") + 1
+    check_memory(BASE_BYTES + 3 * len(text) + RECORD_BYTES * lines, f"reading {path} ({lines} lines)")
+    return parse_jsonl(text.split("\n"), str(path), strict)
