@@ -61,6 +61,7 @@ from dataclasses import replace
 import numpy as np
 from scipy.optimize import least_squares
 
+from collsim.core.budget import BASE_BYTES
 from collsim.errors import CollsimError
 from collsim.fit.overheads import with_overheads
 from collsim.fit.points import Point, split
@@ -68,6 +69,7 @@ from collsim.fitted.layout import Config, layout
 from collsim.fitted.model import predict_layout
 from collsim.fitted.params import ModelParams, default_params, with_path
 from collsim.inputs import check_memory
+from collsim.measure import RECORD_BYTES
 
 BOUNDS = {"base_us": (1e-2, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0), "fill": (1e-3, 16.0),
           "host_us": (1e-2, 5000.0), "spill": (1e-3, 2.0), "warp_us": (1e-4, 5.0), "warm": (0.3, 3.0),
@@ -80,7 +82,7 @@ SOLVER = {"method": "trf", "jac": "3-point", "xtol": 1e-12, "ftol": None, "gtol"
 MIN_EFFECT = 1e-3  # rms change of log(predicted) per unit change of log(parameters) the data must show
 # per point, beside its record (collsim.measure.RECORD_BYTES): the residuals and Jacobians of least_squares
 # (points x parameters, a few copies) and the layouts; the SVD of a Jacobian keeps only its small factor
-FIT_BYTES_PER_POINT = 1500
+FIT_BYTES_PER_POINT = 500
 BOUND_TOL = 1e-6  # distance (log units) to a bound within which a fitted value is that bound
 
 
@@ -209,7 +211,8 @@ def fit(points: list[Point], holdout: str = "odd", start: ModelParams | None = N
     model. ``overhead_points``: A/B measurements for ``harness_overheads`` (held fixed).
     ``params.meta`` records the hold-out, the point counts, the report and "unseen":
     {"link/algo/proto": names the training data cannot tell apart, whose values are the prior's}."""
-    check_memory(FIT_BYTES_PER_POINT * len(points), f"fitting {len(points)} points (its Jacobians)")
+    check_memory(BASE_BYTES + (RECORD_BYTES + FIT_BYTES_PER_POINT) * len(points),
+                 f"fitting {len(points)} points (their records and Jacobians)")
     train, test = split(points, holdout)
     params = start or default_params()
     if overhead_points:
