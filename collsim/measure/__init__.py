@@ -46,8 +46,9 @@ nothing, even when the disk fills); ``Measurements.save`` and ``write_jsonl`` wr
 the same records.
 
 Modules: ``nccl_tests`` (nccl-tests import), ``public_log`` (published logs), ``files`` (any
-measurement file; CSV), ``executed`` (what the schedule executor records), ``fidelity`` (one harness
-against another), ``bundled`` (where the bundled measurements are, checkout or installed).
+measurement file; CSV), ``table`` (a record as a table row), ``executed`` (what the schedule
+executor records), ``fidelity`` (one harness against another), ``bundled`` (where the bundled
+measurements are, checkout or installed).
 """
 from __future__ import annotations
 
@@ -62,8 +63,9 @@ import numpy as np
 from collsim.core.budget import BASE_BYTES
 from collsim.errors import CollsimError, describe
 from collsim.inputs import MAX_BYTES, MAX_CALLS, MAX_RANKS, check_memory, parse_json, read_field, read_text
+from collsim.measure.table import TABLE_HEADER, format_row  # noqa: F401 - re-exported
 from collsim.nccl.probe import check_probe
-from collsim.outputs import atomic_write, printable
+from collsim.outputs import atomic_write
 from collsim.units import bandwidths
 
 RECORD_BYTES = 2500  # a loaded record (a dict of ~20 fields), its point and per-point arrays downstream
@@ -103,21 +105,6 @@ def result_record(size, count, dtype, time_us, ranks, wrong, **extra) -> dict:
             "wrong": None if wrong is None else int(wrong), "ranks": int(ranks), **extra}
 
 
-TABLE_HEADER = (f"{'size(B)':>12} {'count':>12} {'type':>9} {'algo/proto':>12} {'place':>5} "
-                f"{'time(us)':>10} {'algbw':>8} {'busbw':>8} {'#wrong':>7}")
-
-
-def format_row(rec: dict) -> str:
-    """One record as a table row under ``TABLE_HEADER`` (nccl-tests style, GB/s); text from the
-    record is ``collsim.outputs.printable``."""
-    label = "/".join(str(x) for x in (rec.get("algo"), rec.get("proto")) if x) or "default"
-    place = {True: "in", False: "out"}.get(rec.get("inplace"), "?")
-    wrong = "N/A" if rec.get("wrong") is None else rec["wrong"]
-    num = [math.nan if rec.get(k) is None else rec[k] for k in ("time_us", "algbw_GBps", "busbw_GBps")]
-    return printable(f"{rec['size']:>12} {rec['count']:>12} {rec['dtype']:>9} {label:>12} {place:>5} "
-                     f"{num[0]:>10.2f} {num[1]:>8.2f} {num[2]:>8.2f} {wrong:>7}")
-
-
 def check_result(rec: dict, where: str) -> None:
     """A result record's fields as the schema above wants them (required ones present; ``size``,
     ``count`` and ``dtype`` not null), else CollsimError naming ``where`` and the field."""
@@ -135,30 +122,25 @@ def check_result(rec: dict, where: str) -> None:
 def check_meta(meta: dict, where: str, drop: bool = False) -> list[str]:
     """The meta keys collsim reads (module docstring) as they must be, else CollsimError naming
     ``where`` and the key. With ``drop`` (lenient reading) a bad key is removed from ``meta``
-    instead, and the messages are returned: the rest of the meta, and every record, stay."""
-    problems = []
+    instead and its message returned: the rest of the meta, and every record, stay."""
+    def env_value(key):
+        if isinstance(env[key], bool) or not isinstance(env[key], (str, numbers.Real)):
+            raise CollsimError(f"{where}: env {describe(key)} must be a string, got {describe(env[key])}")
 
-    def bad(error: CollsimError, remove) -> None:
-        if not drop:
-            raise error
-        problems.append(str(error))
-        remove()
-
-    for name, check in _META_CHECKS.items():
-        try:
-            read_field(meta, name, where, **check)
-        except CollsimError as e:
-            bad(e, lambda name=name: meta.pop(name, None))
-    env = meta.get("env") or {}
-    for key, value in list(env.items()):
-        if isinstance(value, bool) or not isinstance(value, (str, numbers.Real)):
-            bad(CollsimError(f"{where}: env {describe(key)} must be a string, got {describe(value)}"),
-                lambda key=key: env.pop(key))
-    if meta.get("nccl_probe"):
-        try:
+    def probe(_key):
+        if meta.get("nccl_probe"):
             check_probe(meta["nccl_probe"], f"{where}: nccl_probe")
+
+    problems, env = [], meta["env"] if isinstance(meta.get("env"), dict) else {}
+    tests = [(lambda n, c=c: read_field(meta, n, where, **c), meta, n) for n, c in _META_CHECKS.items()]
+    for test, holder, key in tests + [(env_value, env, k) for k in list(env)] + [(probe, meta, "nccl_probe")]:
+        try:
+            test(key)
         except CollsimError as e:
-            bad(e, lambda: meta.pop("nccl_probe"))
+            if not drop:
+                raise
+            problems.append(str(e))
+            holder.pop(key, None)
     return problems
 
 
@@ -210,9 +192,7 @@ class Measurements:
 
 def _line(kind: str, record: dict) -> str:
     """One JSON Lines line: ``kind`` as "type" first, then the record's other fields in order."""
-    line = {"type": kind, **record}
-    line["type"] = kind
-    return json.dumps(line) + "\n"
+    return json.dumps({"type": kind, **{k: v for k, v in record.items() if k != "type"}}) + "\n"
 
 
 class JsonlWriter:
@@ -311,7 +291,6 @@ def load(path, strict: bool = True) -> Measurements:
     """Load a measurement file. A malformed line (not JSON, a field of the wrong type or out of
     range) raises ``CollsimError`` naming ``path:line``; with ``strict=False`` such lines are
     left out, every valid record before and after them kept, and ``.skipped`` names them."""
-    text = read_text(path, "measurement file")
-    lines = text.count("\n") + 1
+    text, lines = (t := read_text(path, "measurement file")), t.count("\n") + 1
     check_memory(BASE_BYTES + 3 * len(text) + RECORD_BYTES * lines, f"reading {path} ({lines} lines)")
     return parse_jsonl(text.split("\n"), str(path), strict)
