@@ -103,11 +103,12 @@ def test_a_bad_argument_is_one_line_exit_2_before_torch_loads(tmp_path):
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "__init__.py").write_text(
         "raise ImportError('torch loaded before the arguments were checked')")
-    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "4", "PYTHONPATH": str(tmp_path)}
-    p = subprocess.run([sys.executable, str(BENCH), "--algo", "double-tree", "--slices", "2"], capture_output=True,
-                       text=True, timeout=60, env=env)
-    assert p.returncode == 2 and p.stdout == ""
-    assert p.stderr == "schedule_bench: error: no algorithm of double-tree takes 'slices'\n"
+    for rank in ("0", "3"):   # every rank says it (torchrun may stop rank 0 first)
+        env = {**os.environ, "RANK": rank, "WORLD_SIZE": "4", "PYTHONPATH": str(tmp_path)}
+        p = subprocess.run([sys.executable, str(BENCH), "--algo", "double-tree", "--slices", "2"],
+                           capture_output=True, text=True, timeout=60, env=env)
+        assert p.returncode == 2 and p.stdout == ""
+        assert p.stderr == f"schedule_bench: error: rank {rank}: no algorithm of double-tree takes 'slices'\n"
 
 
 @pytest.mark.parametrize("args, message", [
