@@ -161,11 +161,11 @@ def resolve(name: str, ranks: int, count: int, itemsize: int = 4, **given) -> di
     if algo.default_chunks is not None and "chunks" not in params:
         params["chunks"] = algo.default_chunks(count * itemsize, int(ranks), params)
     bound, limit = algo.transfer_bound(int(ranks), params), transfer_limit()
+    require_schedule(name, ranks, bound)          # the memory it will hold, then the count
     if bound > limit:
         raise CollsimError(f"{name} on {ranks} ranks would build up to {bound} transfers (about "
                            f"{bound * BYTES_PER_TRANSFER / 2**30:.1f} GiB; limit {limit}, set COLLSIM_MAX_TRANSFERS "
                            "to lift it): use fewer ranks, channels, slices or chunks")
-    require_schedule(name, ranks, bound)
     return params
 
 

@@ -95,11 +95,16 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")   # figures go to files: no display needed
     parser = build_parser()
     args = parser.parse_args(argv)
+    old = os.environ.get(MEMORY_VARIABLE)
     if args.max_memory:
         os.environ[MEMORY_VARIABLE] = args.max_memory     # collsim.inputs.memory_budget reads it
-    with warnings.catch_warnings(), contextlib.redirect_stdout(PrintableStream(sys.stdout)):
-        warnings.showwarning = _warning
-        return _run(args)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(PrintableStream(sys.stdout)):
+            warnings.showwarning = _warning
+            return _run(args)
+    finally:   # main() called in-process (tests, notebooks) leaves the environment as it found it
+        if args.max_memory:
+            os.environ.pop(MEMORY_VARIABLE) if old is None else os.environ.update({MEMORY_VARIABLE: old})
 
 
 def _run(args) -> int:
