@@ -28,6 +28,7 @@ from collsim.fit import abs_rel_errors, config_suffix, summary
 from collsim.fit.points import Point, split
 from collsim.fitted.model import explain, predict
 from collsim.fitted.params import ModelParams
+from collsim.inputs import read_field
 from collsim.measure import load
 from collsim.measure.executed import executed_schedule, is_executed, schedules_by_hash
 from collsim.nccl import canonical_pair
@@ -176,7 +177,7 @@ def executed(paths, topology_for, gamma: float = 0.0, schedule_files=()) -> list
         native = {r["size"]: r["time_us"] for r in m.records if r.get("executor") == "native"}
         records = sorted((r for r in m.records if r.get("executor") == "collsim"), key=lambda r: (r["algo"], r["size"]))
         schedules = (executed_schedule(m.meta, r, Path(path).parent, given) for r in records)
-        topology = topology_for(int(m.meta["world_size"]))
+        topology = topology_for(read_field(m.meta, "world_size", f"{path}: meta", int, required=True, minimum=1))
         simulated = simulate_times(simulable(schedules), topology, gamma)
         rows += [{"file": str(path), "topology": topology.describe(), "algo": r["algo"], "bytes": r["size"],
                   "ranks": r["ranks"], "wrong": r["wrong"], "measured_us": r["time_us"],
