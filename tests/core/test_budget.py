@@ -69,9 +69,10 @@ def test_reading_and_fitting_estimates_are_within_2x(argv, big_file):
     ["check", "--algo", "ring", "--ranks", 512, "--count", 1 << 20],
     ["check", "--algo", "direct", "--ranks", 768, "--count", 1 << 20],
     ["simulate", "--algo", "ring", "--ranks", 1024, "--bytes", "4M", "--alpha", 1e-6, "--beta", 1e-10, "--json"],
+    ["simulate", "--algo", "direct", "--ranks", 1536, "--bytes", "4M", "--alpha", 1e-6, "--beta", 1e-10, "--json"],
     ["simulate", "--algo", "halving-doubling", "--ranks", 2048, "--bytes", "4M", "--alpha", 1e-6, "--beta", 1e-10,
      "--json"],
-], ids=["schedule-ring", "check-ring", "check-direct", "simulate-ring", "simulate-halving-doubling"])
+], ids=["schedule-ring", "check-ring", "check-direct", "simulate-ring", "simulate-direct", "simulate-halving-doubling"])
 def test_an_estimate_is_within_2x_of_the_peak_it_predicts(argv):
     said, held = estimate(*argv), peak(*argv)
     assert said is not None
