@@ -26,7 +26,7 @@ from collsim.inputs import check_memory
 BASE_BYTES = 100e6                 # python, numpy and collsim imported
 SCHEDULE_BYTES_PER_TRANSFER = 80   # 45 B of columns, and the builder's pieces beside them
 CHECK_BYTES_PER_MOVE = 160         # per (transfer, atom) moved: the schedule, the plan's rows, sorts
-STEP_COPIES = 2.5                  # a step's moved state: gathered, merged, written back
+STEP_COPIES = 4                    # a step's moved state: gathered, merged, compared, written back
 SIMULATE_BYTES_PER_TRANSFER = 130  # the schedule, routes, plan rows, durations, start and end times
 SIMULATE_BYTES_PER_STEP_TRANSFER = 150  # per transfer of the largest step: the step's working arrays
 SIMULATE_BYTES_PER_CELL = 32       # per (endpoint, segment): latest write, segment-tree nodes, rows
