@@ -1,5 +1,5 @@
 """collsim.core.budget: each memory estimate within 2x of the peak resident memory of the work it
-estimates (measured in a subprocess: its ``ru_maxrss``), so that the 4 GB bound refuses what would not
+estimates (measured in a subprocess: its VmHWM), so that the 4 GB bound refuses what would not
 fit and admits what would; and the estimates grow with the counts they are made of."""
 import re
 import subprocess
@@ -11,10 +11,12 @@ import pytest
 from collsim.core.budget import check_bytes, schedule_bytes, simulation_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
-PEAK = """import resource, sys
+# VmHWM: this process's own peak (ru_maxrss would carry the forking pytest's peak across the exec)
+PEAK = """import re, sys
 from collsim.cli import main
 code = main(sys.argv[1:])
-print("peak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, file=sys.stderr)
+hwm = re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1)
+print("peak", int(hwm) * 1024, file=sys.stderr)
 sys.exit(code)
 """
 
