@@ -20,13 +20,18 @@ Bounds of the quantities collsim models, checked where they are read: sizes and 
 ``MAX_BYTES`` bytes, ``MAX_RANKS`` ranks (and nodes), ``MAX_CHANNELS`` channels (NCCL's
 MAXCHANNELS: NCCL never runs more), NCCL_BUFFSIZE within ``BUFFSIZE_RANGE``, ``MAX_CALLS``
 calls or iterations per measurement, link latencies ``MAX_SECONDS`` and seconds per byte
-``MAX_SECONDS_PER_BYTE`` (so every time computed from them is finite). They are constants that
+``MAX_SECONDS_PER_BYTE`` (so every time computed from them is finite), YAML files
+``MAX_YAML_BYTES``. Bounds on counts do not bound the work they admit: ``check_memory`` refuses
+work whose estimated memory (``collsim.core.budget``, ``collsim.fit``) is over ``memory_budget()``
+(``MAX_MEMORY_BYTES``, 4 GB, unless ``COLLSIM_MAX_MEMORY`` lifts it). They are constants that
 other modules import: to lift one, change it here.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 
 import numpy as np
 import yaml
@@ -35,6 +40,7 @@ from collsim.errors import CollsimError, describe, require_int, require_number
 
 MAX_FILE_BYTES = 1 << 30    # any input file
 MAX_JSON_DEPTH = 32         # nesting of arrays and objects
+MAX_YAML_BYTES = 1 << 20    # a YAML file (a cluster description is a few lines; parsing YAML takes ~1 s per MiB)
 MAX_BYTES = 1 << 50         # a message size or buffer, bytes (1024 TiB)
 MAX_RANKS = 1 << 20         # ranks, nodes, GPUs per node
 MAX_CHANNELS = 64           # NCCL's MAXCHANNELS (src/include/device.h)
@@ -42,27 +48,91 @@ BUFFSIZE_RANGE = (1 << 15, 1 << 32)  # NCCL_BUFFSIZE bytes (collsim.fitted.layou
 MAX_CALLS = 1 << 30         # calls, iterations, warm-up calls per measurement
 MAX_SECONDS = 3600.0        # a latency (alpha), seconds
 MAX_SECONDS_PER_BYTE = 1.0  # beta, gamma: seconds per byte (1 B/s)
+MAX_MEMORY_BYTES = 4 * 10**9  # what one command may hold by collsim's estimate (COLLSIM_MAX_MEMORY lifts it)
+MEMORY_VARIABLE = "COLLSIM_MAX_MEMORY"
+
+_MEMORY = re.compile(r"\s*([0-9]{1,20})\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
+
+
+def memory_budget() -> int:
+    """Bytes a command may hold: ``MAX_MEMORY_BYTES``, or the ``COLLSIM_MAX_MEMORY`` environment
+    variable (bytes, or with a K, M, G or T suffix: binary multiples; ``collsim --max-memory``
+    sets it)."""
+    text = os.environ.get(MEMORY_VARIABLE)
+    if not text:
+        return MAX_MEMORY_BYTES
+    m = _MEMORY.fullmatch(text)
+    if not m or int(m.group(1)) < 1:
+        raise CollsimError(f"{MEMORY_VARIABLE} must be a size in bytes such as 16G, got {describe(text)}")
+    return int(m.group(1)) << (10 * " KMGT".index(m.group(2).upper() or " "))
+
+
+def check_memory(estimate: float, what: str) -> None:
+    """Refuse work whose memory ``estimate`` (bytes, made from counts before the work) is over
+    ``memory_budget()``: one CollsimError line naming the estimate and how to lift the bound."""
+    budget = memory_budget()
+    if estimate > budget:
+        raise CollsimError(f"{what} would hold about {estimate / 1e9:.3g} GB (collsim's estimate), over the "
+                           f"{budget / 1e9:.3g} GB memory bound: ask for less, or lift the bound with "
+                           f"collsim --max-memory SIZE or {MEMORY_VARIABLE}=SIZE")
+
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NEST = np.zeros(256, np.int64)
 _NEST[[ord("["), ord("{")]], _NEST[[ord("]"), ord("}")]] = 1, -1
 
 
-def read_text(path, what: str = "file", errors: str = "strict") -> str:
-    """The text of the file at ``path``; ``what`` names it in errors ("topology file", ...).
-    ``errors="replace"`` reads bytes that are not UTF-8 as U+FFFD (logs that interleave other
-    programs' output); else such a file is refused as not text."""
+def regular_file(path, what: str = "file", limit: int = MAX_FILE_BYTES) -> os.stat_result:
+    """``os.stat`` of ``path`` if it is a regular file of at most ``limit`` bytes, else one
+    CollsimError line: missing, a folder, a FIFO, a device or a socket (refused before any
+    ``open``: opening a FIFO blocks until a writer comes, a device can give bytes for ever), or
+    too large (refused before any byte is read)."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
+        st = os.stat(path)
     except FileNotFoundError:
         raise CollsimError(f"{what} {path}: no such file") from None
-    except IsADirectoryError:
-        raise CollsimError(f"{what} {path}: is a directory, not a file") from None
+    except (OSError, ValueError) as e:
+        raise CollsimError(f"{what} {path}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise CollsimError(f"{what} {path}: is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise CollsimError(f"{what} {path}: not a regular file (a pipe, a device or a socket): "
+                           "collsim reads only regular files")
+    if st.st_size > limit:
+        raise CollsimError(f"{what} {path}: larger than {limit} bytes ({_limit_name(limit)})")
+    return st
+
+
+def _limit_name(limit: int) -> str:
+    return "collsim.inputs.MAX_YAML_BYTES" if limit == MAX_YAML_BYTES else "collsim.inputs.MAX_FILE_BYTES"
+
+
+def read_bytes(path, what: str = "file", limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file at ``path`` (``regular_file``), at most ``limit`` of them:
+    opened without blocking and checked again once open (a file swapped for a FIFO in between)."""
+    regular_file(path, what, limit)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
         raise CollsimError(f"{what} {path}: cannot read it ({e.strerror or type(e).__name__})") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise CollsimError(f"{what} {path}: larger than {MAX_FILE_BYTES} bytes (collsim.inputs.MAX_FILE_BYTES)")
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CollsimError(f"{what} {path}: not a regular file (a pipe, a device or a socket)")
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise CollsimError(f"{what} {path}: cannot read it ({e.strerror or type(e).__name__})") from None
+    if len(data) > limit:  # a file that grew, or one of /proc whose size says 0
+        raise CollsimError(f"{what} {path}: larger than {limit} bytes ({_limit_name(limit)})")
+    return data
+
+
+def read_text(path, what: str = "file", errors: str = "strict", limit: int = MAX_FILE_BYTES) -> str:
+    """The text of the file at ``path``; ``what`` names it in errors ("topology file", ...).
+    ``errors="replace"`` reads bytes that are not UTF-8 as U+FFFD (logs that interleave other
+    programs' output); else such a file is refused as not text. Only a regular file of at most
+    ``limit`` bytes is read (``read_bytes``)."""
+    data = read_bytes(path, what, limit)
     try:
         return data.decode("utf-8", errors=errors)
     except UnicodeDecodeError as e:
@@ -99,16 +169,26 @@ def parse_json(text: str, where: str):
 
 def parse_yaml(text: str, where: str):
     """The value of YAML ``text`` (module docstring); ``where`` names it in errors, with the line
-    and column of the problem."""
+    and column of the problem. At most ``MAX_YAML_BYTES`` (refused before parsing); libyaml's
+    parser where PyYAML has it (ten times faster), aliases refused from its events first."""
+    if len(text) > MAX_YAML_BYTES:
+        raise CollsimError(f"{where}: YAML larger than {MAX_YAML_BYTES} bytes (collsim.inputs.MAX_YAML_BYTES: "
+                           "parsing YAML takes about a second per MiB); write it as JSON")
+
     class Loader(yaml.SafeLoader):
         def compose_node(self, parent, index):
             if self.check_event(yaml.AliasEvent):
-                raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed",
-                                                  self.peek_event().start_mark)
+                raise yaml.composer.ComposerError(None, None, _NO_ALIASES, self.peek_event().start_mark)
             return super().compose_node(parent, index)
 
+    fast = getattr(yaml, "CSafeLoader", None)
     try:
-        return yaml.load(text, Loader=Loader)  # noqa: S506 - a safe loader
+        if fast is None:
+            return yaml.load(text, Loader=Loader)  # noqa: S506 - a safe loader
+        for event in yaml.parse(text, Loader=fast):
+            if isinstance(event, yaml.AliasEvent):
+                raise yaml.composer.ComposerError(None, None, _NO_ALIASES, event.start_mark)
+        return yaml.load(text, Loader=fast)  # noqa: S506 - a safe loader
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
@@ -116,6 +196,9 @@ def parse_yaml(text: str, where: str):
         raise CollsimError(f"{where}: invalid YAML{at}{f' ({problem})' if problem else ''}") from None
     except RecursionError:
         raise CollsimError(f"{where}: invalid YAML (nested too deeply)") from None
+
+
+_NO_ALIASES = "aliases (*name) are not allowed"
 
 
 def read_json(path, what: str = "file"):

@@ -16,9 +16,9 @@ import ast
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from collsim.errors import CollsimError, require_int
+from collsim.inputs import read_text
 
 
 def torchrun_env(nnodes: int, nproc_per_node: int) -> list[dict]:
@@ -72,7 +72,7 @@ def function_source(path, name: str) -> str:
     """The source text of top-level function ``name`` in the Python file ``path`` (read, not imported:
     showing a torch script's function needs no torch)."""
 
-    text = Path(path).read_text()
+    text = read_text(path, "Python file")
     for node in ast.parse(text).body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             return ast.get_source_segment(text, node)

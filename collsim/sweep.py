@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from collsim.algorithms import build_schedule, get
+from collsim.core.budget import simulable
 from collsim.cost import closed_form
 from collsim.errors import CollsimError, require_int
 from collsim.machine.topology import Topology
@@ -57,7 +58,7 @@ def _params_for(name: str, params: dict, topology: Topology | None) -> tuple[dic
 def _simulated_times(name, ranks, counts, itemsize, topology, gamma, kw, policy) -> np.ndarray:
     todo = sorted(set(counts.tolist()))                  # sizes below itemsize share count 0
     scheds = (build_schedule(name, ranks, c, itemsize, **kw) for c in todo)
-    by_count = dict(zip(todo, simulate_times(scheds, topology, gamma, policy=policy).tolist()))
+    by_count = dict(zip(todo, simulate_times(simulable(scheds), topology, gamma, policy=policy).tolist()))
     return np.array([by_count[c] for c in counts.tolist()])
 
 

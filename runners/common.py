@@ -41,11 +41,13 @@ class BenchError(Exception):
 
 
 class OneLineParser(cli.OneLineParser):
-    """collsim's parser (bad arguments: one line on stderr, exit code 2) that prints on rank 0
-    only under torchrun."""
+    """collsim's parser (bad arguments: one line on stderr, exit code 2) on every rank: under torchrun
+    each process that finds the error prints its line (torchrun may stop rank 0 when another rank
+    exits first, so rank 0 alone could leave no message), with its rank when there are several."""
 
-    def exit(self, status=0, message=None):
-        super().exit(status, message if os.environ.get("RANK", "0") == "0" else None)
+    def error(self, message):  # noqa: D401 - argparse API
+        rank, world = os.environ.get("RANK"), os.environ.get("WORLD_SIZE", "1")
+        super().error(f"rank {rank}: {message}" if rank is not None and world != "1" else message)
 
 
 def _sizes_arg(text):

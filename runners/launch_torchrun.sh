@@ -22,7 +22,15 @@ set -euo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 NNODES="${NNODES:-1}"
-GPUS_PER_NODE="${GPUS_PER_NODE:-$(nvidia-smi -L 2>/dev/null | wc -l)}"
+die() { echo "launch_torchrun: error: $*" >&2; exit 2; }
+if [ -z "${GPUS_PER_NODE:-}" ]; then   # nvidia-smi's GPUs; none (or no nvidia-smi): say so, exit 2
+  GPUS_PER_NODE="$( { nvidia-smi -L 2>/dev/null || true; } | grep -c '^GPU' || true)"
+  [ "$GPUS_PER_NODE" -ge 1 ] 2>/dev/null || die "no GPU found by nvidia-smi: set GPUS_PER_NODE (GPUs per node)"
+fi
+for v in NNODES GPUS_PER_NODE; do
+  case "${!v}" in ''|*[!0-9]*|0*) die "$v must be a whole number >= 1, got '${!v}'" ;; esac
+done
+command -v torchrun >/dev/null 2>&1 || die "torchrun not found (pip install -e '.[runners]', or activate the env with torch)"
 RDZV_HOST="${RDZV_HOST:-localhost}"
 RDZV_PORT="${RDZV_PORT:-29500}"
 RDZV_ID="${RDZV_ID:-collsim-${USER:-job}}"

@@ -72,6 +72,7 @@ from collsim.core.checker import check
 from collsim.core.rank_plan import fit_error, rank_plan
 from collsim.core.schedule import REDUCE
 from collsim.errors import CollsimError
+from collsim.inputs import MAX_CALLS
 from collsim.measure.executed import (
     PREFIX,
     algorithm_names,
@@ -82,6 +83,7 @@ from collsim.measure.executed import (
     read_schedule,
     schedule_hash,
 )
+from collsim.outputs import check_output
 
 
 def build_parser():
@@ -108,10 +110,12 @@ def parse_args(argv):
     world = int(os.environ.get("WORLD_SIZE", "1"))
     check_args(parser, args, world)
     args.rounds = args.rounds if args.rounds is not None else 3 if args.with_native else 1
-    if args.rounds < 1:
-        parser.error("--rounds must be >= 1")
+    if not 1 <= args.rounds <= MAX_CALLS:
+        parser.error(f"--rounds must be 1 to {MAX_CALLS} (collsim.inputs.MAX_CALLS), got {args.rounds}")
     given = {k[len("param_"):]: v for k, v in vars(args).items() if k.startswith("param_") and v is not None}
     try:
+        if args.out:   # never over the schedule it runs (JSON Lines replace it from the first record)
+            check_output(args.out, [args.schedule] if args.schedule else [], "--out")
         args.schedules = _file_schedule(args, given) if args.schedule else _algorithm_schedules(args, given, world)
         for (name, size), s in args.schedules.items():
             problem = fit_error(s, world)

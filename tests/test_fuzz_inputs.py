@@ -324,3 +324,62 @@ def test_worst_cases_in_a_subprocess_under_a_memory_limit(tmp_path, name, conten
                        env=env, preexec_fn=_limit_memory, timeout=120)
     assert p.returncode == 2 and p.stdout == "" and len(p.stderr.splitlines()) == 1, p.stderr[-2000:]
     assert words in p.stderr and "Traceback" not in p.stderr
+
+
+# ------------------------------------------------------------------ new paths (issue 29), under 4 GB
+ENV_NAMES = st.sampled_from(["NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_BUFFSIZE",
+                             "NCCL_NVLS_ENABLE", "NCCL_IB_DISABLE", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_NTHREADS",
+                             "NCCL_CROSS_NIC", "NCCL_NET_OVERHEAD", "NCCL_X", "OTHER", "NCCL_", ""])
+ENV_VALUE = SPECIAL | st.text(alphabet=list("0123456789xX_+- .e^,;:RingTreLLSmpNVallreduc\t\u0661\u00b2"),
+                              max_size=12) | st.sampled_from(["16", "0x10", "010", "1_6", "9" * 30, "-1", "^NVLS",
+                                                              "allreduce:ring;broadcast:tree", "LL128"])
+
+
+@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 40)), deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(pairs=st.lists(st.tuples(ENV_NAMES, st.sampled_from(["=", "", "=="]), ENV_VALUE), min_size=1, max_size=4),
+       cluster=st.sampled_from(["ib-400g", "h100-nvlink", "pcie-box"]))
+def env_strings(pairs, cluster):
+    """``--env`` strings, repeated or not, through predict-nccl and import-nccl-tests."""
+    env = [x for name, sep, value in pairs for x in ("--env", f"{name}{sep}{value}")]
+    holds(call("predict-nccl", "--cluster", cluster, "--bytes", "8", "1M", "1G", "--json", *env))
+    with folder() as d:
+        holds(call("import-nccl-tests", LOG, "--label", "Ring/LL", "-o", d / "o.jsonl", *env))
+
+
+def _executed_run() -> dict:
+    from tests.measure.test_executed import executed_file
+    with folder() as d:
+        lines = [json.loads(x) for x in executed_file(d / "x.jsonl").read_text().splitlines()]
+    return {"meta": lines[0], "records": lines[1:5]}
+
+
+EXECUTED = _executed_run()
+HOSTILE_SCHEDULES = st.sampled_from([{"file": p, "sha256": "0" * 64} for p in
+                                     ("/etc/passwd", "/proc/self/environ", "/dev/zero", "/dev/stdin", "../x.json",
+                                      "", ".", "x" * 300, "\x1b[31m.json")] + ["ring", ["ring"], {"ring": 5}])
+
+
+@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 40)), deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(doc=mutated(EXECUTED, [p for p in paths_of(EXECUTED, depth=6) if len(p) > 1]),
+       hostile=st.none() | HOSTILE_SCHEDULES)
+def executed_files(doc, hostile):
+    """Files of executed schedules (runners/schedule_bench.py) through compare: never a path the meta names."""
+    if hostile is not None:
+        doc["meta"]["schedule"] = hostile if isinstance(hostile, dict) and "file" in hostile else {
+            "algorithms": hostile}
+    with folder() as d:
+        holds(call("compare", write_run(d / "e.jsonl", doc), "--alpha", 1e-6, "--beta", 1e-10, "--json"))
+
+
+def test_new_paths_fuzzed_under_a_4_gb_address_space():
+    """--env strings, executed-schedule files and cluster descriptions (``test_cluster_files``' cases),
+    fuzzed in a subprocess whose address space is 4 GB: every case exits 0 or says one line, exit 2."""
+    code = ("import tests.test_fuzz_inputs as f; f.env_strings(); f.executed_files(); f.test_cluster_files(); "
+            "print('fuzzed')")
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+           "FUZZ_EXAMPLES": os.environ.get("FUZZ_EXAMPLES", "30")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (4 * 10**9, 4 * 10**9)), timeout=900)
+    assert p.returncode == 0 and p.stdout.strip().endswith("fuzzed"), (p.stdout[-3000:], p.stderr[-3000:])

@@ -23,8 +23,10 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
+from collsim.core.budget import require_schedule
 from collsim.core.schedule import Schedule
 from collsim.errors import CollsimError
+from collsim.inputs import MAX_CHANNELS, MAX_RANKS
 
 MAX_TRANSFERS = 1 << 26        # larger schedules are refused unless COLLSIM_MAX_TRANSFERS says otherwise
 BYTES_PER_TRANSFER = 49 * 3    # schedule columns (6 x int64 + op) and what building and simulating hold besides
@@ -125,6 +127,11 @@ def validate(name: str, ranks, **given) -> dict:
                 raise CollsimError(f"direct must be true or false, got {value!r}")
         else:
             value = _int(key, value, 1)
+            if key == "channels" and value > MAX_CHANNELS:
+                raise CollsimError(f"channels must be <= {MAX_CHANNELS} (NCCL's MAXCHANNELS, collsim.inputs."
+                                   f"MAX_CHANNELS), got {value}")
+            if value > MAX_RANKS:
+                raise CollsimError(f"{key} must be <= {MAX_RANKS} (collsim.inputs.MAX_RANKS), got {value}")
         params[key] = value
     g = params.get("gpus_per_node")
     if g is not None and ranks % g:
@@ -155,6 +162,7 @@ def resolve(name: str, ranks: int, count: int, itemsize: int = 4, **given) -> di
     if algo.default_chunks is not None and "chunks" not in params:
         params["chunks"] = algo.default_chunks(count * itemsize, int(ranks), params)
     bound, limit = algo.transfer_bound(int(ranks), params), transfer_limit()
+    require_schedule(name, ranks, bound)          # the memory it will hold, then the count
     if bound > limit:
         raise CollsimError(f"{name} on {ranks} ranks would build up to {bound} transfers (about "
                            f"{bound * BYTES_PER_TRANSFER / 2**30:.1f} GiB; limit {limit}, set COLLSIM_MAX_TRANSFERS "

@@ -37,6 +37,9 @@ import numpy as np
 from collsim.algorithms.tree_shapes import btree_parents, chain_tree_parents, depths, dtree_parents, heights
 from collsim.core.compose import ScheduleBuilder, split_ranges
 from collsim.core.schedule import COPY, REDUCE
+from collsim.errors import CollsimError
+
+MAX_TREE_POSITIONS = 1 << 15   # ranks a pipelined tree spans: planning it grows faster than n
 
 
 def _edge_colouring(child: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, int]:
@@ -113,6 +116,10 @@ def tree_plan(layout: str, n: int, gpus_per_node: int = 1) -> TreePlan:
     "binary" (``btree_parents(n)``), "double" (``dtree_parents(n)``) or "nccl"
     (``chain_tree_parents`` of the double tree over n // gpus_per_node nodes);
     "double0"/"double1" and "nccl0"/"nccl1": one of the two trees alone."""
+    if n > MAX_TREE_POSITIONS:
+        raise CollsimError(f"a tree over {n} positions: collsim pipelines trees of at most {MAX_TREE_POSITIONS} "
+                           "(collsim.algorithms.tree_pipeline.MAX_TREE_POSITIONS: the pipeline is planned edge by "
+                           "edge, seconds at that size and superlinear past it)")
     if layout == "binary":
         parents = [btree_parents(n)]
     elif layout.startswith("double"):

@@ -30,6 +30,7 @@ import warnings
 
 from collsim import __version__
 from collsim.errors import CollsimError, CollsimWarning
+from collsim.inputs import MAX_MEMORY_BYTES, MEMORY_VARIABLE, memory_budget
 from collsim.outputs import PrintableStream, printable
 
 INTERNAL_ERROR = 70  # sysexits.h EX_SOFTWARE
@@ -52,9 +53,28 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {printable(message)}\n")
 
 
+def _memory(text: str) -> str:
+    """--max-memory: checked as ``collsim.inputs.memory_budget`` reads it."""
+    old = os.environ.get(MEMORY_VARIABLE)
+    os.environ[MEMORY_VARIABLE] = text
+    try:
+        memory_budget()
+    except CollsimError as e:
+        raise argparse.ArgumentTypeError(str(e).replace(MEMORY_VARIABLE, "--max-memory")) from None
+    finally:
+        if old is None:
+            del os.environ[MEMORY_VARIABLE]
+        else:
+            os.environ[MEMORY_VARIABLE] = old
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="collsim", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"collsim {__version__}")
+    parser.add_argument("--max-memory", metavar="SIZE", type=_memory,
+                        help=f"memory a command may hold by collsim's estimate, e.g. 16G (default "
+                             f"{MAX_MEMORY_BYTES / 1e9:g} GB; also {MEMORY_VARIABLE}): larger work is refused")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
@@ -76,9 +96,16 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")   # figures go to files: no display needed
     parser = build_parser()
     args = parser.parse_args(argv)
-    with warnings.catch_warnings(), contextlib.redirect_stdout(PrintableStream(sys.stdout)):
-        warnings.showwarning = _warning
-        return _run(args)
+    old = os.environ.get(MEMORY_VARIABLE)
+    if args.max_memory:
+        os.environ[MEMORY_VARIABLE] = args.max_memory     # collsim.inputs.memory_budget reads it
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(PrintableStream(sys.stdout)):
+            warnings.showwarning = _warning
+            return _run(args)
+    finally:   # main() called in-process (tests, notebooks) leaves the environment as it found it
+        if args.max_memory:
+            os.environ.pop(MEMORY_VARIABLE) if old is None else os.environ.update({MEMORY_VARIABLE: old})
 
 
 def _run(args) -> int:

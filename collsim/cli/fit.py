@@ -8,7 +8,7 @@
                     [--overhead-from AB_FILES...] [--plot PNG] [--json]
     collsim compare --cluster SPEC [--nodes N] --measured FILE... [--label ALGO/PROTO] [--json]
     collsim compare EXECUTED.jsonl... (--cluster SPEC [--nodes N] [--gpus-per-node G] | --alpha S --beta S/B)
-                    [--gamma S/B] [--json]
+                    [--schedule FILE...] [--gamma S/B] [--json]
     collsim explain --params PARAMS.json --algo A --proto P --ranks N [--nodes M]
                     [--sizes 8 1M 4G] [--buffsize BYTES] [--timing graph|eager] [--reused-slices K]
 
@@ -150,7 +150,7 @@ def _ratio(a, b) -> str:
 
 def _compare_executed(args) -> int:
     from collsim.fit.compare import executed
-    rows = executed(args.files, lambda ranks: topology_from_args(args, ranks), args.gamma)
+    rows = executed(args.files, lambda ranks: topology_from_args(args, ranks), args.gamma, args.schedule)
     if args.json:
         print(finite_json({"rows": rows}))
         return 0
@@ -269,6 +269,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_topology_args(p)           # --cluster (also: predict from a cluster description instead of --params), --nodes
     p.add_argument("--gpus-per-node", type=positive_int, help="GPUs per node of the --cluster (executed files)")
+    p.add_argument("--schedule", nargs="+", metavar="FILE", help="the schedule files executed files ran (else "
+                   "only the file of the recorded name beside each executed file is read, if its sha256 matches)")
     p.set_defaults(func=_compare)
 
     p = sub.add_parser("explain", help="per size: the dominant term and link utilisation")

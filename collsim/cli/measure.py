@@ -17,6 +17,8 @@ and never over an input (``collsim.outputs``).
 """
 from __future__ import annotations
 
+import os
+
 from collsim.cli.args import finite_json, positive_int
 from collsim.errors import CollsimError
 from collsim.machine import load_cluster
@@ -24,12 +26,13 @@ from collsim.measure import TABLE_HEADER, format_row, load
 from collsim.measure.fidelity import fidelity
 from collsim.measure.files import load_file, to_csv
 from collsim.measure.nccl_tests import import_nccl_tests, parse_env
-from collsim.outputs import check_output
+from collsim.outputs import check_output, printable
 from collsim.units import format_size, parse_size
 
 
 def _import(args) -> int:
-    check_output(args.output, [args.log], "measurement file")
+    cluster_file = [args.cluster] if args.cluster and os.path.lexists(args.cluster) else []   # not a preset name
+    check_output(args.output, [args.log, *cluster_file], "measurement file")
     m = import_nccl_tests(args.log, args.label, env=parse_env(args.env))
     if args.cluster:
         cluster = load_cluster(args.cluster, args.nodes)
@@ -47,7 +50,7 @@ def _show(args) -> int:
     if args.csv:
         check_output(args.csv, [args.file], "CSV file")
     m = load(args.file, strict=False) if args.lenient else load_file(args.file, args.label)
-    meta = m.meta
+    meta = {k: printable(v) for k, v in m.meta.items()}   # one header line whatever the strings hold
     print(f"# {meta.get('harness', '?')} {meta.get('collective', '')}: ranks {meta.get('world_size')}"
           f" nodes {meta.get('nodes')} gpu {meta.get('gpu')} nccl {meta.get('nccl_version')}"
           f" timing {meta.get('timing')}")
@@ -85,7 +88,7 @@ def register(sub) -> None:
     p.add_argument("log", help="nccl-tests stdout (text) or its -J JSON file")
     p.add_argument("--label", required=True,
                    help="what ran, as ALGO/PROTO (e.g. Ring/LL, Tree, default): logs do not say")
-    p.add_argument("--env", nargs="+", metavar="NAME=VALUE",
+    p.add_argument("--env", nargs="+", action="extend", metavar="NAME=VALUE",
                    help="NCCL_* variables the run had (text logs do not record them)")
     p.add_argument("-o", "--output", required=True, help="output .jsonl")
     p.add_argument("--nodes", type=positive_int, help="nodes of the run (for a log whose hosts do not tell them apart)")

@@ -21,22 +21,13 @@ from pathlib import Path
 from collsim.cli.args import finite_json, plot_path, positive_int, size_arg
 from collsim.errors import CollsimError
 from collsim.machine import load_cluster
+from collsim.nccl.settings import env_arguments
 from collsim.outputs import check_output
 from collsim.predict import predict_nccl
 from collsim.predictors import PREDICTORS
 from collsim.sweep import sizes as size_range
 from collsim.units import format_size
 from collsim.viz.curves import predicted_busbw_figure
-
-
-def _env(pairs) -> dict:
-    env = {}
-    for pair in pairs or []:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.startswith(("NCCL_", "OFI_NCCL_")):
-            raise CollsimError(f"--env {pair!r:.60}: expected NCCL_NAME=VALUE (or aws-ofi-nccl's OFI_NCCL_NAME=VALUE)")
-        env[name] = value
-    return env
 
 
 def cmd_predict_nccl(args) -> int:
@@ -50,9 +41,10 @@ def cmd_predict_nccl(args) -> int:
         raise CollsimError("give the sizes: --bytes SIZE [SIZE ...] or -b MIN -e MAX [-f FACTOR]")
     if args.plot:
 
-        check_output(args.plot, [args.cluster] if Path(args.cluster).suffix else [], "figure")
+        check_output(args.plot, [args.cluster] if Path(args.cluster).suffix or Path(args.cluster).exists() else [],
+                     "figure")
     cluster = load_cluster(args.cluster, args.nodes)
-    result = predict_nccl(cluster, sizes, args.algo, args.proto, _env(args.env), args.harness, args.timing,
+    result = predict_nccl(cluster, sizes, args.algo, args.proto, env_arguments(args.env), args.harness, args.timing,
                           args.gpus_per_process)
     if args.plot:
         predicted_busbw_figure(result, args.plot)
@@ -89,9 +81,10 @@ def register(sub) -> None:
     p.add_argument("--algo", default="default", help="default (NCCL's choice), Ring, Tree, NVLS, NVLSTree, CollNet "
                    "(CollNetDirect or CollNetChain), CollNetDirect, CollNetChain")
     p.add_argument("--proto", default="default", help="default (NCCL's choice), LL, LL128, Simple")
-    p.add_argument("--env", nargs="+", metavar="NCCL_X=V", help="NCCL variables of the run (NCCL_ALGO, NCCL_PROTO, "
-                   "NCCL_MIN_NCHANNELS/NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS, NCCL_BUFFSIZE, NCCL_NVLS_ENABLE, "
-                   "NCCL_IB_DISABLE, NCCL_P2P_DISABLE, NCCL_COLLNET_ENABLE, OFI_NCCL_NET_LATENCY)")
+    p.add_argument("--env", nargs="+", action="extend", metavar="NCCL_X=V",
+                   help="NCCL variables of the run, repeatable (NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS/"
+                   "NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS, NCCL_BUFFSIZE, NCCL_NVLS_ENABLE, NCCL_IB_DISABLE, "
+                   "NCCL_P2P_DISABLE, NCCL_COLLNET_ENABLE, OFI_NCCL_NET_LATENCY)")
     p.add_argument("--harness", choices=("nccl-tests", "runner"), default="nccl-tests")
     p.add_argument("--timing", choices=("eager", "graph"), default="eager",
                    help="eager: back-to-back launches (nccl-tests' default); graph: CUDA graphs (nccl-tests -G)")

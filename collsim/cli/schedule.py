@@ -57,10 +57,11 @@ def cmd_schedule(args) -> int:
         print(s.to_json())
         return 0
     print(f"{s!r}")
-    for k, step in enumerate(s.steps[: args.max_steps]):
+    for k in range(min(s.n_steps, args.max_steps)):   # only the transfers shown become Python objects
+        lo, hi = int(s.step_ptr[k]), int(s.step_ptr[k + 1])
         moves = ", ".join(f"{t.src}->{t.dst}[{t.offset}:{t.offset + t.count}]{'+' if t.op == 'reduce' else '='}"
-                          for t in step[:8])
-        more = f" ... (+{len(step) - 8})" if len(step) > 8 else ""
+                          for t in map(s.transfer, range(lo, min(hi, lo + 8))))
+        more = f" ... (+{hi - lo - 8})" if hi - lo > 8 else ""
         print(f"step {k:4d}: {moves}{more}")
     if s.n_steps > args.max_steps:
         print(f"... {s.n_steps - args.max_steps} more steps (use --json for all)")

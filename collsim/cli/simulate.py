@@ -21,11 +21,13 @@ import textwrap
 
 import numpy as np
 
+from collsim.algorithms import get, resolve
 from collsim.cli.args import (
     add_algo_args,
     add_topology_args,
     algo_params,
     build_from_args,
+    element_count,
     finite_json,
     fit_to_topology,
     int_in,
@@ -35,6 +37,7 @@ from collsim.cli.args import (
     size_arg,
     topology_from_args,
 )
+from collsim.core.budget import require_simulation, require_simulation_bound
 from collsim.errors import CollsimError
 from collsim.inputs import MAX_CHANNELS
 from collsim.machine.presets import PRESETS
@@ -59,8 +62,11 @@ def cmd_simulate(args) -> int:
     ranks = args.ranks = args.ranks or topo.ranks
     fit_to_topology(args, topo)
     cluster, args.cluster = args.cluster, None          # the topology is built: the schedule takes it as is
+    q = resolve(args.algo, ranks, element_count(args), args.itemsize, **algo_params(args))
+    require_simulation_bound(args.algo, ranks, args.channels, get(args.algo).transfer_bound(ranks, q))
     s = build_from_args(args)
     args.cluster = cluster
+    require_simulation(s)
     r = simulate(s, topo, gamma=args.gamma, progress=not args.json, policy=args.policy)
     alg, bus = bandwidths(s.nbytes, r.time_s * 1e6, ranks)
     obj = {"algo": args.algo, "ranks": ranks, "bytes": s.nbytes, "topology": topo.name, "channels": s.n_channels,

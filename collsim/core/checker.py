@@ -59,6 +59,8 @@ from collsim.core.execution import NONE, Execution
 from collsim.core.schedule import Schedule
 from collsim.errors import CollsimError
 
+LINK_BYTES = 200   # one (src, dst) -> bytes entry of the report: a tuple, two ints and a dict slot
+
 
 @dataclass
 class CheckReport:
@@ -97,6 +99,7 @@ def _bits(words: np.ndarray, ranks: int) -> np.ndarray:
 
 
 def _traffic(s: Schedule):
+    """Bytes sent and received per rank, and per link as arrays (keys src * endpoints + dst)."""
     nbytes = (s.length * s.itemsize).astype(np.float64)
     e = s.endpoints
     ok = (s.src >= 0) & (s.src < e) & (s.dst >= 0) & (s.dst < e)
@@ -104,17 +107,20 @@ def _traffic(s: Schedule):
     recv = np.bincount(s.dst[ok], nbytes[ok], minlength=e)[:s.ranks].astype(np.int64)
     key, inv = np.unique(s.src[ok] * e + s.dst[ok], return_inverse=True)
     per = np.bincount(inv, nbytes[ok], minlength=len(key)).astype(np.int64)
-    links = {(int(k) // e, int(k) % e): int(b) for k, b in zip(key, per)}
-    return sent, recv, links
+    return sent, recv, (key, per)
 
 
 def check(schedule: Schedule, seed: int = 0) -> CheckReport:
     """Execute ``schedule`` on random int64 data; see the module docstring."""
     s = schedule
-    sent, recv, links = _traffic(s)
+    links_bound = min(s.n_transfers, s.endpoints ** 2)       # distinct (src, dst) pairs of the report
+    execution = Execution(s, seed, extra_bytes=LINK_BYTES * links_bound)   # refuses what will not fit, first
+    sent, recv, (key, per) = _traffic(s)
+    e = s.endpoints
+    links = {(int(k) // e, int(k) % e): int(b) for k, b in zip(key, per)}
     report = dict(n_steps=s.n_steps, n_transfers=s.n_transfers, bytes_sent=sent, bytes_recv=recv,
                   link_bytes=links)
-    for st in Execution(s, seed).steps():
+    for st in execution.steps():
         pass
     error = st.error or _final_error(st)
     if error is None:

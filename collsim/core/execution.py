@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from collsim.core.budget import check_bytes
 from collsim.core.schedule import COPY, REDUCE, Schedule
 from collsim.errors import CollsimError
+from collsim.inputs import check_memory
 
 NONE = np.iinfo(np.int64).max        # "no mistake recorded"
 MAX_STATE_BYTES = 1 << 32            # execution state check() may allocate: larger schedules are refused
@@ -90,7 +92,7 @@ class Execution:
     step wrote (the state of no other cell changed).
     """
 
-    def __init__(self, s: Schedule, seed: int = 0):
+    def __init__(self, s: Schedule, seed: int = 0, extra_bytes: int = 0):
         static = static_error(s)
         self.s, self.static = s, static
         self.limit = static[0] if static else s.n_transfers
@@ -102,6 +104,10 @@ class Execution:
             raise CollsimError(f"checking this schedule needs {need / 2**30:.1f} GiB of state ({p} ranks x "
                                f"{self.atoms} element ranges); the limit is collsim.core.execution.MAX_STATE_BYTES "
                                f"({MAX_STATE_BYTES / 2**30:g} GiB)")
+        moved = a_hi - a_lo                 # atoms each transfer moves
+        per_step = np.bincount(s.step_index[:self.limit], weights=moved, minlength=1) if self.limit else [0]
+        check_memory(check_bytes(int(moved.sum()), need, int(max(per_step)) * (5 + words) * 8) + extra_bytes,
+                     f"checking this schedule ({p} ranks x {self.atoms} element ranges, {s.n_transfers} transfers)")
         self.data = np.random.default_rng(seed).integers(-2**40, 2**40, size=self.gpu_cells, dtype=np.int64)
         self.value = np.r_[self.data, np.zeros(cells - self.gpu_cells, np.int64)]
         one, r = np.uint64(1) << (np.arange(p) % 64).astype(np.uint64), np.repeat(np.arange(p), self.atoms)

@@ -62,12 +62,15 @@ from dataclasses import replace
 import numpy as np
 from scipy.optimize import least_squares
 
+from collsim.core.budget import BASE_BYTES
 from collsim.errors import CollsimError
 from collsim.fit.overheads import with_overheads
 from collsim.fit.points import Point, split
 from collsim.fitted.layout import Config, layout
 from collsim.fitted.model import predict_layout
 from collsim.fitted.params import ModelParams, default_params, with_path
+from collsim.inputs import check_memory
+from collsim.measure import RECORD_BYTES
 
 BOUNDS = {"base_us": (1e-2, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0), "fill": (1e-3, 16.0),
           "host_us": (1e-2, 5000.0), "spill": (1e-3, 2.0), "warp_us": (1e-4, 5.0), "warm": (0.3, 3.0),
@@ -78,6 +81,9 @@ FITTED = ("base_us", "step_us", "chan_GBps", "fill", "warp_us")
 # the final least_squares: central differences (error ~1e-11, not 1e-8) and steps below 1e-12 before it stops
 SOLVER = {"method": "trf", "jac": "3-point", "xtol": 1e-12, "ftol": None, "gtol": None}
 MIN_EFFECT = 1e-3  # rms change of log(predicted) per unit change of log(parameters) the data must show
+# per point, beside its record (collsim.measure.RECORD_BYTES): the residuals and Jacobians of least_squares
+# (points x parameters, a few copies) and the layouts; the SVD of a Jacobian keeps only its small factor
+FIT_BYTES_PER_POINT = 500
 BOUND_TOL = 1e-6  # distance (log units) to a bound within which a fitted value is that bound
 
 
@@ -159,7 +165,8 @@ def _unseen(jac: np.ndarray, inside: np.ndarray) -> np.ndarray:
     out = np.zeros(jac.shape[1], dtype=bool)
     cols = np.flatnonzero(inside)
     if cols.size:
-        _, sv, vt = np.linalg.svd(jac[:, cols])
+        # vt in full (cols x cols) needs U in full only with fewer rows than columns: never rows x rows
+        _, sv, vt = np.linalg.svd(jac[:, cols], full_matrices=jac.shape[0] < cols.size)
         small = np.concatenate([sv, np.zeros(cols.size - sv.size)]) < MIN_EFFECT * np.sqrt(jac.shape[0])
         out[cols] = (vt[small] ** 2).sum(axis=0) >= 0.5
     return out
@@ -205,6 +212,8 @@ def fit(points: list[Point], holdout: str = "odd", start: ModelParams | None = N
     model. ``overhead_points``: A/B measurements for ``harness_overheads`` (held fixed).
     ``params.meta`` records the hold-out, the point counts, the report and "unseen":
     {"link/algo/proto": names the training data cannot tell apart, whose values are the prior's}."""
+    check_memory(BASE_BYTES + (RECORD_BYTES + FIT_BYTES_PER_POINT) * len(points),
+                 f"fitting {len(points)} points (their records and Jacobians)")
     train, test = split(points, holdout)
     params = start or default_params()
     if overhead_points:

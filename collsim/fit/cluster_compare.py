@@ -23,8 +23,12 @@ MIB = 1 << 20
 
 def _series(m, inplace: bool):
     """(sizes, times) of one file's records of the chosen placement (records that do not say: kept)."""
-    rows = sorted((r["size"], r.get("time_us_min") or r["time_us"]) for r in m.records
-                  if r.get("inplace") in (None, inplace) and r.get("time_us"))
+    chosen = [r for r in m.records if r.get("inplace") in (None, inplace) and r.get("executor") != "collsim"]
+    bad = next((r for r in chosen if r.get("wrong")), None)
+    if bad is not None:   # as compare --params refuses them (collsim.fit.points)
+        raise CollsimError(f"size {bad['size']}: {bad['wrong']} wrong elements, not an AllReduce to fit or compare "
+                           "(measure it again)")
+    rows = sorted((r["size"], r.get("time_us_min") or r["time_us"]) for r in chosen if r.get("time_us"))
     if not rows:
         raise CollsimError("no records with a time")
     sizes, times = (np.array(c, dtype=float) for c in zip(*rows))

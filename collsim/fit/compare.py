@@ -22,13 +22,15 @@ from pathlib import Path
 
 import numpy as np
 
+from collsim.core.budget import simulable
 from collsim.errors import CollsimError
 from collsim.fit import abs_rel_errors, config_suffix, summary
 from collsim.fit.points import Point, split
 from collsim.fitted.model import explain, predict
 from collsim.fitted.params import ModelParams
+from collsim.inputs import read_field
 from collsim.measure import load
-from collsim.measure.executed import executed_schedule, is_executed
+from collsim.measure.executed import executed_schedule, is_executed, schedules_by_hash
 from collsim.nccl import canonical_pair
 from collsim.nccl.decision import measured_choice, nccl_table
 from collsim.nccl.log import parse_file
@@ -45,9 +47,10 @@ def attach_probe(points: list[Point], path) -> None:
     else:
         probe = parse_file(path).to_dict()
         check_probe(probe, f"NCCL log {path}")
+    given = {}   # one new meta per run's meta, shared by its points (compare makes NCCL's table once per meta)
     for p in points:
         if not p.meta.get("nccl_probe"):
-            p.meta = {**p.meta, "nccl_probe": probe}
+            p.meta = given.setdefault(id(p.meta), {**p.meta, "nccl_probe": probe})
 
 
 def nccl_choice(p: Point) -> tuple[str, str]:
@@ -80,20 +83,29 @@ def term_shares(params: ModelParams, points: list[Point]) -> tuple[np.ndarray, d
 
 def predictions(params: ModelParams, points: list[Point]) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """(collsim us, NCCL-model us, NCCL table source) per point; nan where a model has no answer
-    (NCCL chose an algorithm collsim does not model, or the table disables the pair)."""
-    ours, theirs, sources = [], [], []
-    for p in points:
-        table, source = nccl_table(p.meta, p.config.ranks, p.config.nodes, p.config.intra)
-        algo, proto = measured_choice(p.meta, p.algo, p.proto, p.size, p.config.ranks, p.config.nodes,
-                                      p.config.intra, table)
+    (NCCL chose an algorithm collsim does not model, or the table disables the pair). NCCL's table is
+    made once per run and machine, and each model predicts all sizes of one configuration at once."""
+    n = len(points)
+    ours, theirs, sources = np.full(n, np.nan), np.full(n, np.nan), [""] * n
+    tables, groups = {}, {}
+    for i, p in enumerate(points):
+        c = p.config
+        key = (id(p.meta), c.ranks, c.nodes, c.intra)
+        if key not in tables:
+            tables[key] = nccl_table(p.meta, c.ranks, c.nodes, c.intra)
+        table, sources[i] = tables[key]
+        algo, proto = measured_choice(p.meta, p.algo, p.proto, p.size, c.ranks, c.nodes, c.intra, table)
+        groups.setdefault((key, algo, proto, c), []).append(i)
+    for (key, algo, proto, config), idx in groups.items():
+        table, sizes = tables[key][0], [points[i].size for i in idx]
         try:
             a, pr = canonical_pair(algo, proto)
-            ours.append(float(predict(params, a, pr, [p.size], p.config)[0]))
+            ours[idx] = predict(params, a, pr, sizes, config)
         except CollsimError:
-            ours.append(np.nan)
-        theirs.append(float(algo_time_us(table, algo, proto, [p.size])[0]) if (algo, proto) in table.bw else np.nan)
-        sources.append(source)
-    return np.array(ours), np.array(theirs), sources
+            pass
+        if (algo, proto) in table.bw:
+            theirs[idx] = algo_time_us(table, algo, proto, sizes)
+    return ours, theirs, sources
 
 
 def select(points: list[Point], params: ModelParams, holdout: str = "auto", algo=None, proto=None,
@@ -147,14 +159,16 @@ def compare(params: ModelParams, points: list[Point], holdout: str = "auto", alg
             "unknown_harness": unknown}
 
 
-def executed(paths, topology_for, gamma: float = 0.0) -> list[dict]:
+def executed(paths, topology_for, gamma: float = 0.0, schedule_files=()) -> list[dict]:
     """One row per executed schedule and size of each file (by algo, then size): ``measured_us``
     (the record's time_us, max over ranks of each rank's mean), ``simulated_us`` (the schedule that
     ran, simulated on ``topology_for(world_size)`` with ``gamma`` s/byte), ``native_us`` (the
     file's native all_reduce of that size, None without --with-native), ``wrong``, ``file``,
     ``topology`` (its description), ``algo``, ``size`` (bytes), ``ranks``. A file that is not of
-    executed schedules, or whose schedule cannot be rebuilt as it ran, raises ``CollsimError``."""
-    rows = []
+    executed schedules, or whose schedule cannot be rebuilt as it ran, raises ``CollsimError``.
+    ``schedule_files``: the schedule files the user named for records that ran one (else only the file
+    of the recorded name beside the measurement file is looked at, ``executed_schedule``)."""
+    rows, given = [], schedules_by_hash(schedule_files)
     for path in paths:
         m = load(path)
         if not is_executed(m.meta):
@@ -162,9 +176,9 @@ def executed(paths, topology_for, gamma: float = 0.0) -> list[dict]:
                                "compare NCCL measurements with --params PARAMS --measured FILE")
         native = {r["size"]: r["time_us"] for r in m.records if r.get("executor") == "native"}
         records = sorted((r for r in m.records if r.get("executor") == "collsim"), key=lambda r: (r["algo"], r["size"]))
-        schedules = (executed_schedule(m.meta, r, Path(path).parent) for r in records)
-        topology = topology_for(int(m.meta["world_size"]))
-        simulated = simulate_times(schedules, topology, gamma)
+        schedules = (executed_schedule(m.meta, r, Path(path).parent, given) for r in records)
+        topology = topology_for(read_field(m.meta, "world_size", f"{path}: meta", int, required=True, minimum=1))
+        simulated = simulate_times(simulable(schedules), topology, gamma)
         rows += [{"file": str(path), "topology": topology.describe(), "algo": r["algo"], "bytes": r["size"],
                   "ranks": r["ranks"], "wrong": r["wrong"], "measured_us": r["time_us"],
                   "simulated_us": float(t) * 1e6, "native_us": native.get(r["size"])}

@@ -46,8 +46,9 @@ nothing, even when the disk fills); ``Measurements.save`` and ``write_jsonl`` wr
 the same records.
 
 Modules: ``nccl_tests`` (nccl-tests import), ``public_log`` (published logs), ``files`` (any
-measurement file; CSV), ``executed`` (what the schedule executor records), ``fidelity`` (one harness
-against another), ``bundled`` (where the bundled measurements are, checkout or installed).
+measurement file; CSV), ``table`` (a record as a table row), ``executed`` (what the schedule
+executor records), ``fidelity`` (one harness against another), ``bundled`` (where the bundled
+measurements are, checkout or installed).
 """
 from __future__ import annotations
 
@@ -59,12 +60,15 @@ from pathlib import Path
 
 import numpy as np
 
+from collsim.core.budget import BASE_BYTES
 from collsim.errors import CollsimError, describe
-from collsim.inputs import MAX_BYTES, MAX_CALLS, MAX_RANKS, parse_json, read_field, read_text
+from collsim.inputs import MAX_BYTES, MAX_CALLS, MAX_RANKS, check_memory, parse_json, read_field, read_text
+from collsim.measure.table import TABLE_HEADER, format_row  # noqa: F401 - re-exported
 from collsim.nccl.probe import check_probe
-from collsim.outputs import atomic_write, printable
+from collsim.outputs import atomic_write
 from collsim.units import bandwidths
 
+RECORD_BYTES = 2500  # a loaded record (a dict of ~20 fields), its point and per-point arrays downstream
 FIELDS = {  # name -> (numpy dtype, required)
     "size": (np.int64, True), "count": (np.int64, True), "dtype": (object, True),
     "time_us": (np.float64, True), "algbw_GBps": (np.float64, True),
@@ -101,21 +105,6 @@ def result_record(size, count, dtype, time_us, ranks, wrong, **extra) -> dict:
             "wrong": None if wrong is None else int(wrong), "ranks": int(ranks), **extra}
 
 
-TABLE_HEADER = (f"{'size(B)':>12} {'count':>12} {'type':>9} {'algo/proto':>12} {'place':>5} "
-                f"{'time(us)':>10} {'algbw':>8} {'busbw':>8} {'#wrong':>7}")
-
-
-def format_row(rec: dict) -> str:
-    """One record as a table row under ``TABLE_HEADER`` (nccl-tests style, GB/s); text from the
-    record is ``collsim.outputs.printable``."""
-    label = "/".join(str(x) for x in (rec.get("algo"), rec.get("proto")) if x) or "default"
-    place = {True: "in", False: "out"}.get(rec.get("inplace"), "?")
-    wrong = "N/A" if rec.get("wrong") is None else rec["wrong"]
-    num = [math.nan if rec.get(k) is None else rec[k] for k in ("time_us", "algbw_GBps", "busbw_GBps")]
-    return printable(f"{rec['size']:>12} {rec['count']:>12} {rec['dtype']:>9} {label:>12} {place:>5} "
-                     f"{num[0]:>10.2f} {num[1]:>8.2f} {num[2]:>8.2f} {wrong:>7}")
-
-
 def check_result(rec: dict, where: str) -> None:
     """A result record's fields as the schema above wants them (required ones present; ``size``,
     ``count`` and ``dtype`` not null), else CollsimError naming ``where`` and the field."""
@@ -130,16 +119,29 @@ def check_result(rec: dict, where: str) -> None:
             raise CollsimError(f"{where}: field {name!r} must be a number, got {describe(v)}")
 
 
-def check_meta(meta: dict, where: str) -> None:
+def check_meta(meta: dict, where: str, drop: bool = False) -> list[str]:
     """The meta keys collsim reads (module docstring) as they must be, else CollsimError naming
-    ``where`` and the key."""
-    for name, check in _META_CHECKS.items():
-        read_field(meta, name, where, **check)
-    for key, value in (meta.get("env") or {}).items():
-        if isinstance(value, bool) or not isinstance(value, (str, numbers.Real)):
-            raise CollsimError(f"{where}: env {describe(key)} must be a string, got {describe(value)}")
-    if meta.get("nccl_probe"):
-        check_probe(meta["nccl_probe"], f"{where}: nccl_probe")
+    ``where`` and the key. With ``drop`` (lenient reading) a bad key is removed from ``meta``
+    instead and its message returned: the rest of the meta, and every record, stay."""
+    def env_value(key):
+        if isinstance(env[key], bool) or not isinstance(env[key], (str, numbers.Real)):
+            raise CollsimError(f"{where}: env {describe(key)} must be a string, got {describe(env[key])}")
+
+    def probe(_key):
+        if meta.get("nccl_probe"):
+            check_probe(meta["nccl_probe"], f"{where}: nccl_probe")
+
+    problems, env = [], meta["env"] if isinstance(meta.get("env"), dict) else {}
+    tests = [(lambda n, c=c: read_field(meta, n, where, **c), meta, n) for n, c in _META_CHECKS.items()]
+    for test, holder, key in tests + [(env_value, env, k) for k in list(env)] + [(probe, meta, "nccl_probe")]:
+        try:
+            test(key)
+        except CollsimError as e:
+            if not drop:
+                raise
+            problems.append(str(e))
+            holder.pop(key, None)
+    return problems
 
 
 @dataclass
@@ -190,9 +192,7 @@ class Measurements:
 
 def _line(kind: str, record: dict) -> str:
     """One JSON Lines line: ``kind`` as "type" first, then the record's other fields in order."""
-    line = {"type": kind, **record}
-    line["type"] = kind
-    return json.dumps(line) + "\n"
+    return json.dumps({"type": kind, **{k: v for k, v in record.items() if k != "type"}}) + "\n"
 
 
 class JsonlWriter:
@@ -269,7 +269,8 @@ def parse_jsonl(lines, source: str, strict: bool = True) -> Measurements:
             if not isinstance(rec, dict) or rec.get("type") not in ("meta", "result"):
                 raise CollsimError(f"{where}: expected an object with type 'meta' or 'result'")
             if rec["type"] == "meta":
-                check_meta(rec, where)
+                m.skipped += [f"{p} (left out of the meta; its other fields kept)" for p in check_meta(rec, where,
+                                                                                                   drop=not strict)]
                 m.metas.append({k: v for k, v in rec.items() if k != "type"})
                 m.meta = m.meta or m.metas[0]
                 continue
@@ -290,4 +291,6 @@ def load(path, strict: bool = True) -> Measurements:
     """Load a measurement file. A malformed line (not JSON, a field of the wrong type or out of
     range) raises ``CollsimError`` naming ``path:line``; with ``strict=False`` such lines are
     left out, every valid record before and after them kept, and ``.skipped`` names them."""
-    return parse_jsonl(read_text(path, "measurement file").split("\n"), str(path), strict)
+    text, lines = (t := read_text(path, "measurement file")), t.count("\n") + 1
+    check_memory(BASE_BYTES + 3 * len(text) + RECORD_BYTES * lines, f"reading {path} ({lines} lines)")
+    return parse_jsonl(text.split("\n"), str(path), strict)

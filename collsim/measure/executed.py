@@ -9,7 +9,9 @@ A file of executed schedules is a measurement file (``collsim.measure``) whose m
   ``world_size`` ranks and the record's ``count``, passing these keyword parameters (parameters
   left out take their defaults, e.g. the tree's chunks follow the size);
 * ``{"file": PATH, "sha256": HASH, "name": NAME}``: the run executed the schedule in a JSON file
-  (``collsim.core.schedule``), as given on its command line.
+  (``collsim.core.schedule``), as given on its command line. collsim never opens PATH itself: the
+  schedule is one the user names (``compare --schedule FILE``) or the file of PATH's last component
+  in the measurement file's own folder, taken only when its sha256 is the recorded one.
 
 Its result records add ``executor``: "collsim" for the executed schedule (``algo``
 "collsim:NAME", ``schedule_sha256`` the hash below, ``steps`` and ``transfers`` of the schedule)
@@ -27,7 +29,8 @@ from pathlib import Path
 from collsim.algorithms import ALGORITHMS, build_schedule
 from collsim.algorithms.lecture import LECTURE
 from collsim.core.schedule import Schedule, read_schedule
-from collsim.errors import CollsimError
+from collsim.errors import CollsimError, describe, describe_key
+from collsim.inputs import read_field, regular_file
 
 PREFIX = "collsim:"
 # algorithm names of files written before collsim 0.2 (the same transfers, named as they were then)
@@ -99,28 +102,91 @@ def is_executed(meta: dict) -> bool:
     return isinstance(meta.get("schedule"), dict)
 
 
-def executed_schedule(meta: dict, record: dict, folder=".") -> Schedule:
-    """The schedule a record of executed schedules ran, rebuilt from the meta's algorithm and
-    parameters or read from the meta's schedule file (as given, else relative to ``folder``, the
-    measurement file's), its hash checked against the record's: a mismatch (collsim or the file
-    changed since the run) raises ``CollsimError``."""
-    how = meta.get("schedule") or {}
-    name = str(record.get("algo") or "")[len(PREFIX):]
+def schedule_meta(meta: dict, where: str = "meta") -> dict:
+    """The meta's ``schedule`` checked: ``algorithms`` an object of algorithm names, each with an
+    object of ``build_schedule``'s parameters, or ``file`` a plain file name with its ``sha256``;
+    else one CollsimError line naming the field."""
+    how = meta.get("schedule")
+    if not isinstance(how, dict):
+        raise CollsimError(f"{where}: field 'schedule' must be an object, got {describe(how)}")
     if "file" in how:
-        path = Path(how["file"])
-        if not path.exists() and not path.is_absolute():
-            path = Path(folder) / path
+        for key in ("file", "sha256"):
+            if not isinstance(how.get(key), str) or not how[key]:
+                raise CollsimError(f"{where}: field 'schedule.{key}' must be a non-empty string, got "
+                                   f"{describe(how.get(key))}")
+        return how
+    algorithms = how.get("algorithms")
+    if not isinstance(algorithms, dict):
+        raise CollsimError(f"{where}: field 'schedule.algorithms' must be an object of algorithm names, got "
+                           f"{describe(algorithms)}")
+    takes = parameters()
+    for name, params in algorithms.items():
+        if name not in ALGORITHMS and name not in LECTURE and name not in LEGACY_NAMES:
+            raise CollsimError(f"{where}: field 'schedule.algorithms' names an unknown algorithm {describe(name)}")
+        if not isinstance(params, dict):
+            raise CollsimError(f"{where}: field 'schedule.algorithms.{name}' must be an object of parameters, got "
+                               f"{describe(params)}")
+        for key, value in params.items():
+            if key not in takes:
+                raise CollsimError(f"{where}: field 'schedule.algorithms.{name}' has an unknown parameter "
+                                   f"{describe_key(key)} (known: {', '.join(takes)})")
+            kind = bool if key == "direct" else takes[key]
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise CollsimError(f"{where}: field 'schedule.algorithms.{name}.{key}' must be "
+                                   f"{'a string' if kind is str else 'true or false' if kind is bool else 'an integer'}"
+                                   f", got {describe(value)}")
+    return how
+
+
+def schedules_by_hash(paths) -> dict[str, Schedule]:
+    """The schedule files the user named (``compare --schedule``), by their hash."""
+    return {schedule_hash(s): s for s in (read_schedule(p) for p in paths or ())}
+
+
+def _beside(name: str, folder) -> Schedule | None:
+    """The schedule file ``name`` of a meta looked up in ``folder`` (the measurement file's, which the
+    user named): by its last path component only, a regular file within the bounds that holds a valid
+    schedule (its hash is checked by the caller); None otherwise. Nothing of what it holds reaches an
+    error message."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    if base in ("", ".", ".."):
+        return None
+    path = Path(folder) / base
+    try:
+        regular_file(path, "schedule file")
         schedule = read_schedule(path)
-        what = f"schedule file {how['file']}"
+    except CollsimError:
+        return None
+    return schedule
+
+
+def executed_schedule(meta: dict, record: dict, folder=".", given: dict | None = None) -> Schedule:
+    """The schedule a record of executed schedules ran, rebuilt from the meta's algorithm and
+    parameters, or for a schedule file one of ``given`` (``schedules_by_hash`` of the files the user
+    named) or the file of that name in ``folder`` (the measurement file's, never another path the
+    meta names), its hash checked against the record's: a mismatch (collsim or the file changed since
+    the run) raises ``CollsimError``."""
+    how = schedule_meta(meta)
+    where = f"record of {describe(record.get('algo'))} at {describe(record.get('size'))} B"
+    name = str(record.get("algo") or "")[len(PREFIX):]
+    expected = read_field(record, "schedule_sha256", where, str, required=True)
+    size = read_field(record, "size", where, int, required=True, minimum=0)
+    if "file" in how:
+        schedule = (given or {}).get(expected) or _beside(how["file"], folder)
+        if schedule is None:
+            raise CollsimError(f"{where}: ran the schedule file {describe(how['file'])}, which is not beside the "
+                               "measurement file with the recorded sha256; give it with --schedule FILE "
+                               "(collsim opens no other path a measurement file names)")
+        what = f"schedule file {how['file'][:200]}"
     else:
-        params = (how.get("algorithms") or {}).get(name)
+        params = how["algorithms"].get(name)
         if params is None:
-            raise CollsimError(f"record of {record.get('algo')!r} at {record.get('size')} B: "
-                               "the meta lists no such algorithm")
-        count = int(record["count"])
-        schedule = build(name, int(record.get("ranks") or meta["world_size"]), count,
-                         int(record["size"]) // max(count, 1), params)
+            raise CollsimError(f"{where}: the meta lists no such algorithm")
+        count = read_field(record, "count", where, int, required=True, minimum=0)
+        ranks = read_field(record, "ranks", where, int, minimum=1) or read_field(
+            meta, "world_size", "meta", int, required=True, minimum=1)
+        schedule = build(name, ranks, count, size // max(count, 1), params)
         what = f"{name} {params} rebuilt by this collsim"
-    if schedule_hash(schedule) != record.get("schedule_sha256"):
-        raise CollsimError(f"{what} is not the schedule that ran at {record.get('size')} B (its sha256 differs)")
+    if schedule_hash(schedule) != expected:
+        raise CollsimError(f"{what} is not the schedule that ran at {size} B (its sha256 differs)")
     return schedule

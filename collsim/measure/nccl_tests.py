@@ -38,6 +38,7 @@ from collsim.errors import CollsimError, CollsimWarning, describe, require_numbe
 from collsim.inputs import MAX_BYTES, MAX_CALLS, MAX_RANKS, int_text, parse_json, read_field, read_text
 from collsim.measure import Measurements, check_meta, result_record
 from collsim.nccl.log import VERSION_PATTERN, canonical_algo, canonical_proto
+from collsim.nccl.settings import env_arguments
 
 DTYPES = {"float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16",
           "int8": "int8", "uint8": "uint8", "int32": "int32", "uint32": "uint32",
@@ -247,11 +248,6 @@ def import_nccl_tests(path, label: str | None = None, strict: bool = True,
 
 
 def parse_env(items) -> dict:
-    """``["NCCL_GRAPH_MIXING_SUPPORT=0", ...]`` -> dict; a malformed item is a one-line error."""
-    env = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-            raise CollsimError(f"--env {item!r}: expected NAME=VALUE, e.g. NCCL_GRAPH_MIXING_SUPPORT=0")
-        env[key] = value
-    return env
+    """``["NCCL_GRAPH_MIXING_SUPPORT=0", ...]`` -> dict (``collsim.nccl.settings.env_arguments``: repeated
+    ``--env`` merged, a name given twice with different values refused); a malformed item is a one-line error."""
+    return env_arguments(items, prefix="")

@@ -49,12 +49,13 @@ _RING_ORDER = re.compile(r"Channel (\d+)/(\d+) :((?: +\d+)*)( *\.\.\.)?$")
 _TREES = re.compile(r"\[(\d+)\] (-?\d+)/(-?\d+)/(-?\d+)->(-?\d+)->(-?\d+)")
 _RING_LINK = re.compile(r"Ring (\d+) : (-?\d+) -> (-?\d+) -> (-?\d+)$")
 _TREE_LINK = re.compile(r"Tree (\d+) : (-?\d+) -> (-?\d+) -> (-?\d+)/(-?\d+)/(-?\d+)$")
-_PATTERN = re.compile(r"Pattern (\d+), crossNic (\d+), nChannels (\d+), bw ([\d.]+)/([\d.]+), "
+_NUM = r"(?:\d+(?:\.\d*)?|\.\d+)"    # a number as NCCL prints it with %f: "1.2.3" is none
+_PATTERN = re.compile(rf"Pattern (\d+), crossNic (\d+), nChannels (\d+), bw ({_NUM})/({_NUM}), "
                       r"type (\w+)/(\w+), sameChannels (\d+)")
 _CHOICE_START = re.compile(r"^(\w+): \d+ Bytes -> Algo ")
 _CHOICE = re.compile(r"^(\w+): (\d+) Bytes -> Algo (\w+) proto (\w+)"
-                     r"(?: channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}| time (-?[\d.]+))$")
-_CELL = re.compile(r"^\s*(-?[\d.]+|nan|inf)/\s*(-?[\d.]+|nan|inf)\s*$")
+                     rf"(?: channel\{{Lo\.\.Hi\}}=\{{(\d+)\.\.(\d+)\}}| time (-?{_NUM}))$")
+_CELL = re.compile(rf"^\s*(-?{_NUM}|nan|inf)/\s*(-?{_NUM}|nan|inf)\s*$")
 
 
 @dataclass

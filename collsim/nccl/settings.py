@@ -27,14 +27,16 @@ CollsimError naming the variable.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-from collsim.errors import CollsimError
+from collsim.errors import CollsimError, describe
+from collsim.inputs import BUFFSIZE_RANGE, MAX_CHANNELS
 from collsim.nccl import NCCL_ALGOS, PROTOS
 from collsim.nccl.constants import since, vnum
 
 FUNCS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")  # init.cc:49@v2.28.9
-MAX_ANY_CHANNELS = 64
+MAX_ANY_CHANNELS = MAX_CHANNELS  # NCCL's MAXCHANNELS (collsim.inputs)
 
 
 def algo_names(version: str) -> tuple[str, ...]:
@@ -72,17 +74,58 @@ def parse_list(var: str, value: str, names, defaults: dict, version: str) -> dic
     return out
 
 
+# strtoll(str, NULL, 0) as ncclLoadParam calls it (param.cc@v2.28.9): C-locale space, a sign, then hex
+# (0x...), octal (0...) or decimal digits, ASCII only; it stops at the first other character.
+_STRTOLL = re.compile(r"[ \t\n\v\f\r]*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)?")
+INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def nccl_integer(name: str, text: str) -> int:
+    """``text`` as NCCL reads an integer variable (``strtoll(text, NULL, 0)``), refused where that
+    reading is not what the text says: no digits (NCCL reads 0), characters after the number
+    ("1_6", "1e9", "16abc", non-ASCII digits: NCCL reads what comes before them), an octal number
+    ("010" is 8 to NCCL), or out of int64 (NCCL ignores it and keeps its default)."""
+    shown = describe(text)
+    m = _STRTOLL.match(text)
+    sign, digits = m.group(1), m.group(2)
+    if digits is None:
+        raise CollsimError(f"{name}={shown}: not an integer (NCCL's strtoll reads no digits: 0)")
+    value = int(sign + digits, 16 if digits[:2].lower() == "0x" else 8 if digits[0] == "0" else 10)
+    rest = text[m.end():]
+    if rest.strip(" \t\n\v\f\r"):
+        raise CollsimError(f"{name}={shown}: NCCL reads it as {value} (its strtoll stops at {describe(rest[0])}); "
+                           f"write {value} if that is meant")
+    if len(digits) > 1 and digits[0] == "0" and digits[1] not in "xX":
+        raise CollsimError(f"{name}={shown}: NCCL reads a leading 0 as octal, {value}; write {value} if that is meant")
+    if not INT64[0] <= value <= INT64[1]:
+        raise CollsimError(f"{name}={shown}: out of int64 (NCCL ignores it and keeps its default)")
+    return value
+
+
 def _int(env: dict, name: str, lo: int, hi: int, default, why: str = ""):
     if name not in env:
         return default
-    text = str(env[name]).strip()
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise CollsimError(f"{name}={text!r:.30}: not an integer{why}") from None
+    value = nccl_integer(name, str(env[name]))
     if not lo <= value <= hi:
         raise CollsimError(f"{name}={value}: out of range {lo}..{hi}{why}")
     return value
+
+
+def env_arguments(pairs, option: str = "--env", prefix: tuple = ("NCCL_", "OFI_NCCL_")) -> dict:
+    """The NAME=VALUE strings of every ``--env`` (each may hold several; repeated options are merged,
+    ``action="extend"``) as a dict; a malformed pair, a name not starting with one of ``prefix``, or a name given
+    twice with different values is one CollsimError line. Integer variables are read and bounded by
+    ``read_settings`` (``check_env``) when the run's NCCL version is known."""
+    env: dict[str, str] = {}
+    for pair in pairs or ():
+        name, sep, value = str(pair).partition("=")
+        if not sep or not name.startswith(prefix) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise CollsimError(f"{option} {describe(pair)}: expected {' or '.join(p + 'NAME=VALUE' for p in prefix)}")
+        if name in env and env[name] != value:
+            raise CollsimError(f"{option} {name} given twice ({describe(env[name])} and {describe(value)}): "
+                               "give each variable once")
+        env[name] = value
+    return env
 
 
 @dataclass(frozen=True)
@@ -142,14 +185,15 @@ def read_settings(env: dict | None, version: str) -> Settings:
         collnet_enable=bool(_int(env, "NCCL_COLLNET_ENABLE", 0, 1, 0)), collnet_set="NCCL_COLLNET_ENABLE" in env,
         p2p_disable=bool(_int(env, "NCCL_P2P_DISABLE", 0, 1, 0)),
         plugin_latency_us=_float(env, "OFI_NCCL_NET_LATENCY", 0.0, 1e6),
-        min_nchannels=min(_int(env, "NCCL_MIN_NCHANNELS", 0, MAX_ANY_CHANNELS, 0, cap), maxch),
+        min_nchannels=min(_int(env, "NCCL_MIN_NCHANNELS", 1, MAX_ANY_CHANNELS, 0, cap), maxch),
         max_nchannels=_capped(_int(env, "NCCL_MAX_NCHANNELS", 1, MAX_ANY_CHANNELS, None, cap), maxch),
         min_ctas=min(_int(env, "NCCL_MIN_CTAS", 1, MAX_ANY_CHANNELS, 1, cap), maxch),
         max_ctas=_capped(_int(env, "NCCL_MAX_CTAS", 1, MAX_ANY_CHANNELS, None, cap), maxch),
         nvls_nchannels=_int(env, "NCCL_NVLS_NCHANNELS", 1, MAX_ANY_CHANNELS, None),
         nthreads=nthreads, ll128_nthreads=ll128,
         net_overhead_us=None if overhead is None else overhead / 1000.0,
-        buffsize=_int(env, "NCCL_BUFFSIZE", 1, 1 << 40, None), raw=env)
+        buffsize=_int(env, "NCCL_BUFFSIZE", *BUFFSIZE_RANGE, None, " bytes (collsim.inputs.BUFFSIZE_RANGE: 32 KiB, "
+                      "the smallest buffer collsim models, to 4 GiB)"), raw=env)
 
 
 def _float(env: dict, name: str, lo: float, hi: float):

@@ -12,12 +12,10 @@ reads JSON: it does not import torch.
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 
 from collsim.errors import CollsimError
+from collsim.inputs import parse_json, read_text
 
 BACKWARD = "autograd::engine::evaluate_function: "
 LAUNCH = "c10d::allreduce_"
@@ -29,8 +27,8 @@ def trace_lanes(path) -> dict[str, list[tuple[float, float, str]]]:
     event, start relative to the first of them, sorted by start. Backward events are the outermost
     autograd functions of the training thread; allreduce events are gloo's (or NCCL's kernels)."""
     try:
-        events = json.loads(Path(path).read_text())["traceEvents"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        events = parse_json(read_text(path, "trace"), f"trace {path}")["traceEvents"]
+    except (KeyError, TypeError) as e:
         raise CollsimError(f"{path}: not a Chrome trace from torch.profiler ({e})") from None
     lanes: dict[str, list] = {"backward": [], "launch": [], "allreduce": []}
     for e in events:

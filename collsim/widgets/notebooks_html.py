@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import os
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 
 from collsim.errors import CollsimError
+from collsim.outputs import atomic_write, printable
 
 ROOT = Path(__file__).resolve().parents[2]   # the checkout: its notebooks/ folder
 HTML_MANAGER = "@jupyter-widgets/html-manager@1"      # ipywidgets 8's widget state (version_major 2)
@@ -84,6 +86,22 @@ def to_html(nb, widgets_js: str | None) -> str:
     return body
 
 
+def writable_folder(out: Path) -> None:
+    """Create ``out`` (and its parents) and prove a file can be written in it, or one CollsimError
+    line: a file or a device (/dev/full) in its place, a path under a file, a read-only or full
+    file system."""
+    if out.exists() and not out.is_dir():
+        raise CollsimError(f"cannot write into {out}: not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".probe-") as f:
+            f.write(b"\0" * 65536)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        raise CollsimError(f"cannot write into {out}: {e.strerror or e}") from None
+
+
 def build(out, notebooks=ROOT / "notebooks", only=None, timeout: int = 120) -> list[dict]:
     """Write OUT/<name>.html for each notebook and OUT/index.html; returns one row per notebook
     (name, title, seconds to run)."""
@@ -91,7 +109,7 @@ def build(out, notebooks=ROOT / "notebooks", only=None, timeout: int = 120) -> l
     paths = sorted(p for p in notebooks.glob("*.ipynb") if not only or any(p.name.startswith(o) for o in only))
     if not paths:
         raise CollsimError(f"no notebooks in {notebooks}" + (f" starting with {', '.join(only)}" if only else ""))
-    out.mkdir(parents=True, exist_ok=True)
+    writable_folder(out)                     # before minutes of running notebooks
     js = vendor_widgets_js(out)
     rows = []
     for path in paths:
@@ -99,7 +117,8 @@ def build(out, notebooks=ROOT / "notebooks", only=None, timeout: int = 120) -> l
         nb = execute(path, timeout)
         seconds = time.perf_counter() - t
         page = path.with_suffix(".html").name
-        (out / page).write_text(to_html(nb, js), encoding="utf-8")
+        with atomic_write(out / page, "page") as f:
+            f.write(to_html(nb, js))
         rows.append({"name": path.stem, "page": page, "title": title(nb), "seconds": seconds})
         print(f"{path.name}: {seconds:.1f} s -> {out / page}", file=sys.stderr)
     items = "\n".join(f'<li><a href="{html.escape(r["page"])}">{html.escape(r["title"] or r["name"])}</a> '
@@ -107,7 +126,8 @@ def build(out, notebooks=ROOT / "notebooks", only=None, timeout: int = 120) -> l
                       for r in rows)
     widgets = ("widgets are drawn from their saved state" if js else
                "widgets load their renderer from a CDN (npm was not available when this was built)")
-    (out / "index.html").write_text(f"""<!DOCTYPE html>
+    with atomic_write(out / "index.html", "index") as f:
+        f.write(f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>collsim course notebooks</title></head>
 <body style="font-family: sans-serif; max-width: 52em; margin: 2em auto">
 <h1>collsim course notebooks</h1>
@@ -117,7 +137,7 @@ controls need a running kernel: <code>bash scripts/notebooks.sh</code>).</p>
 {items}
 </ol>
 </body></html>
-""", encoding="utf-8")
+""")
     return rows
 
 
@@ -130,8 +150,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         build(args.out, args.notebooks, args.only, args.timeout)
-    except CollsimError as e:
-        print(f"notebooks_html: error: {e}", file=sys.stderr)
+    except (CollsimError, OSError) as e:   # an OSError too: one line, never a traceback
+        print(f"notebooks_html: error: {printable(e)}", file=sys.stderr)
         return 2
     print(Path(args.out) / "index.html")
     return 0

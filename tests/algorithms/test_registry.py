@@ -241,8 +241,13 @@ def test_transfer_bound_bounds_every_schedule_and_guards_huge_ones(monkeypatch):
                     kw["channels"] = 3
                 q = resolve(name, p, 10007, **kw)
                 assert build_schedule(name, p, 10007, **kw).n_transfers <= algo.transfer_bound(p, q)
+    with pytest.raises(CollsimError, match=r"direct on 16384 ranks \(268419072 transfers\) would hold about .* GB "
+                                           r"\(collsim's estimate\), over the 4 GB memory bound.*COLLSIM_MAX_MEMORY"):
+        build_schedule("direct", 1 << 14, 1)                       # the memory it would hold first
+    monkeypatch.setenv("COLLSIM_MAX_MEMORY", "1T")
     with pytest.raises(CollsimError, match=r"transfers \(about .* GiB; limit .* COLLSIM_MAX_TRANSFERS"):
-        build_schedule("direct", 1 << 14, 1)
+        build_schedule("direct", 1 << 14, 1)                       # then the count
+    monkeypatch.delenv("COLLSIM_MAX_MEMORY")
     assert REGISTRY["direct"].transfer_bound(1 << 14, {"channels": 1}) > MAX_TRANSFERS
     monkeypatch.setenv("COLLSIM_MAX_TRANSFERS", "100")
     with pytest.raises(CollsimError, match="limit 100"):

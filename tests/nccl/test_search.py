@@ -222,8 +222,14 @@ def test_collnet_needs_sharp_and_the_variable():
 
 @pytest.mark.parametrize("env, fragment", [
     ({"NCCL_MAX_NCHANNELS": "0"}, "NCCL_MAX_NCHANNELS=0: out of range 1..64"),
-    ({"NCCL_MAX_NCHANNELS": "1e9"}, "NCCL_MAX_NCHANNELS='1e9': not an integer"),
-    ({"NCCL_MIN_NCHANNELS": "1000000000"}, "out of range 0..64"),
+    ({"NCCL_MAX_NCHANNELS": "1e9"}, "NCCL_MAX_NCHANNELS='1e9': NCCL reads it as 1 (its strtoll stops at 'e')"),
+    ({"NCCL_MIN_NCHANNELS": "1000000000"}, "out of range 1..64"),
+    ({"NCCL_MIN_NCHANNELS": "0"}, "NCCL_MIN_NCHANNELS=0: out of range 1..64"),
+    ({"NCCL_MIN_NCHANNELS": "1_6"}, "NCCL_MIN_NCHANNELS='1_6': NCCL reads it as 1 (its strtoll stops at '_')"),
+    ({"NCCL_MIN_NCHANNELS": "\u0661\u0666"}, "not an integer (NCCL's strtoll reads no digits: 0)"),
+    ({"NCCL_MIN_NCHANNELS": "010"}, "NCCL reads a leading 0 as octal, 8"),
+    ({"NCCL_MIN_NCHANNELS": "9" * 30}, "out of int64 (NCCL ignores it"),
+    ({"NCCL_BUFFSIZE": "1099511627776"}, "NCCL_BUFFSIZE=1099511627776: out of range 32768..4294967296 bytes"),
     ({"NCCL_CROSS_NIC": "3"}, "NCCL_CROSS_NIC=3"),
     ({"NCCL_NVLS_NCHANNELS": "-1"}, "NCCL_NVLS_NCHANNELS=-1"),
 ])

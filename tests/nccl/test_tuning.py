@@ -242,7 +242,7 @@ def test_algo_and_proto_lists():
     ({"NCCL_ALGO": "allgatherv:ring"}, "unknown function 'allgatherv'"),
     ({"NCCL_PROTO": "LL256"}, "unknown name 'LL256'"),
     ({"NCCL_NTHREADS": "100"}, "NCCL_NTHREADS=100: not a multiple of 32"),
-    ({"NCCL_BUFFSIZE": "4MB"}, "NCCL_BUFFSIZE='4MB': not an integer"),
+    ({"NCCL_BUFFSIZE": "4MB"}, "NCCL_BUFFSIZE='4MB': NCCL reads it as 4 (its strtoll stops at 'M')"),
 ])
 def test_bad_settings_are_one_line_errors(env, fragment):
     with pytest.raises(CollsimError, match=re.escape(fragment)) as err:

@@ -103,11 +103,12 @@ def test_a_bad_argument_is_one_line_exit_2_before_torch_loads(tmp_path):
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "__init__.py").write_text(
         "raise ImportError('torch loaded before the arguments were checked')")
-    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "4", "PYTHONPATH": str(tmp_path)}
-    p = subprocess.run([sys.executable, str(BENCH), "--algo", "double-tree", "--slices", "2"], capture_output=True,
-                       text=True, timeout=60, env=env)
-    assert p.returncode == 2 and p.stdout == ""
-    assert p.stderr == "schedule_bench: error: no algorithm of double-tree takes 'slices'\n"
+    for rank in ("0", "3"):   # every rank says it (torchrun may stop rank 0 first)
+        env = {**os.environ, "RANK": rank, "WORLD_SIZE": "4", "PYTHONPATH": str(tmp_path)}
+        p = subprocess.run([sys.executable, str(BENCH), "--algo", "double-tree", "--slices", "2"],
+                           capture_output=True, text=True, timeout=60, env=env)
+        assert p.returncode == 2 and p.stdout == ""
+        assert p.stderr == f"schedule_bench: error: rank {rank}: no algorithm of double-tree takes 'slices'\n"
 
 
 @pytest.mark.parametrize("args, message", [
@@ -115,7 +116,10 @@ def test_a_bad_argument_is_one_line_exit_2_before_torch_loads(tmp_path):
     (["--algo", "spiral"], "unknown algorithm 'spiral'; choose from ring,"),
     (["--algo", "hierarchical", "--gpus-per-node", "3"], "gpus_per_node 3 does not divide ranks 4"),
     (["--algo", "ring", "--timing", "graph", "--backend", "gloo"], "--timing graph needs --backend nccl"),
-    (["--algo", "ring", "--rounds", "0"], "--rounds must be >= 1"),
+    (["--algo", "ring", "--rounds", "0"], "--rounds must be 1 to 1073741824"),
+    (["--algo", "ring", "--rounds", str(2**40)], "--rounds must be 1 to 1073741824 (collsim.inputs.MAX_CALLS)"),
+    (["--algo", "ring", "--channels", "65"], "channels must be <= 64 (NCCL's MAXCHANNELS"),
+    (["--schedule", "{good}", "--out", "{good}"], "cannot write --out"),
     (["--algo", "ring", "-e", "12Q"], "bad size '12Q'"),
     (["--algo", "ring", "--schedule", "{good}"], "argument --schedule: not allowed with argument --algo"),
     (["--schedule", "{eight}"], "eight at 32 B: the schedule is for 8 ranks, the run has 4"),
