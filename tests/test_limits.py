@@ -342,7 +342,7 @@ def test_launch_torchrun_without_gpus_or_torchrun_says_why(tmp_path):
 # ------------------------------------------------------------------ 6. README's Limits against the code
 def test_readme_limits_name_the_bounds_the_code_enforces():
     from collsim import inputs
-    from collsim.algorithms.tree_pipeline import MAX_TREE_POSITIONS
+    from collsim.algorithms.tree_plan import MAX_TREE_POSITIONS
     from collsim.core.execution import MAX_STATE_BYTES
     from collsim.nccl.settings import MAX_ANY_CHANNELS
     readme = (ROOT / "README.md").read_text()

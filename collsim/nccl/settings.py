@@ -111,11 +111,12 @@ def _int(env: dict, name: str, lo: int, hi: int, default, why: str = ""):
     return value
 
 
-def env_arguments(pairs, option: str = "--env", prefix: tuple = ("NCCL_", "OFI_NCCL_")) -> dict:
+def env_arguments(pairs, option: str = "--env", prefix: str | tuple = ("NCCL_", "OFI_NCCL_")) -> dict:
     """The NAME=VALUE strings of every ``--env`` (each may hold several; repeated options are merged,
     ``action="extend"``) as a dict; a malformed pair, a name not starting with one of ``prefix``, or a name given
     twice with different values is one CollsimError line. Integer variables are read and bounded by
     ``read_settings`` (``check_env``) when the run's NCCL version is known."""
+    prefix = (prefix,) if isinstance(prefix, str) else tuple(prefix)
     env: dict[str, str] = {}
     for pair in pairs or ():
         name, sep, value = str(pair).partition("=")

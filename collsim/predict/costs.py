@@ -35,7 +35,7 @@ WARP = 32
 # The proxy thread's time per network send or receive (us): NCCL's proxy posts every network transfer of all a
 # GPU's channels one after another (src/proxy.cc), so a step of C channels costs it C of these. Calibrated on
 # L15 (2 x 8 H100, 8 x 400G NDR, 24 channels), the one multi-node calibration log: the median |time error|
-# over its 14 sizes (``tests/test_predict.py``).
+# over its 14 sizes (``tests/predict/test_predict.py``).
 PROXY_US = 0.7
 
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from collsim.algorithms import ALGORITHMS, REGISTRY, build_schedule
-from collsim.algorithms.tree_pipeline import plan_trees
+from collsim.algorithms.tree_plan import plan_trees
 from collsim.algorithms.tree_shapes import btree_parents, dtree_parents
 from collsim.core.checker import check
 from collsim.errors import CollsimError

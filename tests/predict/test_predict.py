@@ -11,7 +11,7 @@ from collsim.fitted.rescale import cluster_params, hopper_params
 from collsim.machine import load_cluster
 from collsim.predict import predict_nccl
 
-PUBLIC = Path(__file__).resolve().parents[1] / "data" / "public"
+PUBLIC = Path(__file__).resolve().parents[2] / "data" / "public"
 SIZES = [8, 4096, 1 << 20, 16 << 20, 256 << 20, 4 << 30]
 
 
@@ -64,8 +64,8 @@ def test_gpus_per_process_follow_the_harness():
 
 
 def test_packaged_parameters_are_the_committed_fit():
-    packaged = Path(__file__).resolve().parents[1] / "collsim" / "fitted" / "hopper_params.json"
-    committed = Path(__file__).resolve().parents[1] / "data" / "h200x2" / "params.json"
+    packaged = Path(__file__).resolve().parents[2] / "collsim" / "fitted" / "hopper_params.json"
+    committed = Path(__file__).resolve().parents[2] / "data" / "h200x2" / "params.json"
     assert packaged.read_bytes() == committed.read_bytes()
 
 
