@@ -7,9 +7,11 @@ A transfer of ``b`` payload bytes on a link class (intra-node, inter-node, NVLS)
   lines, 15/16; Simple: raw data, 1; NVIDIA/nccl src/device/prims_ll.h, prims_ll128.h, prims_simple.h);
 - occupies its channel's engine (the sender's thread block) for its wire bytes at the rate of the link's port
   and at most ``1 / channel_beta`` bytes/s (what one channel moves by itself), then for ``overhead`` seconds
-  (the step's fixed cost: flags, fences, barriers), which overlaps its latency;
-- arrives ``latency`` seconds after its last byte left (NCCL's per-hop latency): latency delays the arrival, it
-  does not hold the channel;
+  (the step's fixed cost: flags, fences, barriers), which overlaps its latency; its receiver pays it again
+  when it takes the data in (what the run's last transfer adds to the end);
+- arrives ``latency`` seconds after that (NCCL's per-hop latency), plus ``fill`` times its bytes' time at the
+  channel's rate (the receiver takes a whole slice in before its next step reads it): latency delays the
+  arrival, it does not hold the channel;
 - across nodes, needs ``proxy`` seconds of its sender's and of its receiver's proxy thread (NCCL's proxy posts
   every network send and receive of all of a GPU's channels, src/proxy.cc progressOps: a queue of its own,
   shared fairly like a port);
@@ -34,15 +36,16 @@ NO_WINDOW = 0
 @dataclass(frozen=True)
 class PathCosts:
     """One protocol on one link class: latency, overhead and proxy in seconds, channel_beta in seconds per wire
-    byte (0: no per-channel limit)."""
+    byte (0: no per-channel limit), fill a share of a transfer's time at the channel's rate (dimensionless)."""
 
     latency: float
     overhead: float = 0.0
     channel_beta: float = 0.0
     proxy: float = 0.0
+    fill: float = 0.0
 
     def __post_init__(self):
-        for name in ("latency", "overhead", "channel_beta", "proxy"):
+        for name in ("latency", "overhead", "channel_beta", "proxy", "fill"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
                 raise CollsimError(f"path cost {name} must be a finite number >= 0, got {v!r}")

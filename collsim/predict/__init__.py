@@ -129,15 +129,15 @@ def nccl_context(cluster: Cluster, algo: str = "default", proto: str = "default"
     return NcclContext(described, seen, env, setup, params)
 
 
-def simulate_nccl(ctx: NcclContext, algo: str, proto: str, nbytes: int, channels: int, threads: int,
+def simulate_nccl(ctx: NcclContext, algo: str, proto: str, nbytes: int, channels: int,
                   cfg: Config | None = None) -> SimResult:
-    """The event simulation of NCCL's ``algo``/``proto`` AllReduce of ``nbytes`` on ``channels`` channels of
-    ``threads`` threads (the schedule NCCL runs, ``collsim.predict.schedules``, on the cluster with NCCL's
+    """The event simulation of NCCL's ``algo``/``proto`` AllReduce of ``nbytes`` on up to ``channels`` channels
+    (the schedule NCCL runs, ``collsim.predict.schedules``, on the cluster with NCCL's
     costs, ``collsim.predict.costs``); ``cfg``: the measurement around it (L2 state, NCCL_BUFFSIZE; default a
     bare call with NCCL's defaults)."""
     cfg = cfg or harness_config(ctx.cluster, "runner", "graph", 1, [nbytes], ctx.setup.settings)
     run = nccl_run(ctx.cluster, algo, proto, nbytes, channels, cfg.buffsize or DEFAULT_BUFFSIZE["Simple"])
-    topo = with_window(nccl_topology(ctx.cluster, ctx.params, algo, proto, threads,
+    topo = with_window(nccl_topology(ctx.cluster, ctx.params, algo, proto, run.threads,
                                      l2_factor(ctx.params, algo, proto, nbytes, cfg), run.channels), run.window)
     return simulate(run.schedule, topo, protocol=f"{algo}/{proto}", progress=False)
 
@@ -180,7 +180,7 @@ def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "d
             rows.append(Row(size, d.time_us, None, None, alg, bus, d.algo, d.proto, d.channels, d.time_us, "", 0.0,
                             "nccl"))
             continue
-        r = simulate_nccl(ctx, d.algo, d.proto, size, d.channels, d.threads, cfg)
+        r = simulate_nccl(ctx, d.algo, d.proto, size, d.channels, cfg)
         busiest = r.busiest()
         main = params.path("nvls" if d.algo in ("NVLS", "NVLSTree") else cfg.intra, d.algo,
                            "Simple" if d.algo in ("NVLS", "NVLSTree") else d.proto)

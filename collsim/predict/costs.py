@@ -55,7 +55,7 @@ def _path(params: ModelParams, link: str, algo: str, proto: str, threads: int, f
     p = params.path(link, algo, proto)
     sync = p.get("warp_us", OPTIONAL["warp_us"]) * threads / WARP
     return PathCosts(p["hop_us"] * 1e-6, (p["step_us"] + sync) * 1e-6,
-                     factor / (channel_GBps(params, link, algo, proto, channels) * 1e9))
+                     factor / (channel_GBps(params, link, algo, proto, channels) * 1e9), fill=float(p["fill"]))
 
 
 def _net_path(params: ModelParams, cluster: Cluster, algo: str, proto: str, threads: int,
@@ -67,7 +67,7 @@ def _net_path(params: ModelParams, cluster: Cluster, algo: str, proto: str, thre
     if cluster.net == "tcp":
         return p
     lat = NVLS_PRIOR[algo][1] if algo in NVLS_PRIOR else HW_LAT["net"][algo][PROTOS.index(proto)]
-    return PathCosts(lat * 1e-6, p.overhead, p.channel_beta, PROXY_US * 1e-6)
+    return PathCosts(lat * 1e-6, p.overhead, p.channel_beta, PROXY_US * 1e-6, p.fill)
 
 
 def l2_factor(params: ModelParams, algo: str, proto: str, nbytes: int, cfg: Config) -> float:

@@ -25,17 +25,20 @@ from collsim.nccl.chunking import DEFAULT_BUFFSIZE, EFFICIENCY, GRAIN, NCCL_STEP
 ITEMSIZE = 4           # nccl-tests' default type (float): sizes are counts of 4-byte elements
 RING_CHUNK_SLOTS = {"LL": 1, "LL128": 1, "Simple": 4}
 RING_SLICES = {"LL": 1, "LL128": 1, "Simple": 2}
+NVLS_THREADS = 640     # NVLS and NVLSTree run NCCL_MAX_NTHREADS per CTA (enqueue.cc topoGetAlgoInfo)
 
 
 @dataclass(frozen=True)
 class NcclRun:
     """What NCCL runs for one size: the schedule, the channels it uses, its pipeline (loops or chunks per
-    channel) and the connection window in transfers."""
+    channel), the connection window in transfers and the threads per channel (fewer for small messages,
+    enqueue.cc topoGetAlgoInfo: ``collsim.nccl.chunking.channel_bytes``)."""
 
     schedule: Schedule
     channels: int
     pipeline: int
     window: int
+    threads: int
 
 
 def payload_slot(proto: str, buffsize: int) -> int:
@@ -93,18 +96,18 @@ def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int
         loops = nvls_loops(algo, part, p, nodes)
         s = (build_schedule("nvls", p, count, ITEMSIZE, chunks=loops, channels=used) if algo == "NVLS" else
              build_schedule("nvlstree", p, count, ITEMSIZE, gpus_per_node=g, chunks=loops, channels=used))
-        return NcclRun(s, used, loops, NCCL_STEPS)
-    used, _, part = channel_bytes(algo, proto, nbytes, channels, p)
+        return NcclRun(s, used, loops, NCCL_STEPS, NVLS_THREADS)
+    used, threads, part = channel_bytes(algo, proto, nbytes, channels, p)
     if algo == "Ring":
         loops, slices = ring_pipeline(proto, part, p, buffsize)
         slices = min(slices, max(1, -(-part // (p * loops * GRAIN[proto]))))
         s = build_schedule("ring", p, count, ITEMSIZE, channels=used, slices=slices, loops=loops,
                            gpus_per_node=g if nodes > 1 else None)
         slots = RING_CHUNK_SLOTS[proto] // slices
-        return NcclRun(s, used, loops, NCCL_STEPS // slots)
+        return NcclRun(s, used, loops, NCCL_STEPS // slots, threads)
     chunks = tree_chunks(proto, part, p, nodes, buffsize)
     s = build_schedule("nccl-tree", p, count, ITEMSIZE, gpus_per_node=g, chunks=chunks, channels=used)
-    return NcclRun(s, used, chunks, NCCL_STEPS)
+    return NcclRun(s, used, chunks, NCCL_STEPS, threads)
 
 
 def wire_bytes(proto: str, payload: float) -> float:

@@ -47,7 +47,8 @@ PROGRESS_TRANSFERS = 4_000_000   # simulations of more transfers show a progress
 @dataclass(eq=False)
 class SimResult:
     """Outcome of ``simulate``: times in seconds, one entry per transfer in schedule order: ``start`` (its bytes
-    start), ``end`` (its engine is done) and ``arrive`` (its data is there)."""
+    start), ``end`` (its engine is done), ``arrive`` (its data is there) and ``taken`` (its receiver has taken
+    it in: ``arrive`` plus the step's fixed cost, on the receiver's side; None: ``arrive``)."""
 
     schedule: Schedule
     topology: Topology
@@ -58,12 +59,14 @@ class SimResult:
     routes: Routes | None = None
     protocol: str | None = None
     policy: str = "fair"
+    taken: np.ndarray | None = None
 
     @property
     def time_s(self) -> float:
-        """Completion time of the whole schedule (its last arrival) plus the topology's ``call_us`` (seconds; 0
-        for an empty schedule)."""
-        return float(self.arrive.max()) + self.topology.call_us * 1e-6 if len(self.arrive) else 0.0
+        """Completion time of the whole schedule (when the last transfer is taken in) plus the topology's
+        ``call_us`` (seconds; 0 for an empty schedule)."""
+        last = self.arrive if self.taken is None else self.taken
+        return float(last.max()) + self.topology.call_us * 1e-6 if len(last) else 0.0
 
     @property
     def duration(self) -> np.ndarray:
@@ -198,7 +201,8 @@ def simulate(schedule: Schedule, topology: Topology, gamma: float = 0.0, progres
     routes = _routes(schedule, topology)
     c = transfer_costs(schedule, topology, routes, gamma, protocol)
     start, end, arrive = _run(schedule, routes, c, policy, _progress(schedule.n_transfers, progress))
-    return SimResult(schedule, topology, float(gamma), start, end, arrive, routes, protocol, policy)
+    return SimResult(schedule, topology, float(gamma), start, end, arrive, routes, protocol, policy,
+                     arrive + c.overhead if c.overhead.any() else None)
 
 
 def _plan_checks(s: Schedule) -> None:

@@ -7,8 +7,10 @@ For transfer i of ``b`` payload bytes on link class L (``collsim.simulate.resour
 - ``alone[i]`` (s): its bytes' time at the rate one channel reaches by itself (wire x channel_beta; 0: no
   limit): on a port it never moves faster than port[i] / alone[i] of the port's rate;
 - ``compute[i]`` (s): the reduction after the bytes (b x gamma if it reduces);
-- ``overhead[i]`` (s): the engine's fixed time after that (it overlaps the latency);
-- ``latency[i]`` (s): from its data being there to its arrival;
+- ``overhead[i]`` (s): the engine's fixed time after that (it overlaps the latency), and the receiver's when it
+  takes the data in;
+- ``latency[i]`` (s): from then to its arrival: the path's latency plus ``fill`` x alone[i] (the receiver takes
+  the whole transfer in at its channel's rate before the next step can use it);
 - ``proxy[i]`` (s): across nodes, the time it needs of its sender's and of its receiver's proxy thread;
 - ``window``: transfers in flight per connection (0: no limit).
 
@@ -61,6 +63,6 @@ def transfer_costs(schedule: Schedule, topology: Topology, routes: Routes, gamma
     alone = wire * np.array([c.channel_beta for c in paths])[routes.link]
     compute = nb * gamma * (s.op == REDUCE) if gamma else np.zeros(s.n_transfers)
     overhead = np.array([c.overhead for c in paths])[routes.link]
-    latency = np.array([c.latency for c in paths])[routes.link]
+    latency = np.array([c.latency for c in paths])[routes.link] + np.array([c.fill for c in paths])[routes.link] * alone
     proxy = np.where(routes.link == 1, p.inter.proxy, 0.0)
     return Costs(port, alone, compute, overhead, latency, proxy, p.window)

@@ -19,8 +19,9 @@ from ``collsim.simulate.costs`` (port, alone, compute, overhead, latency; the co
    Each port must serve it ``port`` seconds' worth of its rate, at most ``port / alone`` of that rate at a time
    (what one channel moves by itself). Its bytes are done at e when every port has; then it reduces
    (``compute``); its data arrives ``latency`` later, and its engine is free ``overhead`` after the compute
-   (the step's fixed cost: flags, fences, barriers, which overlaps the latency). Latency delays the arrival and
-   holds nothing.
+   (the step's fixed cost: flags, fences, barriers, which overlaps the latency; the receiver pays it again
+   when it takes the data in, which ends the run after the last arrival: ``SimResult.taken``). Latency delays
+   the arrival and holds nothing.
 5. Contention policy, how a port serves the transfers on it: "fair" (the default) shares its rate max-min
    fairly among all of them at every moment (each the same share, or its own cap if less: processor sharing,
    as flow-level simulators such as SimGrid do), so channels that send together finish together; "schedule"
