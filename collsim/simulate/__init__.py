@@ -39,7 +39,7 @@ from collsim.simulate.costs import transfer_costs
 from collsim.simulate.deps import data_deps, segments, structural
 from collsim.simulate.events import run
 from collsim.simulate.reference import POLICIES
-from collsim.simulate.resources import Routes, port_names, route
+from collsim.simulate.resources import NVLS, Routes, port_names, route
 
 PROGRESS_TRANSFERS = 4_000_000   # simulations of more transfers show a progress bar (a few seconds or more)
 
@@ -140,17 +140,22 @@ class SimResult:
 
 
 def jobs(s: Schedule, routes: Routes, c) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Every transfer's jobs (``collsim.simulate.events.run``): its out port and in port for its port time, and
-    across nodes its sender's and receiver's proxy for the proxy time; one table of rows, the last spare."""
+    """Every transfer's jobs (``collsim.simulate.events.run``): its out port and in port for its port time,
+    across nodes its sender's and receiver's proxy for the proxy time, and its sender's channel for its time at
+    the channel's rate (where the protocol limits a channel; not to or from a switch: NVLS's warp groups each move
+their own channel's rate); one table of rows, the last spare."""
     out, inn = routes.keys[2].astype(np.int64), routes.keys[3].astype(np.int64)
     n_out, n_in = routes.sizes[2], routes.sizes[3]
     base = n_out - 1 + n_in - 1                      # proxies after the out and in rows, one per endpoint
-    spare = base + s.endpoints
-    cross = c.proxy > 0
+    blocks = base + s.endpoints                      # then the senders' channels
+    spare = blocks + routes.sizes[1] - 1
+    cross, capped = c.proxy > 0, (c.alone > 0) & (routes.link != NVLS)
+    one = np.ones(s.n_transfers)
     rows = np.stack([np.where(out == n_out - 1, spare, out), np.where(inn == n_in - 1, spare, inn + n_out - 1),
-                     np.where(cross, base + s.src, spare), np.where(cross, base + s.dst, spare)], axis=1)
-    sizes = np.stack([c.port, c.port, c.proxy, c.proxy], axis=1)
-    caps = np.stack([c.share, c.share, np.ones(s.n_transfers), np.ones(s.n_transfers)], axis=1)
+                     np.where(cross, base + s.src, spare), np.where(cross, base + s.dst, spare),
+                     np.where(capped, blocks + routes.keys[1], spare)], axis=1)
+    sizes = np.stack([c.port, c.port, c.proxy, c.proxy, c.alone], axis=1)
+    caps = np.stack([c.share, c.share, one, one, one], axis=1)
     return rows, sizes, caps, spare + 1
 
 

@@ -17,7 +17,9 @@ from ``collsim.simulate.costs`` (port, alone, compute, overhead, latency; the co
    "gpuR.send" and the receiver's "gpuR.recv" (or the directed pair link "gpuA-gpuB" on a board without
    NVSwitch), across nodes the two NICs ("nodeN.nicK.out"/"in"), to or from a switch the GPU side's port only.
    Each port must serve it ``port`` seconds' worth of its rate, at most ``port / alone`` of that rate at a time
-   (what one channel moves by itself). Its bytes are done at e when every port has; then it reduces
+   (what one channel moves by itself); where the protocol limits a channel, the sender's channel (its thread
+   block, shared by its lanes) must also serve it ``alone`` seconds' worth, except to or from a switch (NVLS's
+   warp groups each move a channel's rate). Its bytes are done at e when every port has; then it reduces
    (``compute``); its data arrives ``latency`` later, and its engine is free ``overhead`` after the compute
    (the step's fixed cost: flags, fences, barriers, which overlaps the latency; the receiver pays it again
    when it takes the data in, which ends the run after the last arrival: ``SimResult.taken``). Latency delays
@@ -56,6 +58,12 @@ def _ports(topo: Topology, ranks: int, src: int, dst: int) -> list[str]:
     if topo.links_per_pair:
         return [f"gpu{src}-gpu{dst}"]
     return [f"gpu{src}.send", f"gpu{dst}.recv"]
+
+
+def _channel(s: Schedule, i: int) -> str:
+    """The sender's channel of transfer i (the GPU side of a switch transfer), whose rate its lanes share."""
+    gpu = int(s.dst[i]) if s.src[i] >= s.ranks else int(s.src[i])
+    return f"gpu{gpu}.ch{int(s.channel[i])}.block"
 
 
 def _latest_writes(s: Schedule, step, i: int, rank: int) -> list[int]:
@@ -105,9 +113,10 @@ def simulate_reference(s: Schedule, topo: Topology, gamma: float = 0.0, protocol
         arrive[i], end[i] = e + c.latency[i], e + c.overhead[i]
 
     ports = [[p for p in _ports(topo, s.ranks, int(s.src[i]), int(s.dst[i])) if not p.endswith(".proxy")
-              or c.proxy[i] > 0] for i in range(n)]
-    size = lambda i, p: c.proxy[i] if p.endswith(".proxy") else c.port[i]   # noqa: E731 - seconds of the port
-    cap = lambda i, p: 1.0 if p.endswith(".proxy") else share[i]          # noqa: E731
+              or c.proxy[i] > 0] + ([_channel(s, i)] if c.alone[i] > 0 and max(s.src[i], s.dst[i]) < s.ranks else [])
+             for i in range(n)]
+    size = lambda i, p: {"proxy": c.proxy[i], "block": c.alone[i]}.get(p.rsplit(".", 1)[-1], c.port[i])  # noqa: E731
+    cap = lambda i, p: 1.0 if p.endswith((".proxy", ".block")) else share[i]   # noqa: E731
     if policy == "schedule":
         free: dict[str, float] = {}
         for i in range(n):

@@ -8,8 +8,9 @@ rows whose last row is a spare meaning "holds nothing of this kind"):
 
 0. engine of (GPU, channel, lane): the sender, or the GPU side of a switch transfer; rows
    ``(rank x channels + channel) x lanes + lane`` (``Schedule.lane``);
-1. unused (every transfer names the spare row: a receiver holds nothing of its own; kept so that the four
-   kinds keep their places);
+1. channel of (GPU, channel): the sender's thread block, whose rate (what one channel moves by itself) its
+   lanes share (NCCL's tree splits one block's warps between reduce-up and broadcast-down); rows
+   ``rank x channels + channel`` (held only off the switch: ``collsim.simulate.jobs``);
 2. out port: the sender's NVLink port "gpuR.send" (rows 0..R-1, R = the topology's GPUs), or
    across nodes its NIC "nodeN.nicK.out" (rows R + global NIC), or on a board without
    NVSwitch (``links_per_pair`` > 0) the directed pair link "gpuA-gpuB" (rows R + NICs +
@@ -18,7 +19,8 @@ rows whose last row is a spare meaning "holds nothing of this kind"):
    none for a direct pair link (the pair link is both ends).
 
 A switch endpoint holds no engine and no port: a transfer to or from it holds the GPU side's
-engine and port only. Engines are held for the transfer's overhead and work, ports for its wire bytes
+engine, channel and port only. Engines are held for the transfer's overhead and work, channels for its wire
+bytes at the channel's rate, ports for its wire bytes
 (``collsim.simulate.costs``). An inter-node transfer holds the two
 NICs, not the GPUs' NVLink ports: a GPU reaches its own NIC over PCIe, not NVLink
 (NVIDIA/nccl src/graph/paths.cc:719-741, PIX).
@@ -33,7 +35,7 @@ from collsim.errors import CollsimError
 from collsim.machine.topology import Topology
 
 INTRA, INTER, NVLS = 0, 1, 2
-KINDS = ("engine", "unused", "out port", "in port")
+KINDS = ("engine", "channel", "out port", "in port")
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, top
     slot_spare = ranks * c * lanes
     gpu = np.where(src >= ranks, dst, src) if switched else src
     engine = (gpu * c + channel) * lanes + lane
-    unused = np.full(len(src), slot_spare, np.int32)
+    block = gpu * c + channel
     pairs = r_all * g if topo.links_per_pair else 0
     out_spare, in_spare = r_all + nn + pairs, r_all + nn
     out, inn = src.copy(), dst.copy()
@@ -97,7 +99,7 @@ def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, top
         link[nvls] = NVLS
         out[sw_src] = out_spare
         inn[sw_dst] = in_spare
-    return Routes(link, (engine, unused, out, inn), (slot_spare + 1, slot_spare + 1, out_spare + 1, in_spare + 1), c)
+    return Routes(link, (engine, block, out, inn), (slot_spare + 1, ranks * c + 1, out_spare + 1, in_spare + 1), c)
 
 
 def port_names(topo: Topology) -> tuple[list[str], list[str]]:

@@ -142,6 +142,22 @@ def test_lanes_let_a_tree_reduce_and_broadcast_at_once():
     assert np.array_equal(Schedule.from_dict(apart.to_dict()).lane, [0, 1])
 
 
+def test_lanes_of_a_channel_share_its_rate_and_the_receiver_pays_the_last_step():
+    # one channel moves 10 bytes per 10 B seconds by itself: its reduce-up and broadcast-down lanes share that
+    # rate (NCCL's tree splits one block's warps), two channels do not; fill delays the data's use, and the
+    # receiver's step cost ends the run after the last arrival
+    cap = 4 * B
+    proto = ProtocolCosts("LL", 1.0, 0, PathCosts(A, 1e-7, cap, 0.0, 0.5), PathCosts(A), None)
+    topo = Topology(1, 3, Link(0.0, B), Link(0.0, B), links_per_pair=1, protocols=(proto,))
+    one = Schedule.from_steps(3, 20, [[(0, 1, 0, 10, "reduce", 0, 0), (0, 2, 10, 10, "copy", 0, 1)]], itemsize=1)
+    two = Schedule.from_steps(3, 20, [[(0, 1, 0, 10, "reduce", 0, 0), (0, 2, 10, 10, "copy", 1, 1)]], itemsize=1)
+    r1, r2 = simulate(one, topo, protocol="LL"), simulate(two, topo, protocol="LL")
+    alone = 10 * cap
+    np.testing.assert_allclose(r2.arrive, [alone + A + 0.5 * alone] * 2)
+    np.testing.assert_allclose(r1.arrive, [2 * alone + A + 0.5 * alone] * 2)
+    assert r1.time_s == pytest.approx(2 * alone + A + 0.5 * alone + 1e-7)
+
+
 def test_shared_nic_contention_depends_on_nics_per_node():
     # 2 nodes x 4 GPUs: every GPU of node 0 sends to its peer on node 1 at once
     steps = [[(g, 4 + g, 0, 1000, "copy") for g in range(4)]]
@@ -246,7 +262,8 @@ def random_case(draw):
     protos = ()
     if draw(st.booleans()):                    # an NCCL-like protocol: overheads, channel caps, a window
         costs = [PathCosts(draw(st.sampled_from([0.0, 1e-6, 2e-6])), draw(st.sampled_from([0.0, 3e-7])),
-                           draw(st.sampled_from([0.0, 2e-9, 8e-9])), draw(st.sampled_from([0.0, 5e-7])))
+                           draw(st.sampled_from([0.0, 2e-9, 8e-9])), draw(st.sampled_from([0.0, 5e-7])),
+                           draw(st.sampled_from([0.0, 0.5])))
                  for _ in range(3)]
         protos = (ProtocolCosts("LL", draw(st.sampled_from([0.5, 1.0])), draw(st.integers(0, 3)), *costs),)
     topo = Topology(nodes, gpn, Link(draw(st.sampled_from([0.0, 1e-6])), 1e-9), Link(3e-6, 4e-9), nics,
