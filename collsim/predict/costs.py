@@ -55,7 +55,7 @@ def _path(params: ModelParams, link: str, algo: str, proto: str, threads: int, f
     p = params.path(link, algo, proto)
     sync = p.get("warp_us", OPTIONAL["warp_us"]) * threads / WARP
     return PathCosts(p["hop_us"] * 1e-6, (p["step_us"] + sync) * 1e-6,
-                     factor / (channel_GBps(params, link, algo, proto, channels) * 1e9), fill=float(p["fill"]))
+                     factor / (channel_GBps(params, link, algo, proto, channels) * 1e9), fill=float(p["fill"]) if proto == "Simple" else 0.0)
 
 
 def _net_path(params: ModelParams, cluster: Cluster, algo: str, proto: str, threads: int,
