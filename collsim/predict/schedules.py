@@ -85,29 +85,42 @@ def nvls_loops(algo: str, part: int, ranks: int, nodes: int) -> int:
     return max(1, -(-part // (ppn * chunk)))
 
 
-def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int, buffsize: int) -> NcclRun:
+def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int, buffsize: int,
+             pipeline: int | None = None) -> NcclRun:
     """The schedule of NCCL's ``algo``/``proto`` AllReduce of ``nbytes`` on ``cluster`` with ``channels`` (NCCL's
-    channel count for the algorithm at this size, before the split in 16 KiB cells)."""
+    channel count for the algorithm at this size, before the split in 16 KiB cells). ``pipeline``: run only
+    that many of its loops (tree: chunks) of the same bytes each, on the same channels (``collsim.predict.
+    extrapolate`` times the rest); ``NcclRun.pipeline`` is the full run's."""
     p, g, nodes = cluster.ranks, cluster.gpus_per_node, cluster.nodes
     count = max(1, nbytes // ITEMSIZE)
     if algo in ("NVLS", "NVLSTree"):
         used = split_channels(nbytes, channels, "Simple")
         part = -(-nbytes // used)
-        loops = nvls_loops(algo, part, p, nodes)
-        s = (build_schedule("nvls", p, count, ITEMSIZE, chunks=loops, channels=used) if algo == "NVLS" else
-             build_schedule("nvlstree", p, count, ITEMSIZE, gpus_per_node=g, chunks=loops, channels=used))
-        return NcclRun(s, used, loops, NCCL_STEPS, NVLS_THREADS)
+        full = nvls_loops(algo, part, p, nodes)
+        k, count = _shortened(full, pipeline, count)
+        s = (build_schedule("nvls", p, count, ITEMSIZE, chunks=k, channels=used) if algo == "NVLS" else
+             build_schedule("nvlstree", p, count, ITEMSIZE, gpus_per_node=g, chunks=k, channels=used))
+        return NcclRun(s, used, full, NCCL_STEPS, NVLS_THREADS)
     used, threads, part = channel_bytes(algo, proto, nbytes, channels, p)
     if algo == "Ring":
-        loops, slices = ring_pipeline(proto, part, p, buffsize)
-        slices = min(slices, max(1, -(-part // (p * loops * GRAIN[proto]))))
-        s = build_schedule("ring", p, count, ITEMSIZE, channels=used, slices=slices, loops=loops,
+        full, slices = ring_pipeline(proto, part, p, buffsize)
+        slices = min(slices, max(1, -(-part // (p * full * GRAIN[proto]))))
+        k, count = _shortened(full, pipeline, count)
+        s = build_schedule("ring", p, count, ITEMSIZE, channels=used, slices=slices, loops=k,
                            gpus_per_node=g if nodes > 1 else None)
         slots = RING_CHUNK_SLOTS[proto] // slices
-        return NcclRun(s, used, loops, NCCL_STEPS // slots, threads)
-    chunks = tree_chunks(proto, part, p, nodes, buffsize)
-    s = build_schedule("nccl-tree", p, count, ITEMSIZE, gpus_per_node=g, chunks=chunks, channels=used)
-    return NcclRun(s, used, chunks, NCCL_STEPS, threads)
+        return NcclRun(s, used, full, NCCL_STEPS // slots, threads)
+    full = tree_chunks(proto, part, p, nodes, buffsize)
+    k, count = _shortened(full, pipeline, count)
+    s = build_schedule("nccl-tree", p, count, ITEMSIZE, gpus_per_node=g, chunks=k, channels=used)
+    return NcclRun(s, used, full, NCCL_STEPS, threads)
+
+
+def _shortened(full: int, pipeline: int | None, count: int) -> tuple[int, int]:
+    """(loops, elements) of a run cut to ``pipeline`` of its ``full`` loops, each loop's bytes kept."""
+    if pipeline is None or pipeline >= full:
+        return full, count
+    return pipeline, max(pipeline, count * pipeline // full)
 
 
 def wire_bytes(proto: str, payload: float) -> float:

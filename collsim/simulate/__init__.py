@@ -139,7 +139,7 @@ class SimResult:
         return d
 
 
-def jobs(s: Schedule, routes: Routes, c) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def jobs(s: Schedule, routes: Routes, c, topology_gpus: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Every transfer's jobs (``collsim.simulate.events.run``): its out port and in port for its port time,
     across nodes its sender's and receiver's proxy for the proxy time, and its sender's channel for its time at
     the channel's rate (where the protocol limits a channel; not to or from a switch: NVLS's warp groups each move
@@ -150,17 +150,19 @@ their own channel's rate); one table of rows, the last spare."""
     blocks = base + s.endpoints                      # then the senders' channels
     spare = blocks + routes.sizes[1] - 1
     cross, capped = c.proxy > 0, (c.alone > 0) & (routes.link != NVLS)
+    g = topology_gpus if routes.merged else 1
+    src, dst = s.src // g * g, s.dst // g * g           # merged: a node's proxy is its first GPU's
     one = np.ones(s.n_transfers)
     rows = np.stack([np.where(out == n_out - 1, spare, out), np.where(inn == n_in - 1, spare, inn + n_out - 1),
-                     np.where(cross, base + s.src, spare), np.where(cross, base + s.dst, spare),
+                     np.where(cross, base + src, spare), np.where(cross, base + dst, spare),
                      np.where(capped, blocks + routes.keys[1], spare)], axis=1)
     sizes = np.stack([c.port, c.port, c.proxy, c.proxy, c.alone], axis=1)
     caps = np.stack([c.share, c.share, one, one, one], axis=1)
     return rows, sizes, caps, spare + 1
 
 
-def _routes(s: Schedule, topology: Topology) -> Routes:
-    return route(s.src, s.dst, s.channel, s.ranks, topology, lane=s.lane)
+def _routes(s: Schedule, topology: Topology, merged: bool = False) -> Routes:
+    return route(s.src, s.dst, s.channel, s.ranks, topology, lane=s.lane, merged=merged)
 
 
 def _check_fit(schedule: Schedule, topology: Topology) -> None:
@@ -181,31 +183,33 @@ def _progress(total: int, wanted: bool = True):
     return tqdm(total=total, unit="transfer", unit_scale=True, file=sys.stderr, leave=False, desc="simulate").update
 
 
-def _run(schedule: Schedule, routes: Routes, c, policy: str, progress):
+def _run(schedule: Schedule, routes: Routes, c, policy: str, progress, gpus: int = 1):
     """(start, end, arrive) of every transfer (``collsim.simulate.events``)."""
     s = schedule
     sa, sb, nseg = segments(s.offset, s.offset + s.length)
     ptr, dep = data_deps(s, sa, sb, nseg)
     engine_pred, window_pred = structural(s, c.window)
-    rows, sizes, caps, n_rows = jobs(s, routes, c)
+    rows, sizes, caps, n_rows = jobs(s, routes, c, gpus)
     return run(s.n_transfers, ptr, dep, engine_pred, window_pred, rows, sizes, caps, n_rows, c, policy, progress)
 
 
 def simulate(schedule: Schedule, topology: Topology, gamma: float = 0.0, progress: bool = True,
-             protocol: str | None = None, policy: str = "fair") -> SimResult:
+             protocol: str | None = None, policy: str = "fair", merged: bool = False) -> SimResult:
     """Simulate ``schedule`` on ``topology`` (gamma: reduction seconds per byte) under ``protocol`` (None: the
     links' Hockney costs; "LL", "LL128", "Simple": the topology's protocol costs) and contention ``policy``.
 
     The topology may have more GPUs than the schedule has ranks (the job uses ranks 0..P-1 of it), never fewer.
-    ``progress``: allow the progress bar (big runs, terminal only).
+    ``progress``: allow the progress bar (big runs, terminal only). ``merged``: the GPUs of a node share one
+    port, NIC and proxy each (the quotient of ``collsim.simulate.symmetry.rotate_channels``).
     """
     _check_fit(schedule, topology)
     if policy not in POLICIES:
         raise CollsimError(f"contention policy {policy!r:.30} is not one of {', '.join(POLICIES)}")
     _plan_checks(schedule)
-    routes = _routes(schedule, topology)
+    routes = _routes(schedule, topology, merged)
     c = transfer_costs(schedule, topology, routes, gamma, protocol)
-    start, end, arrive = _run(schedule, routes, c, policy, _progress(schedule.n_transfers, progress))
+    start, end, arrive = _run(schedule, routes, c, policy, _progress(schedule.n_transfers, progress),
+                              topology.gpus_per_node)
     return SimResult(schedule, topology, float(gamma), start, end, arrive, routes, protocol, policy,
                      arrive + c.overhead if c.overhead.any() else None)
 

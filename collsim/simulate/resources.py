@@ -47,6 +47,7 @@ class Routes:
     keys: tuple
     sizes: tuple
     channels: int
+    merged: bool = False
 
     def valid(self, kind: int) -> np.ndarray:
         """Which transfers hold a resource of ``kind``."""
@@ -54,10 +55,11 @@ class Routes:
 
 
 def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, topo: Topology,
-          channels: int | None = None, lane: np.ndarray | None = None) -> Routes:
+          channels: int | None = None, lane: np.ndarray | None = None, merged: bool = False) -> Routes:
     """Routes of transfers ``src -> dst`` on ``channel`` of a schedule of ``ranks`` ranks (endpoints from
     ``ranks`` on are switches: endpoint ranks + n is node n's NVSwitch); one-line CollsimError for a
-    switch transfer on a machine without NVLink SHARP or across nodes."""
+    switch transfer on a machine without NVLink SHARP or across nodes. ``merged``: every GPU port of a node is
+    its first GPU's, every NIC its first NIC (``collsim.simulate.symmetry.rotate_channels``'s quotient)."""
     src, dst, channel = (np.asarray(a).astype(np.int32, copy=False) for a in (src, dst, channel))
     c = int(channels if channels is not None else (channel.max() + 1 if len(channel) else 1))
     g, r_all, nn = topo.gpus_per_node, topo.ranks, topo.nodes * topo.nics_per_node
@@ -99,7 +101,13 @@ def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, top
         link[nvls] = NVLS
         out[sw_src] = out_spare
         inn[sw_dst] = in_spare
-    return Routes(link, (engine, block, out, inn), (slot_spare + 1, ranks * c + 1, out_spare + 1, in_spare + 1), c)
+    if merged:
+        for rows, spare in ((out, out_spare), (inn, in_spare)):
+            gpu_row, nic_row = rows < r_all, (rows >= r_all) & (rows < r_all + nn)
+            rows[gpu_row] = rows[gpu_row] // g * g
+            rows[nic_row] = r_all + (rows[nic_row] - r_all) // topo.nics_per_node * topo.nics_per_node
+    return Routes(link, (engine, block, out, inn), (slot_spare + 1, ranks * c + 1, out_spare + 1, in_spare + 1), c,
+                  merged)
 
 
 def port_names(topo: Topology) -> tuple[list[str], list[str]]:

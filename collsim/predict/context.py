@@ -1,0 +1,130 @@
+"""A cluster as NCCL runs AllReduce on it (``nccl_context``), and the measurement around the call
+(``harness_config``): what ``collsim.predict`` simulates and what it adds.
+
+Harness (what the measurement around NCCL adds): "nccl-tests" (all_reduce_perf; eager unless
+``timing="graph"``, its -G; ``gpus_per_process`` = its -g, default all GPUs of a node on one node and one GPU
+per process on several nodes, as nccl-tests' README runs it; it cycles -n 20 slices of its largest size, so the
+buffer is not in L2 between calls) or "runner" (runners/allreduce_bench.py: torch's all_reduce under torchrun,
+one GPU per process; graph timing bare, eager with torch's launch floor).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from collsim.errors import CollsimError
+from collsim.fitted.layout import Config
+from collsim.fitted.params import ModelParams
+from collsim.fitted.rescale import cluster_params
+from collsim.machine.cluster import Cluster
+from collsim.nccl import NCCL_ALGOS, PROTOS, canonical
+from collsim.nccl.decision import nccl_decision
+from collsim.nccl.search import Setup, search
+from collsim.nccl.settings import Settings
+
+HARNESSES = ("nccl-tests", "runner")
+NCCL_TESTS_ITERS = 20   # all_reduce_perf's default -n
+# the NCCL_* variables NCCL's choice (collsim.nccl.settings) or collsim's time (NCCL_BUFFSIZE) reads
+UNDERSTOOD = {"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_COLLNET_ENABLE", "NCCL_CROSS_NIC", "NCCL_IB_DISABLE",
+              "NCCL_LL128_NTHREADS", "NCCL_MAX_CTAS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MIN_NCHANNELS",
+              "NCCL_NET_OVERHEAD", "NCCL_NTHREADS", "NCCL_NVLS_ENABLE", "NCCL_NVLS_NCHANNELS", "NCCL_P2P_DISABLE",
+              "OFI_NCCL_NET_LATENCY"}
+FORCED_ALGOS = tuple(a for a in NCCL_ALGOS if a != "PAT")   # --algo names; "CollNet" means either CollNet
+
+
+@dataclass(frozen=True)
+class NcclContext:
+    """A cluster as NCCL runs AllReduce on it: ``described`` (as the user described it), ``cluster`` (as NCCL
+    sees it, sockets or host memory where the settings disable IB or P2P), ``env`` (the NCCL_* settings with
+    forced algorithm and protocol), NCCL's init (``setup``, ``collsim.nccl.search``), the costs of its
+    transfers (``params``, ``collsim.fitted.rescale.cluster_params``) and the simulations already run on it
+    (``simulated``, kept by ``collsim.predict.simulation``)."""
+
+    described: Cluster
+    cluster: Cluster
+    env: dict
+    setup: Setup
+    params: ModelParams
+    simulated: dict = field(default_factory=dict, compare=False, repr=False)   # collsim.predict.simulation's
+
+    def decisions(self, sizes) -> list:
+        """NCCL's choice (``collsim.nccl.decision.Decision``) per size (bytes)."""
+        try:
+            return nccl_decision(self.described, sizes, self.env)
+        except CollsimError as e:
+            raise _unavailable(self.described, self.env, e) from None
+
+
+def nccl_context(cluster: Cluster, algo: str = "default", proto: str = "default",
+                 env: dict | None = None) -> NcclContext:
+    """The ``NcclContext`` of ``cluster`` under NCCL_* ``env`` with ``algo``/``proto`` forced (NCCL's names, or
+    "default" for NCCL's choice; "CollNet" means either CollNet)."""
+    env = {k: str(v) for k, v in (env or {}).items()}
+    for key, value, names in (("NCCL_ALGO", algo, FORCED_ALGOS), ("NCCL_PROTO", proto, PROTOS)):
+        if str(value).lower() == "collnet" and key == "NCCL_ALGO":
+            env[key] = "CollNetDirect,CollNetChain"
+        elif str(value).lower() != "default":
+            env[key] = canonical(value, names)   # forced: NCCL's argmin over what is left
+    described, seen = cluster, cluster.nccl_view()
+    setup = search(seen, env)
+    if setup.settings.ib_disable and seen.nodes > 1 and seen.net in ("ib", "roce"):
+        seen = replace(seen, net="tcp", sharp=False)   # sockets carry the inter-node traffic
+    if setup.settings.p2p_disable and seen.gpus_per_node > 1:
+        seen = replace(seen, intra="pcie", p2p=False, nvls=False)   # SHM through host memory
+    params = cluster_params(seen, setup.coll_channels, setup.nvls_channels or 16)   # 0: NVLS off
+    return NcclContext(described, seen, env, setup, params)
+
+
+def nccl_context(cluster: Cluster, algo: str = "default", proto: str = "default",
+                 env: dict | None = None) -> NcclContext:
+    """The ``NcclContext`` of ``cluster`` under NCCL_* ``env`` with ``algo``/``proto`` forced (NCCL's names, or
+    "default" for NCCL's choice; "CollNet" means either CollNet)."""
+    env = {k: str(v) for k, v in (env or {}).items()}
+    for key, value, names in (("NCCL_ALGO", algo, FORCED_ALGOS), ("NCCL_PROTO", proto, PROTOS)):
+        if str(value).lower() == "collnet" and key == "NCCL_ALGO":
+            env[key] = "CollNetDirect,CollNetChain"
+        elif str(value).lower() != "default":
+            env[key] = canonical(value, names)   # forced: NCCL's argmin over what is left
+    described, seen = cluster, cluster.nccl_view()
+    setup = search(seen, env)
+    if setup.settings.ib_disable and seen.nodes > 1 and seen.net in ("ib", "roce"):
+        seen = replace(seen, net="tcp", sharp=False)   # sockets carry the inter-node traffic
+    if setup.settings.p2p_disable and seen.gpus_per_node > 1:
+        seen = replace(seen, intra="pcie", p2p=False, nvls=False)   # SHM through host memory
+    params = cluster_params(seen, setup.coll_channels, setup.nvls_channels or 16)   # 0: NVLS off
+    return NcclContext(described, seen, env, setup, params)
+
+
+def harness_config(cluster: Cluster, harness: str, timing: str, gpus_per_process: int | None, sizes,
+                   settings: Settings, hosts: Cluster | None = None) -> Config:
+    """The ``Config`` of a measurement by ``harness`` on ``cluster`` (as NCCL sees it) with NCCL ``settings``;
+    ``hosts``: the cluster as described (its hosts run the processes; default ``cluster``)."""
+    if harness not in HARNESSES:
+        raise CollsimError(f"harness {harness!r:.40} is not one of {', '.join(HARNESSES)}")
+    hosts = hosts or cluster
+    gpp = gpus_per_process or (hosts.gpus_per_node if hosts.nodes == 1 and harness == "nccl-tests" else 1)
+    if not 1 <= gpp <= hosts.gpus_per_node:
+        raise CollsimError(f"gpus per process must be 1..{hosts.gpus_per_node}, got {gpp}")
+    if harness == "nccl-tests":
+        key = "nccl-tests-graph" if timing == "graph" else "nccl-tests-eager"
+        slices, buffer = NCCL_TESTS_ITERS, int(max(sizes))
+    else:
+        key, slices, buffer = "bare", 1, int(max(sizes))
+    intra = "pcie" if cluster.intra == "pcie" else "nvlink"
+    return Config(cluster.ranks, cluster.nodes, intra, settings.buffsize, None, timing, key, slices, buffer, True,
+                  "", 0, cluster.nics_per_node, gpp)
+
+
+def _unavailable(cluster: Cluster, env: dict, error: CollsimError) -> CollsimError:
+    """``error`` (nothing enabled in NCCL's tuning table) said in terms of what the user forced."""
+    forced = ", ".join(f"{k}={env[k]}" for k in ("NCCL_ALGO", "NCCL_PROTO") if k in env)
+    if not forced:
+        return error
+    algo = env.get("NCCL_ALGO", "")
+    why = ""
+    if algo in ("NVLS", "NVLSTree") and not cluster.nvls:
+        why = " (NVLS needs NVLink SHARP: an NVSwitch node of H100, H200, B200 or their variants)"
+    elif algo == "NVLSTree" and cluster.nodes == 1:
+        why = " (NVLSTree joins nodes: one node runs NVLS)"
+    elif algo.startswith("CollNet"):
+        why = " (CollNet needs switches that reduce: sharp: true on net ib, more than one node, at most 8 GPUs a node)"
+    return CollsimError(f"{forced} is not available on {cluster.name or cluster.gpu}{why}: {error}")

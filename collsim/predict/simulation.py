@@ -1,0 +1,78 @@
+"""The event simulation of the schedule NCCL runs for one AllReduce: ``simulate_nccl``.
+
+The schedule (``collsim.predict.schedules``) runs on the cluster with NCCL's costs (``collsim.predict.costs``).
+Two reductions keep large runs fast, each exact where its condition holds and measured against the whole
+simulation in tests/predict/test_simulation.py:
+
+- Channels that repeat each other, as they are or from the next GPU of every node, are simulated once
+  (``collsim.simulate.symmetry``: ``collapse_channels``, then ``rotate_channels``).
+- A run of more than ``LOOPS[1]`` loops (tree: chunks) is simulated for ``LOOPS[0]`` and ``LOOPS[1]`` loops of the
+  same bytes each; every further loop adds what the last ``LOOPS[1] - LOOPS[0]`` added on average (NCCL's loops
+  repeat one another once the pipeline is full): T(L) = T(b) + (L - b) (T(b) - T(a)) / (b - a). The larger
+  sizes of a sweep run the same loops: their simulations are kept on the context (``NcclContext.simulated``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from collsim.fitted.layout import Config
+from collsim.nccl.chunking import DEFAULT_BUFFSIZE
+from collsim.predict.context import NcclContext, harness_config
+from collsim.predict.costs import l2_factor, nccl_topology, with_window
+from collsim.predict.schedules import nccl_run
+from collsim.simulate import SimResult, simulate
+from collsim.simulate.symmetry import collapse_channels, rotate_channels
+
+LOOPS = (6, 12)   # loops simulated before the rest is extrapolated
+
+
+@dataclass(frozen=True)
+class NcclSim:
+    """One simulated AllReduce: ``time_s`` (the kernel, seconds), ``result`` (the simulation of the last run
+    simulated: all of it, or ``LOOPS[1]`` of its ``loops``), ``channels`` (NCCL's channels) of which ``classes``
+    were simulated, each standing for channels / classes."""
+
+    time_s: float
+    result: SimResult
+    loops: int
+    simulated_loops: int
+    channels: int
+    classes: int
+
+    def busiest(self) -> dict | None:
+        """The resource the simulation kept busiest (``SimResult.busiest``), its share of the simulated run."""
+        return self.result.busiest()
+
+
+def simulate_nccl(ctx: NcclContext, algo: str, proto: str, nbytes: int, channels: int,
+                  cfg: Config | None = None) -> NcclSim:
+    """The event simulation of NCCL's ``algo``/``proto`` AllReduce of ``nbytes`` on up to ``channels`` channels
+    (module docstring); ``cfg``: the measurement around it (L2 state, NCCL_BUFFSIZE; default a bare call with
+    NCCL's defaults)."""
+    cfg = cfg or harness_config(ctx.cluster, "runner", "graph", 1, [nbytes], ctx.setup.settings)
+    buff = cfg.buffsize or DEFAULT_BUFFSIZE["Simple"]
+    factor = l2_factor(ctx.params, algo, proto, nbytes, cfg)
+
+    def once(loops: int | None) -> tuple[SimResult, int, int, int]:
+        run = nccl_run(ctx.cluster, algo, proto, nbytes, channels, buff, loops)
+        key = (algo, proto, run.channels, run.threads, run.window, factor, run.schedule.count, min(loops, run.pipeline))
+        if key in ctx.simulated:                         # larger sizes repeat the same loops
+            return ctx.simulated[key][0], run.pipeline, *ctx.simulated[key][1:]
+        topo = with_window(nccl_topology(ctx.cluster, ctx.params, algo, proto, run.threads, factor, run.channels),
+                           run.window)
+        s, topo, g = collapse_channels(run.schedule, topo)
+        quotient = rotate_channels(s, topo)
+        if quotient is not None:
+            s, topo, k = quotient
+            g *= k
+        r = simulate(s, topo, protocol=f"{algo}/{proto}", progress=False, merged=quotient is not None)
+        ctx.simulated[key] = (r, run.channels, run.channels // g)
+        return r, run.pipeline, run.channels, run.channels // g
+
+    a, b = LOOPS
+    first, loops, used, classes = once(b)
+    if loops <= b:
+        return NcclSim(first.time_s, first, loops, loops, used, classes)
+    short = once(a)[0]
+    time = first.time_s + (loops - b) * (first.time_s - short.time_s) / (b - a)
+    return NcclSim(time, first, loops, b, used, classes)

@@ -1,0 +1,115 @@
+"""Channels that do the same thing are simulated once: ``collapse_channels`` and ``rotate_channels``.
+
+NCCL's channels often repeat each other: on one NVSwitch node every ring channel visits the GPUs in the same
+order, across nodes the channels that share a NIC do. Channels with the same structure (the same senders,
+receivers, lanes, operations and order of steps, lengths within ``LENGTH_TOLERANCE``) form a class. When every
+class has the same number g > 1 of channels, simulating one channel per class on a machine whose ports move g
+times less (each of its transfers stands for g that share the ports with the same share) and whose proxies take
+g times longer gives every transfer of the kept channels the times it has in the full simulation: fair shares
+are per transfer, so g equal transfers on a port get what one transfer of g times the port time gets; engines,
+windows and the channel's own rate are per channel and stay as they are. Exact for equal classes up to the
+lengths' tolerance; any other case is simulated whole.
+
+``rotate_channels`` goes further where NCCL's channels do the same thing from different GPUs of each node (a
+tree channel c starts its chains at GPU c mod G): channel c is a channel of its class with every GPU's local
+index shifted by r_c. When every class holds each shift 0..G-1 equally often (m times) and a shift maps NICs
+to NICs (one NIC per GPU, or one per node), each GPU's port carries, from every class, m transfers of each
+position of its channel at every moment. So one channel per class on a machine where the GPUs of a node
+share one send port, one receive port, one NIC and one proxy (``simulate(..., merged=True)``), each m times
+slower (the NIC m G / K times), gives every kept transfer its time in the full simulation.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from collsim.core.schedule import Schedule
+from collsim.machine.topology import Link, Topology
+
+LENGTH_TOLERANCE = 0.01   # channel parts differ by a few elements when the buffer does not split evenly
+
+
+def channel_classes(s: Schedule) -> list[list[int]]:
+    """The channels of ``s`` grouped by structure (module docstring), each class in channel order."""
+    return _classes(s, lambda idx: _structure(s, idx, s.src[idx], s.dst[idx]))
+
+
+def _classes(s: Schedule, key_of) -> list[list[int]]:
+    """Channels grouped by ``key_of(transfer indices of the channel)``, lengths within ``LENGTH_TOLERANCE``."""
+    order = np.argsort(s.channel, kind="stable")
+    ch = s.channel[order]
+    bounds = np.flatnonzero(np.diff(ch)) + 1
+    classes: dict[bytes, list[tuple[int, np.ndarray]]] = {}
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(ch)]):
+        idx = order[lo:hi]
+        classes.setdefault(key_of(idx), []).append((int(ch[lo]), s.length[idx]))
+    out = []
+    for members in classes.values():
+        first = members[0][1].astype(float)
+        same = [c for c, ln in members if np.all(np.abs(ln - first) <= LENGTH_TOLERANCE * np.maximum(first, 1))]
+        out.append(same)
+        out.extend([c] for c, _ in members if c not in same)
+    return sorted(out)
+
+
+def _structure(s: Schedule, idx: np.ndarray, src: np.ndarray, dst: np.ndarray) -> bytes:
+    steps = np.unique(s.step_index[idx], return_inverse=True)[1]
+    return b"".join(a.tobytes() for a in (src, dst, s.lane[idx], s.op[idx], steps))
+
+
+def _keep(s: Schedule, classes: list[list[int]], factor: int) -> Schedule:
+    """The first channel of every class, renumbered 0..k-1."""
+    keep = np.array([c[0] for c in classes])
+    renumber = np.full(int(s.channel.max()) + 1, -1, np.int64)
+    renumber[keep] = np.arange(len(keep))
+    mask = renumber[s.channel] >= 0
+    steps = np.repeat(np.arange(s.n_steps), np.diff(s.step_ptr))[mask]
+    step_ptr = np.r_[0, np.cumsum(np.bincount(steps, minlength=s.n_steps))]
+    return Schedule(s.ranks, s.count, s.itemsize, s.src[mask], s.dst[mask], s.offset[mask], s.length[mask],
+                    s.op[mask], step_ptr, s.name, {**s.meta, "channels_per_kept": factor}, renumber[s.channel[mask]],
+                    s.switches, s.lane[mask])
+
+
+def _slowed(topology: Topology, ports: float, nics: float) -> Topology:
+    """``topology`` with GPU and NVLS ports ``ports`` times and NICs and proxies ``nics`` times slower."""
+    slow = lambda link, k: None if link is None else Link(link.alpha, link.beta * k)   # noqa: E731
+    protocols = tuple(replace(p, inter=replace(p.inter, proxy=p.inter.proxy * ports)) for p in topology.protocols)
+    return replace(topology, intra=slow(topology.intra, ports), inter=slow(topology.inter, nics),
+                   nvls=slow(topology.nvls, ports), protocols=protocols)
+
+
+def rotate_channels(s: Schedule, topology: Topology) -> tuple[Schedule, Topology, int] | None:
+    """(schedule, topology, channels each kept one stands for) of the quotient by GPU shifts (module
+    docstring), to be simulated with ``merged=True``; None where it does not apply."""
+    g, k = topology.gpus_per_node, topology.nics_per_node
+    if s.n_transfers == 0 or g < 2 or topology.links_per_pair or k not in (1, g) or s.ranks % g:
+        return None
+    shift_of: dict[int, int] = {}
+
+    def rotated(x: np.ndarray, r: int) -> np.ndarray:
+        return np.where(x < s.ranks, x // g * g + (x % g - r) % g, x)
+
+    def key(idx: np.ndarray) -> bytes:
+        r = int(s.src[idx[0]] % g) if s.src[idx[0]] < s.ranks else int(s.dst[idx[0]] % g)
+        shift_of[int(s.channel[idx[0]])] = r
+        return _structure(s, idx, rotated(s.src[idx], r), rotated(s.dst[idx], r))
+
+    classes = _classes(s, key)
+    counts = [np.bincount([shift_of[c] for c in cl], minlength=g) for cl in classes]
+    m = int(counts[0][0])
+    if m < 1 or any((c != m).any() for c in counts):
+        return None
+    return _keep(s, classes, m * g), _slowed(topology, m, m * g / k), m * g
+
+
+def collapse_channels(s: Schedule, topology: Topology) -> tuple[Schedule, Topology, int]:
+    """(schedule, topology, g): one channel per class of ``s`` on ``topology`` slowed as the module docstring
+    says, when every class has g > 1 channels; else ``(s, topology, 1)``."""
+    if s.n_transfers == 0:
+        return s, topology, 1
+    classes = channel_classes(s)
+    g = len(classes[0])
+    if g < 2 or any(len(c) != g for c in classes):
+        return s, topology, 1
+    return _keep(s, classes, g), _slowed(topology, g, g), g
