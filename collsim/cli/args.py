@@ -18,10 +18,10 @@ from collsim.algorithms import REGISTRY, build_schedule
 from collsim.core.document import MAX_ITEMSIZE
 from collsim.errors import CollsimError, require_number
 from collsim.inputs import MAX_BYTES, MAX_CHANNELS, MAX_RANKS, MAX_SECONDS, MAX_SECONDS_PER_BYTE, int_text
-from collsim.simulate.reference import POLICIES
 from collsim.machine import load_cluster, load_machine, machine_kind, to_topology
 from collsim.machine.topology import Link, Topology
 from collsim.outputs import plot_format
+from collsim.simulate.reference import POLICIES
 from collsim.units import parse_size
 
 

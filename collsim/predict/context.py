@@ -74,26 +74,6 @@ def nccl_context(cluster: Cluster, algo: str = "default", proto: str = "default"
     return NcclContext(described, seen, env, setup, params)
 
 
-def nccl_context(cluster: Cluster, algo: str = "default", proto: str = "default",
-                 env: dict | None = None) -> NcclContext:
-    """The ``NcclContext`` of ``cluster`` under NCCL_* ``env`` with ``algo``/``proto`` forced (NCCL's names, or
-    "default" for NCCL's choice; "CollNet" means either CollNet)."""
-    env = {k: str(v) for k, v in (env or {}).items()}
-    for key, value, names in (("NCCL_ALGO", algo, FORCED_ALGOS), ("NCCL_PROTO", proto, PROTOS)):
-        if str(value).lower() == "collnet" and key == "NCCL_ALGO":
-            env[key] = "CollNetDirect,CollNetChain"
-        elif str(value).lower() != "default":
-            env[key] = canonical(value, names)   # forced: NCCL's argmin over what is left
-    described, seen = cluster, cluster.nccl_view()
-    setup = search(seen, env)
-    if setup.settings.ib_disable and seen.nodes > 1 and seen.net in ("ib", "roce"):
-        seen = replace(seen, net="tcp", sharp=False)   # sockets carry the inter-node traffic
-    if setup.settings.p2p_disable and seen.gpus_per_node > 1:
-        seen = replace(seen, intra="pcie", p2p=False, nvls=False)   # SHM through host memory
-    params = cluster_params(seen, setup.coll_channels, setup.nvls_channels or 16)   # 0: NVLS off
-    return NcclContext(described, seen, env, setup, params)
-
-
 def harness_config(cluster: Cluster, harness: str, timing: str, gpus_per_process: int | None, sizes,
                    settings: Settings, hosts: Cluster | None = None) -> Config:
     """The ``Config`` of a measurement by ``harness`` on ``cluster`` (as NCCL sees it) with NCCL ``settings``;

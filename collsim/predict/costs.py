@@ -1,17 +1,19 @@
 """What a transfer costs on a described cluster under NCCL's algorithm and protocol: the simulator's machine for
 ``predict-nccl``, calibrated on real measurements (``collsim.machine.protocols`` says what each cost does).
 
-The ports are the machine's (``collsim.machine.cluster.to_topology``: a GPU's NVLink or PCIe at its ring
-efficiency, its NVLS port into the switch, each NIC at its network's efficiency, every number cited in
-``collsim.machine.hardware``). The per-transfer costs are collsim's fitted model's on the cluster
-(``collsim.fitted.rescale.cluster_params``: the 2 x H200 fit, ``hopper_params.json``, rescaled by the
-cluster's hardware), for NCCL's (algorithm, protocol) on each link class (NVLink or PCIe inside a node, the
-NICs between nodes, the NVSwitch port for NVLS):
+Everything comes from collsim's model parameters for the cluster (``collsim.fitted.rescale.cluster_params``:
+the 2 x H200 fit, ``hopper_params.json``, rescaled by the cluster's cited hardware, ``collsim.machine.hardware``),
+for NCCL's (algorithm, protocol) on each link class (NVLink or PCIe inside a node, the NICs between nodes, the
+NVSwitch port for NVLS):
 
-- latency: the path's per-hop latency (NCCL's own, ``collsim.nccl.constants``; across nodes at least the
-  transport's step, ``collsim.fitted.rescale.RDMA_STEP_US``);
+- ports: a GPU's NVLink (PCIe) and NVLS port at the link cap the parameters hold for the cluster, each NIC at
+  its network's rate (``collsim.machine.cluster.to_topology``);
+- channel rate: each channel's share of the shared rate of the run's channels (``channel_GBps``);
+- latency: the path's per-hop latency (NCCL's own, ``collsim.nccl.tuning.HW_LAT``; across nodes NCCL's NET
+  latency and the proxy's time per network transfer, ``PROXY_US``);
 - overhead: the path's fixed cost per pipeline step and its barrier cost for the channel's threads;
-- channel rate: what one channel moves (``chan_GBps``, wire bytes);
+- fill (Simple only): the share of a slice's time at the channel's rate before the next step can use it (a
+  Simple slice is signalled whole; LL and LL128 flag every line, which the next step reads as it lands);
 - per call: the path's base cost (``Topology.call_us``).
 
 L2 (``l2_factor``): when NCCL's receive buffers overflow the GPU's L2 the bytes take (1 + spill) longer; when
@@ -55,7 +57,8 @@ def _path(params: ModelParams, link: str, algo: str, proto: str, threads: int, f
     p = params.path(link, algo, proto)
     sync = p.get("warp_us", OPTIONAL["warp_us"]) * threads / WARP
     return PathCosts(p["hop_us"] * 1e-6, (p["step_us"] + sync) * 1e-6,
-                     factor / (channel_GBps(params, link, algo, proto, channels) * 1e9), fill=float(p["fill"]) if proto == "Simple" else 0.0)
+                     factor / (channel_GBps(params, link, algo, proto, channels) * 1e9),
+                     fill=float(p["fill"]) if proto == "Simple" else 0.0)
 
 
 def _net_path(params: ModelParams, cluster: Cluster, algo: str, proto: str, threads: int,
