@@ -83,14 +83,15 @@ def add_algo_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--chunks", type=positive_int, help="tree pipeline chunks (default: by size)")
     p.add_argument("--inter", choices=("ring", "tree"), default="ring",
                    help="inter-node algorithm of `hierarchical`")
-    p.add_argument("--channels", type=int_in(1, MAX_CHANNELS), default=1,
-                   help="channels C >= 1: the buffer in C parts, each its own ring or tree (NCCL's channels)")
+    p.add_argument("--channels", type=int_in(1, MAX_CHANNELS),
+                   help="channels C >= 1: the buffer in C parts, each its own ring or tree (NCCL's channels; "
+                        "default 1, or NCCL's own count where `simulate --cluster` runs NCCL's schedule)")
     p.add_argument("--itemsize", type=int_in(1, MAX_ITEMSIZE), default=4, help="bytes per element (default 4)")
 
 
 def algo_params(args) -> dict:
     return {"gpus_per_node": args.gpus_per_node, "slices": args.slices, "chunks": args.chunks,
-            "inter": args.inter, "channels": args.channels, "direct": getattr(args, "direct", False)}
+            "inter": args.inter, "channels": args.channels or 1, "direct": getattr(args, "direct", False)}
 
 
 def fit_to_topology(args, topo) -> None:
@@ -160,6 +161,14 @@ def _cluster_topology(args, ranks: int | None):
     nodes of it); a link-level topology file as it is."""
     if machine_kind(args.cluster) == "topology":
         return load_machine(args.cluster, args.nodes)
+    return to_topology(cluster_from_args(args, ranks))
+
+
+def cluster_from_args(args, ranks: int | None):
+    """--cluster's described machine (a preset or cluster file, ``collsim.machine.cluster.Cluster``) resized by
+    --nodes, --gpus-per-node, or --ranks (whole nodes of it); None for a link-level topology file."""
+    if machine_kind(args.cluster) == "topology":
+        return None
     cluster = load_cluster(args.cluster).resized(gpus_per_node=args.gpus_per_node)
     nodes = args.nodes
     if nodes is None and ranks is not None:
@@ -167,7 +176,7 @@ def _cluster_topology(args, ranks: int | None):
             raise CollsimError(f"--ranks {ranks} is not a multiple of the cluster's {cluster.gpus_per_node} GPUs "
                                "per node (give --gpus-per-node)")
         nodes = ranks // cluster.gpus_per_node
-    return to_topology(cluster.resized(nodes=nodes))
+    return cluster.resized(nodes=nodes)
 
 
 def topology_from_args(args, ranks: int | None):

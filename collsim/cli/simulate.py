@@ -3,13 +3,16 @@
 Examples::
 
     collsim simulate --algo ring --ranks 8 --bytes 1G --alpha 5e-6 --beta 1e-11 --json
+    collsim simulate --cluster ib-400g --nodes 4 --bytes 1G          # NCCL's choice, its schedule, simulated
     collsim simulate --cluster h100-nvlink --nodes 2 --algo ring --channels 16 --bytes 1G --json
     collsim simulate --algo hierarchical --ranks 32 --bytes 256M --cluster ib-400g --gpus-per-node 8
     collsim simulate --list-presets
     collsim sweep --algos ring,double-double-tree,hierarchical --ranks 32 --cluster ib-400g --plot sweep.png
     collsim sweep --algos ring,nccl-double-tree --cluster ib-400g --nodes 8 --channels 16 --method simulate
 
-Times printed in microseconds, ``time_s`` in JSON in seconds, bandwidths in GB/s (1e9 bytes/s)
+With a preset or cluster file and one of NCCL's algorithms (or none: NCCL's choice) simulate runs the schedule
+NCCL runs (``collsim.cli.nccl_run``); otherwise collsim's schedule with the given pipeline on the machine's
+links. Times printed in microseconds, ``time_s`` in JSON in seconds, bandwidths in GB/s (1e9 bytes/s)
 with nccl-tests' algbw/busbw definitions. ``--json`` of simulate adds ``resources``: every GPU port,
 NIC and pair link that carried bytes, with ``busy`` its share of the run (0..1).
 """
@@ -37,6 +40,7 @@ from collsim.cli.args import (
     size_arg,
     topology_from_args,
 )
+from collsim.cli.nccl_run import cmd_simulate_nccl, nccl_cluster
 from collsim.core.budget import require_simulation, require_simulation_bound
 from collsim.errors import CollsimError
 from collsim.inputs import MAX_CHANNELS
@@ -56,14 +60,20 @@ def cmd_simulate(args) -> int:
             print(textwrap.fill(f"source: {topo.source}", width=100, initial_indent=" " * 15,
                                 subsequent_indent=" " * 15, break_on_hyphens=False))
         return 0
+    cluster = nccl_cluster(args)
+    if cluster is not None:
+        return cmd_simulate_nccl(args, cluster)
     if args.algo is None:
-        raise CollsimError("simulate needs --algo")
+        raise CollsimError("simulate needs --algo, or a cluster (--cluster) to run NCCL's choice on")
+    if args.proto or args.env:
+        raise CollsimError("--proto and --env set NCCL's run: they take --cluster with a preset or cluster file and "
+                           "one of NCCL's algorithms (ring, nccl-tree, nvls, nvlstree) or none")
     topo = topology_from_args(args, args.ranks)
     ranks = args.ranks = args.ranks or topo.ranks
     fit_to_topology(args, topo)
     cluster, args.cluster = args.cluster, None          # the topology is built: the schedule takes it as is
     q = resolve(args.algo, ranks, element_count(args), args.itemsize, **algo_params(args))
-    require_simulation_bound(args.algo, ranks, args.channels, get(args.algo).transfer_bound(ranks, q))
+    require_simulation_bound(args.algo, ranks, args.channels or 1, get(args.algo).transfer_bound(ranks, q))
     s = build_from_args(args)
     args.cluster = cluster
     require_simulation(s)
@@ -164,6 +174,10 @@ def register(sub) -> None:
     p = sub.add_parser("simulate", help="event-driven simulation of a schedule on a machine", description=PREDICTORS)
     add_algo_args(p, required=False)
     p.add_argument("--bytes", type=size_arg, help="bytes per rank buffer")
+    p.add_argument("--proto", choices=("LL", "LL128", "Simple"),
+                   help="NCCL's protocol for NCCL's schedule (--cluster; default NCCL's choice)")
+    p.add_argument("--env", nargs="+", action="extend", metavar="NCCL_X=V",
+                   help="NCCL variables of NCCL's run (--cluster), as for predict-nccl")
     add_topology_args(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--transfers", action="store_true", help="with --json: include every transfer's start/end")

@@ -85,11 +85,13 @@ class SimResult:
         r = self.routes or _routes(s, topo)
         wire = transfer_costs(s, topo, r, self.gamma, self.protocol).port
         out = {}
-        for kind, names in zip((2, 3), port_names(topo)):
+        for kind, names in zip((2, 3), port_names(topo, r.merged)):
             v = r.valid(kind)
             busy = np.bincount(r.keys[kind][v], weights=wire[v], minlength=len(names))
             nb = np.bincount(r.keys[kind][v], weights=self.nbytes[v], minlength=len(names)).astype(np.int64)
-            out.update((name, (float(busy[i]), int(nb[i]))) for i, name in enumerate(names))
+            for i, name in enumerate(names):                # merged rows share a name: only one carries bytes
+                held, moved = out.get(name, (0.0, 0))
+                out[name] = (held + float(busy[i]), moved + int(nb[i]))
         return out
 
     @property

@@ -110,11 +110,13 @@ def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, top
                   merged)
 
 
-def port_names(topo: Topology) -> tuple[list[str], list[str]]:
-    """Names of the out-port and in-port rows (spare rows excluded), in row order."""
+def port_names(topo: Topology, merged: bool = False) -> tuple[list[str], list[str]]:
+    """Names of the out-port and in-port rows (spare rows excluded), in row order; ``merged`` (``route``): a
+    node's first GPU and NIC stand for all of its, "node1.gpu*.send", "node1.nic*.out"."""
     r_all, g, k = topo.ranks, topo.gpus_per_node, topo.nics_per_node
-    nics = [f"node{n}.nic{i}" for n in range(topo.nodes) for i in range(k)]
-    out = [f"gpu{r}.send" for r in range(r_all)] + [f"{x}.out" for x in nics]
+    nics = [f"node{n}.nic{'*' if merged else i}" for n in range(topo.nodes) for i in range(k)]
+    gpus = [f"node{r // g}.gpu*" if merged else f"gpu{r}" for r in range(r_all)]
+    out = [f"{x}.send" for x in gpus] + [f"{x}.out" for x in nics]
     if topo.links_per_pair:
         out += [f"gpu{a}-gpu{a // g * g + b}" for a in range(r_all) for b in range(g)]
-    return out, [f"gpu{r}.recv" for r in range(r_all)] + [f"{x}.in" for x in nics]
+    return out, [f"{x}.recv" for x in gpus] + [f"{x}.in" for x in nics]

@@ -1,0 +1,69 @@
+"""``collsim simulate --cluster X``: the simulation of the schedule NCCL runs there (``collsim.predict.simulation``).
+
+With a described cluster (a preset or cluster file) and no ``--algo``, simulate runs NCCL's own choice of
+algorithm, protocol and channels for ``--bytes``; with ``--algo`` one of NCCL's (ring, nccl-tree, nvls,
+nvlstree) and no pipeline of collsim's own (``--slices``, ``--chunks``), NCCL's schedule of that algorithm
+(``--proto`` and ``--channels`` forced if given, else NCCL's). It prints the kernel's simulated time (what
+``predict-nccl`` adds the harness to), busbw, and the busiest resource.
+"""
+from __future__ import annotations
+
+from collsim.algorithms import get
+from collsim.cli.args import cluster_from_args, element_count, finite_json, round_seconds
+from collsim.errors import CollsimError
+from collsim.nccl.settings import env_arguments
+from collsim.predict import nccl_context, simulate_nccl
+from collsim.predictors import SIMULATED
+from collsim.units import bandwidths
+
+
+def nccl_cluster(args):
+    """The described cluster when ``simulate`` should run NCCL's schedule on it (module docstring), else None."""
+    if not args.cluster or args.alpha is not None or args.beta is not None:
+        return None
+    algo = get(args.algo) if args.algo else None
+    own = args.slices != 1 or args.chunks is not None or args.gamma or args.policy != "fair"
+    if algo is not None and (algo.nccl_name is None or own):
+        return None
+    cluster = cluster_from_args(args, args.ranks)
+    if cluster is None and algo is None:
+        raise CollsimError("simulate without --algo runs NCCL's choice, which needs a preset or cluster file, "
+                           "not a link-level topology file")
+    if cluster is not None and cluster.ranks < 2:
+        raise CollsimError("NCCL's AllReduce needs at least 2 GPUs")
+    if algo is None and own:
+        raise CollsimError("--slices, --chunks, --gamma and --policy set collsim's own schedule: give --algo")
+    return cluster
+
+
+def cmd_simulate_nccl(args, cluster) -> int:
+    """Simulate NCCL's run of ``--bytes`` on ``cluster`` and print it (module docstring)."""
+    if args.bytes is None:
+        raise CollsimError("give --bytes: the AllReduce size NCCL runs")
+    nbytes = element_count(args) * args.itemsize
+    forced = get(args.algo).nccl_name if args.algo else "default"
+    ctx = nccl_context(cluster, forced, args.proto or "default", env_arguments(args.env))
+    d = ctx.decisions([nbytes])[0]
+    sim = simulate_nccl(ctx, d.algo, d.proto, nbytes, args.channels or d.channels)
+    alg, bus = bandwidths(nbytes, sim.time_s * 1e6, cluster.ranks)
+    busiest = sim.busiest()
+    obj = {"predictor": SIMULATED, "algo": d.algo, "proto": d.proto, "chosen_by": "you" if args.algo else "NCCL",
+           "ranks": cluster.ranks, "bytes": nbytes, "cluster": cluster.name or cluster.gpu, "channels": sim.channels,
+           "channel_classes": sim.classes, "loops": sim.loops, "simulated_loops": sim.simulated_loops,
+           "time_s": round_seconds(sim.time_s), "algbw_GBps": alg, "busbw_GBps": bus, "nccl_us": d.time_us,
+           "busiest": busiest and {k: busiest[k] for k in ("name", "busy")},
+           "resources": [{k: x[k] for k in ("name", "busy", "bytes")} for x in sim.result.resource_table()]}
+    if args.json:
+        print(finite_json(obj))
+        return 0
+    who = "you forced" if args.algo else "NCCL chooses"
+    print(f"{cluster.describe()}: {who} {d.algo}/{d.proto} on {sim.channels} channel(s) for {nbytes} B")
+    print(f"simulated {sim.time_s * 1e6:.3f} us (the kernel; predict-nccl adds the harness)  algbw {alg:.2f} GB/s  "
+          f"busbw {bus:.2f} GB/s  (NCCL's own model: {d.time_us:.3f} us)")
+    if busiest:
+        print(f"busiest resource: {busiest['name']}, busy {100 * busiest['busy']:.0f}% of the run")
+    cut = [f"{sim.classes} of {sim.channels} channels, each standing for those like it"] * (sim.classes < sim.channels)
+    cut += [f"{sim.simulated_loops} of {sim.loops} loops, the rest extrapolated"] * (sim.simulated_loops < sim.loops)
+    if cut:
+        print(f"(simulated {' and '.join(cut)}: collsim.predict.simulation)")
+    return 0
