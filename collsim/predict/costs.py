@@ -8,7 +8,8 @@ NVSwitch port for NVLS):
 
 - ports: a GPU's NVLink (PCIe) and NVLS port at the link cap the parameters hold for the cluster, each NIC at
   its network's rate (``collsim.machine.cluster.to_topology``);
-- channel rate: each channel's share of the shared rate of the run's channels (``channel_GBps``);
+- channel rate: each channel's share of the shared rate of the channels that cross a GPU's port (``channel_GBps``:
+  all of the run's, or (G-1)/G of them for a rail ring across nodes, which leaves each node from one GPU);
 - latency: the path's per-hop latency (NCCL's own, ``collsim.nccl.tuning.HW_LAT``; across nodes NCCL's NET
   latency and the proxy's time per network transfer, ``PROXY_US``);
 - overhead: the path's fixed cost per pipeline step and its barrier cost for the channel's threads;
@@ -94,6 +95,9 @@ def nccl_topology(cluster: Cluster, params: ModelParams, algo: str, proto: str, 
     nvls = algo in ("NVLS", "NVLSTree")
     main = "nvls" if nvls else intra
     n = channels or (params.nvls_channels if nvls else params.channels)
+    g = cluster.gpus_per_node
+    if algo == "Ring" and cluster.nodes > 1:      # a rail ring leaves each node from one GPU per channel
+        n = max(1, -(-n * (g - 1) // g))
     inner = _path(params, intra, "Tree" if nvls else algo, "Simple" if nvls else proto, threads, factor, n)
     inter = _net_path(params, cluster, algo, proto, threads, factor) if cluster.nodes > 1 else inner
     costs = ProtocolCosts(f"{algo}/{proto}", EFFICIENCY[proto], 0, inner, inter,
