@@ -8,13 +8,29 @@ nvlstree) and no pipeline of collsim's own (``--slices``, ``--chunks``), NCCL's 
 """
 from __future__ import annotations
 
+import re
+
 from collsim.algorithms import get
-from collsim.cli.args import cluster_from_args, element_count, finite_json, round_seconds
+from collsim.cli.args import cluster_from_args, element_count, finite_json, round_seconds, topology_from_args
 from collsim.errors import CollsimError
 from collsim.nccl.settings import env_arguments
 from collsim.predict import nccl_context, simulate_nccl
 from collsim.predictors import SIMULATED
 from collsim.units import bandwidths
+
+
+def print_utilisation(r) -> None:
+    """Busy share of the run per kind of resource (GPU ports, NICs, pair links): how many carried bytes,
+    max, mean, min among those."""
+    if r.time_s <= 0:
+        return
+    kinds: dict[str, list[float]] = {}
+    for x in r.resource_table():
+        kinds.setdefault(re.sub(r"\d+", "N", x["name"]), []).append(x["busy"])
+    print(f"{'resource':18s} {'used':>6s} {'busiest':>8s} {'mean':>7s} {'least':>7s}   (share of the run spent busy)")
+    for kind, shares in sorted(kinds.items(), key=lambda kv: -max(kv[1])):
+        print(f"{kind:18s} {len(shares):6d} {100 * max(shares):7.1f}% {100 * sum(shares) / len(shares):6.1f}% "
+              f"{100 * min(shares):6.1f}%")
 
 
 def nccl_cluster(args):
@@ -25,6 +41,7 @@ def nccl_cluster(args):
     own = args.slices != 1 or args.chunks is not None or args.gamma or args.policy != "fair"
     if algo is not None and (algo.nccl_name is None or own):
         return None
+    topology_from_args(args, args.ranks)                 # the machine checks: one machine, --ranks that fit it
     cluster = cluster_from_args(args, args.ranks)
     if cluster is None and algo is None:
         raise CollsimError("simulate without --algo runs NCCL's choice, which needs a preset or cluster file, "
@@ -62,6 +79,7 @@ def cmd_simulate_nccl(args, cluster) -> int:
           f"busbw {bus:.2f} GB/s  (NCCL's own model: {d.time_us:.3f} us)")
     if busiest:
         print(f"busiest resource: {busiest['name']}, busy {100 * busiest['busy']:.0f}% of the run")
+    print_utilisation(sim.result)
     cut = [f"{sim.classes} of {sim.channels} channels, each standing for those like it"] * (sim.classes < sim.channels)
     cut += [f"{sim.simulated_loops} of {sim.loops} loops, the rest extrapolated"] * (sim.simulated_loops < sim.loops)
     if cut:

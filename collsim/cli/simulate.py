@@ -18,7 +18,6 @@ NIC and pair link that carried bytes, with ``busy`` its share of the run (0..1).
 """
 from __future__ import annotations
 
-import re
 import sys
 import textwrap
 
@@ -40,7 +39,7 @@ from collsim.cli.args import (
     size_arg,
     topology_from_args,
 )
-from collsim.cli.nccl_run import cmd_simulate_nccl, nccl_cluster
+from collsim.cli.nccl_run import cmd_simulate_nccl, nccl_cluster, print_utilisation
 from collsim.core.budget import require_simulation, require_simulation_bound
 from collsim.errors import CollsimError
 from collsim.inputs import MAX_CHANNELS
@@ -89,22 +88,8 @@ def cmd_simulate(args) -> int:
         return 0
     print(f"{args.algo} P={ranks} {s.nbytes} B on {topo.name}, {s.n_channels} channel(s): {r.time_s * 1e6:.3f} us  "
           f"algbw {alg:.2f} GB/s  busbw {bus:.2f} GB/s  ({s.n_steps} steps, {s.n_transfers} transfers)")
-    _print_utilisation(r)
+    print_utilisation(r)
     return 0
-
-
-def _print_utilisation(r) -> None:
-    """Busy share of the run per kind of resource (GPU ports, NICs, pair links): how many carried bytes,
-    max, mean, min among those."""
-    if r.time_s <= 0:
-        return
-    kinds: dict[str, list[float]] = {}
-    for x in r.resource_table():
-        kinds.setdefault(re.sub(r"\d+", "N", x["name"]), []).append(x["busy"])
-    print(f"{'resource':18s} {'used':>6s} {'busiest':>8s} {'mean':>7s} {'least':>7s}   (share of the run spent busy)")
-    for kind, shares in sorted(kinds.items(), key=lambda kv: -max(kv[1])):
-        print(f"{kind:18s} {len(shares):6d} {100 * max(shares):7.1f}% {100 * sum(shares) / len(shares):6.1f}% "
-              f"{100 * min(shares):6.1f}%")
 
 
 def cmd_sweep(args) -> int:

@@ -105,6 +105,8 @@ def _unavailable(cluster: Cluster, env: dict, error: CollsimError) -> CollsimErr
         why = " (NVLS needs NVLink SHARP: an NVSwitch node of H100, H200, B200 or their variants)"
     elif algo == "NVLSTree" and cluster.nodes == 1:
         why = " (NVLSTree joins nodes: one node runs NVLS)"
+    elif algo == "NVLS" and cluster.nodes > 1:
+        why = " (NVLS across nodes needs CollNet in the switches; NVLSTree joins nodes over the NICs)"
     elif algo.startswith("CollNet"):
         why = " (CollNet needs switches that reduce: sharp: true on net ib, more than one node, at most 8 GPUs a node)"
     return CollsimError(f"{forced} is not available on {cluster.name or cluster.gpu}{why}: {error}")

@@ -200,7 +200,7 @@ BAD = [
     (["predict", "--algo", "direct", "--ranks", 4, "--gpus-per-node", 2, "--bytes", 8, *UNIFORM], ["gpus_per_node"]),
     (["simulate", "--algo", "ring", "--channels", 0, "--cluster", "h100-nvlink", "--bytes", 8], ["--channels"]),
     (["simulate", "--algo", "nvls", "--cluster", "a100-nvlink", "--bytes", 64], ["NVLink SHARP"]),
-    (["simulate", "--algo", "nvls", "--cluster", "h100-nvlink", "--nodes", 2, "--bytes", 64], ["another node"]),
+    (["simulate", "--algo", "nvls", "--cluster", "h100-nvlink", "--nodes", 2, "--bytes", 64], ["NVLSTree joins nodes"]),
     (["simulate", "--algo", "ring", "--cluster", "nope", "--bytes", 64], ["--cluster", "nope"]),
     (["simulate", "--algo", "ring", "--cluster", "h100-nvlink", "--ranks", 4, "--bytes", 64], ["8 GPUs"]),
     (["simulate", "--algo", "ring", "--nodes", 2, "--bytes", 64, *UNIFORM, "--ranks", 4], ["--nodes"]),
@@ -362,3 +362,25 @@ def test_list_presets_names_each_source(capsys):
     for name, topo in PRESETS.items():
         i = next(k for k, line in enumerate(lines) if line.startswith(f"{name} "))
         assert lines[i + 1].strip().startswith("source: " + topo.source.split()[0])
+
+
+def test_simulate_on_a_cluster_runs_the_schedule_nccl_runs(capsys):
+    assert main(["simulate", "--cluster", "ib-400g", "--nodes", "2", "--bytes", "64M"]) == 0
+    out = capsys.readouterr().out
+    assert "NCCL chooses" in out and "busiest resource:" in out and "simulated" in out
+    assert main(["simulate", "--cluster", "ib-400g", "--nodes", "2", "--bytes", "64M", "--algo", "nvlstree",
+                 "--json"]) == 0
+    sim = json.loads(capsys.readouterr().out)
+    assert sim["predictor"] == "simulated_us" and sim["algo"] == "NVLSTree" and sim["chosen_by"] == "you"
+    assert main(["predict-nccl", "--cluster", "ib-400g", "--nodes", "2", "--bytes", "64M", "--algo", "NVLSTree",
+                 "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert sim["time_s"] * 1e6 == pytest.approx(row["kernel_us"], rel=1e-6)     # one simulation under both
+    assert main(["simulate", "--cluster", "h100-nvlink", "--bytes", "1M", "--algo", "ring", "--proto", "LL",
+                 "--channels", "4", "--json"]) == 0
+    forced = json.loads(capsys.readouterr().out)
+    assert (forced["algo"], forced["proto"], forced["channels"]) == ("Ring", "LL", 4)
+    for argv in (["--alpha", "1e-6", "--beta", "1e-10", "--ranks", "4", "--bytes", "1M", "--algo", "ring", "--proto",
+                  "LL"], ["--cluster", "h100-nvlink"], ["--cluster", "h100-nvlink", "--bytes", "1M", "--slices", "2"]):
+        assert main(["simulate", *argv]) == 2
+        assert capsys.readouterr().err.count("\n") == 1

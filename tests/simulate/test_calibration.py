@@ -23,7 +23,8 @@ def measured(name: str):
 
 def simulated_busbw(cluster, algo, sizes, env=None):
     ctx = nccl_context(cluster, algo, env=env)
-    times = [simulate_nccl(ctx, d.algo, d.proto, int(s), d.channels).time_s for s, d in zip(sizes, ctx.decisions(sizes))]
+    times = [simulate_nccl(ctx, d.algo, d.proto, int(s), d.channels).time_s
+             for s, d in zip(sizes, ctx.decisions(sizes))]
     return sizes / np.array(times) / 1e9 * 2 * (cluster.ranks - 1) / cluster.ranks
 
 

@@ -1,0 +1,54 @@
+"""collsim.simulate.symmetry: channels that repeat each other, as they are or from the next GPU, simulated once
+give the kept transfers the times of the whole simulation."""
+import pytest
+
+from collsim.algorithms import build_schedule
+from collsim.machine import load_cluster
+from collsim.predict import nccl_context
+from collsim.predict.costs import nccl_topology, with_window
+from collsim.predict.schedules import nccl_run
+from collsim.simulate import simulate
+from collsim.simulate.symmetry import channel_classes, collapse_channels, rotate_channels
+
+
+def nccl_case(spec, nodes, algo, proto, nbytes, loops=3):
+    ctx = nccl_context(load_cluster(spec, nodes), algo, proto)
+    d = ctx.decisions([nbytes])[0]
+    run = nccl_run(ctx.cluster, algo, proto, nbytes, d.channels, 4 << 20, loops)
+    topo = nccl_topology(ctx.cluster, ctx.params, algo, proto, run.threads, 1.0, run.channels)
+    return run.schedule, with_window(topo, run.window), f"{algo}/{proto}"
+
+
+@pytest.mark.parametrize("case", [("h100-nvlink", 1, "Ring", "Simple", 1 << 26),
+                                  ("ib-400g", 4, "NVLSTree", "Simple", 1 << 26),
+                                  ("ib-400g", 4, "Ring", "LL128", 1 << 24), ("h100-nvlink", 1, "NVLS", "Simple", 1 << 26)])
+def test_collapsed_channels_keep_the_whole_simulations_time(case):
+    s, topo, proto = nccl_case(*case)
+    full = simulate(s, topo, protocol=proto, progress=False)
+    small, slow, g = collapse_channels(s, topo)
+    assert g > 1 and small.n_channels == s.n_channels // g
+    assert simulate(small, slow, protocol=proto, progress=False).time_s == pytest.approx(full.time_s, rel=1e-9)
+
+
+@pytest.mark.parametrize("case", [("ib-400g", 4, "Tree", "LL128", 1 << 22), ("ib-400g", 2, "Tree", "Simple", 1 << 26),
+                                  ("h100-nvlink", 1, "Tree", "LL128", 1 << 24),
+                                  ("ib-100g", 4, "Tree", "Simple", 1 << 24)])
+def test_rotated_channels_keep_the_whole_simulations_time(case):
+    s, topo, proto = nccl_case(*case)
+    full = simulate(s, topo, protocol=proto, progress=False)
+    s1, t1, g = collapse_channels(s, topo)
+    small, slow, k = rotate_channels(s1, t1)
+    assert small.n_channels * k * g == s.n_channels and k % 8 == 0
+    r = simulate(small, slow, protocol=proto, progress=False, merged=True)
+    assert r.time_s == pytest.approx(full.time_s, rel=1e-9)
+    assert r.busiest()["busy"] == pytest.approx(full.busiest()["busy"], rel=1e-4)   # parts differ by an element
+
+
+def test_channels_that_differ_are_simulated_whole():
+    topo = nccl_case("h100-nvlink", 1, "Ring", "Simple", 1 << 20)[1]
+    assert collapse_channels(build_schedule("ring", 8, 2400, channels=3), topo)[2] == 3
+    assert channel_classes(build_schedule("ring", 8, 1000, channels=3)) == [[0], [1], [2]]   # chunks 41 and 42
+    assert collapse_channels(build_schedule("ring", 8, 1000, channels=3), topo)[2] == 1
+    assert rotate_channels(build_schedule("ring", 8, 1000), topo) is None          # one channel: nothing to rotate
+    odd = build_schedule("nccl-tree", 16, 4096, gpus_per_node=8, channels=3)       # 3 heads of 8: shifts not covered
+    assert rotate_channels(odd, nccl_case("ib-400g", 2, "Tree", "Simple", 1 << 20)[1]) is None
