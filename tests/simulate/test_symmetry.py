@@ -21,7 +21,8 @@ def nccl_case(spec, nodes, algo, proto, nbytes, loops=3):
 
 @pytest.mark.parametrize("case", [("h100-nvlink", 1, "Ring", "Simple", 1 << 26),
                                   ("ib-400g", 4, "NVLSTree", "Simple", 1 << 26),
-                                  ("ib-400g", 4, "Ring", "LL128", 1 << 24), ("h100-nvlink", 1, "NVLS", "Simple", 1 << 26)])
+                                  ("ib-400g", 4, "Ring", "LL128", 1 << 24),
+                                  ("h100-nvlink", 1, "NVLS", "Simple", 1 << 26)])
 def test_collapsed_channels_keep_the_whole_simulations_time(case):
     s, topo, proto = nccl_case(*case)
     full = simulate(s, topo, protocol=proto, progress=False)
