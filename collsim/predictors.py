@@ -2,8 +2,10 @@
 what each predictor is for (``PREDICTORS``: the same text in README, ``collsim.simulate``,
 ``collsim.fitted`` and both commands' ``--help``; a test keeps them equal).
 
-- ``simulated_us``: collsim's event simulation of a schedule on a described machine (``collsim.simulate``);
-- ``model_us``: collsim's fitted NCCL-shaped model (``collsim.fitted``);
+- ``simulated_us``: collsim's event simulation of a schedule on a described machine (``collsim.simulate``), what
+  ``collsim predict-nccl`` prints for the schedule NCCL runs (``collsim.predict``);
+- ``model_us``: collsim's fitted NCCL-shaped model (``collsim.fitted``), whose parameters cost the simulation's
+  transfers and which ``collsim compare --params`` scores on its own;
 - ``nccl_us``: NCCL's own tuning model, ported (``collsim.nccl``), drawn beside collsim's, never used as it;
 - ``measured_us``: a measurement.
 """
@@ -14,10 +16,10 @@ NAMES = {SIMULATED: "collsim's event simulation", MODEL: "collsim's fitted model
          MEASURED: "measured"}
 
 PREDICTORS = (
-    "collsim predicts a time two ways. The event simulation (collsim simulate, simulated_us) runs a checked "
-    "schedule transfer by transfer on a described machine and shows where every byte goes and which resource "
-    "binds, for NCCL's schedules or your own. The fitted model (collsim predict-nccl, model_us) takes NCCL's own "
-    "choice of algorithm, protocol and channels and times it with collsim's NCCL-shaped model, fitted to real "
-    "measurements and rescaled to the machine; it knows NCCL's protocols, pipelining and launch costs, which the "
-    "simulation does not, so the two differ at small and mid sizes and for NCCL's trees on 4 or more nodes, "
-    "where the simulation's schedule-order contention under-serves them.")
+    "collsim predicts NCCL's time one way: the event simulation (simulated_us) runs a checked schedule transfer by "
+    "transfer on a described machine, with NCCL's protocol costs, pipeline and channels, and shows where every byte "
+    "goes and which resource binds. collsim simulate runs your schedule or, on a described cluster, the one NCCL "
+    "runs, and collsim predict-nccl takes NCCL's own choice of algorithm, protocol and channels, simulates that "
+    "schedule and adds what the measurement harness adds. The fitted model (model_us) supplies the simulation's "
+    "per-transfer costs, fitted to real measurements and rescaled to the machine, and NCCL's own model (nccl_us) is "
+    "drawn beside collsim's, never used as it.")

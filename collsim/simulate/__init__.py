@@ -1,26 +1,29 @@
 """Event-driven simulation of a schedule on a machine (``simulated_us``; ``collsim.predictors``).
 
-collsim predicts a time two ways. The event simulation (collsim simulate, simulated_us) runs a checked
-schedule transfer by transfer on a described machine and shows where every byte goes and which resource
-binds, for NCCL's schedules or your own. The fitted model (collsim predict-nccl, model_us) takes NCCL's own
-choice of algorithm, protocol and channels and times it with collsim's NCCL-shaped model, fitted to real
-measurements and rescaled to the machine; it knows NCCL's protocols, pipelining and launch costs, which the
-simulation does not, so the two differ at small and mid sizes and for NCCL's trees on 4 or more nodes,
-where the simulation's schedule-order contention under-serves them.
+collsim predicts NCCL's time one way: the event simulation (simulated_us) runs a checked schedule transfer by
+transfer on a described machine, with NCCL's protocol costs, pipeline and channels, and shows where every byte
+goes and which resource binds. collsim simulate runs your schedule or, on a described cluster, the one NCCL
+runs, and collsim predict-nccl takes NCCL's own choice of algorithm, protocol and channels, simulates that
+schedule and adds what the measurement harness adds. The fitted model (model_us) supplies the simulation's
+per-transfer costs, fitted to real measurements and rescaled to the machine, and NCCL's own model (nccl_us) is
+drawn beside collsim's, never used as it.
 
 Semantics (``collsim.simulate.reference`` is the whole of it as one readable loop): a transfer waits for the
-data it reads to arrive, for the transfer before it on its channel's engine to end and for its connection's
-window; it spends an overhead on its engine, then its bytes hold the ports they cross (a GPU's NVLink port, a
-NIC, a pair link) and the engine for the wire time at the port's rate and at most one channel's rate; its data
-arrives a latency later. Latency delays the arrival and holds nothing. Durations per transfer come from the
-machine's links and, under one of NCCL's protocols, from its protocol costs (``collsim.simulate.costs``,
-``collsim.machine.protocols``). Contention policy "fair" (default): each port shares its rate fairly among the
-transfers on it at every moment (``collsim.simulate.fair``); "schedule": one at a time in schedule order. A
-machine's fixed cost per call (``call_us``) is added to the completion time.
+data it reads to arrive, for the transfer before it on its engine (its channel and lane on its GPU) to end and
+for its connection's window; its bytes then hold the ports they cross (a GPU's NVLink port, a NIC, a pair link)
+at a fair share of each port's rate, and its channel's thread block at the channel's own rate (shared by the
+channel's lanes); its engine spends a fixed overhead after them, and its data arrives a latency later. Latency
+delays the arrival and holds nothing. Durations per transfer come from the machine's links and, under one of
+NCCL's protocols, from its protocol costs (``collsim.simulate.costs``, ``collsim.machine.protocols``).
+Contention policy "fair" (default): each port shares its rate fairly among the transfers on it at every moment
+(``collsim.simulate.fair``); "schedule": one at a time in schedule order. The run ends when the receiver of the
+last transfer has taken it in (its arrival plus the step's overhead), plus the machine's fixed cost per call
+(``call_us``).
 
 Deterministic: no randomness, a fixed order of floating-point operations; the engine (``events``) agrees with
 the reference loop. Modules: ``reference`` (the semantics), ``costs`` (durations), ``resources`` (routing),
-``deps`` (what each transfer waits for), ``fair`` (a fairly shared port), ``events`` (the engine). Simulations of
+``deps`` (what each transfer waits for), ``fair`` (a fairly shared port), ``events`` (the engine), ``symmetry``
+(channels that repeat each other simulated once, exactly). Simulations of
 many transfers show a tqdm progress bar on stderr when stderr is a terminal (``PROGRESS_TRANSFERS``).
 """
 from __future__ import annotations
