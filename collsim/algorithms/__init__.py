@@ -11,8 +11,8 @@ AllReduces).
 Adding an algorithm: a module that ends with its ``Algorithm`` record, and one
 entry in ``REGISTRY`` below.
 
-Modules: ``ring`` (rail rings, Hamiltonian cycles), ``tree`` + ``tree_shapes`` + ``tree_pipeline``
-(the double binary tree, pipelined), ``hierarchical`` (pipelined; NCCL's tree across nodes), ``nvls``
+Modules: ``ring`` (rail rings, Hamiltonian cycles), ``tree`` + ``tree_shapes`` + ``tree_plan`` +
+``tree_pipeline`` (the double binary tree: shapes, edges and colours, pipelined), ``hierarchical`` (pipelined; NCCL's tree across nodes), ``nvls``
 (NVLS, NVLSTree), ``classic`` (halving-doubling, recursive doubling, direct), ``lecture`` (the lecture's
 ring, tree and hierarchical AllReduce, teaching only), ``timing`` (the closed forms' step chains).
 """

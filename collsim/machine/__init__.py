@@ -13,6 +13,8 @@ Two ways to write one down, both taken by every command's ``--cluster``:
   YAML/JSON file whose ``intra`` is a mapping of link numbers. Only the simulation can use it: it
   names no GPU, so NCCL's choice cannot be derived from it.
 
+``protocols`` says what one transfer costs under each of NCCL's protocols (LL, LL128, Simple).
+
 ``load_cluster(spec, nodes)`` gives a ``Cluster``; ``load_machine(spec, nodes)`` gives what the
 simulator runs on (a ``Topology``: a cluster's through ``linkview.to_topology``). Both raise one-line
 ``CollsimError`` for anything wrong, naming the file and key.

@@ -66,7 +66,7 @@ def test_compare_cluster_scores_a_published_log(capsys):
     f = d["files"][0]
     assert f["gpus_per_process"] == 1 and {r["algo"] for r in f["rows"]} == {"Ring"}
     assert {r["channels"] for r in f["rows"] if r["bytes"] >= 2 << 20} == {24}          # NCCL_MIN_CTAS=24
-    assert d["model"]["median_abs_rel_error"] < 0.05 < d["nccl"]["median_abs_rel_error"]
+    assert d["simulated"]["median_abs_rel_error"] < 0.05 < d["nccl"]["median_abs_rel_error"]
     assert main(["compare", "--cluster", "h100-nvlink", "--measured", str(L01)]) == 0
     out = capsys.readouterr().out
     assert "8 GPU(s) per process" in out and "from 1 MiB" in out
