@@ -29,7 +29,7 @@ ROOMS = [
 ]
 # third-party packages worth importing only when used: slow to import, or optional (extras)
 HEAVY = {"torch", "ipywidgets", "IPython", "matplotlib", "scipy", "PIL", "nbformat", "nbclient", "nbconvert",
-         "pandas", "playwright", "tqdm"}
+         "pandas", "playwright", "tqdm", "numba"}
 MAX_LINES = 300
 MAX_TOP_LEVEL = 10
 

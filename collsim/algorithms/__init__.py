@@ -12,9 +12,10 @@ Adding an algorithm: a module that ends with its ``Algorithm`` record, and one
 entry in ``REGISTRY`` below.
 
 Modules: ``ring`` (rail rings, Hamiltonian cycles), ``tree`` + ``tree_shapes`` + ``tree_plan`` +
-``tree_pipeline`` (the double binary tree: shapes, edges and colours, pipelined), ``hierarchical`` (pipelined; NCCL's tree across nodes), ``nvls``
-(NVLS, NVLSTree), ``classic`` (halving-doubling, recursive doubling, direct), ``lecture`` (the lecture's
-ring, tree and hierarchical AllReduce, teaching only), ``timing`` (the closed forms' step chains).
+``tree_pipeline`` (the double binary tree: shapes, edges and colours, pipelined), ``hierarchical``
+(pipelined; NCCL's tree across nodes), ``nvls`` (NVLS, NVLSTree), ``classic`` (halving-doubling, recursive
+doubling, direct), ``lecture`` (the lecture's ring, tree and hierarchical AllReduce, teaching only), ``timing``
+(the closed forms' step chains).
 """
 from __future__ import annotations
 

@@ -1,22 +1,28 @@
-"""The engine: the semantics of ``collsim.simulate.reference`` in one pass.
+"""The engine: the semantics of ``collsim.simulate.reference`` in one pass, compiled (``collsim.simulate.jit``).
 
 Policy "fair" (the default): an event simulation. A transfer starts when everything it waits for has happened
 (its data dependencies arrived, the transfer before it on its engine ended, its window predecessor arrived;
-``collsim.simulate.deps``); its bytes then join each port they cross, which serves its transfers fairly
-(``collsim.simulate.fair.Port``); when every port has served them the transfer is done, and its dependents
-learn when it arrives. Events (a transfer's start, a port's next end) are taken in time order, ties in the
-order they were made: deterministic. Policy "schedule": every port serves its transfers one at a time in
-schedule order (everything a transfer waits for comes earlier in the schedule), one pass. The per-transfer
-state lives in ``array`` buffers (8 bytes an entry).
+``collsim.simulate.deps``); its jobs (its bytes on each port they cross, its sender's proxy and channel) then
+join those ports. A port shares its rate max-min fairly among its jobs (each the same share, or its cap if
+less: ``collsim.simulate.fair.rates``) and keeps, per job, the service (seconds of the whole port) it still
+owes; a job is done when that is below ``EPS`` of what it needed. A transfer is done when all its jobs are,
+and its dependents learn when it arrives. Two indexed heaps (``collsim.simulate.heaps``) hold the transfers
+ready to start and every busy port's next end, keyed (time, seq): events are taken in time order, ties in the
+order they were scheduled, so the run is deterministic. Policy "schedule": every port serves its jobs one at a
+time in schedule order (everything a transfer waits for comes earlier in the schedule), one pass.
+
+State lives in numpy arrays; the loops run in ``PROGRESS_BLOCK`` transfers at a time so that a progress bar
+can follow a long run.
 """
 from __future__ import annotations
 
-import heapq
-from array import array
-
 import numpy as np
 
-from collsim.simulate.fair import Port
+from collsim.simulate.heaps import new_heap, pop, put
+from collsim.simulate.jit import jit
+
+EPS = 1e-9             # a job is done when the service it still owes is below EPS of its whole
+PROGRESS_BLOCK = 1 << 20
 
 
 def _waiting(n: int, data_ptr, data_dep, engine_pred, window_pred):
@@ -24,7 +30,7 @@ def _waiting(n: int, data_ptr, data_dep, engine_pred, window_pred):
     count = np.diff(data_ptr) + (engine_pred >= 0) + (window_pred >= 0)
     owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(data_ptr))
     has_w = window_pred >= 0
-    who = np.concatenate([data_dep, window_pred[has_w]])
+    who = np.concatenate([data_dep, window_pred[has_w]]).astype(np.int64)
     waiter = np.concatenate([owner, np.flatnonzero(has_w)])
     order = np.argsort(who, kind="stable")
     ptr = np.zeros(n + 1, np.int64)
@@ -32,107 +38,173 @@ def _waiting(n: int, data_ptr, data_dep, engine_pred, window_pred):
     succ = np.full(n, -1, np.int64)
     has_e = engine_pred >= 0
     succ[engine_pred[has_e]] = np.flatnonzero(has_e)
-    return count, ptr, waiter[order], succ
+    return count.astype(np.int64), ptr, waiter[order].astype(np.int64), succ
 
 
-class _State:
-    """Per-transfer times and what waits for whom, shared by both policies."""
-
-    def __init__(self, n, data_ptr, data_dep, engine_pred, window_pred, c):
-        count, wptr, waiters, succ = _waiting(n, data_ptr, data_dep, engine_pred, window_pred)
-        self.left, self.wp = array("q", count), array("q", wptr)
-        self.wl, self.nxt = array("q", waiters), array("q", succ)
-        self.cp, self.oh, self.lat, self.alone = (array("d", np.asarray(a, np.float64)) for a in
-                                                  (c.compute, c.overhead, c.latency, c.alone))
-        self.t, self.start, self.end, self.arrive = (array("d", bytes(8 * n)) for _ in range(4))
-
-    def finish(self, i: int, e: float, started) -> None:
-        """Transfer i's bytes are done at e: its arrival and end, and the dependents that can start now."""
-        e += self.cp[i]
-        r = e + self.lat[i]
-        self.arrive[i] = r
-        e += self.oh[i]
-        self.end[i] = e
-        t, left = self.t, self.left
-        for x in range(self.wp[i], self.wp[i + 1]):
-            k = self.wl[x]
-            if r > t[k]:
-                t[k] = r
-            left[k] -= 1
-            if not left[k]:
-                started(k)
-        k = self.nxt[i]
-        if k >= 0:
-            if e > t[k]:
-                t[k] = e
-            left[k] -= 1
-            if not left[k]:
-                started(k)
+@jit
+def _finish(i, e, tm, cost, left, wp, wl, nxt, ready, ctr):
+    """Transfer i's jobs are done at e: its arrival and end, and the dependents that can start now (into the
+    ready heap). ``tm``: (ready time, start, end, arrive) rows; ``cost``: (compute, overhead, latency, alone)."""
+    e += cost[0, i]
+    r = e + cost[2, i]
+    tm[3, i] = r
+    e += cost[1, i]
+    tm[2, i] = e
+    rt, rs, ri, rpos = ready
+    for x in range(wp[i], wp[i + 1]):
+        k = wl[x]
+        if r > tm[0, k]:
+            tm[0, k] = r
+        left[k] -= 1
+        if left[k] == 0:
+            ctr[0] = put(rt, rs, ri, rpos, ctr[0], k, tm[0, k], ctr[2])
+            ctr[2] += 1
+    k = nxt[i]
+    if k >= 0:
+        if e > tm[0, k]:
+            tm[0, k] = e
+        left[k] -= 1
+        if left[k] == 0:
+            ctr[0] = put(rt, rs, ri, rpos, ctr[0], k, tm[0, k], ctr[2])
+            ctr[2] += 1
 
 
-def _fair(n, st: _State, rows, sizes, caps, spare, progress):
-    heap, seq, version = [], 0, {}
-    ports: dict[int, Port] = {}
-    pending = array("q", bytes(8 * n))
-    jobs = len(rows) // n if n else 0
+@jit
+def _serve(p, t, pt, head, jnext, jleft, jrate):
+    """Port p's jobs served from its last time to t."""
+    dt = t - pt[p]
+    if dt > 0:
+        j = head[p]
+        while j >= 0:
+            jleft[j] -= jrate[j] * dt
+            j = jnext[j]
+    pt[p] = t
 
-    def push(time, kind, x):
-        nonlocal seq
-        heapq.heappush(heap, (time, seq, kind, x))
-        seq += 1
 
-    def check(p: int, port: Port):
-        version[p] = version.get(p, 0) + 1
-        done = port.next_done()
-        if done != float("inf"):
-            push(done, 1, (p, version[p]))
+@jit
+def _shares(p, head, count, jnext, caps, jrate, fixed):
+    """Max-min fair rates of port p's jobs (``collsim.simulate.fair.rates``: the smallest caps first)."""
+    k = count[p]
+    if k == 0:
+        return
+    level = 1.0 / k
+    low = 2.0
+    j = head[p]
+    while j >= 0:
+        fixed[j] = False
+        if caps[j] < low:
+            low = caps[j]
+        j = jnext[j]
+    if low >= level:
+        j = head[p]
+        while j >= 0:
+            jrate[j] = level
+            j = jnext[j]
+        return
+    rest, m = 1.0, k
+    while m > 0:                  # the smallest cap left, while it is below an equal share of what is left
+        best, j = -1, head[p]
+        while j >= 0:
+            if not fixed[j] and (best < 0 or caps[j] < caps[best]):
+                best = j
+            j = jnext[j]
+        level = rest / m
+        if caps[best] >= level:
+            break
+        jrate[best] = caps[best]
+        fixed[best] = True
+        rest -= caps[best]
+        m -= 1
+    j = head[p]
+    while j >= 0:
+        if not fixed[j]:
+            jrate[j] = rest / m
+        j = jnext[j]
 
-    def started(j):
-        push(st.t[j], 0, j)
 
-    for i in range(n):
-        if st.left[i] == 0:
-            push(0.0, 0, i)
-    done_count = 0
-    while heap:
-        time, _, kind, x = heapq.heappop(heap)
-        if kind == 0:
-            i = x
-            st.start[i] = time
+@jit
+def _next(p, head, pt, jnext, jleft, jrate):
+    """When port p's next job is done (inf: none)."""
+    best = np.inf
+    j = head[p]
+    while j >= 0:
+        d = pt[p] + (jleft[j] / jrate[j] if jrate[j] > 0 else 0.0)
+        if d < best:
+            best = d
+        j = jnext[j]
+    return best
+
+
+@jit
+def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, spare, jobs, pend, pt, head, count, jnext, jprev,
+          jleft, jrate, fixed, ready, busy, ctr):
+    """Run events until every transfer is done or ``limit`` more are; ``ctr``: (ready size, busy size, seq,
+    done). Returns the transfers done."""
+    rt, rs, ri, rpos = ready
+    bt, bs, bi, bpos = busy
+    stop = ctr[3] + limit
+    while ctr[3] < stop:
+        take_ready = ctr[0] > 0 and (ctr[1] == 0 or rt[0] < bt[0] or (rt[0] == bt[0] and rs[0] < bs[0]))
+        if take_ready:
+            i, time = ri[0], rt[0]
+            ctr[0] = pop(rt, rs, ri, rpos, ctr[0])
+            tm[1, i] = time
             k = 0
             for j in range(i * jobs, i * jobs + jobs):
                 p = rows[j]
-                if p != spare:
-                    port = ports.get(p)
-                    if port is None:
-                        port = ports[p] = Port()
-                    port.add(time, i, sizes[j], caps[j])
-                    check(p, port)
-                    k += 1
-            pending[i] = k
-            if not k:
-                st.finish(i, time + st.alone[i], started)
+                if p == spare:
+                    continue
+                _serve(p, time, pt, head, jnext, jleft, jrate)
+                jleft[j] = sizes[j]
+                jprev[j] = -1
+                jnext[j] = head[p]
+                if head[p] >= 0:
+                    jprev[head[p]] = j
+                head[p] = j
+                count[p] += 1
+                _shares(p, head, count, jnext, caps, jrate, fixed)
+                ctr[1] = put(bt, bs, bi, bpos, ctr[1], p, _next(p, head, pt, jnext, jleft, jrate), ctr[2])
+                ctr[2] += 1
+                k += 1
+            pend[i] = k
+            if k == 0:
+                _finish(i, time + cost[3, i], tm, cost, left, wp, wl, nxt, ready, ctr)
+                ctr[3] += 1
             continue
-        p, v = x
-        if version.get(p) != v:
-            continue
-        port = ports[p]
-        for i in port.advance(time):
-            pending[i] -= 1
-            if not pending[i]:
-                st.finish(i, time, started)
-                done_count += 1
-                if progress is not None and not done_count % 65536:
-                    progress(65536)
-        check(p, port)
+        if ctr[1] == 0 or bt[0] == np.inf:
+            break
+        p, time = bi[0], bt[0]
+        _serve(p, time, pt, head, jnext, jleft, jrate)
+        j = head[p]
+        while j >= 0:
+            after = jnext[j]
+            # done, or owing less than the clock can resolve
+            if jleft[j] <= EPS * sizes[j] or (jrate[j] > 0 and time + jleft[j] / jrate[j] <= time):
+                if jprev[j] >= 0:
+                    jnext[jprev[j]] = after
+                else:
+                    head[p] = after
+                if after >= 0:
+                    jprev[after] = jprev[j]
+                count[p] -= 1
+                i = j // jobs
+                pend[i] -= 1
+                if pend[i] == 0:
+                    _finish(i, time, tm, cost, left, wp, wl, nxt, ready, ctr)
+                    ctr[3] += 1
+            j = after
+        _shares(p, head, count, jnext, caps, jrate, fixed)
+        ctr[1] = put(bt, bs, bi, bpos, ctr[1], p, _next(p, head, pt, jnext, jleft, jrate), ctr[2])
+        ctr[2] += 1
+    return ctr[3]
 
 
-def _in_order(n, st: _State, rows, sizes, spare, n_ports, progress):
-    free = array("d", bytes(8 * n_ports))
-    jobs = len(rows) // n if n else 0
+@jit
+def _in_order(n, tm, cost, left, wp, wl, nxt, rows, sizes, spare, jobs, free, ready, ctr):
+    """Policy "schedule": transfer by transfer in schedule order, each port serving its jobs one at a time."""
     for i in range(n):
-        q = st.t[i]
-        e = q + st.alone[i]
+        q = tm[0, i]
+        e = q + cost[3, i]
         b0 = q
         for j in range(i * jobs, i * jobs + jobs):
             p = rows[j]
@@ -145,10 +217,8 @@ def _in_order(n, st: _State, rows, sizes, spare, n_ports, progress):
                 b0 = b
             if h > e:
                 e = h
-        st.start[i] = b0
-        st.finish(i, e, lambda j: None)
-        if progress is not None and not (i + 1) % 65536:
-            progress(65536)
+        tm[1, i] = b0
+        _finish(i, e, tm, cost, left, wp, wl, nxt, ready, ctr)     # (its ready heap goes unused)
 
 
 def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndarray, window_pred: np.ndarray,
@@ -156,12 +226,36 @@ def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndar
         progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(start, end, arrive) in seconds of every transfer (``collsim.simulate.costs.Costs``). ``rows``, ``sizes``,
     ``caps``: (n, k) arrays, every transfer's k jobs: the port (a row of one table of ``n_ports`` rows; the spare
-    row ``n_ports - 1`` means none), the seconds of it the job needs, the most of its rate the job takes."""
-    st = _State(n, data_ptr, data_dep, engine_pred, window_pred, costs)
-    r = array("q", np.ascontiguousarray(rows, np.int64).ravel())
-    z = array("d", np.ascontiguousarray(sizes, np.float64).ravel())
+    row ``n_ports - 1`` means none), the seconds of it the job needs, the most of its rate the job takes.
+    ``progress``: called with the transfers done since its last call (a tqdm bar's ``update``), or None."""
+    count, wp, wl, nxt = _waiting(n, data_ptr, data_dep, engine_pred, window_pred)
+    tm = np.zeros((4, n))                                      # ready time, start, end, arrive
+    cost = np.ascontiguousarray(np.stack([np.broadcast_to(np.asarray(a, np.float64), (n,)) for a in
+                                          (costs.compute, costs.overhead, costs.latency, costs.alone)]))
+    jobs = rows.shape[1] if n else 0
+    r = np.ascontiguousarray(rows, np.int64).ravel()
+    z = np.ascontiguousarray(sizes, np.float64).ravel()
+    ready = new_heap(max(n, 1), max(n, 1))
+    ctr = np.zeros(4, np.int64)
+    for i in np.flatnonzero(count == 0):                      # what waits for nothing starts at 0
+        ctr[0] = put(*ready, ctr[0], int(i), 0.0, ctr[2])
+        ctr[2] += 1
     if policy == "fair":
-        _fair(n, st, r, z, array("d", np.ascontiguousarray(caps, np.float64).ravel()), n_ports - 1, progress)
+        c = np.ascontiguousarray(caps, np.float64).ravel()
+        pend = np.zeros(n, np.int64)
+        pt, head, used = np.zeros(n_ports), np.full(n_ports, -1, np.int64), np.zeros(n_ports, np.int64)
+        jnext, jprev = np.full(len(r), -1, np.int64), np.full(len(r), -1, np.int64)
+        jleft, jrate, fixed = np.zeros(len(r)), np.zeros(len(r)), np.zeros(len(r), np.bool_)
+        busy = new_heap(max(n_ports, 1), max(n_ports, 1))
+        done = 0
+        while done < n:
+            now = _fair(PROGRESS_BLOCK if progress is not None else n, tm, cost, count, wp, wl, nxt, r, z, c,
+                        n_ports - 1, jobs, pend, pt, head, used, jnext, jprev, jleft, jrate, fixed, ready, busy, ctr)
+            if now == done:
+                break
+            if progress is not None:
+                progress(int(now - done))
+            done = int(now)
     else:
-        _in_order(n, st, r, z, n_ports - 1, n_ports, progress)
-    return np.frombuffer(st.start), np.frombuffer(st.end), np.frombuffer(st.arrive)
+        _in_order(n, tm, cost, count, wp, wl, nxt, r, z, n_ports - 1, jobs, np.zeros(n_ports), ready, ctr)
+    return tm[1], tm[2], tm[3]
