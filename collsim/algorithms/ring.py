@@ -46,16 +46,18 @@ MAX_ENUMERATED_CYCLES = 720   # up to 7 GPUs a node: every Hamiltonian cycle; be
 
 
 def ring_phases(b: ScheduleBuilder, groups: np.ndarray, offset, length, slices: int = 1,
-                reduce_scatter: bool = True, all_gather: bool = True, channel=0) -> None:
+                reduce_scatter: bool = True, all_gather: bool = True, channel=0, steps: int | None = None) -> None:
     """Append ring reduce-scatter and/or all-gather steps to ``b``.
 
     groups: (G, n) rank matrix; row g is one ring (position i sends to i+1).
     offset, length: (G,) element range each ring reduces (its own buffer part).
     channel: (G,) or scalar, the channel of each ring.
+    steps: steps per phase (default n - 1; ``ring_quotient`` runs a longer ring's on n positions).
     After the reduce-scatter, position i owns chunk (i + 1) mod n of its range.
     """
     groups = np.atleast_2d(np.asarray(groups, np.int64))
     n = groups.shape[1]
+    steps = n - 1 if steps is None else steps
     if n < 2:
         return
     chunk_off, chunk_len = split_ranges(offset, length, n)          # (G, n)
@@ -64,15 +66,15 @@ def ring_phases(b: ScheduleBuilder, groups: np.ndarray, offset, length, slices: 
     # step (phase, k, slice) x transfer (group, position): chunk (position + shift - k) mod n of the group
     idx = np.int32 if g * n * slices < 1 << 31 else np.int64                          # index width: half the bytes
     shift = np.array([sh for _, sh in phases], idx)[:, None]
-    k = np.arange(n - 1, dtype=idx)[None, :]
-    chunk = (np.arange(n, dtype=idx)[None, None, :] + (shift - k)[:, :, None]) % n    # (phases, n-1, n)
-    flat = (np.arange(g, dtype=idx) * n)[None, None, :, None] + chunk[:, :, None, :]  # (phases, n-1, G, n)
-    flat = flat.reshape(len(phases), n - 1, 1, g * n)
+    k = np.arange(steps, dtype=idx)[None, :]
+    chunk = (np.arange(n, dtype=idx)[None, None, :] + (shift - k)[:, :, None]) % n    # (phases, steps, n)
+    flat = (np.arange(g, dtype=idx) * n)[None, None, :, None] + chunk[:, :, None, :]  # (phases, steps, G, n)
+    flat = flat.reshape(len(phases), steps, 1, g * n)
     if slices > 1:
         flat = flat * slices + np.arange(slices, dtype=idx)[None, None, :, None]
         chunk_off, chunk_len = (a.ravel() for a in split_ranges(chunk_off, chunk_len, slices))
-    shape = (len(phases) * (n - 1) * slices, g * n)
-    ops = np.repeat([op for op, _ in phases], (n - 1) * slices)[:, None]
+    shape = (len(phases) * steps * slices, g * n)
+    ops = np.repeat([op for op, _ in phases], steps * slices)[:, None]
     ch = np.repeat(np.broadcast_to(np.asarray(channel, np.int64), (g,)), n)[None, :]
     b.add_steps(groups.ravel()[None, :], np.roll(groups, -1, axis=1).ravel()[None, :],
                 np.take(chunk_off, flat).reshape(shape), np.take(chunk_len, flat).reshape(shape), ops, ch)
@@ -134,6 +136,32 @@ def ring(ranks: int, count: int, itemsize: int = 4, slices: int = 1, channels: i
     orders = ring_orders(ranks, channels, gpus_per_node, direct)
     for i in range(loops):
         ring_phases(b, orders, l_off[:, i], l_len[:, i], slices, channel=np.arange(channels))
+    return b.build()
+
+
+def ring_quotient(ranks: int, count: int, itemsize: int = 4, slices: int = 1, channels: int = 1,
+                  gpus_per_node: int = 1, loops: int = 1, nodes: int = 2) -> Schedule:
+    """The rail rings of ``ring(ranks, count, ..., gpus_per_node=G)`` seen from ``nodes`` consecutive nodes: the
+    quotient by the shift of every rank ``nodes`` nodes on, which maps NCCL's rings onto themselves when the
+    rings repeat every ``nodes`` nodes and the node count is a multiple of it (``collsim.simulate.symmetry``).
+
+    Positions 0..M-1 of every channel's ring (M = nodes x G ranks) run the whole ring's 2(P-1) steps per loop; the
+    last sends to the first, which stands for the first position ``nodes`` nodes on. Chunks carry labels mod M
+    (position i sends label (i - k) mod M at reduce-scatter step k), so each transfer waits for the one its
+    predecessor sent a step before, as in the whole ring; a label's earlier use M steps back is a wait the
+    ring's own chain already implies. Each chunk has the whole ring's size when the parts split evenly (then
+    every transfer is the image of its whole ring's one, exactly), else the nearest whole count of elements."""
+    m = nodes * gpus_per_node
+    off, ln = split_ranges(np.array([0]), np.array([count]), channels)
+    chunk = np.maximum(np.rint(split_ranges(off[0], ln[0], loops)[1] / ranks), 1).astype(np.int64)   # (C, L)
+    part = (m * chunk).T.ravel()                                       # loop-major: loop i's parts one by one
+    starts = np.concatenate([[0], np.cumsum(part)[:-1]]).reshape(loops, channels)
+    meta = {"slices": slices, "channels": channels, "gpus_per_node": gpus_per_node, "quotient_of": ranks,
+            "loops": loops}
+    b = ScheduleBuilder(m, int(part.sum()), itemsize, name="ring", meta=meta)
+    orders = ring_orders(ranks, channels, gpus_per_node)[:, :m]
+    for i in range(loops):
+        ring_phases(b, orders, starts[i], m * chunk[:, i], slices, channel=np.arange(channels), steps=ranks - 1)
     return b.build()
 
 

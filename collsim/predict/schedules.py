@@ -12,12 +12,19 @@ cuts each channel's part into (file references into NVIDIA/nccl 2.28).
 
 ``window``: the transfers a connection keeps in flight, NCCL_STEPS (8) slots over the slots one transfer
 takes (Ring Simple: a slice of 2 slots, so 4).
+
+Rings on an even number of nodes, 4 or more, run as their quotient by the shift of every rank two nodes on
+(``collsim.algorithms.ring.ring_quotient``: two nodes' ranks run the whole ring's steps), which gives every
+transfer the time of its image in the whole ring, exactly when every chunk holds as many elements (else within
+an element a chunk), and simulates P / 2G times fewer transfers; the rings of an odd number of nodes (whose
+wrap-around hop breaks the pattern) and chunks of under one element run whole.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from collsim.algorithms import build_schedule
+from collsim.algorithms.ring import ring_quotient
 from collsim.core.schedule import Schedule
 from collsim.machine.cluster import Cluster
 from collsim.nccl.chunking import DEFAULT_BUFFSIZE, EFFICIENCY, GRAIN, NCCL_STEPS, channel_bytes, split_channels
@@ -26,6 +33,7 @@ ITEMSIZE = 4           # nccl-tests' default type (float): sizes are counts of 4
 RING_CHUNK_SLOTS = {"LL": 1, "LL128": 1, "Simple": 4}
 RING_SLICES = {"LL": 1, "LL128": 1, "Simple": 2}
 NVLS_THREADS = 640     # NVLS and NVLSTree run NCCL_MAX_NTHREADS per CTA (enqueue.cc topoGetAlgoInfo)
+QUOTIENT_NODES = 2     # NCCL's rail rings repeat every 2 nodes (odd nodes run search channel s^1's order)
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,7 @@ class NcclRun:
     pipeline: int
     window: int
     threads: int
+    nodes: int = 0          # the nodes the schedule spans (fewer than the cluster's: a quotient); 0: all
 
 
 def payload_slot(proto: str, buffsize: int) -> int:
@@ -106,9 +115,12 @@ def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int
         full, slices = ring_pipeline(proto, part, p, buffsize)
         slices = min(slices, max(1, -(-part // (p * full * GRAIN[proto]))))
         k, count = _shortened(full, pipeline, count)
+        slots = RING_CHUNK_SLOTS[proto] // slices
+        if nodes >= 2 * QUOTIENT_NODES and nodes % QUOTIENT_NODES == 0 and count // (used * k) >= p * slices:
+            s = ring_quotient(p, count, ITEMSIZE, slices, used, g, k, QUOTIENT_NODES)
+            return NcclRun(s, used, full, NCCL_STEPS // slots, threads, QUOTIENT_NODES)
         s = build_schedule("ring", p, count, ITEMSIZE, channels=used, slices=slices, loops=k,
                            gpus_per_node=g if nodes > 1 else None)
-        slots = RING_CHUNK_SLOTS[proto] // slices
         return NcclRun(s, used, full, NCCL_STEPS // slots, threads)
     full = tree_chunks(proto, part, p, nodes, buffsize)
     k, count = _shortened(full, pipeline, count)

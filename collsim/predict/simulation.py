@@ -4,8 +4,9 @@ The schedule (``collsim.predict.schedules``) runs on the cluster with NCCL's cos
 Two reductions keep large runs fast, each exact where its condition holds and measured against the whole
 simulation in tests/predict/test_simulation.py:
 
-- Channels that repeat each other, as they are or from the next GPU of every node, are simulated once
-  (``collsim.simulate.symmetry``: ``collapse_channels``, then ``rotate_channels``).
+- Rings on an even number of nodes (4 or more) run as the quotient of two nodes (``collsim.predict.schedules``).
+- Channels that repeat each other, as they are or from other GPUs of every node, are simulated once
+  (``collsim.simulate.symmetry``: ``collapse_channels``, then ``permute_channels``).
 - A run of more than ``LOOPS[1]`` loops (tree: chunks) is simulated for ``LOOPS[0]`` and ``LOOPS[1]`` loops of the
   same bytes each; every further loop adds what the last ``LOOPS[1] - LOOPS[0]`` added on average (NCCL's loops
   repeat one another once the pipeline is full): T(L) = T(b) + (L - b) (T(b) - T(a)) / (b - a). The larger
@@ -13,7 +14,7 @@ simulation in tests/predict/test_simulation.py:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from collsim.fitted.layout import Config
 from collsim.nccl.chunking import DEFAULT_BUFFSIZE
@@ -21,7 +22,7 @@ from collsim.predict.context import NcclContext, harness_config
 from collsim.predict.costs import l2_factor, nccl_topology, with_window
 from collsim.predict.schedules import nccl_run
 from collsim.simulate import SimResult, simulate
-from collsim.simulate.symmetry import collapse_channels, rotate_channels
+from collsim.simulate.symmetry import collapse_channels, permute_channels
 
 LOOPS = (6, 12)   # loops simulated before the rest is extrapolated
 
@@ -55,13 +56,15 @@ def simulate_nccl(ctx: NcclContext, algo: str, proto: str, nbytes: int, channels
 
     def once(loops: int | None) -> tuple[SimResult, int, int, int]:
         run = nccl_run(ctx.cluster, algo, proto, nbytes, channels, buff, loops)
-        key = (algo, proto, run.channels, run.threads, run.window, factor, run.schedule.count, min(loops, run.pipeline))
+        key = (algo, proto, run.channels, run.threads, run.window, factor, run.schedule.count, min(loops, run.pipeline),
+               run.nodes)
         if key in ctx.simulated:                         # larger sizes repeat the same loops
             return ctx.simulated[key][0], run.pipeline, *ctx.simulated[key][1:]
-        topo = with_window(nccl_topology(ctx.cluster, ctx.params, algo, proto, run.threads, factor, run.channels),
+        seen = replace(ctx.cluster, nodes=run.nodes) if run.nodes else ctx.cluster    # a quotient's nodes
+        topo = with_window(nccl_topology(seen, ctx.params, algo, proto, run.threads, factor, run.channels),
                            run.window)
         s, topo, g = collapse_channels(run.schedule, topo)
-        quotient = rotate_channels(s, topo)
+        quotient = permute_channels(s, topo)
         if quotient is not None:
             s, topo, k = quotient
             g *= k

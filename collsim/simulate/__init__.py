@@ -206,7 +206,7 @@ def simulate(schedule: Schedule, topology: Topology, gamma: float = 0.0, progres
 
     The topology may have more GPUs than the schedule has ranks (the job uses ranks 0..P-1 of it), never fewer.
     ``progress``: allow the progress bar (big runs, terminal only). ``merged``: the GPUs of a node share one
-    port, NIC and proxy each (the quotient of ``collsim.simulate.symmetry.rotate_channels``).
+    port, NIC and proxy each (the quotient of ``collsim.simulate.symmetry.permute_channels``).
     """
     _check_fit(schedule, topology)
     if policy not in POLICIES:

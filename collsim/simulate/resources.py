@@ -59,7 +59,7 @@ def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, top
     """Routes of transfers ``src -> dst`` on ``channel`` of a schedule of ``ranks`` ranks (endpoints from
     ``ranks`` on are switches: endpoint ranks + n is node n's NVSwitch); one-line CollsimError for a
     switch transfer on a machine without NVLink SHARP or across nodes. ``merged``: every GPU port of a node is
-    its first GPU's, every NIC its first NIC (``collsim.simulate.symmetry.rotate_channels``'s quotient)."""
+    its first GPU's, every NIC its first NIC (``collsim.simulate.symmetry.permute_channels``'s quotient)."""
     src, dst, channel = (np.asarray(a).astype(np.int32, copy=False) for a in (src, dst, channel))
     c = int(channels if channels is not None else (channel.max() + 1 if len(channel) else 1))
     g, r_all, nn = topo.gpus_per_node, topo.ranks, topo.nodes * topo.nics_per_node

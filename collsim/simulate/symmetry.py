@@ -1,4 +1,4 @@
-"""Channels that do the same thing are simulated once: ``collapse_channels`` and ``rotate_channels``.
+"""Channels that do the same thing are simulated once: ``collapse_channels`` and ``permute_channels``.
 
 NCCL's channels often repeat each other: on one NVSwitch node every ring channel visits the GPUs in the same
 order, across nodes the channels that share a NIC do. Channels with the same structure (the same senders,
@@ -10,13 +10,15 @@ are per transfer, so g equal transfers on a port get what one transfer of g time
 windows and the channel's own rate are per channel and stay as they are. Exact for equal classes up to the
 lengths' tolerance; any other case is simulated whole.
 
-``rotate_channels`` goes further where NCCL's channels do the same thing from different GPUs of each node (a
-tree channel c starts its chains at GPU c mod G): channel c is a channel of its class with every GPU's local
-index shifted by r_c. When every class holds each shift 0..G-1 equally often (m times) and a shift maps NICs
-to NICs (one NIC per GPU, or one per node), each GPU's port carries, from every class, m transfers of each
-position of its channel at every moment. So one channel per class on a machine where the GPUs of a node
-share one send port, one receive port, one NIC and one proxy (``simulate(..., merged=True)``), each m times
-slower (the NIC m G / K times), gives every kept transfer its time in the full simulation.
+``permute_channels`` goes further where NCCL's channels do the same thing from different GPUs of each node: channel
+c is a channel of its class with every GPU's local index mapped by a permutation pi_c, the same on every node (a
+tree channel c starts its chains at GPU c mod G: a rotation; a rail ring's search channel s enters at GPU s and
+runs down for even s, up for odd s: a rotation or a reflection). When, in every class, each position of the
+kept channel lands on every GPU equally often (m times) and the NICs are one per GPU or one per node, each GPU's
+port carries, from every class, m transfers of each position of its channel at every moment. So one channel per
+class on a machine where the GPUs of a node share one send port, one receive port, one NIC and one proxy
+(``simulate(..., merged=True)``), each m times slower (the NIC m G / K times), gives every kept transfer its time
+in the full simulation.
 """
 from __future__ import annotations
 
@@ -79,27 +81,42 @@ def _slowed(topology: Topology, ports: float, nics: float) -> Topology:
                    nvls=slow(topology.nvls, ports), protocols=protocols)
 
 
-def rotate_channels(s: Schedule, topology: Topology) -> tuple[Schedule, Topology, int] | None:
-    """(schedule, topology, channels each kept one stands for) of the quotient by GPU shifts (module
-    docstring), to be simulated with ``merged=True``; None where it does not apply."""
+def _canonical(local: np.ndarray, g: int) -> np.ndarray:
+    """The permutation of 0..g-1 that numbers local GPU indices in the order they first appear in ``local``
+    (indices that never appear after, in their order): two channels related by a permutation of local GPUs get
+    the same canonical form."""
+    seen = np.unique(local, return_index=True)
+    order = list(seen[0][np.argsort(seen[1])]) + [x for x in range(g) if x not in set(seen[0].tolist())]
+    perm = np.empty(g, np.int64)
+    perm[np.array(order, np.int64)] = np.arange(g)
+    return perm
+
+
+def permute_channels(s: Schedule, topology: Topology) -> tuple[Schedule, Topology, int] | None:
+    """(schedule, topology, channels each kept one stands for) of the quotient by permutations of every node's
+    GPUs (module docstring), to be simulated with ``merged=True``; None where it does not apply."""
     g, k = topology.gpus_per_node, topology.nics_per_node
     if s.n_transfers == 0 or g < 2 or topology.links_per_pair or k not in (1, g) or s.ranks % g:
         return None
-    shift_of: dict[int, int] = {}
+    perm_of: dict[int, np.ndarray] = {}
 
-    def rotated(x: np.ndarray, r: int) -> np.ndarray:
-        return np.where(x < s.ranks, x // g * g + (x % g - r) % g, x)
+    def mapped(x: np.ndarray, perm: np.ndarray) -> np.ndarray:
+        return np.where(x < s.ranks, x // g * g + perm[x % g], x)
 
     def key(idx: np.ndarray) -> bytes:
-        r = int(s.src[idx[0]] % g) if s.src[idx[0]] < s.ranks else int(s.dst[idx[0]] % g)
-        shift_of[int(s.channel[idx[0]])] = r
-        return _structure(s, idx, rotated(s.src[idx], r), rotated(s.dst[idx], r))
+        ends = np.stack([s.src[idx], s.dst[idx]], axis=1).ravel()
+        perm = _canonical(ends[ends < s.ranks] % g, g)
+        perm_of[int(s.channel[idx[0]])] = perm
+        return _structure(s, idx, mapped(s.src[idx], perm), mapped(s.dst[idx], perm))
 
     classes = _classes(s, key)
-    counts = [np.bincount([shift_of[c] for c in cl], minlength=g) for cl in classes]
-    m = int(counts[0][0])
-    if m < 1 or any((c != m).any() for c in counts):
-        return None
+    m = len(classes[0]) // g
+    for cl in classes:                 # each canonical position on every GPU m times: counts[x, y] == m
+        counts = np.zeros((g, g), np.int64)
+        for c in cl:
+            counts[perm_of[c], np.arange(g)] += 1
+        if m < 1 or (counts != m).any():
+            return None
     return _keep(s, classes, m * g), _slowed(topology, m, m * g / k), m * g
 
 

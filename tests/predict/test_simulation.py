@@ -19,6 +19,17 @@ def test_extrapolated_loops_are_within_2_percent_of_the_whole_run(monkeypatch, s
     assert short.time_s == pytest.approx(whole.time_s, rel=0.02)
 
 
+@pytest.mark.parametrize("nodes, proto, nbytes", [(4, "Simple", 1 << 28), (8, "LL128", 1 << 24), (6, "LL", 1 << 20)])
+def test_rings_on_an_even_node_count_run_as_two_nodes_with_the_whole_rings_time(monkeypatch, nodes, proto, nbytes):
+    import collsim.predict.schedules as schedules
+    ctx = nccl_context(load_cluster("ib-400g", nodes), "Ring", proto)
+    quotient = simulate_nccl(ctx, "Ring", proto, nbytes, 16)
+    monkeypatch.setattr(schedules, "QUOTIENT_NODES", nodes + 1)          # never: the whole ring
+    whole = simulate_nccl(nccl_context(load_cluster("ib-400g", nodes), "Ring", proto), "Ring", proto, nbytes, 16)
+    assert quotient.result.schedule.ranks == 16 and whole.result.schedule.ranks == 8 * nodes
+    assert quotient.time_s == whole.time_s
+
+
 def test_a_sweep_simulates_repeated_loops_once():
     ctx = nccl_context(load_cluster("ib-400g", 4), "NVLSTree")
     sims = [simulate_nccl(ctx, "NVLSTree", "Simple", 1 << k, 16) for k in (28, 29, 30)]

@@ -1,5 +1,6 @@
 """collsim.simulate.symmetry: channels that repeat each other, as they are or from the next GPU, simulated once
 give the kept transfers the times of the whole simulation."""
+import numpy as np
 import pytest
 
 from collsim.algorithms import build_schedule
@@ -8,7 +9,7 @@ from collsim.predict import nccl_context
 from collsim.predict.costs import nccl_topology, with_window
 from collsim.predict.schedules import nccl_run
 from collsim.simulate import simulate
-from collsim.simulate.symmetry import channel_classes, collapse_channels, rotate_channels
+from collsim.simulate.symmetry import channel_classes, collapse_channels, permute_channels
 
 
 def nccl_case(spec, nodes, algo, proto, nbytes, loops=3):
@@ -38,7 +39,7 @@ def test_rotated_channels_keep_the_whole_simulations_time(case):
     s, topo, proto = nccl_case(*case)
     full = simulate(s, topo, protocol=proto, progress=False)
     s1, t1, g = collapse_channels(s, topo)
-    small, slow, k = rotate_channels(s1, t1)
+    small, slow, k = permute_channels(s1, t1)
     assert small.n_channels * k * g == s.n_channels and k % 8 == 0
     r = simulate(small, slow, protocol=proto, progress=False, merged=True)
     assert r.time_s == pytest.approx(full.time_s, rel=1e-9)
@@ -50,6 +51,36 @@ def test_channels_that_differ_are_simulated_whole():
     assert collapse_channels(build_schedule("ring", 8, 2400, channels=3), topo)[2] == 3
     assert channel_classes(build_schedule("ring", 8, 1000, channels=3)) == [[0], [1], [2]]   # chunks 41 and 42
     assert collapse_channels(build_schedule("ring", 8, 1000, channels=3), topo)[2] == 1
-    assert rotate_channels(build_schedule("ring", 8, 1000), topo) is None          # one channel: nothing to rotate
+    assert permute_channels(build_schedule("ring", 8, 1000), topo) is None          # one channel: nothing to rotate
     odd = build_schedule("nccl-tree", 16, 4096, gpus_per_node=8, channels=3)       # 3 heads of 8: shifts not covered
-    assert rotate_channels(odd, nccl_case("ib-400g", 2, "Tree", "Simple", 1 << 20)[1]) is None
+    assert permute_channels(odd, nccl_case("ib-400g", 2, "Tree", "Simple", 1 << 20)[1]) is None
+
+
+@pytest.mark.parametrize("case", [("ib-400g", 2, "Ring", "Simple", 1 << 26), ("ib-400g", 4, "Ring", "LL128", 1 << 24),
+                                  ("ib-100g", 4, "Ring", "Simple", 1 << 25)])
+def test_rail_rings_of_every_search_channel_are_one_channel_permuted(case):
+    """A rail ring's search channel s is channel 0 with every node's GPUs rotated (even s) or reflected (odd s)."""
+    s, topo, proto = nccl_case(*case)
+    full = simulate(s, topo, protocol=proto, progress=False)
+    s1, t1, g = collapse_channels(s, topo)
+    small, slow, k = permute_channels(s1, t1)
+    assert small.n_channels == 1 and k * g == s.n_channels
+    assert simulate(small, slow, protocol=proto, progress=False, merged=True).time_s == full.time_s
+
+
+@pytest.mark.parametrize("nodes, channels, slices, loops", [(8, 1, 1, 1), (8, 16, 2, 3), (64, 2, 2, 1), (6, 3, 1, 2)])
+def test_a_ring_quotient_of_two_nodes_gives_the_whole_rings_times(nodes, channels, slices, loops):
+    """Shifting every rank two nodes on maps NCCL's rail rings onto themselves: two nodes running the whole ring's
+    steps (``ring_quotient``) give every kept transfer the time it has in the whole ring, to the last bit."""
+    from collsim.algorithms.ring import ring, ring_quotient
+    from collsim.machine import to_topology
+    p = 8 * nodes
+    count = p * channels * slices * loops * 48
+    whole = ring(p, count, 4, slices=slices, channels=channels, gpus_per_node=8, loops=loops)
+    quotient = ring_quotient(p, count, 4, slices=slices, channels=channels, gpus_per_node=8, loops=loops)
+    assert quotient.ranks == 16 and quotient.n_transfers * nodes == whole.n_transfers * 2
+    a = simulate(whole, to_topology(load_cluster("ib-400g", nodes)), progress=False)
+    b = simulate(quotient, to_topology(load_cluster("ib-400g", 2)), progress=False)
+    assert b.time_s == a.time_s
+    kept = np.isin(whole.src, np.arange(16))                      # the first two nodes' sends, in schedule order
+    np.testing.assert_array_equal(b.arrive, a.arrive[kept])
