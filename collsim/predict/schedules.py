@@ -40,7 +40,8 @@ QUOTIENT_NODES = 2     # NCCL's rail rings repeat every 2 nodes (odd nodes run s
 class NcclRun:
     """What NCCL runs for one size: the schedule, the channels it uses, its pipeline (loops or chunks per
     channel), the connection window in transfers and the threads per channel (fewer for small messages,
-    enqueue.cc topoGetAlgoInfo: ``collsim.nccl.chunking.channel_bytes``)."""
+    enqueue.cc topoGetAlgoInfo: ``collsim.nccl.chunking.channel_bytes``); NVLS and NVLSTree build two of their
+    channels, each standing for ``weight`` alike (``collsim.simulate.symmetry.stand_for``)."""
 
     schedule: Schedule
     channels: int
@@ -48,6 +49,7 @@ class NcclRun:
     window: int
     threads: int
     nodes: int = 0          # the nodes the schedule spans (fewer than the cluster's: a quotient); 0: all
+    weight: int = 1         # the channels each channel of the schedule stands for (built once: alike)
 
 
 def payload_slot(proto: str, buffsize: int) -> int:
@@ -107,9 +109,11 @@ def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int
         part = -(-nbytes // used)
         full = nvls_loops(algo, part, p, nodes)
         k, count = _shortened(full, pipeline, count)
-        s = (build_schedule("nvls", p, count, ITEMSIZE, chunks=k, channels=used) if algo == "NVLS" else
-             build_schedule("nvlstree", p, count, ITEMSIZE, gpus_per_node=g, chunks=k, channels=used))
-        return NcclRun(s, used, full, NCCL_STEPS, NVLS_THREADS)
+        built = 2 if used > 2 and used % 2 == 0 else used      # channel c runs tree c mod 2: two stand for all
+        count = max(built, count * built // used)
+        s = (build_schedule("nvls", p, count, ITEMSIZE, chunks=k, channels=built) if algo == "NVLS" else
+             build_schedule("nvlstree", p, count, ITEMSIZE, gpus_per_node=g, chunks=k, channels=built))
+        return NcclRun(s, used, full, NCCL_STEPS, NVLS_THREADS, weight=used // built)
     used, threads, part = channel_bytes(algo, proto, nbytes, channels, p)
     if algo == "Ring":
         full, slices = ring_pipeline(proto, part, p, buffsize)

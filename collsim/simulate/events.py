@@ -6,8 +6,8 @@ Policy "fair" (the default): an event simulation. A transfer starts when everyth
 join those ports. A port shares its rate max-min fairly among its jobs (each the same share, or its cap if
 less: ``collsim.simulate.fair.rates``) and keeps, per job, the service (seconds of the whole port) it still
 owes; a job is done when that is below ``EPS`` of what it needed. A transfer is done when all its jobs are,
-and its dependents learn when it arrives. Two indexed heaps (``collsim.simulate.heaps``) hold the transfers
-ready to start and every busy port's next end, keyed (time, seq): events are taken in time order, ties in the
+and its dependents learn when it arrives. Two heaps (``collsim.simulate.heaps``) hold the transfers ready to
+start and every busy port's next end (indexed: it moves), keyed (time, seq): events are taken in time order, ties in the
 order they were scheduled, so the run is deterministic. Policy "schedule": every port serves its jobs one at a
 time in schedule order (everything a transfer waits for comes earlier in the schedule), one pass.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from collsim.simulate.heaps import new_heap, pop, put
+from collsim.simulate.heaps import new_heap, pop, push, put
 from collsim.simulate.jit import jit
 
 EPS = 1e-9             # a job is done when the service it still owes is below EPS of its whole
@@ -57,7 +57,7 @@ def _finish(i, e, tm, cost, left, wp, wl, nxt, ready, ctr):
             tm[0, k] = r
         left[k] -= 1
         if left[k] == 0:
-            ctr[0] = put(rt, rs, ri, rpos, ctr[0], k, tm[0, k], ctr[2])
+            ctr[0] = push(rt, rs, ri, ctr[0], k, tm[0, k], ctr[2])
             ctr[2] += 1
     k = nxt[i]
     if k >= 0:
@@ -65,7 +65,7 @@ def _finish(i, e, tm, cost, left, wp, wl, nxt, ready, ctr):
             tm[0, k] = e
         left[k] -= 1
         if left[k] == 0:
-            ctr[0] = put(rt, rs, ri, rpos, ctr[0], k, tm[0, k], ctr[2])
+            ctr[0] = push(rt, rs, ri, ctr[0], k, tm[0, k], ctr[2])
             ctr[2] += 1
 
 
@@ -147,7 +147,7 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, spare, jobs, pe
         take_ready = ctr[0] > 0 and (ctr[1] == 0 or rt[0] < bt[0] or (rt[0] == bt[0] and rs[0] < bs[0]))
         if take_ready:
             i, time = ri[0], rt[0]
-            ctr[0] = pop(rt, rs, ri, rpos, ctr[0])
+            ctr[0] = pop(rt, rs, ri, rpos, ctr[0], False)
             tm[1, i] = time
             k = 0
             for j in range(i * jobs, i * jobs + jobs):
@@ -235,10 +235,10 @@ def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndar
     jobs = rows.shape[1] if n else 0
     r = np.ascontiguousarray(rows, np.int64).ravel()
     z = np.ascontiguousarray(sizes, np.float64).ravel()
-    ready = new_heap(max(n, 1), max(n, 1))
+    ready = new_heap(max(n, 1), 1)                         # a queue: pos unused
     ctr = np.zeros(4, np.int64)
     for i in np.flatnonzero(count == 0):                      # what waits for nothing starts at 0
-        ctr[0] = put(*ready, ctr[0], int(i), 0.0, ctr[2])
+        ctr[0] = push(*ready[:3], ctr[0], int(i), 0.0, ctr[2])
         ctr[2] += 1
     if policy == "fair":
         c = np.ascontiguousarray(caps, np.float64).ravel()

@@ -1,9 +1,11 @@
-"""An indexed binary min-heap on arrays, for the engine (``collsim.simulate.events``): items 0..m-1, each in the
-heap at most once under a key (time, seq); ``pos[item]`` is its place (-1: absent). Keys compare by time, then
-by seq (a counter: ties go to what was scheduled first), so the engine's order of events is deterministic.
+"""Binary min-heaps on arrays for the engine (``collsim.simulate.events``), keyed (time, seq): times compare
+first, then seqs (a counter: ties go to what was scheduled first), so the engine's order of events is
+deterministic. A heap is four arrays: ``ht`` (times, seconds), ``hs`` (seqs), ``hi`` (items) of its capacity,
+and ``pos`` (an item's place, -1: absent); its size is kept by the caller.
 
-A heap is five arrays: ``ht`` (times, seconds), ``hs`` (seqs), ``hi`` (items) of the heap's capacity, ``pos``
-(one per item); its size is kept by the caller. All functions compile with ``collsim.simulate.jit``.
+``push``/``pop`` keep a queue of items that come in once and leave once (``pos`` unused); ``put`` moves an item
+that is already in (an indexed heap: a port's next end changes as jobs come and go). Sifts move a hole rather
+than swapping, and every function compiles with ``collsim.simulate.jit``.
 """
 from __future__ import annotations
 
@@ -19,70 +21,69 @@ def new_heap(capacity: int, items: int):
 
 
 @jit
-def _less(ht, hs, a, b):
-    return ht[a] < ht[b] or (ht[a] == ht[b] and hs[a] < hs[b])
-
-
-@jit
-def _swap(ht, hs, hi, pos, a, b):
-    ht[a], ht[b] = ht[b], ht[a]
-    hs[a], hs[b] = hs[b], hs[a]
-    hi[a], hi[b] = hi[b], hi[a]
-    pos[hi[a]] = a
-    pos[hi[b]] = b
-
-
-@jit
-def _up(ht, hs, hi, pos, k):
+def _up(ht, hs, hi, pos, k, t, s, item, indexed):
+    """Place (t, s, item) at hole k or above it."""
     while k > 0:
         parent = (k - 1) >> 1
-        if not _less(ht, hs, k, parent):
+        if ht[parent] < t or (ht[parent] == t and hs[parent] < s):
             break
-        _swap(ht, hs, hi, pos, k, parent)
+        ht[k], hs[k], hi[k] = ht[parent], hs[parent], hi[parent]
+        if indexed:
+            pos[hi[k]] = k
         k = parent
+    ht[k], hs[k], hi[k] = t, s, item
+    if indexed:
+        pos[item] = k
 
 
 @jit
-def _down(ht, hs, hi, pos, k, size):
+def _down(ht, hs, hi, pos, k, size, t, s, item, indexed):
+    """Place (t, s, item) at hole k or below it."""
     while True:
         c = 2 * k + 1
         if c >= size:
             break
-        if c + 1 < size and _less(ht, hs, c + 1, c):
+        if c + 1 < size and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hs[c + 1] < hs[c])):
             c += 1
-        if not _less(ht, hs, c, k):
+        if t < ht[c] or (t == ht[c] and s < hs[c]):
             break
-        _swap(ht, hs, hi, pos, k, c)
+        ht[k], hs[k], hi[k] = ht[c], hs[c], hi[c]
+        if indexed:
+            pos[hi[k]] = k
         k = c
+    ht[k], hs[k], hi[k] = t, s, item
+    if indexed:
+        pos[item] = k
 
 
 @jit
-def put(ht, hs, hi, pos, size, item, t, seq):
-    """Insert ``item`` at (t, seq), or move it there if it is in; returns the new size."""
-    k = pos[item]
-    if k < 0:
-        k = size
-        size += 1
-        hi[k] = item
-        pos[item] = k
-        ht[k] = t
-        hs[k] = seq
-        _up(ht, hs, hi, pos, k)
-        return size
-    ht[k] = t
-    hs[k] = seq
-    _up(ht, hs, hi, pos, k)
-    _down(ht, hs, hi, pos, pos[item], size)
+def push(ht, hs, hi, size, item, t, seq):
+    """Add ``item`` at (t, seq) to a queue (``pos`` unused); returns the new size."""
+    _up(ht, hs, hi, hi, size, t, seq, item, False)
+    return size + 1
+
+
+@jit
+def pop(ht, hs, hi, pos, size, indexed):
+    """Remove the least item (the caller reads ``hi[0]``, ``ht[0]`` first); returns the new size."""
+    if indexed:
+        pos[hi[0]] = -1
+    size -= 1
+    if size > 0:
+        _down(ht, hs, hi, pos, 0, size, ht[size], hs[size], hi[size], indexed)
     return size
 
 
 @jit
-def pop(ht, hs, hi, pos, size):
-    """Remove the least item (the caller reads ``hi[0]``, ``ht[0]`` first); returns the new size."""
-    pos[hi[0]] = -1
-    size -= 1
-    if size > 0:
-        ht[0], hs[0], hi[0] = ht[size], hs[size], hi[size]
-        pos[hi[0]] = 0
-        _down(ht, hs, hi, pos, 0, size)
+def put(ht, hs, hi, pos, size, item, t, seq):
+    """Insert ``item`` at (t, seq) into an indexed heap, or move it there if it is in; returns the new size."""
+    k = pos[item]
+    if k < 0:
+        _up(ht, hs, hi, pos, size, t, seq, item, True)
+        return size + 1
+    parent = (k - 1) >> 1
+    if k > 0 and (t < ht[parent] or (t == ht[parent] and seq < hs[parent])):
+        _up(ht, hs, hi, pos, k, t, seq, item, True)
+    else:
+        _down(ht, hs, hi, pos, k, size, t, seq, item, True)
     return size

@@ -120,6 +120,11 @@ def permute_channels(s: Schedule, topology: Topology) -> tuple[Schedule, Topolog
     return _keep(s, classes, m * g), _slowed(topology, m, m * g / k), m * g
 
 
+def stand_for(topology: Topology, g: int) -> Topology:
+    """The machine on which each channel of a schedule stands for ``g`` channels alike (module docstring)."""
+    return _slowed(topology, g, g)
+
+
 def collapse_channels(s: Schedule, topology: Topology) -> tuple[Schedule, Topology, int]:
     """(schedule, topology, g): one channel per class of ``s`` on ``topology`` slowed as the module docstring
     says, when every class has g > 1 channels; else ``(s, topology, 1)``."""
@@ -129,4 +134,4 @@ def collapse_channels(s: Schedule, topology: Topology) -> tuple[Schedule, Topolo
     g = len(classes[0])
     if g < 2 or any(len(c) != g for c in classes):
         return s, topology, 1
-    return _keep(s, classes, g), _slowed(topology, g, g), g
+    return _keep(s, classes, g), stand_for(topology, g), g

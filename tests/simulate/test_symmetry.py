@@ -9,15 +9,31 @@ from collsim.predict import nccl_context
 from collsim.predict.costs import nccl_topology, with_window
 from collsim.predict.schedules import nccl_run
 from collsim.simulate import simulate
-from collsim.simulate.symmetry import channel_classes, collapse_channels, permute_channels
+from collsim.simulate.symmetry import channel_classes, collapse_channels, permute_channels, stand_for
 
 
-def nccl_case(spec, nodes, algo, proto, nbytes, loops=3):
+def nccl_case(spec, nodes, algo, proto, nbytes, loops=3, whole=True):
+    """NCCL's schedule, machine and protocol; ``whole``: every channel built (NVLS builds two that stand for all)."""
     ctx = nccl_context(load_cluster(spec, nodes), algo, proto)
     d = ctx.decisions([nbytes])[0]
     run = nccl_run(ctx.cluster, algo, proto, nbytes, d.channels, 4 << 20, loops)
-    topo = nccl_topology(ctx.cluster, ctx.params, algo, proto, run.threads, 1.0, run.channels)
-    return run.schedule, with_window(topo, run.window), f"{algo}/{proto}"
+    topo = with_window(nccl_topology(ctx.cluster, ctx.params, algo, proto, run.threads, 1.0, run.channels), run.window)
+    s = run.schedule
+    if whole and run.weight > 1:
+        keys = ("chunks",) if s.name == "nvls" else ("chunks", "gpus_per_node")
+        s = build_schedule(s.name, s.ranks, s.count * run.weight, s.itemsize, channels=run.channels,
+                           **{k: s.meta[k] for k in keys})
+    return (s, topo, f"{algo}/{proto}") + ((run.weight,) if not whole else ())
+
+
+@pytest.mark.parametrize("case", [("ib-400g", 4, "NVLSTree", "Simple", 1 << 26),
+                                  ("h100-nvlink", 1, "NVLS", "Simple", 1 << 26)])
+def test_nvls_builds_two_channels_that_stand_for_all(case):
+    """NVLS channel c runs tree c mod 2: NCCL's run builds two channels, each on a machine standing for the rest."""
+    s, topo, proto = nccl_case(*case)
+    two, topo, proto, weight = nccl_case(*case, whole=False)
+    assert two.n_channels == 2 and weight * 2 == s.n_channels
+    assert simulate(two, stand_for(topo, weight), protocol=proto).time_s == simulate(s, topo, protocol=proto).time_s
 
 
 @pytest.mark.parametrize("case", [("h100-nvlink", 1, "Ring", "Simple", 1 << 26),
