@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from collsim.core.schedule import REDUCE, Schedule
+from collsim.simulate.jit import jit
 
 
 def _grid(offset: np.ndarray, end: np.ndarray) -> int:
@@ -82,41 +83,54 @@ def structural(s: Schedule, window: int) -> tuple[np.ndarray, np.ndarray]:
     return _previous(engine_keys(s), 1), _previous(conn, window)
 
 
-def _expand(owner_lo: np.ndarray, owner_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(index into the owners, position) of every position of the ranges [lo, hi), owners in order."""
-    span = owner_hi - owner_lo
-    idx = np.repeat(np.arange(len(span), dtype=np.int64), span)
-    first = np.cumsum(span) - span
-    return idx, np.arange(int(span.sum()), dtype=np.int64) - first[idx] + owner_lo[idx]
+@jit
+def _deps(step_ptr, src, dst, reduce, sa, sb, nseg, cells):
+    """(owner, dep) pairs in transfer order (module docstring): steps in order, each step's reads against the
+    writes of earlier steps, then its writes. A cell keeps the step that last wrote it and that step's writers
+    (a list through ``nxt``); a transfer's deps are counted once (``mark``)."""
+    n, writes = len(src), 0
+    for i in range(n):
+        writes += sb[i] - sa[i]
+    head = np.full(cells, -1, np.int64)
+    last = np.full(cells, -1, np.int64)
+    who, nxt = np.empty(writes, np.int64), np.empty(writes, np.int64)
+    mark = np.full(n, -1, np.int64)
+    owner, dep = np.empty(max(writes, 16), np.int64), np.empty(max(writes, 16), np.int64)
+    used, rec = 0, 0
+    for step in range(len(step_ptr) - 1):
+        for i in range(step_ptr[step], step_ptr[step + 1]):
+            for side in range(2):
+                if side == 1 and not reduce[i]:
+                    break
+                end = src[i] if side == 0 else dst[i]
+                for g in range(sa[i], sb[i]):
+                    r = head[end * nseg + g]
+                    while r >= 0:
+                        w = who[r]
+                        if mark[w] != i:
+                            mark[w] = i
+                            if used == len(owner):
+                                owner = np.concatenate((owner, np.empty(used, np.int64)))
+                                dep = np.concatenate((dep, np.empty(used, np.int64)))
+                            owner[used], dep[used] = i, w
+                            used += 1
+                        r = nxt[r]
+        for i in range(step_ptr[step], step_ptr[step + 1]):
+            for g in range(sa[i], sb[i]):
+                cell = dst[i] * nseg + g
+                if last[cell] != step:
+                    last[cell], head[cell] = step, -1
+                who[rec], nxt[rec], head[cell] = i, head[cell], rec
+                rec += 1
+    return owner[:used], dep[:used]
 
 
 def data_deps(s: Schedule, sa: np.ndarray, sb: np.ndarray, nseg: int) -> tuple[np.ndarray, np.ndarray]:
     """CSR (ptr, deps) of every transfer's data dependencies (module docstring); ``sa``/``sb``: its segment
-    range. Vectorized: every (cell, step) write sorted once, every read looked up in it."""
-    n, steps = s.n_transfers, s.n_steps + 1
-    step = s.step_index.astype(np.int64)
-    # writes: one record per (transfer, segment) on its receiver
-    w_t, w_seg = _expand(sa.astype(np.int64), sb.astype(np.int64))
-    w_key = (s.dst[w_t] * nseg + w_seg) * steps + step[w_t]
-    order = np.argsort(w_key, kind="stable")
-    w_key, w_t = w_key[order], w_t[order]
-    # reads: on the sender, and on the receiver for a reduce
-    red = np.flatnonzero(s.op == REDUCE)
-    r_own = np.concatenate([np.arange(n, dtype=np.int64), red])
-    r_end = np.concatenate([s.src, s.dst[red]])
-    r_i, r_seg = _expand(sa[r_own].astype(np.int64), sb[r_own].astype(np.int64))
-    r_t = r_own[r_i]
-    cell = r_end[r_i] * nseg + r_seg
-    before = np.searchsorted(w_key, cell * steps + step[r_t], side="left") - 1   # the last write key < (cell, step)
-    ok = before >= 0
-    ok[ok] = w_key[before[ok]] // steps == cell[ok]
-    key = w_key[before[ok]]
-    lo = np.searchsorted(w_key, key, side="left")
-    hi = before[ok] + 1
-    g_i, g_pos = _expand(lo, hi)
-    pairs = np.sort(r_t[ok][g_i] * n + w_t[g_pos])
-    pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]] if len(pairs) else pairs
-    owner, dep = pairs // n, pairs % n
-    ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
-    return ptr, dep
+    range; compiled (``collsim.simulate.jit``), one pass over the steps."""
+    owner, dep = _deps(s.step_ptr, s.src, s.dst, s.op == REDUCE, sa.astype(np.int64), sb.astype(np.int64), nseg,
+                       s.endpoints * max(nseg, 1))
+    order = np.argsort(owner * s.n_transfers + dep, kind="stable") if len(owner) else owner
+    ptr = np.zeros(s.n_transfers + 1, np.int64)
+    np.cumsum(np.bincount(owner, minlength=s.n_transfers), out=ptr[1:])
+    return ptr, dep[order]
