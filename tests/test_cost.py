@@ -41,9 +41,10 @@ def params(name, p, rng, channels=1, whole=False):
     return kw
 
 
-def sim_and_form(name, p, count, gamma, kw, a=A, b=B, nbytes=None, two_level=None):
+def sim_and_form(name, p, count, gamma, kw, a=A, b=B, nbytes=None, two_level=None, policy=None):
     """(simulated, closed-form) seconds; hierarchical ones on nodes x G with a NIC per GPU and their own
-    inter-node link (nccl-tree only if two_level), nvls with an nvls link equal to the others."""
+    inter-node link (nccl-tree only if two_level), nvls with an nvls link equal to the others; simulated
+    under ``policy`` (default ``POLICY``)."""
     name = "hierarchical" if name == "hierarchical-tree" else name
     s = build_schedule(name, p, count, itemsize=4, **kw)
     nbytes = count * 4 if nbytes is None else nbytes
@@ -55,7 +56,7 @@ def sim_and_form(name, p, count, gamma, kw, a=A, b=B, nbytes=None, two_level=Non
     else:
         topo = Topology(1, p, Link(a, b), Link(a, b), nvls=Link(a, b) if name == "nvls" else None)
         form = closed_form(name, p, nbytes, a, b, gamma, **kw)
-    return simulate(s, topo, gamma, policy=POLICY).time_s, form
+    return simulate(s, topo, gamma, policy=policy or POLICY).time_s, form
 
 
 def count_for(name, p, kw, mult):
@@ -141,6 +142,43 @@ def test_stated_bounds_hold(name, p, channels, fast, seed):
     r = simulate(build_schedule("hierarchical" if name == "hierarchical-tree" else name, p, count, **kw),
                  Topology(1, p, Link(a, b), Link(a, b), nvls=Link(a, b)))
     assert r.time_s >= max(r.resource_busy_s.values(), default=0.0) * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("name", ["ring", "halving-doubling", "recursive-doubling", "direct", "hierarchical",
+                                  "hierarchical-tree"])
+@settings(max_examples=25, deadline=None)
+@given(p=st.integers(1, 24), channels=st.sampled_from([1, 2, 3, 8]), fast=st.booleans(), seed=st.integers(0, 99))
+def test_fair_policy_statements_hold(name, p, channels, fast, seed):
+    """Algorithm.exact on the default policy "fair": never above the form with one channel and one slice (the
+    channels, and hierarchical's slices, share every port and pay their latencies together); on one channel as
+    under "schedule" (hierarchical: with one slice and inter ring); where the form is exact under "schedule"
+    with slices 1, C channels never below it."""
+    rng = np.random.default_rng(seed)
+    kw = params(name, p, rng, channels)
+    if name.startswith("hierarchical"):
+        kw["slices"] = int(rng.integers(1, 4))
+    a, b = (AF, BF) if fast else (A, B)
+    count = count_for(name, p, kw, 7)
+    fair, form = sim_and_form(name, p, count, G, kw, a, b, policy="fair")
+    one = {**kw, "channels": 1, **({"slices": 1} if "slices" in kw else {})}
+    assert fair <= sim_and_form(name, p, count, G, one, a, b)[1] * (1 + 1e-12)
+    if channels == 1 and (not name.startswith("hierarchical") or (name == "hierarchical" and kw["slices"] == 1)):
+        assert fair == pytest.approx(sim_and_form(name, p, count, G, kw, a, b)[0], rel=1e-12, abs=1e-18)
+    if name in EXACT and kw.get("slices", 1) == 1:
+        assert fair >= form * (1 - 1e-12)
+
+
+def test_tree_forms_bound_nothing_under_fair_sharing():
+    """Algorithm.exact of the trees: under "schedule" an upper bound; under "fair" the double tree of 8 MiB on 15
+    ranks is above its form with one chunk (its reduce and broadcast share ports) and below it with 8."""
+    uni = Topology.uniform(15, A, B)
+    above = []
+    for k in (1, 8):
+        s = build_schedule("double-tree", 15, (8 << 20) // 4, chunks=k)
+        form = closed_form("double-tree", 15, 8 << 20, A, B, chunks=k)
+        assert simulate(s, uni, policy="schedule").time_s <= form
+        above.append(simulate(s, uni).time_s > form)
+    assert above == [True, False]
 
 
 @pytest.mark.parametrize("name", EXACT + BOUNDS)

@@ -58,7 +58,7 @@ def my_allreduce(P, count):
     return b.build()
 ''',
     "02_trees.ipynb": '''
-answer_1 = 14 * (2 * alpha + 2 * ((4 << 20) / 4) * beta)
+answer_1 = 29 * (alpha + ((4 << 20) / 4) * beta)
 answer_2 = 12
 answer_3 = predicted_crossover(128)
 answer_4 = 8 * 2**20

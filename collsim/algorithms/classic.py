@@ -129,8 +129,9 @@ def _direct_time(p: int, nb, links, q: dict):
     return chain([(*step(nb / q["channels"], links.alpha, links.beta, links.gamma), p - 1)], q["channels"])
 
 
-_EXACT = ("an upper bound under schedule-order contention (a rank's messages to several peers overlap their "
-          "latencies in the simulation; every step of the form pays alpha)")
+_EXACT = ("an upper bound under policy \"schedule\" (a rank's messages to several peers overlap their latencies in "
+          "the simulation; every step of the form pays alpha); policy \"fair\" (the default): the same on one channel, "
+          "never above the one-channel form")
 HALVING_DOUBLING = Algorithm(
     "halving-doubling", "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling all-gather",
     halving_doubling, lambda p, q: 2 * p * p.bit_length() * q["channels"], closed_form=_hd_time,
@@ -138,8 +139,9 @@ HALVING_DOUBLING = Algorithm(
     formula="steps of m = N/C x d/p' (halving d = p'/2..1 reducing, doubling back), fold steps of N/C: "
             "timing.chain; one channel: 2 L alpha + 2 (p'-1)/p' N beta + (p'-1)/p' N gamma "
             "+ f (2 alpha + 2 N beta + N gamma)",
-    exact="exact on a uniform topology with one channel for N a multiple of the granularity; with channels an upper "
-          "bound under schedule-order contention")
+    exact="exact on a uniform topology with one channel for N a multiple of the granularity (either policy); with "
+          "channels an upper bound under policy \"schedule\", and between this form and the one-channel form under "
+          "policy \"fair\" (the default: the channels share every port and pay their latencies together)")
 RECURSIVE_DOUBLING = Algorithm(
     "recursive-doubling", "log2(P) steps exchanging the whole buffer", recursive_doubling,
     lambda p, q: p * (p.bit_length() + 1) * q["channels"], closed_form=_rd_time,

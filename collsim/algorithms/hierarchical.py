@@ -7,9 +7,13 @@ local GPU l owns shard (l + 1) mod G); (2) the GPUs with the same local index l
 in all nodes AllReduce shard (l + 1) mod G across nodes with a ring
 (``inter="ring"``) or NCCL's double binary tree (``inter="tree"``); (3) a ring
 all-gather inside every node. The schedule is a wavefront (``compose.wavefront``):
-slice j starts one step after slice j - 1, so the inter-node phase of one slice
-overlaps the intra-node phases of others. ``slices=1`` is the classic,
-non-pipelined form (phases one after the other).
+slice j starts one step after slice j - 1 in schedule order, so where ports serve
+in schedule order (``simulate(..., policy="schedule")``) the inter-node phase of
+one slice overlaps the intra-node phases of others. Under the default fair policy
+nothing orders the slices (each on its own channel, on its own elements): they
+start together, share every port and go through the phases together, so slices
+do not pipeline. ``slices=1`` is the classic, non-pipelined form (phases one
+after the other).
 
 ``nccl-tree``: NCCL's tree (NVIDIA/nccl src/graph/connect.cc). Channel c
 runs a chain inside each node from head GPU c mod G (the GPU whose NIC the
@@ -181,9 +185,11 @@ HIERARCHICAL = Algorithm(
             "of N/(2 C S G chunks)], ring all-gather inside nodes; timing.chain with no wrap between phases; one "
             "channel and slice: 2(G-1) alpha + 2 (G-1)/G N beta + (G-1)/G N gamma + 2(n-1) alpha_i "
             "+ 2 (n-1)/n (N/G) beta_i + (n-1)/n (N/G) gamma",
-    exact="slices 1 and one channel: exact on nodes x G with a NIC per GPU for N a multiple of the granularity; "
-          "otherwise an upper bound under schedule-order contention (the wavefront's steps costed at their slowest "
-          "transfer, every slice paying alpha)")
+    exact="slices 1, one channel and inter ring: exact on nodes x G with a NIC per GPU for N a multiple of the "
+          "granularity (either policy); otherwise an upper bound under policy \"schedule\" (the wavefront's steps "
+          "costed at their slowest transfer, every slice paying alpha). Policy \"fair\" (the default): slices, each "
+          "on its own channel, share the ports and move together instead of pipelining: never above the form with "
+          "one slice and one channel")
 NCCL_TREE = Algorithm(
     "nccl-tree", "NCCL's tree: per channel a chain in each node from GPU c mod G, heads joined by the "
     "double binary tree over nodes (half the channels on each tree)", hierarchical_nccl,
@@ -192,4 +198,5 @@ NCCL_TREE = Algorithm(
     closed_form=nccl_time, granularity=lambda p, q: q["chunks"] * q["channels"],
     formula="U up and U down steps of m = N/(C chunks), each costed at the slowest link class it holds: "
             "timing.chain; one channel on one link class: U (2 alpha + 2 m beta + m gamma)",
-    exact="an upper bound under schedule-order contention (every chunk pays alpha in the form)", nccl_name="Tree")
+    exact="an upper bound under policy \"schedule\" (every chunk pays alpha in the form); no stated bound under "
+          "policy \"fair\" (the default)", nccl_name="Tree")

@@ -131,7 +131,8 @@ NVLS = Algorithm(
     formula="L + 3 steps of the loops' wavefront, each at most max(send side, receive side) with a side's "
             "stages costing d + (C-1) h (stage 1: G x bytes reducing, 2 and 4: x, 5: G x; x = N/(C L G)) on "
             "the nvls link; bandwidth-bound: S (G+1)/G bytes per GPU per direction",
-    exact="an upper bound but for up to 3% (the simulation overlaps the steps, and its ports queue on their own)",
+    exact="an upper bound but for up to 3% under policy \"schedule\" (the simulation overlaps the steps, and its "
+          "ports queue on their own); no stated bound under policy \"fair\" (the default)",
     switches=True, nccl_name="NVLS")
 NVLSTREE = Algorithm(
     "nvlstree", "NVLS inside nodes, per head index a double binary tree across nodes over the head's NIC "

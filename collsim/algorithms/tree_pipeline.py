@@ -25,7 +25,7 @@ into D steps in the other direction (``down_slots``: chunk 0 first, as NCCL
 forwards each chunk down as soon as the root has it), so a simulation overlaps
 it with the reduce. Reduce and broadcast steps are never mixed, so on one link
 class every step has one duration and the closed form is U (up step) + D (down
-step), an upper bound of the simulation.
+step), an upper bound of the simulation under policy "schedule".
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
   values the machine allows), size, topology; step slider with Play and its speed over the
   chunk grid and link timeline.
 - ``ChunksExplorer`` (``collsim.widgets.chunks_explorer``): the pipelined tree, a chunks
-  slider, time against the chunk count.
+  slider and the contention policy, time against the chunk count.
 - ``CostExplorer`` (``collsim.widgets.cost_explorer``): alpha-beta closed forms on nodes x
   GPUs x NICs, and where the fastest algorithm changes.
 - ``MeasuredVsPredicted`` (``collsim.widgets.measured``): measured points of one

@@ -1,10 +1,11 @@
 """ChunksExplorer: the pipelined tree AllReduce, one chunk count at a time.
 
-A chunks slider (with P, the size and binary vs double binary tree) on a uniform alpha-beta machine.
-The upper picture is the simulated per-rank timeline, always on the time axis of the unpipelined
-tree (1 chunk), so the bars visibly shrink as the pipeline fills; the lower one is the closed-form
-time against the chunk count (exact on this machine: ``collsim.cost.closed_form``), with the chunk
-count shown, the best one and NCCL's (512 KiB chunks per tree, ``collsim.algorithms.tree.tree_chunks``)
+A chunks slider (with P, the size, binary vs double binary tree and the simulator's contention policy) on a
+uniform alpha-beta machine. The upper picture is the simulated per-rank timeline, always on the time axis of
+the unpipelined tree's closed form (1 chunk), so the bars visibly shrink as the pipeline fills; the lower one is
+the closed-form time against the chunk count (``collsim.cost.closed_form``: every step pays its whole alpha + m
+beta, an upper bound of the simulation under policy "schedule", no bound under the default "fair"), with the
+chunk count shown, the best one and NCCL's (512 KiB chunks per tree, ``collsim.algorithms.tree.tree_chunks``)
 marked, and the ring's time for comparison. Every control value is valid (the tree runs on any P).
 """
 from __future__ import annotations
@@ -14,10 +15,12 @@ from functools import lru_cache
 import numpy as np
 
 from collsim.algorithms import build_schedule, get
+from collsim.algorithms.tree import up_down_steps
 from collsim.cost import closed_form
 from collsim.errors import CollsimError
 from collsim.machine.topology import Topology
 from collsim.simulate import simulate
+from collsim.simulate.reference import POLICIES
 from collsim.units import format_size
 from collsim.viz.palette import OKABE_ITO
 from collsim.viz.render import FramePNG
@@ -44,11 +47,12 @@ def chunk_curve(algo: str, ranks: int, nbytes: int, alpha: float, beta: float, m
 
 
 class ChunksExplorer:
-    """``.widget`` to display; controls ``.algo``, ``.ranks``, ``.size``, ``.chunks`` (set ``.value`` from
-    code); ``.result`` the current simulation, ``.curve`` the current ``chunk_curve``."""
+    """``.widget`` to display; controls ``.algo``, ``.ranks``, ``.size``, ``.chunks``, ``.policy`` (the
+    simulation's contention policy, ``collsim.simulate``; set ``.value`` from code); ``.result`` the current
+    simulation, ``.curve`` the current ``chunk_curve``."""
 
     def __init__(self, algo: str = "binary-tree", ranks: int = 15, nbytes: int = 8 << 20, chunks: int = 1,
-                 alpha: float = 5e-6, beta: float = 1e-11):
+                 alpha: float = 5e-6, beta: float = 1e-11, policy: str = "fair"):
         import ipywidgets as W
         from matplotlib.figure import Figure
 
@@ -59,6 +63,9 @@ class ChunksExplorer:
         self.size = W.SelectionSlider(options=[(format_size(s), s) for s in SIZES], value=nbytes,
                                       description="bytes/rank", continuous_update=False)
         self.chunks = W.IntSlider(value=chunks, min=1, max=MAX_CHUNKS, description="chunks", continuous_update=False)
+        if policy not in POLICIES:
+            raise CollsimError(f"contention policy {policy!r:.30} is not one of {', '.join(POLICIES)}")
+        self.policy = W.ToggleButtons(options=list(POLICIES), value=policy, description="ports")
         self.status = W.HTML()
         self.image = W.Image(format="png")
         self.fig = Figure(figsize=(8, 6.2), dpi=72)
@@ -76,19 +83,20 @@ class ChunksExplorer:
         ax.set(xlabel="pipeline chunks", ylabel="time (µs)", xscale="log", xlim=(0.9, MAX_CHUNKS * 1.1))
         ax.legend(fontsize=8, loc="upper center", ncols=3)
         self.result = self.curve = None
-        for w in (self.algo, self.ranks, self.size, self.chunks):
+        for w in (self.algo, self.ranks, self.size, self.chunks, self.policy):
             w.observe(self._update, names="value")
         self._update()
-        self.widget = W.VBox([W.HBox([self.algo, self.ranks]), W.HBox([self.size, self.chunks]), self.status,
-                              self.image])
+        self.widget = W.VBox([W.HBox([self.algo, self.ranks]), W.HBox([self.size, self.chunks]), self.policy,
+                              self.status, self.image])
         settle_heap()
 
     def _update(self, change=None) -> None:
 
-        algo, P, S, k = self.algo.value, self.ranks.value, self.size.value, self.chunks.value
+        algo, P, S, k, policy = self.algo.value, self.ranks.value, self.size.value, self.chunks.value, self.policy.value
         try:
             curve = chunk_curve(algo, P, S, self.alpha, self.beta)
-            result = simulate(build_schedule(algo, P, S // 4, chunks=k), Topology.uniform(P, self.alpha, self.beta))
+            result = simulate(build_schedule(algo, P, S // 4, chunks=k), Topology.uniform(P, self.alpha, self.beta),
+                              policy=policy)
         except CollsimError as e:
             self.status.value = f"<b style='color:#b00'>{e}</b>"
             return
@@ -107,13 +115,13 @@ class ChunksExplorer:
         lo, hi = min(t_us.min(), curve["ring_s"] * 1e6), max(t_us.max(), curve["ring_s"] * 1e6)
         self.ax_curve.set_ylim(lo * 0.8, hi * 1.25)
         self.ax_curve.set_yscale("log")
-        self.ax_time.set_title(f"{algo}, P={P}, {S:,} B per rank, {k} chunk(s): simulated "
-                               f"{result.time_s * 1e6:,.0f} µs (x axis: the 1-chunk tree)", fontsize=10)
-        steps = result.schedule.n_steps
-        self.status.value = (f"{k} chunk(s): {steps} steps (U = {steps // 2} up, as many down), simulated "
-                             f"{result.time_s * 1e6:,.1f} µs, closed form {t_us[k - 1]:,.1f} µs; fastest with "
-                             f"{curve['best']} chunks ({t_us[curve['best'] - 1]:,.1f} µs); NCCL's 512 KiB chunks: "
-                             f"{curve['nccl']}; the ring: {curve['ring_s'] * 1e6:,.1f} µs")
+        self.ax_time.set_title(f"{algo}, P={P}, {S:,} B per rank, {k} chunk(s): simulated ({policy}) "
+                               f"{result.time_s * 1e6:,.0f} µs (x axis: the 1-chunk form)", fontsize=10)
+        up, down = up_down_steps(algo.split("-")[0], P, k)
+        self.status.value = (f"{k} chunk(s): {up} steps up, {down} down; simulated ({policy} ports) "
+                             f"{result.time_s * 1e6:,.1f} µs, closed form {t_us[k - 1]:,.1f} µs; the form is "
+                             f"fastest with {curve['best']} chunks ({t_us[curve['best'] - 1]:,.1f} µs); NCCL's "
+                             f"512 KiB chunks: {curve['nccl']}; the ring: {curve['ring_s'] * 1e6:,.1f} µs")
         # the curve and both axes are a background per (algorithm, P, size, timeline rows); the bars,
         # the current chunk count's marker and the title are drawn over it (collsim.viz.render.FramePNG)
         self._png.set_animated([self._timeline.bars, self._now, self.ax_time.title])

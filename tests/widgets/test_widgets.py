@@ -324,15 +324,27 @@ def test_chunks_explorer_pipelines_on_a_fixed_time_axis():
     from collsim.widgets import chunks_explorer as cx
 
     w = cx.ChunksExplorer("binary-tree", 15, 8 << 20, chunks=1)
+    assert w.policy.value == w.result.policy == "fair"                     # the simulator's default
     t1 = w.result.time_s
     xlim = w.ax_time.get_xlim()
     picture = w.image.value
     w.chunks.value = 8
     assert w.ax_time.get_xlim() == xlim and w.image.value != picture      # the 1-chunk axis stays
     assert w.result.time_s < t1
-    assert w.result.time_s == pytest.approx(closed_form("binary-tree", 15, 8 << 20, 5e-6, 1e-11, chunks=8))
+    form = closed_form("binary-tree", 15, 8 << 20, 5e-6, 1e-11, chunks=8)
+    fair = w.result.time_s
+    # shared fairly: no bound (Algorithm.exact), below the form here, and never faster than its busiest port
+    assert max(w.result.resource_busy_s.values()) <= fair < form
+    assert "8 chunk(s): 20 steps up, 21 down; simulated (fair ports)" in w.status.value
+    assert w.result.schedule.n_steps == 20 + 21                          # U(k) = 2k + 4, D(k) = U(k) + 1 on 15 ranks
+    w.policy.value = "schedule"                                            # the closed forms' policy
+    assert w.result.policy == "schedule" and w.result.time_s <= form * (1 + 1e-12) and w.result.time_s != fair
+    assert "(schedule ports)" in w.status.value and w.ax_time.get_xlim() == xlim
+    w.policy.value = "fair"
     c = w.curve
     assert c["time_s"][c["best"] - 1] == c["time_s"].min() and c["nccl"] == tree_chunks(8 << 20) == 16
     assert "fastest with" in w.status.value and "NCCL's 512 KiB chunks: 16" in w.status.value
     w.algo.value = "double-tree"                     # the double tree: each tree half the data
     assert w.curve["nccl"] == tree_chunks(4 << 20) and w.result.schedule.name == "double-tree"
+    with pytest.raises(CollsimError, match="contention policy 'first-come' is not one of fair, schedule"):
+        cx.ChunksExplorer(policy="first-come")
