@@ -33,7 +33,7 @@ MAX_TRANSFERS = 1 << 26        # larger schedules are refused unless COLLSIM_MAX
 BYTES_PER_TRANSFER = 49 * 3    # schedule columns (6 x int64 + op) and what building and simulating hold besides
 MAX_BYTES = 1 << 60            # buffer size limit (element offsets are int64)
 DEFAULTS = {"gpus_per_node": None, "slices": 1, "chunks": None, "inter": "ring", "channels": 1, "direct": False,
-            "loops": 1}
+            "loops": 1, "nics_per_node": None}
 INTER_ALGORITHMS = ("ring", "tree")
 
 
@@ -172,12 +172,12 @@ def resolve(name: str, ranks: int, count: int, itemsize: int = 4, **given) -> di
 
 
 def build_schedule(name: str, ranks: int, count: int, itemsize: int = 4, *, gpus_per_node=None, slices=1,
-                   chunks=None, inter="ring", channels=1, direct=False, loops=1) -> Schedule:
+                   chunks=None, inter="ring", channels=1, direct=False, loops=1, nics_per_node=None) -> Schedule:
     """The AllReduce schedule of algorithm ``name`` for ``count`` elements of ``itemsize``
     bytes per rank on ``ranks`` ranks (the keyword parameters are ``DEFAULTS``; each algorithm
     takes those of its record); chunks default to the record's ``default_chunks``."""
     q = resolve(name, ranks, count, itemsize, gpus_per_node=gpus_per_node, slices=slices, chunks=chunks,
-                inter=inter, channels=channels, direct=direct, loops=loops)
+                inter=inter, channels=channels, direct=direct, loops=loops, nics_per_node=nics_per_node)
     return REGISTRY[name].build(int(ranks), int(count), int(itemsize), **q)
 
 

@@ -30,7 +30,7 @@ from functools import lru_cache
 import numpy as np
 
 from collsim.algorithms import Algorithm
-from collsim.algorithms.ring import ring_phases
+from collsim.algorithms.ring import entry_gpu, ring_phases
 from collsim.algorithms.timing import chain, step
 from collsim.algorithms.tree import channel_parts, tree_chunks, up_down_steps
 from collsim.algorithms.tree_pipeline import tree_phase, tree_plan, tree_steps
@@ -74,19 +74,22 @@ def tree_of_channel(channels: int) -> np.ndarray:
 
 
 def hierarchical_nccl(ranks: int, count: int, itemsize: int = 4, gpus_per_node: int = 1, chunks: int = 1,
-                      channels: int = 1) -> Schedule:
+                      channels: int = 1, nics_per_node: int | None = None) -> Schedule:
     g = gpus_per_node
     meta = {"gpus_per_node": g, "chunks": chunks, "channels": channels}
+    if nics_per_node is not None:
+        meta["nics_per_node"] = nics_per_node
     pos = np.arange(ranks)
-    heads = np.arange(channels)[:, None] % g
-    groups = pos // g * g + (pos % g + heads) % g                       # channel c: chains from GPU c mod G
+    heads = np.array([entry_gpu(c, g, nics_per_node) for c in range(channels)])[:, None]
+    groups = pos // g * g + (pos % g + heads) % g                       # channel c: chains from its entry GPU
     part_off, part_len = channel_parts(count, channels)
     tree = tree_of_channel(channels)
     parts = []
     for t in np.unique(tree):                                           # each tree pipelined on its own plan
         on = np.flatnonzero(tree == t)
         b = ScheduleBuilder(ranks, count, itemsize, name="nccl-tree", meta=meta)
-        tree_phase(b, tree_steps(f"nccl{t}", ranks, g, chunks), groups[on], part_off[on, None], part_len[on, None], on)
+        tree_phase(b, tree_steps(f"nccl{t}", ranks, g, chunks), groups[on], part_off[on, None], part_len[on, None], on,
+                   fan=2)
         parts.append(b.build())
     return interleave(parts)
 
@@ -193,7 +196,8 @@ HIERARCHICAL = Algorithm(
 NCCL_TREE = Algorithm(
     "nccl-tree", "NCCL's tree: per channel a chain in each node from GPU c mod G, heads joined by the "
     "double binary tree over nodes (half the channels on each tree)", hierarchical_nccl,
-    lambda p, q: 2 * (p - 1) * q["chunks"] * q["channels"], params=("gpus_per_node", "chunks", "channels"),
+    lambda p, q: 2 * (p - 1) * q["chunks"] * q["channels"], params=("gpus_per_node", "chunks", "channels",
+                                                                      "nics_per_node"),
     needs=("gpus_per_node",), default_chunks=lambda nbytes, p, q: tree_chunks(nbytes // q["channels"]),
     closed_form=nccl_time, granularity=lambda p, q: q["chunks"] * q["channels"],
     formula="U up and U down steps of m = N/(C chunks), each costed at the slowest link class it holds: "

@@ -72,7 +72,7 @@ def _stages(ranks: int, count: int, itemsize: int, g: int, chunks: int, channels
         heads = np.arange(nodes)[None, :] * g + np.arange(g)[:, None]         # (G, nodes)
         groups = np.broadcast_to(heads, (len(on), chunks, g, nodes)).reshape(-1, nodes)
         tree_phase(b, tree_steps(f"double{on[0] % 2}", nodes, 1, 1), groups, h_off.reshape(-1, 1),
-                   h_len.reshape(-1, 1), np.repeat(on, chunks * g), lanes=(up, down))
+                   h_len.reshape(-1, 1), np.repeat(on, chunks * g), lanes=(up, down), fan=4)
     b.add_step(gpu, switch, *mine, COPY, channel=c, lane=down)                # 4. head h's chunk back to the switch
     b.add_step(switch, gpu, *whole, COPY, channel=c, lane=3)                  # 5. the loop's range to every GPU
     return b.build()

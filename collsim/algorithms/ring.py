@@ -21,7 +21,9 @@ Ring orders (``ring_orders``):
   visits s, s+1, ..., s-1 (src/graph/search.cc:559-574, 669-751, crossNic 2);
   odd nodes run the order of s^1 (connect.cc:392-405), so every hop between
   nodes joins two GPUs of one rail (one NIC index), except the wrap-around hop
-  when the node count is odd;
+  when the node count is odd; with K < G NICs of B GPUs each (B even), search channel s enters at a GPU of
+  NIC s mod K (``entry_gpu``) and runs through the node so that it leaves from a GPU of the same NIC, the same
+  order on every node;
 * ``direct`` (GPUs linked without NVSwitch): channel c visits the GPUs of each
   node along Hamiltonian cycle c mod H (``hamiltonian_cycles``), so the channels
   spread over the pair links.
@@ -95,13 +97,30 @@ def hamiltonian_cycles(g: int) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(i * d % g for i in range(g)) for d in range(1, g) if gcd(d, g) == 1)
 
 
-def node_order(s: int, g: int) -> np.ndarray:
-    """Local GPUs of rail ring search channel s in visiting order (even: s, s-1, ...; odd: s, s+1, ...)."""
-    step = 1 if s % 2 else -1
-    return (s + step * np.arange(g)) % g
+def nic_block(g: int, nics: int | None) -> int:
+    """GPUs a node has per NIC when each NIC serves two or more of them alike (else 1: a NIC per GPU, or more)."""
+    return g // nics if nics and nics < g and g % nics == 0 and (g // nics) % 2 == 0 else 1
 
 
-def ring_orders(ranks: int, channels: int, gpus_per_node: int | None = None, direct: bool = False) -> np.ndarray:
+def entry_gpu(s: int, g: int, nics: int | None = None) -> int:
+    """The local GPU where search channel s enters a node: GPU s with a NIC per GPU; with K NICs of B GPUs each,
+    a GPU of NIC s mod K (NCCL's search starts channel c at net c mod K, search.cc ncclTopoSearchRecNet),
+    the (s div K) mod B-th of its block."""
+    b = nic_block(g, nics)
+    return s % g if b == 1 else (s % nics) * b + (s // nics) % b
+
+
+def node_order(s: int, g: int, nics: int | None = None) -> np.ndarray:
+    """Local GPUs of rail ring search channel s in visiting order. A NIC per GPU: even s runs s, s-1, ..., s+1,
+    odd s runs s, s+1, ..., s-1. K NICs of B GPUs: from ``entry_gpu`` down if its place in its NIC's block is
+    even, else up, so that it leaves from a GPU of the same NIC."""
+    e, b = entry_gpu(s, g, nics), nic_block(g, nics)
+    step = (1 if s % 2 else -1) if b == 1 else (1 if (e % b) % 2 else -1)
+    return (e + step * np.arange(g)) % g
+
+
+def ring_orders(ranks: int, channels: int, gpus_per_node: int | None = None, direct: bool = False,
+                nics_per_node: int | None = None) -> np.ndarray:
     """(channels, ranks) rank order of every channel's ring (see the module docstring)."""
     g = ranks if gpus_per_node is None else gpus_per_node
     nodes = ranks // g
@@ -111,6 +130,8 @@ def ring_orders(ranks: int, channels: int, gpus_per_node: int | None = None, dir
             local = [np.array(hamiltonian_cycles(g)[c % len(hamiltonian_cycles(g))])] * nodes
         elif nodes == 1:
             local = [np.arange(g)]
+        elif nic_block(g, nics_per_node) > 1:           # enters and leaves through one NIC: the same on every node
+            local = [node_order(c % g, g, nics_per_node)] * nodes
         else:
             s = c % g
             local = [node_order(s ^ 1 if n % 2 and (s ^ 1) < g else s, g) for n in range(nodes)]
@@ -119,7 +140,8 @@ def ring_orders(ranks: int, channels: int, gpus_per_node: int | None = None, dir
 
 
 def ring(ranks: int, count: int, itemsize: int = 4, slices: int = 1, channels: int = 1,
-         gpus_per_node: int | None = None, direct: bool = False, loops: int = 1) -> Schedule:
+         gpus_per_node: int | None = None, direct: bool = False, loops: int = 1,
+         nics_per_node: int | None = None) -> Schedule:
     """Ring AllReduce of ``count`` elements on ``ranks`` ranks over ``channels`` rings, 2(P-1)*slices steps per
     loop: with ``loops`` L every channel part is cut into L consecutive parts, reduced one after the other by the
     same ring (NCCL's loop over the buffer, nranks x chunkSize bytes at a time: device/all_reduce.h runRing)."""
@@ -133,14 +155,16 @@ def ring(ranks: int, count: int, itemsize: int = 4, slices: int = 1, channels: i
     b = ScheduleBuilder(ranks, count, itemsize, name="ring", meta=meta)
     off, ln = split_ranges(np.array([0]), np.array([count]), channels)
     l_off, l_len = split_ranges(off[0], ln[0], loops)                          # (C, L)
-    orders = ring_orders(ranks, channels, gpus_per_node, direct)
+    if nics_per_node is not None:
+        meta["nics_per_node"] = nics_per_node
+    orders = ring_orders(ranks, channels, gpus_per_node, direct, nics_per_node)
     for i in range(loops):
         ring_phases(b, orders, l_off[:, i], l_len[:, i], slices, channel=np.arange(channels))
     return b.build()
 
 
 def ring_quotient(ranks: int, count: int, itemsize: int = 4, slices: int = 1, channels: int = 1,
-                  gpus_per_node: int = 1, loops: int = 1, nodes: int = 2) -> Schedule:
+                  gpus_per_node: int = 1, loops: int = 1, nodes: int = 2, nics_per_node: int | None = None) -> Schedule:
     """The rail rings of ``ring(ranks, count, ..., gpus_per_node=G)`` seen from ``nodes`` consecutive nodes: the
     quotient by the shift of every rank ``nodes`` nodes on, which maps NCCL's rings onto themselves when the
     rings repeat every ``nodes`` nodes and the node count is a multiple of it (``collsim.simulate.symmetry``).
@@ -159,7 +183,7 @@ def ring_quotient(ranks: int, count: int, itemsize: int = 4, slices: int = 1, ch
     meta = {"slices": slices, "channels": channels, "gpus_per_node": gpus_per_node, "quotient_of": ranks,
             "loops": loops}
     b = ScheduleBuilder(m, int(part.sum()), itemsize, name="ring", meta=meta)
-    orders = ring_orders(ranks, channels, gpus_per_node)[:, :m]
+    orders = ring_orders(ranks, channels, gpus_per_node, nics_per_node=nics_per_node)[:, :m]
     for i in range(loops):
         ring_phases(b, orders, starts[i], m * chunk[:, i], slices, channel=np.arange(channels), steps=ranks - 1)
     return b.build()
@@ -180,7 +204,7 @@ def ring_time(p: int, nb, links, params: dict):
 RING = Algorithm(
     "ring", "ring reduce-scatter + all-gather per channel, 2(P-1) steps; NCCL's rail rings across nodes",
     ring, lambda p, q: 2 * p * (p - 1) * q["slices"] * q["channels"] * q.get("loops", 1),
-    params=("slices", "channels", "gpus_per_node", "direct", "loops"),
+    params=("slices", "channels", "gpus_per_node", "direct", "loops", "nics_per_node"),
     closed_form=ring_time, granularity=lambda p, q: p * q["slices"] * q["channels"] * q.get("loops", 1),
     formula="K = 2(P-1)S steps of m = N/(P S C): d = alpha + m beta (+ m gamma in the first half), h = m beta; "
             "T = sum d + (C-1) h + sum_{k<K-1} max(0, (C-1) h - (d_k - h)); one channel: "

@@ -144,7 +144,7 @@ class TreeSteps:
     """Every (edge, chunk) transfer of a plan, up and down, in schedule order.
 
     Per transfer (int32, read-only): ``step``, ``slot`` (position in its step),
-    ``src``/``dst`` positions, ``tree``, ``chunk``, ``edge``; per step ``up``
+    ``src``/``dst`` positions, ``tree``, ``chunk``, ``edge``, ``colour`` (its edge's); per step ``up``
     (true: reduce child -> parent, else copy parent -> child); ``width``: most
     transfers in a step; ``trees``, ``chunks``.
     """
@@ -156,6 +156,7 @@ class TreeSteps:
     tree: np.ndarray
     chunk: np.ndarray
     edge: np.ndarray
+    colour: np.ndarray
     up: np.ndarray
     width: int
     trees: int
@@ -182,14 +183,14 @@ def tree_steps(layout: str, n: int, gpus_per_node: int, chunks: int) -> TreeStep
     edge, chunk = order % max(n_up, 1) // chunks, order % chunks
     src = np.where(is_up, plan.child[edge], plan.parent[edge])
     dst = np.where(is_up, plan.parent[edge], plan.child[edge])
-    cols = [a.astype(np.int32) for a in (step, pos, src, dst, plan.tree[edge], chunk, edge)]
+    cols = [a.astype(np.int32) for a in (step, pos, src, dst, plan.tree[edge], chunk, edge, plan.colour[edge])]
     steps = TreeSteps(*cols, up[sizes > 0], int(sizes.max()) if n_up else 0, plan.trees, chunks)
     read_only(*cols, steps.up)
     return steps
 
 
 def tree_phase(b: ScheduleBuilder, steps: TreeSteps, groups: np.ndarray, seg_off, seg_len, channel=0,
-               lanes: tuple[int, int] = (0, 1)) -> None:
+               lanes: tuple[int, int] = (0, 1), fan: int = 0) -> None:
     """Append the pipelined reduce-up / broadcast-down steps of ``steps`` to ``b``.
 
     groups: (G, n) rank of every tree position in each of G groups (disjoint ranks, or disjoint
@@ -198,6 +199,10 @@ def tree_phase(b: ScheduleBuilder, steps: TreeSteps, groups: np.ndarray, seg_off
     not use tree t).
     channel: (G,) or scalar, the channel of each group.
     lanes: the lane of the reduce-up and of the broadcast-down transfers (NCCL runs them in separate warps).
+    fan: if > 0, a parent's copies down to children of edge colour q > 0 run in lane ``fan + q - 1``, beside
+    those of colour 0: NCCL's broadcast sends to every child at once (its primitives' FanAsymmetric<1,
+    NCCL_MAX_TREE_ARITY>, device/all_reduce.h runTreeSplit), where one lane would send to one child after the
+    other.
     Every step holds its transfers group by group; it is laid out padded to
     ``steps.width`` per group with zero-length transfers, which ``add_steps`` drops.
     """
@@ -213,5 +218,8 @@ def tree_phase(b: ScheduleBuilder, steps: TreeSteps, groups: np.ndarray, seg_off
         grid[steps.step, :, steps.slot] = values.T
         cols.append(grid.reshape(shape[0], -1))
     ch = np.repeat(np.broadcast_to(np.asarray(channel, np.int64), (len(groups),)), steps.width)
-    b.add_steps(*cols, np.where(steps.up, REDUCE, COPY)[:, None], ch[None, :],
-                np.where(steps.up, lanes[0], lanes[1])[:, None])
+    lane = np.zeros(shape, np.int64)
+    lane[steps.step, :, steps.slot] = np.where(steps.up[steps.step], lanes[0],
+                                               np.where((steps.colour > 0) & (fan > 0), fan + steps.colour - 1,
+                                                        lanes[1]))[:, None]
+    b.add_steps(*cols, np.where(steps.up, REDUCE, COPY)[:, None], ch[None, :], lane.reshape(shape[0], -1))

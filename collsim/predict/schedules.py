@@ -121,14 +121,16 @@ def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int
         k, count = _shortened(full, pipeline, count)
         slots = RING_CHUNK_SLOTS[proto] // slices
         if nodes >= 2 * QUOTIENT_NODES and nodes % QUOTIENT_NODES == 0 and count // (used * k) >= p * slices:
-            s = ring_quotient(p, count, ITEMSIZE, slices, used, g, k, QUOTIENT_NODES)
+            s = ring_quotient(p, count, ITEMSIZE, slices, used, g, k, QUOTIENT_NODES, cluster.nics_per_node)
             return NcclRun(s, used, full, NCCL_STEPS // slots, threads, QUOTIENT_NODES)
         s = build_schedule("ring", p, count, ITEMSIZE, channels=used, slices=slices, loops=k,
-                           gpus_per_node=g if nodes > 1 else None)
+                           gpus_per_node=g if nodes > 1 else None, nics_per_node=cluster.nics_per_node if nodes > 1
+                           else None)
         return NcclRun(s, used, full, NCCL_STEPS // slots, threads)
     full = tree_chunks(proto, part, p, nodes, buffsize)
     k, count = _shortened(full, pipeline, count)
-    s = build_schedule("nccl-tree", p, count, ITEMSIZE, gpus_per_node=g, chunks=k, channels=used)
+    s = build_schedule("nccl-tree", p, count, ITEMSIZE, gpus_per_node=g, chunks=k, channels=used,
+                       nics_per_node=cluster.nics_per_node or None)
     return NcclRun(s, used, full, NCCL_STEPS, threads)
 
 

@@ -130,7 +130,6 @@ def data_deps(s: Schedule, sa: np.ndarray, sb: np.ndarray, nseg: int) -> tuple[n
     range; compiled (``collsim.simulate.jit``), one pass over the steps."""
     owner, dep = _deps(s.step_ptr, s.src, s.dst, s.op == REDUCE, sa.astype(np.int64), sb.astype(np.int64), nseg,
                        s.endpoints * max(nseg, 1))
-    order = np.argsort(owner * s.n_transfers + dep, kind="stable") if len(owner) else owner
-    ptr = np.zeros(s.n_transfers + 1, np.int64)
+    ptr = np.zeros(s.n_transfers + 1, np.int64)                 # owners come in order: a CSR as they are
     np.cumsum(np.bincount(owner, minlength=s.n_transfers), out=ptr[1:])
-    return ptr, dep[order]
+    return ptr, dep

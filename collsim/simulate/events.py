@@ -18,27 +18,49 @@ from __future__ import annotations
 
 import numpy as np
 
-from collsim.simulate.heaps import new_heap, pop, push, put
+from collsim.simulate.heaps import drop, new_heap, pop, push, put
 from collsim.simulate.jit import jit
 
 EPS = 1e-9             # a job is done when the service it still owes is below EPS of its whole
 PROGRESS_BLOCK = 1 << 20
 
 
+@jit
+def _waiters(n, data_ptr, data_dep, window_pred):
+    """CSR (ptr, waiters) of who waits for each transfer's arrival: its data dependents, then its window
+    successor, each list in transfer order (a counting sort)."""
+    ptr = np.zeros(n + 1, np.int64)
+    for x in range(len(data_dep)):
+        ptr[data_dep[x] + 1] += 1
+    for i in range(n):
+        if window_pred[i] >= 0:
+            ptr[window_pred[i] + 1] += 1
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
+    out = np.empty(ptr[n], np.int64)
+    for i in range(n):
+        for x in range(data_ptr[i], data_ptr[i + 1]):
+            w = data_dep[x]
+            out[fill[w]] = i
+            fill[w] += 1
+    for i in range(n):
+        w = window_pred[i]
+        if w >= 0:
+            out[fill[w]] = i
+            fill[w] += 1
+    return ptr, out
+
+
 def _waiting(n: int, data_ptr, data_dep, engine_pred, window_pred):
     """(dependencies left per transfer, who waits for each one's arrival (CSR), its engine successor)."""
-    count = np.diff(data_ptr) + (engine_pred >= 0) + (window_pred >= 0)
-    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(data_ptr))
-    has_w = window_pred >= 0
-    who = np.concatenate([data_dep, window_pred[has_w]]).astype(np.int64)
-    waiter = np.concatenate([owner, np.flatnonzero(has_w)])
-    order = np.argsort(who, kind="stable")
-    ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(who, minlength=n), out=ptr[1:])
+    count = (np.diff(data_ptr) + (engine_pred >= 0) + (window_pred >= 0)).astype(np.int64)
+    ptr, waiters = _waiters(n, np.asarray(data_ptr, np.int64), np.asarray(data_dep, np.int64),
+                            np.asarray(window_pred, np.int64))
     succ = np.full(n, -1, np.int64)
     has_e = engine_pred >= 0
     succ[engine_pred[has_e]] = np.flatnonzero(has_e)
-    return count.astype(np.int64), ptr, waiter[order].astype(np.int64), succ
+    return count, ptr, waiters, succ
 
 
 @jit
@@ -136,7 +158,7 @@ def _next(p, head, pt, jnext, jleft, jrate):
 
 
 @jit
-def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, spare, jobs, pend, pt, head, count, jnext, jprev,
+def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pend, pt, head, count, jnext, jprev,
           jleft, jrate, fixed, ready, busy, ctr):
     """Run events until every transfer is done or ``limit`` more are; ``ctr``: (ready size, busy size, seq,
     done). Returns the transfers done."""
@@ -150,10 +172,8 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, spare, jobs, pe
             ctr[0] = pop(rt, rs, ri, rpos, ctr[0], False)
             tm[1, i] = time
             k = 0
-            for j in range(i * jobs, i * jobs + jobs):
+            for j in range(jptr[i], jptr[i + 1]):
                 p = rows[j]
-                if p == spare:
-                    continue
                 _serve(p, time, pt, head, jnext, jleft, jrate)
                 jleft[j] = sizes[j]
                 jprev[j] = -1
@@ -171,7 +191,7 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, spare, jobs, pe
                 _finish(i, time + cost[3, i], tm, cost, left, wp, wl, nxt, ready, ctr)
                 ctr[3] += 1
             continue
-        if ctr[1] == 0 or bt[0] == np.inf:
+        if ctr[1] == 0:
             break
         p, time = bi[0], bt[0]
         _serve(p, time, pt, head, jnext, jleft, jrate)
@@ -187,29 +207,30 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, spare, jobs, pe
                 if after >= 0:
                     jprev[after] = jprev[j]
                 count[p] -= 1
-                i = j // jobs
+                i = jown[j]
                 pend[i] -= 1
                 if pend[i] == 0:
                     _finish(i, time, tm, cost, left, wp, wl, nxt, ready, ctr)
                     ctr[3] += 1
             j = after
         _shares(p, head, count, jnext, caps, jrate, fixed)
-        ctr[1] = put(bt, bs, bi, bpos, ctr[1], p, _next(p, head, pt, jnext, jleft, jrate), ctr[2])
-        ctr[2] += 1
+        if count[p]:
+            ctr[1] = put(bt, bs, bi, bpos, ctr[1], p, _next(p, head, pt, jnext, jleft, jrate), ctr[2])
+            ctr[2] += 1
+        else:                                                    # idle: out of the heap
+            ctr[1] = drop(bt, bs, bi, bpos, ctr[1], p)
     return ctr[3]
 
 
 @jit
-def _in_order(n, tm, cost, left, wp, wl, nxt, rows, sizes, spare, jobs, free, ready, ctr):
+def _in_order(n, tm, cost, left, wp, wl, nxt, rows, sizes, jptr, free, ready, ctr):
     """Policy "schedule": transfer by transfer in schedule order, each port serving its jobs one at a time."""
     for i in range(n):
         q = tm[0, i]
         e = q + cost[3, i]
         b0 = q
-        for j in range(i * jobs, i * jobs + jobs):
+        for j in range(jptr[i], jptr[i + 1]):
             p = rows[j]
-            if p == spare:
-                continue
             b = free[p] if free[p] > q else q
             h = b + sizes[j]
             free[p] = h
@@ -232,16 +253,20 @@ def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndar
     tm = np.zeros((4, n))                                      # ready time, start, end, arrive
     cost = np.ascontiguousarray(np.stack([np.broadcast_to(np.asarray(a, np.float64), (n,)) for a in
                                           (costs.compute, costs.overhead, costs.latency, costs.alone)]))
-    jobs = rows.shape[1] if n else 0
-    r = np.ascontiguousarray(rows, np.int64).ravel()
-    z = np.ascontiguousarray(sizes, np.float64).ravel()
+    held = np.asarray(rows) != n_ports - 1                     # the jobs that hold a port, as a CSR per transfer
+    per = held.sum(axis=1) if n else np.zeros(0, np.int64)
+    jptr = np.zeros(n + 1, np.int64)
+    np.cumsum(per, out=jptr[1:])
+    r = np.ascontiguousarray(np.asarray(rows)[held], np.int64)
+    z = np.ascontiguousarray(np.asarray(sizes)[held], np.float64)
     ready = new_heap(max(n, 1), 1)                         # a queue: pos unused
     ctr = np.zeros(4, np.int64)
     for i in np.flatnonzero(count == 0):                      # what waits for nothing starts at 0
         ctr[0] = push(*ready[:3], ctr[0], int(i), 0.0, ctr[2])
         ctr[2] += 1
     if policy == "fair":
-        c = np.ascontiguousarray(caps, np.float64).ravel()
+        c = np.ascontiguousarray(np.asarray(caps)[held], np.float64)
+        jown = np.repeat(np.arange(n, dtype=np.int64), per)
         pend = np.zeros(n, np.int64)
         pt, head, used = np.zeros(n_ports), np.full(n_ports, -1, np.int64), np.zeros(n_ports, np.int64)
         jnext, jprev = np.full(len(r), -1, np.int64), np.full(len(r), -1, np.int64)
@@ -249,13 +274,13 @@ def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndar
         busy = new_heap(max(n_ports, 1), max(n_ports, 1))
         done = 0
         while done < n:
-            now = _fair(PROGRESS_BLOCK if progress is not None else n, tm, cost, count, wp, wl, nxt, r, z, c,
-                        n_ports - 1, jobs, pend, pt, head, used, jnext, jprev, jleft, jrate, fixed, ready, busy, ctr)
+            now = _fair(PROGRESS_BLOCK if progress is not None else n, tm, cost, count, wp, wl, nxt, r, z, c, jptr,
+                        jown, pend, pt, head, used, jnext, jprev, jleft, jrate, fixed, ready, busy, ctr)
             if now == done:
                 break
             if progress is not None:
                 progress(int(now - done))
             done = int(now)
     else:
-        _in_order(n, tm, cost, count, wp, wl, nxt, r, z, n_ports - 1, jobs, np.zeros(n_ports), ready, ctr)
+        _in_order(n, tm, cost, count, wp, wl, nxt, r, z, jptr, np.zeros(n_ports), ready, ctr)
     return tm[1], tm[2], tm[3]

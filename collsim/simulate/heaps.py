@@ -4,7 +4,8 @@ deterministic. A heap is four arrays: ``ht`` (times, seconds), ``hs`` (seqs), ``
 and ``pos`` (an item's place, -1: absent); its size is kept by the caller.
 
 ``push``/``pop`` keep a queue of items that come in once and leave once (``pos`` unused); ``put`` moves an item
-that is already in (an indexed heap: a port's next end changes as jobs come and go). Sifts move a hole rather
+that is already in and ``drop`` takes one out (an indexed heap: a port's next end changes as jobs come and go,
+and an idle port leaves). Sifts move a hole rather
 than swapping, and every function compiles with ``collsim.simulate.jit``.
 """
 from __future__ import annotations
@@ -86,4 +87,22 @@ def put(ht, hs, hi, pos, size, item, t, seq):
         _up(ht, hs, hi, pos, k, t, seq, item, True)
     else:
         _down(ht, hs, hi, pos, k, size, t, seq, item, True)
+    return size
+
+
+@jit
+def drop(ht, hs, hi, pos, size, item):
+    """Remove ``item`` from an indexed heap if it is in; returns the new size."""
+    k = pos[item]
+    if k < 0:
+        return size
+    pos[item] = -1
+    size -= 1
+    if k < size:
+        t, s, last = ht[size], hs[size], hi[size]
+        parent = (k - 1) >> 1
+        if k > 0 and (t < ht[parent] or (t == ht[parent] and s < hs[parent])):
+            _up(ht, hs, hi, pos, k, t, s, last, True)
+        else:
+            _down(ht, hs, hi, pos, k, size, t, s, last, True)
     return size

@@ -96,8 +96,8 @@ def permute_channels(s: Schedule, topology: Topology) -> tuple[Schedule, Topolog
     """(schedule, topology, channels each kept one stands for) of the quotient by permutations of every node's
     GPUs (module docstring), to be simulated with ``merged=True``; None where it does not apply."""
     g, k = topology.gpus_per_node, topology.nics_per_node
-    if s.n_transfers == 0 or g < 2 or topology.links_per_pair or k not in (1, g) or s.ranks % g:
-        return None
+    if s.n_transfers == 0 or g < 2 or topology.links_per_pair or k not in (1, g) or s.ranks % g or s.n_channels < g:
+        return None                                      # (a class holds m G channels)
     perm_of: dict[int, np.ndarray] = {}
 
     def mapped(x: np.ndarray, perm: np.ndarray) -> np.ndarray:

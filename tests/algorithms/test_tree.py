@@ -93,7 +93,7 @@ def ref_down_slots(plan, chunks):
     return np.array(slot, np.int64)
 
 
-def ref_tree_phase(b, ref, groups, seg_off, seg_len, channel=0):
+def ref_tree_phase(b, ref, groups, seg_off, seg_len, channel=0, lanes=(0, 1), fan=0):   # lanes: not compared
     plan, chunks = ref.plan, ref.chunks
     groups = np.atleast_2d(np.asarray(groups, np.int64))
     if len(plan.child) == 0:
@@ -168,3 +168,15 @@ def test_cached_steps_are_read_only():
         steps.src[0] = 1
     with pytest.raises(ValueError):
         pipeline_mod.tree_plan("double", 16).colour[0] = 1
+
+
+def test_nccls_broadcast_sends_to_both_children_at_once():
+    """NCCL's tree and NVLSTree copy down to every child at once: a parent's copies to its second child run in a
+    lane of their own (``tree_phase(fan=...)``), so its broadcast never waits for one child before the other."""
+    for s, down in ((build_schedule("nccl-tree", 32, 4096, gpus_per_node=8, channels=2, nics_per_node=8), 1),
+                    (build_schedule("nvlstree", 32, 4096, gpus_per_node=8, channels=2), 2)):
+        copies = (s.op == COPY) & (s.src // 8 != s.dst // 8)             # down, across nodes
+        fans = {}
+        for src, lane in zip(s.src[copies], s.lane[copies]):
+            fans.setdefault(int(src), set()).add(int(lane))
+        assert max(len(v) for v in fans.values()) == 2 and down in set().union(*fans.values())
