@@ -34,13 +34,15 @@ def simulated_busbw(cluster, algo, sizes, env=None):
     ("L15", "ib-400g", 2, {"NCCL_MIN_CTAS": "24"}),
 ])
 def test_nccls_ring_simulated_matches_the_calibration_logs(log, spec, nodes, env):
-    """The kernel alone (no harness) from 2 MiB, where nccl-tests' launch floor (35 us with -g 8) no longer hides it."""
+    """The kernel alone (no harness) from 2 MiB, where nccl-tests' launch floor (35 us with -g 8) no longer hides it:
+    within 5% from 256 MiB, within 25% from 2 MiB. On L15 the simulation is up to 19% fast at 16-128 MiB, where
+    the measured busbw climbs slowly to the network's (docs/accuracy.md: what is not modelled there)."""
     size, busbw = measured(log)
     keep = size >= 2 << 20
     size, busbw = size[keep], busbw[keep]
     ratio = simulated_busbw(load_cluster(spec, nodes), "Ring", size, env) / busbw
-    assert np.all(np.abs(ratio[size >= 64 << 20] - 1) <= 0.10), ratio
-    assert np.all(np.abs(ratio - 1) <= 0.30), ratio
+    assert np.all(np.abs(ratio[size >= 256 << 20] - 1) <= 0.05), ratio
+    assert np.all(np.abs(ratio - 1) <= 0.25), ratio
 
 
 def test_all_eight_nics_carry_the_ring_on_2_x_8():
