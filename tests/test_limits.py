@@ -204,7 +204,7 @@ def test_import_nccl_tests_merges_and_checks_env(tmp_path, run):
     (["simulate", "--algo", "ring", "--ranks", 4096, "--bytes", "1M", "--alpha", 1e-6, "--beta", 1e-10],
      ["simulating ring on 4096 ranks (up to 33546240 transfers)"]),
     (["simulate", "--algo", "direct", "--ranks", 4096, "--bytes", "1M", "--alpha", 1e-6, "--beta", 1e-10],
-     ["simulating it (4096 endpoints"]),
+     ["simulating direct on 4096 ranks (up to 16773120 transfers)"]),
     (["schedule", "--cluster", "ib-400g", "--nodes", 1024, "--algo", "ring", "--count", 1048576],
      ["ring on 8192 ranks (134201344 transfers)"]),
 ], ids=["simulate-nvls-65536", "check-direct-4096", "simulate-ring-4096", "simulate-direct-4096",

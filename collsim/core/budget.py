@@ -11,8 +11,8 @@ RSS it predicts):
 * ``schedule_bytes(transfers)``: building a schedule (its columns and the builder's pieces);
 * ``check_bytes(moved, state_bytes, step_bytes)``: the checker (``collsim.core.execution.Execution``):
   the schedule, each transfer's atoms, its state of (rank, atom) cells and the largest step's share;
-* ``simulation_bytes(endpoints, channels, transfers, segments, step)``: the event simulation: the
-  schedule, its plan and times per transfer, the largest step's working arrays, and a table of
+* ``simulation_bytes(endpoints, channels, transfers, segments)``: the event simulation: numba's
+  compiled engine, the schedule and everything the engine keeps per transfer, and a table of
   (endpoint, segment) cells.
 
 ``require_*`` raise the one-line error; ``BASE_BYTES`` is what the interpreter holds before any work.
@@ -27,9 +27,9 @@ BASE_BYTES = 100e6                 # python, numpy and collsim imported
 SCHEDULE_BYTES_PER_TRANSFER = 80   # 45 B of columns, and the builder's pieces beside them
 CHECK_BYTES_PER_MOVE = 160         # per (transfer, atom) moved: the schedule, the plan's rows, sorts
 STEP_COPIES = 4                    # a step's moved state: gathered, merged, compared, written back
-SIMULATE_BYTES_PER_TRANSFER = 130  # the schedule, routes, plan rows, durations, start and end times
-SIMULATE_BYTES_PER_STEP_TRANSFER = 150  # per transfer of the largest step: the step's working arrays
-SIMULATE_BYTES_PER_CELL = 32       # per (endpoint, segment): latest write, segment-tree nodes, rows
+SIMULATE_BASE_BYTES = 120e6        # numba and its compiled engine loaded (collsim.simulate.jit)
+SIMULATE_BYTES_PER_TRANSFER = 520  # the schedule, routes, costs, jobs and their ports' state, deps, heaps, times
+SIMULATE_BYTES_PER_CELL = 44       # per (endpoint, segment): its last writers and the segment tables
 
 
 def schedule_bytes(transfers: int) -> float:
@@ -42,10 +42,9 @@ def check_bytes(moved: int, state_bytes: int, step_bytes: int) -> float:
     return BASE_BYTES + CHECK_BYTES_PER_MOVE * moved + state_bytes + STEP_COPIES * step_bytes
 
 
-def simulation_bytes(endpoints: int, channels: int, transfers: int, segments: int, step: int = 0) -> float:
-    """``step``: the transfers of the largest step (the engine works a step at a time: its gathers,
-    maxima and sorts). Channels count through the routes (a slot row per channel and link), a small term."""
-    return (BASE_BYTES + SIMULATE_BYTES_PER_TRANSFER * transfers + SIMULATE_BYTES_PER_STEP_TRANSFER * step
+def simulation_bytes(endpoints: int, channels: int, transfers: int, segments: int) -> float:
+    """Channels count through the routes (a row per channel and link), a small term."""
+    return (BASE_BYTES + SIMULATE_BASE_BYTES + SIMULATE_BYTES_PER_TRANSFER * transfers
             + SIMULATE_BYTES_PER_CELL * (endpoints * (segments + 1) + 4 * endpoints * channels))
 
 
@@ -72,8 +71,7 @@ def require_simulation(schedule, what: str = "simulating it") -> None:
     """Refuse to simulate ``schedule`` when ``simulation_bytes`` is over the budget."""
     channels = int(schedule.channel.max()) + 1 if schedule.n_transfers else 1
     segments = segments_of(schedule)
-    step = int(np.diff(schedule.step_ptr).max()) if schedule.n_steps else 0
-    check_memory(simulation_bytes(schedule.endpoints, channels, schedule.n_transfers, segments, step),
+    check_memory(simulation_bytes(schedule.endpoints, channels, schedule.n_transfers, segments),
                  f"{what} ({schedule.endpoints} endpoints x {segments} element ranges, "
                  f"{schedule.n_transfers} transfers)")
 

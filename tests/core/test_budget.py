@@ -86,4 +86,4 @@ def test_estimates_grow_with_their_counts():
     assert check_bytes(10, 10**9, 0) > check_bytes(10, 0, 0)
     assert check_bytes(10, 0, 10**9) > check_bytes(10, 0, 0)
     assert simulation_bytes(65537, 1, 262144, 65536) > 100e9   # simulate --algo nvls --ranks 65536: refused
-    assert simulation_bytes(8, 1, 48, 8) < 200e6
+    assert simulation_bytes(8, 1, 48, 8) < 250e6                 # the interpreter and the compiled engine
