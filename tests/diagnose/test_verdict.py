@@ -40,6 +40,26 @@ def test_bands_ranges_and_nccl_model_beside(tmp_path):
     assert report["causes"][0]["label"] == "expected_performance"
 
 
+def test_a_band_under_half_decides_the_verdict_and_says_so():
+    """Small messages at 0.3 of their expected busbw, large ones as expected: below, and the verdict line names
+    the band that decided it, not only the large band's ratio."""
+    from collsim.diagnose.report import text
+    sizes = (4 << 10, 1 << 30)
+    expected = {p["bytes"]: p["expected"] for p in diagnose([], "ib-400g", [(n, 1.0) for n in sizes])["points"]}
+    report = diagnose([], "ib-400g", [(4 << 10, 0.3 * expected[4 << 10]), (1 << 30, expected[1 << 30])])
+    small, large = report["bands"]
+    assert (small["band"], large["band"], large["verdict"]) == ("small", "large", "as expected")
+    assert small["ratio"] == pytest.approx(0.3) and report["verdict"] == "below_expected"
+    assert report["ratio"] == pytest.approx(1.0)   # the causes' effect ranges read large-message busbw
+    assert report["decided_by"] == {"band": "small", "run": "--measured", "ratio": small["ratio"],
+                                    "rule": "under half its expected", "main_band": "large"}
+    assert ("verdict: below what this hardware should give (small band of --measured: measured / expected 0.30, "
+            "under half; large band 1.00)") in text(report)
+    ok = diagnose([], "ib-400g", [(1 << 30, 0.9 * expected[1 << 30])])
+    assert ok["verdict"] == "as_expected" and ok["decided_by"]["rule"] == "main band"
+    assert "verdict: as expected: within the range this hardware should give (measured / expected 0.90)" in text(ok)
+
+
 def test_a_shortfall_ranks_causes_and_nothing_measured_is_not_judged():
     report = diagnose([], "h100-nvlink", [(1 << 30, 100.0)])
     assert report["verdict"] == "below_expected" and report["ratio"] < 0.5
