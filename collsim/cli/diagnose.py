@@ -33,7 +33,10 @@ def _measured(items) -> list:
             busbw = float(value)
         except ValueError:
             raise CollsimError(f"--measured {item!r:.60}: busbw {value!r:.20} is not a number") from None
-        out.append((parse_size(size), require_number(f"--measured {size} busbw", busbw, minimum=0)))
+        nbytes = parse_size(size)
+        if nbytes < 1:
+            raise CollsimError(f"--measured {item!r:.60}: the size must be at least 1 byte")
+        out.append((nbytes, require_number(f"--measured {size} busbw", busbw, minimum=0)))
     return out
 
 

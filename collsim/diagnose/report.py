@@ -50,6 +50,10 @@ def text(report: dict, top: int = 5) -> list[str]:
             out.append(f"{b['band']:<6} {b['sizes']:<12} {b['run'][:22]:<22} {_gbps(b['measured_busbw_GBps']):>9} "
                        f"{exp:>22} {_gbps(b.get('nccl_busbw_GBps')):>10} {ratio:>6}  {b['verdict']}")
     ratio = f" (measured / expected {report['ratio']:.2f})" if report.get("ratio") is not None else ""
+    decided = report.get("decided_by")
+    if decided and decided["rule"] != "main band":   # a band under half its expected decided it
+        ratio = (f" ({decided['band']} band of {decided['run']}: measured / expected {decided['ratio']:.2f}, under "
+                 f"half; {decided['main_band']} band {report['ratio']:.2f})")
     out.append(f"verdict: {VERDICTS[report['verdict']]}{ratio}")
     causes = report["causes"][:top]
     out.append("likely causes, most likely first:" if causes else "no cause found in the files; these would tell "

@@ -5,10 +5,12 @@ Per band: the median measured busbw, collsim's expected busbw (``predict-nccl``)
 own model's, and the median of measured / expected. The range is expected x [1/(1+t), 1+t] with
 ``TOLERANCE`` t per band, set above the worst band median that healthy runs leave against their own
 description (``KNOWN_GOOD``: the bundled 2 x H200 nccl-tests runs and the public logs L01 and L15, each
-diagnosed from its files alone): 1.35x small (2 x H200, CUDA graphs: faster than predicted), 1.21x mid
-(L15, slower), 1.10x large (2 x H200 eager, slower); ``tests/diagnose/test_verdict.py`` recomputes them.
-A run inside the range is as good as this model can tell. The verdict is the large band's (else mid's,
-else small's), and below expected whenever a band falls under half its expected busbw.
+diagnosed from its files alone): 1.24x small (2 x H200, CUDA graphs: faster than predicted), 1.24x mid
+(2 x H200 eager, slower), 1.12x large (2 x H200 eager, slower); ``tests/diagnose/test_verdict.py``
+recomputes them. A run inside the range is as good as this model can tell. The verdict is the large band's
+(else mid's, else small's), and below expected whenever a band falls under half its expected busbw; the
+report's ``ratio`` is the large (else mid, else small) band's, and ``decided_by`` names the band that decided
+the verdict (band, run, ratio, rule: "main band" or "under half its expected", and the main band's name).
 
 Each cause (``collsim.diagnose.causes.CAUSES``) scores the weights of its evidence lines and computed
 hits (``collsim.diagnose.checks``), minus its counter-evidence, plus 1 when the measured shortfall falls
@@ -93,18 +95,25 @@ def bands(points: list, run: Run) -> list[dict]:
 
 
 def _overall(all_bands: list) -> tuple:
-    """(verdict, ratio used) of every run's bands."""
+    """(verdict, the main band's ratio, the band that decided the verdict) of every run's bands: the main band
+    is the lowest large (else mid, else small) band; a band under half its expected busbw decides instead."""
     judged = [b for b in all_bands if "ratio" in b]
     if not judged:
-        return "not_judged", None
+        return "not_judged", None, None
     by_name = {}
     for b in judged:
         if b["band"] not in by_name or b["ratio"] < by_name[b["band"]]["ratio"]:
             by_name[b["band"]] = b
     main = by_name.get("large") or by_name.get("mid") or by_name.get("small")
-    if main["verdict"] == "below" or any(b["ratio"] < 0.5 for b in judged):
-        return "below_expected", main["ratio"]
-    return ("above_expected" if main["verdict"] == "above" else "as_expected"), main["ratio"]
+    low = min(judged, key=lambda b: b["ratio"])
+    decided = {"band": main["band"], "run": main["run"], "ratio": main["ratio"], "rule": "main band",
+               "main_band": main["band"]}
+    if main["verdict"] == "below":
+        return "below_expected", main["ratio"], decided
+    if low["ratio"] < 0.5:
+        return "below_expected", main["ratio"], {**decided, "band": low["band"], "run": low["run"],
+                                                 "ratio": low["ratio"], "rule": "under half its expected"}
+    return ("above_expected" if main["verdict"] == "above" else "as_expected"), main["ratio"], decided
 
 
 def _applies(where: str, ctx: Context) -> bool:
@@ -184,12 +193,13 @@ def diagnose_sources(sources: list, cluster=None, measured=None, skipped=()) -> 
     ctx.gpus_per_node = first.cluster.gpus_per_node if first.cluster else (
         ev.gpus_per_node[0] if ev.gpus_per_node else None)
     all_bands = [b for r in ctx.results for b in r.bands]
-    ctx.verdict, ctx.ratio = _overall(all_bands)
+    ctx.verdict, ctx.ratio, decided = _overall(all_bands)
     ctx.shortfall = ctx.verdict == "below_expected"
     pts = [p for r in ctx.results for p in r.points]
     ctx.predicted_channels = max(pts, key=lambda p: p["bytes"])["channels"] if pts else None
     causes = score_causes(ctx)
-    return {"verdict": ctx.verdict, "ratio": ctx.ratio, "bands": all_bands, "causes": causes,
+    return {"verdict": ctx.verdict, "ratio": ctx.ratio, "decided_by": decided, "bands": all_bands,
+            "causes": causes,
             "machine": {"cluster": first.cluster.describe() if first.cluster else None, "why_not": first.why_not,
                         "seen": first.seen, "assumed": first.assumed, "env": first.env},
             "files": [{"name": s.name, "kinds": s.kinds, "notes": s.notes} for s in sources],

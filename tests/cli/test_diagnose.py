@@ -1,6 +1,7 @@
 """collsim diagnose through the CLI: text and --json, and bad, partial, binary, empty and truncated files:
 a named skip or one line, never a traceback."""
 import json
+import os
 
 import pytest
 
@@ -47,6 +48,7 @@ def test_measured_and_cluster_without_files(run):
     ([], "nothing to diagnose: give files or --measured"),
     (["--measured", "1G"], "expected SIZE=BUSBW_GBps"), (["--measured", "1G=fast"], "is not a number"),
     (["--measured", "1G=-3"], "must be >= 0"), (["--measured", "1Q=3"], "bad size"),
+    (["--measured", "0=5"], "the size must be at least 1 byte"),
     (["--measured", "1G=5", "--cluster", "nowhere"], "not a preset"),
 ])
 def test_bad_arguments_are_one_line(run, argv, message):
@@ -62,15 +64,18 @@ def test_bad_and_partial_files_are_named_and_skipped(run, tmp_path):
     (tmp_path / "empty").write_text("")
     (tmp_path / "prose").write_text("my cluster is slow, please help\n")
     (tmp_path / "bad.json").write_text('{"results": [1, 2')
+    os.mkfifo(tmp_path / "fifo")   # opened, it would block for ever: never opened
     code, out, err = run("diagnose", tmp_path / "cut.out", tmp_path / "bin", tmp_path / "empty", tmp_path / "prose",
-                         tmp_path / "bad.json", tmp_path / "missing", tmp_path)
+                         tmp_path / "bad.json", tmp_path / "missing", tmp_path / "fifo", tmp_path)
     assert code == 0 and "Traceback" not in out + err
     skipped = [line for line in out.splitlines() if line.startswith("skipped: ")]
-    names = ("bin", "empty", "prose", "bad.json", "missing")
+    names = ("bin", "empty", "prose", "bad.json", "missing", "fifo")
     assert [s.split(": ")[1] for s in skipped] == [f"file {tmp_path / n}" for n in names] + [f"file {tmp_path}"]
+    assert "not a regular file" in skipped[-2]
     assert "truncated" in out and "gdr_disabled" in out
-    code, out, err = run("diagnose", tmp_path / "bin", tmp_path / "empty")
-    assert code == 2 and err.startswith("collsim: error: nothing to diagnose: file ") and len(err.splitlines()) == 1
+    for bad in (("bin", "empty"), ("fifo",), ("",)):
+        code, out, err = run("diagnose", *(tmp_path / n for n in bad))
+        assert code == 2 and err.startswith("collsim: error: nothing to diagnose: file ") and len(err.splitlines()) == 1
 
 
 def test_plot_writes_a_figure_and_never_over_an_input(run, tmp_path):
