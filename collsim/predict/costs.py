@@ -27,6 +27,7 @@ from dataclasses import replace
 from collsim.fitted.layout import Config, layout
 from collsim.fitted.model import shared_rate
 from collsim.fitted.params import NVLS_PRIOR, OPTIONAL, ModelParams
+from collsim.fitted.rescale import TCP_NETS
 from collsim.machine.cluster import Cluster, to_topology
 from collsim.machine.protocols import PathCosts, ProtocolCosts
 from collsim.machine.topology import Link, Topology
@@ -65,12 +66,15 @@ def _path(params: ModelParams, link: str, algo: str, proto: str, threads: int, f
 def _net_path(params: ModelParams, cluster: Cluster, algo: str, proto: str, threads: int,
               factor: float) -> PathCosts:
     """The network's costs: over RDMA NCCL's own per-hop latency (tuning.cc:149-168; NVLSTree's network latency
-    of its NVLS constants) and the proxy's time per network transfer (``PROXY_US``); over sockets the socket
-    transport's step, measured on our emulated nodes (``collsim.fitted.rescale.socket_step_us``)."""
+    of its NVLS constants), or the transport's own where it is slower (``Net.hop_us``: EFA), and the proxy's time
+    per network transfer (``PROXY_US``); over TCP (sockets, TCPX) the socket transport's step, measured on our
+    emulated nodes (``collsim.fitted.rescale.socket_step_us``), or the transport's own (``Net.hop_us``)."""
     p = _path(params, "net", algo, proto, threads, factor, 1)
-    if cluster.net == "tcp":
-        return p
+    hop = cluster.net_info.hop_us
+    if cluster.net in TCP_NETS:                          # every step a TCP exchange
+        return p if hop is None else replace(p, latency=hop * 1e-6)
     lat = NVLS_PRIOR[algo][1] if algo in NVLS_PRIOR else HW_LAT["net"][algo][PROTOS.index(proto)]
+    lat = lat if hop is None else max(lat, hop)
     return PathCosts(lat * 1e-6, p.overhead, p.channel_beta, PROXY_US * 1e-6, p.fill)
 
 

@@ -201,3 +201,21 @@ def test_fabric_efficiency_is_shown_and_fitted_back_from_a_measurement(tmp_path,
     assert main(["predict-nccl", "--cluster", str(out_yaml), "--bytes", "1G"]) == 0
     assert "(fabric efficiency 0.6" in capsys.readouterr().out
     assert main(["fit", "--cluster", "h100-nvlink", str(f)]) == 2        # one node: no fabric to fit
+
+
+@pytest.mark.parametrize("log, spec, nodes, small, large", [
+    ("P01", "a3-mega", 2, 0.05, 0.10),      # TCPXO: its hop calibrated on the 8 B-4 KiB rows; 1-8 GiB checked
+    ("P05", "p4d", 4, 0.05, 0.05),          # EFA: its hop calibrated on the 64 B-16 KiB rows; 1 GiB checked
+    ("P03", "p4d", 2, None, 0.02),          # EFA's efficiency calibrated here
+    ("P04", "p4d", 3, None, 0.05),          # checked: no number set on it
+])
+def test_the_other_public_logs_from_their_descriptions(log, spec, nodes, small, large):
+    """data/public/README.md: each log sets at most one number; the rest is checked against it."""
+    from collsim.fit.cluster_compare import compare_cluster
+    path = next(PUBLIC.glob(f"{log}_*.jsonl"))
+    res = compare_cluster(load_cluster(spec, nodes), [path])
+    rows = res["files"][0]["rows"]
+    err = {r["bytes"]: abs(r["simulated_us"] / r["measured_us"] - 1) for r in rows}
+    if small is not None:
+        assert np.median([e for b, e in err.items() if b <= 4096]) <= small, err
+    assert max(e for b, e in err.items() if b >= 1 << 30) <= large, err
