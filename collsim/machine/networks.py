@@ -69,3 +69,15 @@ NETS: dict[str, Net] = {
                 "between GPU memory and the NIC without host copies): efficiency 0.85 of line rate and no plugin "
                 "latency assumed (no published per-NIC figure; see data/public/README.md)"),
 }
+
+# SHARP (``sharp: true``: InfiniBand switches that reduce, NCCL's CollNet): the latency the switches add to a
+# reduction (``Topology.sharp_us``). Graham et al., "Scalable Hierarchical Aggregation Protocol (SHArP): A Hardware
+# Architecture for Efficient Data Reduction", COMHPC@SC 2016 (doi:10.1109/COMHPC.2016.006): an 8-byte
+# MPI_Allreduce on 128 hosts takes 2.83 us through SHArP (6.01 us host-based); taken whole as the switches' share
+# (an upper bound: it includes the hosts' own NIC crossings, which the simulation charges apart). Bandwidth: SHARP's
+# streaming aggregation reduces at about 96% of point-to-point bandwidth on HDR (Graham et al., "SHARP
+# Streaming-Aggregation Hardware Design and Evaluation", ISC 2020), so the switches add no limit beyond the NICs'.
+SHARP_US = 2.83
+SHARP_SOURCE = ("SHARP: the switches reduce at line rate and add 2.83 us (an 8-byte MPI_Allreduce on 128 hosts "
+                "through SHArP, Graham et al., COMHPC@SC 2016, doi:10.1109/COMHPC.2016.006; streaming aggregation "
+                "at ~96% of point-to-point bandwidth, ISC 2020)")

@@ -241,7 +241,9 @@ def random_case(draw):
     nodes, gpn = draw(st.integers(1, 3)), draw(st.integers(1, 4))
     nics = draw(st.integers(1, gpn))
     board = draw(st.sampled_from(["switch", "nvls", "direct"]))
+    net = draw(st.booleans())                   # the network's reducing switch (SHARP): endpoint P + switches
     P = nodes * gpn
+    switches = nodes if board == "nvls" else 0
     count = draw(st.integers(1, 12))
     channels = draw(st.integers(1, 3))
     steps = []
@@ -254,6 +256,11 @@ def random_case(draw):
                     dst = P + src // gpn
                 else:
                     src = P + dst // gpn
+            elif net and draw(st.booleans()):                # a GPU of any node and the network's switch
+                if draw(st.booleans()):
+                    dst = P + switches
+                else:
+                    src = P + switches
             off = draw(st.integers(0, count - 1))
             ln = draw(st.integers(1, count - off))
             step.append((src, dst, off, ln, draw(st.sampled_from(["reduce", "copy"])),
@@ -268,9 +275,9 @@ def random_case(draw):
         protos = (ProtocolCosts("LL", draw(st.sampled_from([0.5, 1.0])), draw(st.integers(0, 3)), *costs),)
     topo = Topology(nodes, gpn, Link(draw(st.sampled_from([0.0, 1e-6])), 1e-9), Link(3e-6, 4e-9), nics,
                     nvls=Link(5e-7, 2e-9) if board == "nvls" else None, links_per_pair=2 * (board == "direct"),
-                    protocols=protos)
-    s = Schedule.from_steps(P, count, steps, itemsize=draw(st.sampled_from([1, 4])),
-                            switches=nodes if board == "nvls" else 0)
+                    protocols=protos, sharp_us=draw(st.sampled_from([0.0, 2.0])) if net else None)
+    s = Schedule.from_steps(P, count, steps, itemsize=draw(st.sampled_from([1, 4])), switches=switches,
+                            network=int(net))
     return s, topo, "LL" if protos else None
 
 
