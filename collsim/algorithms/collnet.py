@@ -76,9 +76,23 @@ def _loop_lag(s: Schedule, l_off: np.ndarray, l_len: np.ndarray) -> Schedule:
     return wavefront(s, np.searchsorted(l_off + l_len, s.offset, side="right"))
 
 
+def scatter_order(g: int, heads: np.ndarray) -> np.ndarray:
+    """(G, H): the place of head h in local GPU l's scatter. NCCL's scatter visits ``up`` (the heads but itself) from
+    ``shift`` = l mod H on (prims_simple.h:448-449, connect.cc:214-217,231: "so that leaves don't send to same head
+    simultaneously"); -1 for a GPU's own chunk."""
+    place = np.full((g, len(heads)), -1, np.int64)
+    for local in range(g):
+        up = [h for h in range(len(heads)) if heads[h] != local]
+        for j in range(len(up)):
+            place[local, up[(j + local % len(heads)) % len(up)]] = j
+    return place
+
+
 def collnet_direct(ranks: int, count: int, itemsize: int = 4, gpus_per_node: int = 1, chunks: int = 1,
                    channels: int = 1, nics_per_node: int | None = None) -> Schedule:
-    """CollNetDirect on ranks // gpus_per_node nodes, ``chunks`` loops per channel (module docstring)."""
+    """CollNetDirect on ranks // gpus_per_node nodes, ``chunks`` loops per channel (module docstring). A GPU scatters
+    in NCCL's order (``scatter_order``); a head sends the sum to its peers from the GPU after it on, round the node
+    (NCCL writes them all in one pass, all_reduce.h:363: every GPU receives from one head at a time alike)."""
     g, nodes = gpus_per_node, ranks // gpus_per_node
     heads = heads_of(g, nics_per_node)
     meta = {"gpus_per_node": g, "chunks": chunks, "channels": channels, "heads": len(heads)}
@@ -88,12 +102,17 @@ def collnet_direct(ranks: int, count: int, itemsize: int = 4, gpus_per_node: int
                                                          np.arange(len(heads)), indexing="ij"))
     head, o, n = node * g + heads[h], off[loop, ch, h], ln[loop, ch, h]              # one per head's chunk
     each = lambda a: np.repeat(a, g)                                                 # noqa: E731 - x every GPU
-    peer = each(node * g) + np.tile(np.arange(g), len(head))
+    local = np.tile(np.arange(g), len(head))
+    peer = each(node * g) + local
     k = peer != each(head)                                                           # a head keeps its own chunk
-    b.add_step(peer[k], each(head)[k], each(o)[k], each(n)[k], REDUCE, channel=each(ch)[k], lane=0)   # 1. scatter
-    b.add_step(head, ranks, o, n, REDUCE, channel=ch, lane=1)                        # 2. into the network
-    b.add_step(np.full_like(head, ranks), head, o, n, COPY, channel=ch, lane=2)             # 3. the sum to the heads
-    b.add_step(each(head)[k], peer[k], each(o)[k], each(n)[k], COPY, channel=each(ch)[k], lane=2)    # 4. to peers
+    up = np.lexsort((scatter_order(g, heads)[local, each(h)], peer, each(ch), each(loop)))
+    up = up[k[up]]
+    down = np.lexsort(((local - each(heads[h]) - 1) % g, each(head), each(ch), each(loop)))
+    down = down[k[down]]
+    b.add_step(peer[up], each(head)[up], each(o)[up], each(n)[up], REDUCE, channel=each(ch)[up], lane=0)  # scatter
+    b.add_step(head, ranks, o, n, REDUCE, channel=ch, lane=1)                                          # into the net
+    b.add_step(np.full_like(head, ranks), head, o, n, COPY, channel=ch, lane=3)                       # the sum back
+    b.add_step(each(head)[down], peer[down], each(o)[down], each(n)[down], COPY, channel=each(ch)[down], lane=2)
     l_off, l_len = split_ranges(np.array([0]), np.array([count]), chunks)
     return _loop_lag(b.build(), l_off[0], l_len[0])
 
@@ -113,7 +132,7 @@ def collnet_chain(ranks: int, count: int, itemsize: int = 4, gpus_per_node: int 
     for pos in range(g - 1, 0, -1):                                                  # reduce up the chain
         b.add_step(at(pos), at(pos - 1), o, n, REDUCE, channel=ch, lane=0)
     b.add_step(at(0), ranks, o, n, REDUCE, channel=ch, lane=0)                        # the head into the network
-    b.add_step(np.full_like(o, ranks), at(0), o, n, COPY, channel=ch, lane=1)             # the sum back to the head
+    b.add_step(np.full_like(o, ranks), at(0), o, n, COPY, channel=ch, lane=2)             # the sum back to the head
     for pos in range(g - 1):                                                         # and down the chain
         b.add_step(at(pos), at(pos + 1), o, n, COPY, channel=ch, lane=1)
     l_off, l_len = split_ranges(np.array([0]), np.array([count]), chunks)
@@ -129,7 +148,7 @@ COLLNET_DIRECT = Algorithm(
         q["gpus_per_node"], q.get("nics_per_node"))), DIRECT_CHUNK_BYTES),
     formula="none: simulate it (bandwidth-bound: 2 (G-1)/G S per GPU per direction on NVLink, S/H per head NIC "
             "each way, the network's switch adding its latency, not its bandwidth)",
-    exact="no closed form", switches=True, network=True, nccl_name="CollNetDirect")
+    exact="no closed form", network=True, nccl_name="CollNetDirect")
 COLLNET_CHAIN = Algorithm(
     "collnet-chain", "NCCL's CollNetChain: per channel a chain in each node up to its head, the network's "
     "switches reduce (SHARP), the sum back down the chain", collnet_chain,
@@ -139,4 +158,4 @@ COLLNET_CHAIN = Algorithm(
                                                                                 CHAIN_CHUNK_BYTES),
     formula="none: simulate it (2G steps a loop; bandwidth-bound: S per GPU per direction on NVLink, S/C per "
             "channel through its head's NIC each way)",
-    exact="no closed form", switches=True, network=True, nccl_name="CollNetChain")
+    exact="no closed form", network=True, nccl_name="CollNetChain")

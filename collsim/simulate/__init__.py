@@ -147,15 +147,16 @@ class SimResult:
 
 def jobs(s: Schedule, routes: Routes, c, topology_gpus: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Every transfer's jobs (``collsim.simulate.events.run``): its out port and in port for its port time,
-    across nodes its sender's and receiver's proxy for the proxy time, and its sender's channel for its time at
-    the channel's rate (where the protocol limits a channel; not to or from a switch: NVLS's warp groups each move
-their own channel's rate); one table of rows, the last spare."""
+    across nodes its sender's and receiver's proxy for the proxy time (the network's switch has none), and its
+    sender's channel for its time at the channel's rate (where the protocol limits a channel; not to or from an
+    NVSwitch: NVLS's warp groups each move their own channel's rate; not out of the network's switch: its GPU's NIC
+    writes the sum, no warp moves it); one table of rows, the last spare."""
     out, inn = routes.keys[2].astype(np.int64), routes.keys[3].astype(np.int64)
     n_out, n_in = routes.sizes[2], routes.sizes[3]
     base = n_out - 1 + n_in - 1                      # proxies after the out and in rows, one per endpoint
     blocks = base + s.endpoints                      # then the senders' channels
     spare = blocks + routes.sizes[1] - 1
-    cross, capped = c.proxy > 0, (c.alone > 0) & (routes.link != NVLS)     # the network's switch has no proxy
+    cross, capped = c.proxy > 0, (c.alone > 0) & (routes.link != NVLS) & (s.src < s.ranks)   # (docstring)
     g = topology_gpus if routes.merged else 1
     src, dst = s.src // g * g, s.dst // g * g           # merged: a node's proxy is its first GPU's
     one = np.ones(s.n_transfers)

@@ -8,9 +8,9 @@ from ``collsim.simulate.costs`` (port, alone, compute, overhead, latency; the co
 1. Its *data* is ready when, for every element it reads (on its sender; on its receiver too if it reduces), the
    transfers of the last earlier step that wrote that element have *arrived*: it reads the latest values.
 2. Its *engine* is the warps of its channel and lane on the GPU that runs it, ``(gpu, c, lane)``: the sender,
-   or the GPU side of a transfer to or from its node's NVSwitch (``Schedule.lane``: NCCL's trees reduce up and
-   broadcast down in separate warps, NVLS scatters, reduces and gathers in three). An engine runs its
-   transfers one at a time in schedule order.
+   or the GPU side of a transfer to or from its node's NVSwitch or the network's switch (``Schedule.lane``: NCCL's
+   trees reduce up and broadcast down in separate warps, NVLS scatters, reduces and gathers in three). An engine
+   runs its transfers one at a time in schedule order.
 3. Its *window*: at most W transfers in flight per connection (src, dst, c): it waits for the arrival of the
    transfer W places before it on that connection (W = 0: no limit; NCCL_STEPS slots per connection).
 4. At q = max(data ready, its engine free, window) its bytes go onto its *ports*: inside a node the sender's
@@ -20,7 +20,8 @@ from ``collsim.simulate.costs`` (port, alone, compute, overhead, latency; the co
    Each port must serve it ``port`` seconds' worth of its rate, at most ``port / alone`` of that rate at a time
    (what one channel moves by itself); where the protocol limits a channel, the sender's channel (its thread
    block, shared by its lanes) must also serve it ``alone`` seconds' worth, except to or from an NVSwitch
-   (NVLS's warp groups each move a channel's rate). Its bytes are done at e when every port has; then it reduces
+   (NVLS's warp groups each move a channel's rate) and out of the network's switch (the GPU's NIC writes it).
+   Its bytes are done at e when every port has; then it reduces
    (``compute``); its data arrives ``latency`` later, and its engine is free ``overhead`` after the compute
    (the step's fixed cost: flags, fences, barriers, which overlaps the latency; the receiver pays it again
    when it takes the data in, which ends the run after the last arrival: ``SimResult.taken``). Latency delays
@@ -121,7 +122,7 @@ def simulate_reference(s: Schedule, topo: Topology, gamma: float = 0.0, protocol
 
     ports = [[p for p in _ports(topo, s.ranks, int(s.src[i]), int(s.dst[i]), s.network_endpoint)
               if not p.endswith(".proxy") or c.proxy[i] > 0] + ([_channel(s, i)] if c.alone[i] > 0 and
-                                                                 routes.link[i] != NVLS else [])
+                                                                 routes.link[i] != NVLS and s.src[i] < s.ranks else [])
              for i in range(n)]
     size = lambda i, p: {"proxy": c.proxy[i], "block": c.alone[i]}.get(p.rsplit(".", 1)[-1], c.port[i])  # noqa: E731
     cap = lambda i, p: 1.0 if p.endswith((".proxy", ".block")) else share[i]   # noqa: E731

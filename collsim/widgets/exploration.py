@@ -29,7 +29,7 @@ def valid_ranks(algo: str, preset: str, max_ranks: int = MAX_RANKS) -> list[int]
     one_node = list(range(2, min(g, max_ranks) + 1))
     if record.network and topo.sharp_us is None:        # CollNet: the network's switches must reduce (SHARP)
         return []
-    if record.switches and not record.network:
+    if record.switches:
         if topo.nvls is None:
             return []
         if "gpus_per_node" not in record.params:        # NVLS: the switch of one node
