@@ -236,6 +236,27 @@ def test_too_few_gpus_and_bad_ranges():
         simulate(bad, uni(2))
 
 
+def test_the_networks_switch_is_reached_over_each_gpus_nic_and_adds_sharps_latency():
+    # GPU 1 (node 0) and GPU 2 (node 1) reduce into the network's switch (endpoint 4), then GPU 0 takes the sum
+    from dataclasses import replace
+
+    from collsim.simulate.resources import INTER
+    topo = Topology(2, 2, Link(1e-6, 1e-10), Link(4e-6, 1e-9), 2, sharp_us=3.0)
+    s = Schedule.from_steps(4, 1000, [[(1, 4, 0, 1000), (2, 4, 0, 1000)], [(4, 0, 0, 1000, "copy")]], itemsize=1,
+                            network=1)
+    r = simulate(s, topo)
+    assert list(r.routes.link) == [INTER] * 3
+    assert {k: v for k, v in r.resource_bytes.items() if v} == {"node0.nic1.out": 1000, "node1.nic0.out": 1000,
+                                                                 "node0.nic0.in": 1000}
+    # each reduce: its NIC's 1 us, 4 us of latency, 3 us of SHARP (side by side: the switch has no port or proxy
+    # of its own); the copy: 1 us on GPU 0's NIC in, 4 us
+    np.testing.assert_allclose(r.arrive, [8e-6, 8e-6, 13e-6], rtol=1e-12)
+    np.testing.assert_array_equal(r.arrive, reference(s, topo)[2])
+    with pytest.raises(CollsimError, match="need switches that reduce") as e:
+        simulate(s, replace(topo, sharp_us=None))
+    assert "\n" not in str(e.value)
+
+
 @st.composite
 def random_case(draw):
     nodes, gpn = draw(st.integers(1, 3)), draw(st.integers(1, 4))
