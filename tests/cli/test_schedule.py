@@ -57,7 +57,7 @@ def test_schedule_json_schema(capsys, algo, extra):
 def test_schedule_text_and_list(capsys):
     rc, out, _ = run(capsys, "schedule", "--list")
     assert rc == 0 and all(name in out for name in ALGORITHMS)
-    assert "lecture-tree         -         (teaching only)" in out
+    assert "lecture-tree         -             (teaching only)" in out
     rc, out, _ = run(capsys, "schedule", "--algo", "ring", "--ranks", 4, "--count", 8)
     assert rc == 0 and "step    0: 0->1[0:2]+" in out
 
