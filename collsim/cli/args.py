@@ -207,7 +207,7 @@ def topology_from_args(args, ranks: int | None):
             gpn = args.gpus_per_node
             topo = Topology(ranks // gpn, gpn, Link(args.alpha, args.beta), Link(args.alpha_inter, args.beta_inter),
                             gpn, "two-level", "from --alpha/--beta/--alpha-inter/--beta-inter",
-                            nvls=Link(args.alpha, args.beta))
+                            nvls=Link(args.alpha, args.beta), sharp_us=0.0)     # switches at the links' costs
         else:
             topo = Topology.uniform(ranks, args.alpha, args.beta)
     if topo.ranks != ranks:

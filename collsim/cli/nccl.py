@@ -11,8 +11,9 @@ SPEC is a preset (``collsim simulate --list-presets``) or a cluster file (YAML/J
 harness's terms), algbw and busbw, NCCL's choice of algorithm, protocol and channels, NCCL's own predicted
 time, and the resource the simulation kept busiest (``collsim.predict``); ``--json`` prints ``{"predictor":
 "simulated_us", "cluster": {...}, "rows": [{"bytes", "time_us", "simulated_us", "kernel_us", "busbw_GBps",
-"algo", "proto", "channels", "nccl_us", "busiest", "busy", "timed_by"}]}``. A row NCCL runs with CollNet is
-timed by NCCL's own model, ``timed_by: "nccl"`` (marked * in the text).
+"algo", "proto", "channels", "nccl_us", "busiest", "busy", "timed_by"}]}``. Every row is simulated (CollNet
+too, on a cluster with ``sharp: true``); a row of an algorithm collsim does not simulate would be timed by NCCL's
+own model, ``timed_by: "nccl"`` (marked * in the text).
 """
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def cmd_predict_nccl(args) -> int:
         print(f"{format_size(r['bytes']):>8} {r['time_us']:11.2f}{mark} {r['algbw_GBps']:8.2f} {r['busbw_GBps']:8.2f}  "
               f"{r['algo'] + '/' + r['proto']:<16} {r['channels']:>3} {r['nccl_us']:13.2f}  {where}")
     if any(r["timed_by"] == "nccl" for r in result["rows"]):
-        print("* timed by NCCL's own model: collsim does not simulate CollNet (the switches reduce) yet")
+        print("* timed by NCCL's own model: collsim does not simulate this algorithm")
     if args.plot:
         print(f"plot -> {args.plot}")
     return 0

@@ -2,9 +2,10 @@
 
 With a described cluster (a preset or cluster file) and no ``--algo``, simulate runs NCCL's own choice of
 algorithm, protocol and channels for ``--bytes``; with ``--algo`` one of NCCL's (ring, nccl-tree, nvls,
-nvlstree) and no pipeline of collsim's own (``--slices``, ``--chunks``), NCCL's schedule of that algorithm
-(``--proto`` and ``--channels`` forced if given, else NCCL's). It prints the kernel's simulated time (what
-``predict-nccl`` adds the harness to), busbw, and the busiest resource.
+nvlstree, and on a cluster whose switches reduce nvls-sharp, collnet-direct, collnet-chain) and no pipeline of
+collsim's own (``--slices``, ``--chunks``), NCCL's schedule of that algorithm (``--proto`` and ``--channels``
+forced if given, else NCCL's). It prints the kernel's simulated time (what ``predict-nccl`` adds the harness
+to), busbw, and the busiest resource.
 """
 from __future__ import annotations
 

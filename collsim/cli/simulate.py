@@ -66,7 +66,8 @@ def cmd_simulate(args) -> int:
         raise CollsimError("simulate needs --algo, or a cluster (--cluster) to run NCCL's choice on")
     if args.proto or args.env:
         raise CollsimError("--proto and --env set NCCL's run: they take --cluster with a preset or cluster file and "
-                           "one of NCCL's algorithms (ring, nccl-tree, nvls, nvlstree) or none")
+                           "one of NCCL's algorithms (ring, nccl-tree, nvls, nvlstree, nvls-sharp, collnet-direct, "
+                           "collnet-chain) or none")
     topo = topology_from_args(args, args.ranks)
     ranks = args.ranks = args.ranks or topo.ranks
     fit_to_topology(args, topo)

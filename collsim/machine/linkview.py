@@ -1,13 +1,14 @@
 """The simulator's link-level view of a cluster description: ``to_topology(cluster)``.
 
 The event simulation runs on a ``collsim.machine.topology.Topology`` (one link class inside a node, one
-between nodes, NICs, NVLS). ``to_topology`` derives it from a ``Cluster`` as NCCL sees the machine
+between nodes, NICs, NVLS, the network's SHARP). ``to_topology`` derives it from a ``Cluster`` as NCCL sees the machine
 (``Cluster.nccl_view``: one node per NVLink domain, grouped EFA NICs) with the bandwidths a ring
 reaches (``Cluster.intra_efficiency``, the network's efficiency x ``fabric_efficiency``) and the alphas
 of ``ALPHA_US``; its ``source`` says where each number is from.
 """
 from __future__ import annotations
 
+from collsim.machine.networks import SHARP_SOURCE, SHARP_US
 from collsim.machine.topology import Link, Topology
 
 # Per-message latency of the simulator's links (alpha, microseconds), per channel and step. NVLink and
@@ -60,8 +61,10 @@ def to_topology(cluster) -> Topology:
                    f"{fabric} = {inter_GBps:.4g} GB/s, alpha {ALPHA_US[c.net]:.3g} us [{net.source}]")
     else:
         inter = intra
+    if c.sharp:
+        source += f". {SHARP_SOURCE}"
     source += f". {cluster.per_call_us:g} us per call"
     if c.source:
         source = f"{c.source}. {source}"
     return Topology(c.nodes, g, intra, inter, max(c.nics_per_node, 1), c.name, source, nvls, cluster.per_call_us,
-                    pairs)
+                    pairs, sharp_us=SHARP_US if c.sharp else None)

@@ -76,3 +76,15 @@ NETS: dict[str, Net] = {
                 "small message 55 us, calibrated on the public 2 x 8 H100 A3 Mega log P01's 8 B-4 KiB rows "
                 "(123 us at 8 B-512 B)", hop_us=55.0),
 }
+
+# SHARP (``sharp: true``: InfiniBand switches that reduce, NCCL's CollNet): the latency the switches add to a
+# reduction (``Topology.sharp_us``). Graham et al., "Scalable Hierarchical Aggregation Protocol (SHArP): A Hardware
+# Architecture for Efficient Data Reduction", COMHPC@SC 2016 (doi:10.1109/COMHPC.2016.006): an 8-byte
+# MPI_Allreduce on 128 hosts takes 2.83 us through SHArP (6.01 us host-based); taken whole as the switches' share
+# (an upper bound: it includes the hosts' own NIC crossings, which the simulation charges apart). Bandwidth: SHARP's
+# streaming aggregation reduces at about 96% of point-to-point bandwidth on HDR (Graham et al., "SHARP
+# Streaming-Aggregation Hardware Design and Evaluation", ISC 2020), so the switches add no limit beyond the NICs'.
+SHARP_US = 2.83
+SHARP_SOURCE = ("SHARP: the switches reduce at line rate and add 2.83 us (an 8-byte MPI_Allreduce on 128 hosts "
+                "through SHArP, Graham et al., COMHPC@SC 2016, doi:10.1109/COMHPC.2016.006; streaming aggregation "
+                "at ~96% of point-to-point bandwidth, ISC 2020)")

@@ -16,6 +16,9 @@ directly (no NVSwitch): each ordered GPU pair has its own link of that many
 NVLinks (the ``intra`` link's bandwidth) instead of one port per GPU.
 ``call_us`` is a fixed cost of every collective call on the machine (kernel
 launch and setup), added to every simulated time; 0 for a uniform topology.
+``sharp_us``: the network's switches reduce (SHARP, the schedule's network
+endpoint, reached over each GPU's NIC) and add this latency to every reduction
+into them; None: they do not (0 for a uniform topology).
 
 Topology file (JSON or YAML, chosen by the extension .json, .yaml or .yml)::
 
@@ -35,6 +38,7 @@ Topology file (JSON or YAML, chosen by the extension .json, .yaml or .yml)::
       latency_us: 2.0
     links_per_pair: 0           # optional: > 0 for GPUs linked directly (NVLinks per pair)
     call_us: 0                  # optional: fixed cost per collective call, microseconds >= 0
+    sharp_us: 2.83              # optional: the switches reduce (SHARP), adding this latency, microseconds
 
 Unknown keys are errors (they are usually typos). Counts are at most
 ``collsim.inputs.MAX_RANKS``; latencies at most ``MAX_SECONDS`` (3.6e9 us), seconds
@@ -110,6 +114,7 @@ class Topology:
     call_us: float = 0.0
     links_per_pair: int = 0
     protocols: tuple = ()
+    sharp_us: float | None = None
 
     def __post_init__(self):
         for field in ("nodes", "gpus_per_node", "nics_per_node"):
@@ -125,6 +130,8 @@ class Topology:
         if not isinstance(self.call_us, (int, float)) or isinstance(self.call_us, bool) \
                 or not math.isfinite(self.call_us) or self.call_us < 0:
             raise CollsimError(f"topology call_us must be a finite number >= 0, got {self.call_us!r}")
+        if self.sharp_us is not None and not (isinstance(self.sharp_us, (int, float)) and 0 <= self.sharp_us < 1e9):
+            raise CollsimError(f"topology sharp_us must be a finite number >= 0 or None, got {self.sharp_us!r}")
         if self.nvls is not None and self.links_per_pair:
             raise CollsimError("topology: an nvls link needs an NVSwitch, but links_per_pair says the GPUs are "
                                "linked directly")
@@ -132,10 +139,10 @@ class Topology:
     @classmethod
     def uniform(cls, ranks: int, alpha: float, beta: float) -> "Topology":
         """One node of ``ranks`` GPUs, every pair linked by ``Link(alpha, beta)``, and each GPU to the node's
-        switch by the same link (``nvls``); no per-call cost."""
+        switch by the same link (``nvls``), to the network's switch too (``sharp_us`` 0); no per-call cost."""
         link = Link(alpha, beta)
         return cls(1, int(ranks), link, link, 1, name=f"uniform-{ranks}",
-                   source="uniform alpha-beta topology", nvls=link)
+                   source="uniform alpha-beta topology", nvls=link, sharp_us=0.0)
 
     @property
     def ranks(self) -> int:
@@ -174,6 +181,8 @@ class Topology:
             d["links_per_pair"] = self.links_per_pair
         if self.call_us:
             d["call_us"] = self.call_us
+        if self.sharp_us is not None:
+            d["sharp_us"] = self.sharp_us
         return d
 
     def describe(self) -> str:
@@ -189,6 +198,8 @@ class Topology:
             text += f", NVLS {self.nvls.bandwidth_GBps:.4g} GB/s"
         if self.call_us:
             text += f", {self.call_us:.3g} us per call"
+        if self.sharp_us is not None:
+            text += f", SHARP {self.sharp_us:.3g} us"
         return text
 
     @classmethod
@@ -197,7 +208,7 @@ class Topology:
         if not isinstance(d, dict):
             raise CollsimError(f"{where}: expected a mapping with nodes, gpus_per_node, intra, inter")
         known = {"name", "source", "nodes", "gpus_per_node", "nics_per_node", "intra", "inter", "nvls",
-                 "links_per_pair", "call_us"}
+                 "links_per_pair", "call_us", "sharp_us"}
         for key in d:
             if key not in known:
                 raise CollsimError(f"{where}: unknown field {key!r} (known: {', '.join(sorted(known))})")
@@ -211,10 +222,12 @@ class Topology:
                 raise CollsimError(f"{where}: field {key!r} must be an integer from {low} to {MAX_RANKS}, "
                                    f"got {describe(v)}")
             ints[key] = v
-        call = d.get("call_us", 0.0)
-        if not isinstance(call, (int, float)) or isinstance(call, bool) or not 0 <= call <= MAX_SECONDS * 1e6:
-            raise CollsimError(f"{where}: field 'call_us' must be a number from 0 to {MAX_SECONDS * 1e6:g}, "
-                               f"got {describe(call)}")
+        for key in ("call_us", "sharp_us"):
+            v = d.get(key, 0.0)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= MAX_SECONDS * 1e6:
+                raise CollsimError(f"{where}: field {key!r} must be a number from 0 to {MAX_SECONDS * 1e6:g}, "
+                                   f"got {describe(v)}")
+        call, sharp = d.get("call_us", 0.0), d.get("sharp_us")
         for key in ("name", "source"):
             if not isinstance(d.get(key, ""), str):
                 raise CollsimError(f"{where}: field {key!r} must be a string, got {describe(d[key])}")
@@ -235,7 +248,8 @@ class Topology:
             raise CollsimError(f"{where}: field 'nvls' needs an NVSwitch, but links_per_pair says the GPUs are "
                                "linked directly")
         return cls(ints["nodes"], ints["gpus_per_node"], intra, inter, ints["nics_per_node"],
-                   d.get("name", ""), d.get("source", ""), nvls, float(call), ints["links_per_pair"])
+                   d.get("name", ""), d.get("source", ""), nvls, float(call), ints["links_per_pair"],
+                   sharp_us=None if sharp is None else float(sharp))
 
 
 _LINK_FORMS = ({"alpha_s", "beta_s_per_byte"}, {"bandwidth_GBps", "latency_us"})

@@ -7,8 +7,12 @@ cuts each channel's part into (file references into NVIDIA/nccl 2.28).
   LL128 (``collsim.nccl.chunking``).
 - Tree (``nccl-tree``): a chain in each node, the double binary tree between nodes, pipelined one slot's payload
   at a time (LL128's chunk shrinks for small parts as calcCollChunking does; ``collsim.fitted.layout``).
-- NVLS and NVLSTree (``nvls``, ``nvlstree``): loops of heads x 128 KiB (NCCL_NVLS_CHUNKSIZE, nvls.cc:153),
-  smaller chunks for small parts (enqueue.cc:2041-2068).
+- NVLS and NVLSTree (``nvls``, ``nvlstree``; NVLS across nodes ``nvls-sharp``, on every channel NCCL chose):
+  loops of heads x 128 KiB (NCCL_NVLS_CHUNKSIZE, nvls.cc:153), smaller chunks for small parts
+  (enqueue.cc:2041-2068; not its 32 KiB cap where NCCL's NVLS bandwidth across nodes is under 150 GB/s).
+- CollNetDirect and CollNetChain (``collnet-direct``, ``collnet-chain``): every channel NCCL chose (CollNet takes no
+  split in cells, enqueue.cc:568-578), loops of channels x heads x chunk (chain: one chunk a channel) with the chunk
+  of calcCollChunking (``collnet_chunk``), one slot per chunk.
 
 ``window``: the transfers a connection keeps in flight, NCCL_STEPS (8) slots over the slots one transfer
 takes (Ring Simple: a slice of 2 slots, so 4).
@@ -24,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from collsim.algorithms import build_schedule
+from collsim.algorithms.collnet import heads_of
 from collsim.algorithms.ring import ring_quotient
 from collsim.core.schedule import Schedule
 from collsim.machine.cluster import Cluster
@@ -32,7 +37,8 @@ from collsim.nccl.chunking import DEFAULT_BUFFSIZE, EFFICIENCY, GRAIN, NCCL_STEP
 ITEMSIZE = 4           # nccl-tests' default type (float): sizes are counts of 4-byte elements
 RING_CHUNK_SLOTS = {"LL": 1, "LL128": 1, "Simple": 4}
 RING_SLICES = {"LL": 1, "LL128": 1, "Simple": 2}
-NVLS_THREADS = 640     # NVLS and NVLSTree run NCCL_MAX_NTHREADS per CTA (enqueue.cc topoGetAlgoInfo)
+NVLS_THREADS = 640     # NVLS, NVLSTree and CollNet run NCCL_MAX_NTHREADS per CTA (tuning.cc:236-237, enqueue.cc:1865)
+COLLNET = ("CollNetDirect", "CollNetChain")
 QUOTIENT_NODES = 2     # NCCL's rail rings repeat every 2 nodes (odd nodes run search channel s^1's order)
 
 
@@ -96,6 +102,22 @@ def nvls_loops(algo: str, part: int, ranks: int, nodes: int) -> int:
     return max(1, -(-part // (ppn * chunk)))
 
 
+def collnet_chunk(algo: str, nbytes: int, channels: int, heads: int, depth: int, buffsize: int) -> int:
+    """CollNet's chunk bytes (calcCollChunking, enqueue.cc:2020-2041,2094): a slot of the Simple buffer (Chain at most
+    256 KiB), halved while the loops are few for the pipeline's ``depth`` (connect.cc:232 Direct 2, or 1 with one GPU
+    a node; connect.cc:464 Chain: GPUs a node), in 512-byte grains."""
+    chunk = buffsize // NCCL_STEPS
+    per = channels * heads
+    steps = ((64, 131072), (8, 65536), (8, 32768)) if algo == "CollNetDirect" else ((64, 131072), (8, 65536),
+                                                                                     (1, 32768))
+    if algo == "CollNetChain":
+        chunk = min(256 << 10, chunk)
+    for factor, floor in steps:
+        while nbytes // (per * chunk) < depth * factor and chunk > floor:
+            chunk //= 2
+    return max(chunk // GRAIN["Simple"] * GRAIN["Simple"], GRAIN["Simple"])
+
+
 def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int, buffsize: int,
              pipeline: int | None = None) -> NcclRun:
     """The schedule of NCCL's ``algo``/``proto`` AllReduce of ``nbytes`` on ``cluster`` with ``channels`` (NCCL's
@@ -105,15 +127,26 @@ def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int
     p, g, nodes = cluster.ranks, cluster.gpus_per_node, cluster.nodes
     count = max(1, nbytes // ITEMSIZE)
     if algo in ("NVLS", "NVLSTree"):
-        used = split_channels(nbytes, channels, "Simple")
+        across = algo == "NVLS" and nodes > 1                  # with CollNet: every channel (enqueue.cc:402-411,568)
+        used = channels if across else split_channels(nbytes, channels, "Simple")
         part = -(-nbytes // used)
         full = nvls_loops(algo, part, p, nodes)
         k, count = _shortened(full, pipeline, count)
         built = 2 if used > 2 and used % 2 == 0 else used      # channel c runs tree c mod 2: two stand for all
         count = max(built, count * built // used)
-        s = (build_schedule("nvls", p, count, ITEMSIZE, chunks=k, channels=built) if algo == "NVLS" else
-             build_schedule("nvlstree", p, count, ITEMSIZE, gpus_per_node=g, chunks=k, channels=built))
+        name = "nvlstree" if algo == "NVLSTree" else "nvls-sharp" if across else "nvls"
+        s = build_schedule(name, p, count, ITEMSIZE, chunks=k, channels=built, gpus_per_node=g if name != "nvls"
+                           else None)
         return NcclRun(s, used, full, NCCL_STEPS, NVLS_THREADS, weight=used // built)
+    if algo in COLLNET:
+        heads = len(heads_of(g, cluster.nics_per_node)) if algo == "CollNetDirect" else 1
+        depth = (2 if g > 1 else 1) if algo == "CollNetDirect" else g
+        chunk = collnet_chunk(algo, nbytes, channels, heads, depth, buffsize)
+        full = max(1, -(-nbytes // (channels * heads * chunk)))
+        k, count = _shortened(full, pipeline, count)
+        s = build_schedule("collnet-direct" if algo == "CollNetDirect" else "collnet-chain", p, count, ITEMSIZE,
+                           gpus_per_node=g, chunks=k, channels=channels, nics_per_node=cluster.nics_per_node)
+        return NcclRun(s, channels, full, NCCL_STEPS, NVLS_THREADS)
     used, threads, part = channel_bytes(algo, proto, nbytes, channels, p)
     if algo == "Ring":
         full, slices = ring_pipeline(proto, part, p, buffsize)

@@ -124,10 +124,10 @@ class SimResult:
     def link_bytes(self) -> dict[tuple[int, int], int]:
         """Bytes sent over each (src, dst) pair that carried any."""
         s = self.schedule
-        pair = s.src * s.ranks + s.dst
+        pair = s.src * s.endpoints + s.dst
         keys, inv = np.unique(pair, return_inverse=True)
         nb = np.bincount(inv, weights=self.nbytes).astype(np.int64)
-        return {(int(k // s.ranks), int(k % s.ranks)): int(b) for k, b in zip(keys, nb)}
+        return {(int(k // s.endpoints), int(k % s.endpoints)): int(b) for k, b in zip(keys, nb)}
 
     def to_dict(self, transfers: bool = False) -> dict:
         """Compact JSON-ready summary; ``transfers=True`` adds per-transfer start/end/arrive (seconds)."""
@@ -147,20 +147,22 @@ class SimResult:
 
 def jobs(s: Schedule, routes: Routes, c, topology_gpus: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Every transfer's jobs (``collsim.simulate.events.run``): its out port and in port for its port time,
-    across nodes its sender's and receiver's proxy for the proxy time, and its sender's channel for its time at
-    the channel's rate (where the protocol limits a channel; not to or from a switch: NVLS's warp groups each move
-their own channel's rate); one table of rows, the last spare."""
+    across nodes its sender's and receiver's proxy for the proxy time (the network's switch has none), and its
+    sender's channel for its time at the channel's rate (where the protocol limits a channel; not to or from an
+    NVSwitch: NVLS's warp groups each move their own channel's rate; not out of the network's switch: its GPU's NIC
+    writes the sum, no warp moves it); one table of rows, the last spare."""
     out, inn = routes.keys[2].astype(np.int64), routes.keys[3].astype(np.int64)
     n_out, n_in = routes.sizes[2], routes.sizes[3]
     base = n_out - 1 + n_in - 1                      # proxies after the out and in rows, one per endpoint
     blocks = base + s.endpoints                      # then the senders' channels
     spare = blocks + routes.sizes[1] - 1
-    cross, capped = c.proxy > 0, (c.alone > 0) & (routes.link != NVLS)
+    cross, capped = c.proxy > 0, (c.alone > 0) & (routes.link != NVLS) & (s.src < s.ranks)   # (docstring)
     g = topology_gpus if routes.merged else 1
     src, dst = s.src // g * g, s.dst // g * g           # merged: a node's proxy is its first GPU's
     one = np.ones(s.n_transfers)
     rows = np.stack([np.where(out == n_out - 1, spare, out), np.where(inn == n_in - 1, spare, inn + n_out - 1),
-                     np.where(cross, base + src, spare), np.where(cross, base + dst, spare),
+                     np.where(cross & (s.src < s.ranks), base + src, spare),
+                     np.where(cross & (s.dst < s.ranks), base + dst, spare),
                      np.where(capped, blocks + routes.keys[1], spare)], axis=1)
     sizes = np.stack([c.port, c.port, c.proxy, c.proxy, c.alone], axis=1)
     caps = np.stack([c.share, c.share, one, one, one], axis=1)
@@ -168,7 +170,7 @@ their own channel's rate); one table of rows, the last spare."""
 
 
 def _routes(s: Schedule, topology: Topology, merged: bool = False) -> Routes:
-    return route(s.src, s.dst, s.channel, s.ranks, topology, lane=s.lane, merged=merged)
+    return route(s.src, s.dst, s.channel, s.ranks, topology, lane=s.lane, merged=merged, network=s.network_endpoint)
 
 
 def _check_fit(schedule: Schedule, topology: Topology) -> None:

@@ -10,7 +10,8 @@ For transfer i of ``b`` payload bytes on link class L (``collsim.simulate.resour
 - ``overhead[i]`` (s): the engine's fixed time after that (it overlaps the latency), and the receiver's when it
   takes the data in;
 - ``latency[i]`` (s): from then to its arrival: the path's latency plus ``fill`` x alone[i] (the receiver takes
-  the whole transfer in at its channel's rate before the next step can use it);
+  the whole transfer in at its channel's rate before the next step can use it), plus ``Topology.sharp_us`` into
+  the network's switch (``Schedule.network``: its reduction);
 - ``proxy[i]`` (s): across nodes, the time it needs of its sender's and of its receiver's proxy thread;
 - ``window``: transfers in flight per connection (0: no limit).
 
@@ -65,4 +66,6 @@ def transfer_costs(schedule: Schedule, topology: Topology, routes: Routes, gamma
     overhead = np.array([c.overhead for c in paths])[routes.link]
     latency = np.array([c.latency for c in paths])[routes.link] + np.array([c.fill for c in paths])[routes.link] * alone
     proxy = np.where(routes.link == 1, p.inter.proxy, 0.0)
+    if s.network and topology.sharp_us:          # the network's switch reduces, then the sum is ready
+        latency = latency + np.where(s.dst == s.network_endpoint, topology.sharp_us * 1e-6, 0.0)
     return Costs(port, alone, compute, overhead, latency, proxy, p.window)

@@ -1,7 +1,8 @@
 """Which link a transfer takes and which resources it holds: the simulator's routing, vectorised.
 
-Link classes (``Routes.link``): ``INTRA`` (two GPUs of one node), ``INTER`` (GPUs of two nodes),
-``NVLS`` (a GPU and its node's NVSwitch endpoint; the topology's ``nvls`` link).
+Link classes (``Routes.link``): ``INTRA`` (two GPUs of one node), ``INTER`` (GPUs of two nodes, or a GPU and
+the network's switch endpoint over the GPU's NIC), ``NVLS`` (a GPU and its node's NVSwitch endpoint; the
+topology's ``nvls`` link).
 
 Resource kinds, one key column each (``Routes.keys[k]``, a row of a table of ``Routes.sizes[k]``
 rows whose last row is a spare meaning "holds nothing of this kind"):
@@ -55,18 +56,31 @@ class Routes:
 
 
 def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, topo: Topology,
-          channels: int | None = None, lane: np.ndarray | None = None, merged: bool = False) -> Routes:
+          channels: int | None = None, lane: np.ndarray | None = None, merged: bool = False,
+          network: int | None = None) -> Routes:
     """Routes of transfers ``src -> dst`` on ``channel`` of a schedule of ``ranks`` ranks (endpoints from
-    ``ranks`` on are switches: endpoint ranks + n is node n's NVSwitch); one-line CollsimError for a
-    switch transfer on a machine without NVLink SHARP or across nodes. ``merged``: every GPU port of a node is
-    its first GPU's, every NIC its first NIC (``collsim.simulate.symmetry.permute_channels``'s quotient)."""
+    ``ranks`` on are switches: endpoint ranks + n is node n's NVSwitch, ``network`` the network's, shared by
+    every node: ``Schedule.network_endpoint``); one-line CollsimError for a switch transfer on a machine without
+    NVLink SHARP or across nodes, or a network transfer on one whose switches do not reduce (``sharp_us`` None).
+    ``merged``: every GPU port of a node is its first GPU's, every NIC its first NIC
+    (``collsim.simulate.symmetry.permute_channels``'s quotient).
+
+    A transfer between a GPU and the network's switch is of class ``INTER`` and holds the GPU's NIC only (out
+    when it sends, in when it receives): the switch reduces at line rate and adds its latency (``sharp_us``,
+    ``collsim.simulate.costs``), no bandwidth limit of its own."""
     src, dst, channel = (np.asarray(a).astype(np.int32, copy=False) for a in (src, dst, channel))
     c = int(channels if channels is not None else (channel.max() + 1 if len(channel) else 1))
     g, r_all, nn = topo.gpus_per_node, topo.ranks, topo.nodes * topo.nics_per_node
     node_s, node_d = src // g, dst // g
-    switched = len(src) > 0 and max(int(src.max()), int(dst.max())) >= ranks
-    sw_src, sw_dst = (src >= ranks, dst >= ranks) if switched else (None, None)
-    cross = node_s != node_d
+    on_net = np.zeros(len(src), bool) if network is None else (src == network) | (dst == network)
+    if on_net.any() and topo.sharp_us is None:
+        raise CollsimError(f"transfers to the network's switch need switches that reduce (SHARP), which topology "
+                           f"{topo.name or ''} does not have (no sharp_us)")
+    if (on_net & (src >= ranks) & (dst >= ranks)).any():
+        raise CollsimError("a transfer between two switch endpoints: switches only talk to their GPUs")
+    switched = bool((((src >= ranks) | (dst >= ranks)) & ~on_net).any())
+    sw_src, sw_dst = ((src >= ranks) & ~on_net, (dst >= ranks) & ~on_net) if switched else (None, None)
+    cross = (node_s != node_d) | on_net
     if switched:
         nvls = sw_src | sw_dst
         if topo.nvls is None:
@@ -84,7 +98,7 @@ def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, top
     lane = np.zeros(len(src), np.int32) if lane is None else np.asarray(lane).astype(np.int32, copy=False)
     lanes = int(lane.max(initial=0)) + 1
     slot_spare = ranks * c * lanes
-    gpu = np.where(src >= ranks, dst, src) if switched else src
+    gpu = np.where(src >= ranks, dst, src) if switched or on_net.any() else src
     engine = (gpu * c + channel) * lanes + lane
     block = gpu * c + channel
     pairs = r_all * g if topo.links_per_pair else 0
@@ -93,6 +107,7 @@ def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, top
     x = np.flatnonzero(cross)
     nic = lambda r: r_all + r // g * topo.nics_per_node + r % g * topo.nics_per_node // g  # noqa: E731 (Topology.nic_of)
     out[x], inn[x] = nic(src[x]), nic(dst[x])
+    out[on_net & (src >= ranks)], inn[on_net & (dst >= ranks)] = out_spare, in_spare     # the switch: no port
     if topo.links_per_pair:
         direct = np.flatnonzero(link == INTRA)
         out[direct] = r_all + nn + src[direct] * g + dst[direct] % g

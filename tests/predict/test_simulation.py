@@ -8,12 +8,14 @@ from collsim.predict import nccl_context, predict_nccl, simulate_nccl
 
 @pytest.mark.parametrize("spec, nodes, algo, nbytes", [
     ("h100-nvlink", 1, "NVLS", 1 << 30), ("ib-400g", 4, "NVLSTree", 1 << 29), ("ib-400g", 4, "Tree", 1 << 27),
-    ("h100-nvlink", 1, "Tree", 1 << 28), ("ib-400g", 2, "Ring", 1 << 30)])
+    ("h100-nvlink", 1, "Tree", 1 << 28), ("ib-400g", 2, "Ring", 1 << 30), ("h100-sharp", 4, "CollNetDirect", 1 << 29),
+    ("h100-sharp", 4, "CollNetChain", 1 << 28), ("h100-sharp", 4, "NVLS", 1 << 29)])
 def test_extrapolated_loops_are_within_2_percent_of_the_whole_run(monkeypatch, spec, nodes, algo, nbytes):
     ctx = nccl_context(load_cluster(spec, nodes), algo)
     d = ctx.decisions([nbytes])[0]
     short = simulate_nccl(ctx, d.algo, d.proto, nbytes, d.channels)
     monkeypatch.setattr(simulation, "LOOPS", (10 ** 6, 2 * 10 ** 6))
+    monkeypatch.setattr(simulation, "CHAIN_LOOPS", (10 ** 6, 2 * 10 ** 6))
     whole = simulate_nccl(nccl_context(load_cluster(spec, nodes), algo), d.algo, d.proto, nbytes, d.channels)
     assert whole.simulated_loops == whole.loops
     assert short.time_s == pytest.approx(whole.time_s, rel=0.02)
