@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collsim.errors import CollsimError
 from collsim.machine.bounds import MAX_NICS_PER_GPU, MAX_NVLINK_DOMAIN, check, check_int
+from collsim.machine.fabric import Fabric
 from collsim.machine.hardware import GPU, NETS, PCIE
 
 
@@ -53,8 +54,8 @@ def check_intra(self, info: GPU, g: int) -> None:
     set_(self, "nvlink_domain", domain)
 
 def check_network(self, g: int) -> None:
-    """NICs, network and fabric of cluster ``self`` (``g`` GPUs a node): resolves nics_per_node and
-    nic_Gbps, or one-line CollsimError naming the key."""
+    """NICs, network and fabric of cluster ``self`` (``g`` GPUs a node): resolves nics_per_node, nic_Gbps and
+    fabric (a mapping becomes a ``collsim.machine.fabric.Fabric``), or one-line CollsimError naming the key."""
     set_ = object.__setattr__
     if self.nodes > 1:
         for key in ("nics_per_node", "nic_Gbps"):
@@ -77,6 +78,9 @@ def check_network(self, g: int) -> None:
     set_(self, "nics_per_node", nics)
     set_(self, "nic_Gbps", gbit)
     set_(self, "fabric_efficiency", check("fabric_efficiency", self.fabric_efficiency))
+    if self.fabric is not None:                      # a mapping from a file, or a Fabric
+        set_(self, "fabric", Fabric.from_dict(self.fabric))
+        self.fabric.seen_as(self.nvlink_domain // g if self.nvlink_domain > g else 1, 1)   # whole NVLink domains
     if self.sharp and self.net != "ib":
         raise CollsimError(f"cluster sharp: true needs InfiniBand switches that reduce (SHARP), but net is "
                            f"{self.net}")

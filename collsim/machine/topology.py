@@ -16,6 +16,8 @@ directly (no NVSwitch): each ordered GPU pair has its own link of that many
 NVLinks (the ``intra`` link's bandwidth) instead of one port per GPU.
 ``call_us`` is a fixed cost of every collective call on the machine (kernel
 launch and setup), added to every simulated time; 0 for a uniform topology.
+``fabric``: the tiers of switches above the NICs (``collsim.machine.fabric.Tier``:
+leaf groups, rails, oversubscription; empty: non-blocking, only the NICs limit).
 
 Topology file (JSON or YAML, chosen by the extension .json, .yaml or .yml)::
 
@@ -35,6 +37,8 @@ Topology file (JSON or YAML, chosen by the extension .json, .yaml or .yml)::
       latency_us: 2.0
     links_per_pair: 0           # optional: > 0 for GPUs linked directly (NVLinks per pair)
     call_us: 0                  # optional: fixed cost per collective call, microseconds >= 0
+    fabric:                     # optional: tiers of switches above the NICs, lowest first
+      - {nodes: 32, planes: 8, oversubscription: 2, name: leaf}   # planes: rails (divide the NICs)
 
 Unknown keys are errors (they are usually typos). Counts are at most
 ``collsim.inputs.MAX_RANKS``; latencies at most ``MAX_SECONDS`` (3.6e9 us), seconds
@@ -53,6 +57,7 @@ import numpy as np
 
 from collsim.errors import CollsimError, describe
 from collsim.inputs import MAX_RANKS, MAX_SECONDS, MAX_SECONDS_PER_BYTE, parse_json, parse_yaml, read_text
+from collsim.machine.fabric import check_tiers, tier_dict
 from collsim.machine.protocols import ProtocolCosts, generic
 
 
@@ -76,13 +81,8 @@ class Link:
             raise CollsimError(f"link bandwidth must be > 0 GB/s, got {bandwidth_GBps!r}")
         return cls(float(latency_us) * 1e-6, 1.0 / (float(bandwidth_GBps) * 1e9))
 
-    @property
-    def bandwidth_GBps(self) -> float:
-        return 1.0 / self.beta / 1e9
-
-    @property
-    def latency_us(self) -> float:
-        return self.alpha * 1e6
+    bandwidth_GBps = property(lambda self: 1.0 / self.beta / 1e9)
+    latency_us = property(lambda self: self.alpha * 1e6)
 
     def time(self, nbytes) -> float:
         """Seconds to send ``nbytes`` bytes."""
@@ -97,7 +97,8 @@ class Topology:
     """``nodes`` x ``gpus_per_node`` GPUs; ``intra``/``inter``/``nvls`` links; NICs per node;
     ``links_per_pair`` (0: GPUs behind a switch); ``call_us`` per collective call (microseconds);
     ``protocols``: what a transfer costs under each of NCCL's protocols on this machine
-    (``collsim.machine.protocols``; empty: only the protocol-free Hockney costs of the links)."""
+    (``collsim.machine.protocols``; empty: only the protocol-free Hockney costs of the links); ``fabric``: the
+    switch tiers above the NICs (``collsim.machine.fabric.Tier``; empty: non-blocking)."""
 
     nodes: int
     gpus_per_node: int
@@ -110,6 +111,7 @@ class Topology:
     call_us: float = 0.0
     links_per_pair: int = 0
     protocols: tuple = ()
+    fabric: tuple = ()
 
     def __post_init__(self):
         for field in ("nodes", "gpus_per_node", "nics_per_node"):
@@ -128,6 +130,7 @@ class Topology:
         if self.nvls is not None and self.links_per_pair:
             raise CollsimError("topology: an nvls link needs an NVSwitch, but links_per_pair says the GPUs are "
                                "linked directly")
+        object.__setattr__(self, "fabric", check_tiers(self.fabric, self.nics_per_node))
 
     @classmethod
     def uniform(cls, ranks: int, alpha: float, beta: float) -> "Topology":
@@ -174,6 +177,8 @@ class Topology:
             d["links_per_pair"] = self.links_per_pair
         if self.call_us:
             d["call_us"] = self.call_us
+        if self.fabric:
+            d["fabric"] = [tier_dict(t) for t in self.fabric]
         return d
 
     def describe(self) -> str:
@@ -189,7 +194,9 @@ class Topology:
             text += f", NVLS {self.nvls.bandwidth_GBps:.4g} GB/s"
         if self.call_us:
             text += f", {self.call_us:.3g} us per call"
-        return text
+        rails = lambda t: f" x {t.planes} rails" if t.planes > 1 else ""   # noqa: E731
+        return text + "".join(f", {t.name} groups of {t.nodes} nodes{rails(t)} {t.oversubscription:g}:1"
+                              for t in self.fabric)
 
     @classmethod
     def from_dict(cls, d, where: str = "topology") -> "Topology":
@@ -197,7 +204,7 @@ class Topology:
         if not isinstance(d, dict):
             raise CollsimError(f"{where}: expected a mapping with nodes, gpus_per_node, intra, inter")
         known = {"name", "source", "nodes", "gpus_per_node", "nics_per_node", "intra", "inter", "nvls",
-                 "links_per_pair", "call_us"}
+                 "links_per_pair", "call_us", "fabric"}
         for key in d:
             if key not in known:
                 raise CollsimError(f"{where}: unknown field {key!r} (known: {', '.join(sorted(known))})")
@@ -234,8 +241,11 @@ class Topology:
         if nvls is not None and ints["links_per_pair"]:
             raise CollsimError(f"{where}: field 'nvls' needs an NVSwitch, but links_per_pair says the GPUs are "
                                "linked directly")
+        if not isinstance(d.get("fabric", []), list):
+            raise CollsimError(f"{where}: field 'fabric' must be a list of tiers (nodes, planes, oversubscription)")
+        fabric = check_tiers(d.get("fabric", []), ints["nics_per_node"], where)
         return cls(ints["nodes"], ints["gpus_per_node"], intra, inter, ints["nics_per_node"],
-                   d.get("name", ""), d.get("source", ""), nvls, float(call), ints["links_per_pair"])
+                   d.get("name", ""), d.get("source", ""), nvls, float(call), ints["links_per_pair"], fabric=fabric)
 
 
 _LINK_FORMS = ({"alpha_s", "beta_s_per_byte"}, {"bandwidth_GBps", "latency_us"})

@@ -43,7 +43,7 @@ from collsim.simulate.costs import transfer_costs
 from collsim.simulate.deps import data_deps, segments, structural
 from collsim.simulate.events import run
 from collsim.simulate.reference import POLICIES
-from collsim.simulate.resources import NVLS, Routes, port_names, route
+from collsim.simulate.resources import NVLS, Routes, fabric_names, port_names, route
 
 PROGRESS_TRANSFERS = 4_000_000   # simulations of more transfers show a progress bar (a few seconds or more)
 
@@ -83,16 +83,20 @@ class SimResult:
 
     @cached_property
     def _resources(self) -> dict[str, tuple[float, int]]:
-        """name -> (seconds held, bytes) of every port, NIC and pair link (engines are per channel and not
-        listed)."""
+        """name -> (seconds held, bytes) of every port, NIC, pair link and fabric port (engines are per channel
+        and not listed)."""
         s, topo = self.schedule, self.topology
         r = self.routes or _routes(s, topo)
-        wire = transfer_costs(s, topo, r, self.gamma, self.protocol).port
+        c = transfer_costs(s, topo, r, self.gamma, self.protocol)
         out = {}
-        for kind, names in zip((2, 3), port_names(topo, r.merged)):
-            v = r.valid(kind)
-            busy = np.bincount(r.keys[kind][v], weights=wire[v], minlength=len(names))
-            nb = np.bincount(r.keys[kind][v], weights=self.nbytes[v], minlength=len(names)).astype(np.int64)
+        fabric = fabric_names(topo, r.merged)
+        tables = [(r.keys[kind], r.sizes[kind], c.port, names)
+                  for kind, names in zip((2, 3), port_names(topo, r.merged))]
+        tables += [(col, r.fabric_size, c.fabric[:, t // 2], fabric) for t, col in enumerate(r.fabric)]
+        for keys, size, wire, names in tables:
+            v = keys != size - 1
+            busy = np.bincount(keys[v], weights=wire[v], minlength=len(names))
+            nb = np.bincount(keys[v], weights=self.nbytes[v], minlength=len(names)).astype(np.int64)
             for i, name in enumerate(names):                # merged rows share a name: only one carries bytes
                 held, moved = out.get(name, (0.0, 0))
                 out[name] = (held + float(busy[i]), moved + int(nb[i]))
@@ -110,7 +114,8 @@ class SimResult:
 
     def resource_table(self) -> list[dict]:
         """[{"name", "busy" (share of ``time_s`` held, 0..1), "busy_s", "bytes"}] of every resource that
-        carried bytes, in the order of ``collsim.simulate.resources.port_names`` (GPU ports, NICs, pair links)."""
+        carried bytes, in the order of ``collsim.simulate.resources.port_names`` (GPU ports, NICs, pair links), then
+        ``fabric_names`` (the fabric's uplinks and downlinks)."""
         t = self.time_s
         return [{"name": k, "busy": b / t if t > 0 else 0.0, "busy_s": b, "bytes": n}
                 for k, (b, n) in self._resources.items() if n]
@@ -154,16 +159,20 @@ their own channel's rate); one table of rows, the last spare."""
     n_out, n_in = routes.sizes[2], routes.sizes[3]
     base = n_out - 1 + n_in - 1                      # proxies after the out and in rows, one per endpoint
     blocks = base + s.endpoints                      # then the senders' channels
-    spare = blocks + routes.sizes[1] - 1
+    fabric = blocks + routes.sizes[1] - 1            # then the fabric's uplinks and downlinks
+    spare = fabric + routes.fabric_size - 1
     cross, capped = c.proxy > 0, (c.alone > 0) & (routes.link != NVLS)
     g = topology_gpus if routes.merged else 1
     src, dst = s.src // g * g, s.dst // g * g           # merged: a node's proxy is its first GPU's
     one = np.ones(s.n_transfers)
+    up = [np.where(f == routes.fabric_size - 1, spare, fabric + f) for f in routes.fabric]
     rows = np.stack([np.where(out == n_out - 1, spare, out), np.where(inn == n_in - 1, spare, inn + n_out - 1),
                      np.where(cross, base + src, spare), np.where(cross, base + dst, spare),
-                     np.where(capped, blocks + routes.keys[1], spare)], axis=1)
-    sizes = np.stack([c.port, c.port, c.proxy, c.proxy, c.alone], axis=1)
-    caps = np.stack([c.share, c.share, one, one, one], axis=1)
+                     np.where(capped, blocks + routes.keys[1], spare), *up], axis=1)
+    tiers, share = range(len(routes.fabric) // 2), c.fabric_share if routes.fabric else None
+    sizes = np.stack([c.port, c.port, c.proxy, c.proxy, c.alone, *(c.fabric[:, t] for t in tiers for _ in (0, 1))],
+                     axis=1)
+    caps = np.stack([c.share, c.share, one, one, one, *(share[:, t] for t in tiers for _ in (0, 1))], axis=1)
     return rows, sizes, caps, spare + 1
 
 
