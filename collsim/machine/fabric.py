@@ -180,3 +180,17 @@ def _tier(d, where: str) -> Tier:
 
 def tier_dict(t: Tier) -> dict:
     return {"nodes": t.nodes, "planes": t.planes, "oversubscription": t.oversubscription, "name": t.name}
+
+
+def check_slow_nics(items, nics: int, where: str = "topology") -> tuple:
+    """``items`` ([global NIC, factor] pairs) as sorted (int, float) tuples, each NIC of the ``nics`` once and
+    factor >= 1 (a slow NIC of a topology: ``Topology.slow_nics``), or one-line CollsimError."""
+    out = {}
+    for x in items if isinstance(items, (list, tuple)) else [items]:
+        if not isinstance(x, (list, tuple)) or len(x) != 2:
+            raise CollsimError(f"{where}: slow_nics holds [NIC, factor] pairs, got {str(x)[:40]!r}")
+        nic = require_int(f"{where}: slow NIC", x[0], 0, max(nics - 1, 0))
+        if nic in out:
+            raise CollsimError(f"{where}: slow NIC {nic} is listed twice")
+        out[nic] = require_number(f"{where}: slow NIC {nic}'s factor", x[1], 1.0, False, 1e6)
+    return tuple(sorted(out.items()))

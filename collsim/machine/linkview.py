@@ -66,8 +66,10 @@ def to_topology(cluster) -> Topology:
         source += f". Fabric: {cluster.fabric.describe()} (collsim.machine.fabric)"
     elif c.nodes > 1 or c.nic_Gbps > 0:
         source += ". Fabric: non-blocking (only the NICs limit)"
+    slow = tuple((n * c.nics_per_node + k, c.nic_Gbps / r) for n, k, r in c.degraded_nics)
+    source += "".join(f". node{n}.nic{k} at {r:g} Gb/s (degraded)" for n, k, r in cluster.degraded_nics)
     source += f". {cluster.per_call_us:g} us per call"
     if c.source:
         source = f"{c.source}. {source}"
     return Topology(c.nodes, g, intra, inter, max(c.nics_per_node, 1), c.name, source, nvls, cluster.per_call_us,
-                    pairs, fabric=tiers)
+                    pairs, fabric=tiers, slow_nics=slow)

@@ -18,6 +18,8 @@ NVLinks (the ``intra`` link's bandwidth) instead of one port per GPU.
 launch and setup), added to every simulated time; 0 for a uniform topology.
 ``fabric``: the tiers of switches above the NICs (``collsim.machine.fabric.Tier``:
 leaf groups, rails, oversubscription; empty: non-blocking, only the NICs limit).
+``slow_nics``: (global NIC, factor) of NICs whose ports take ``factor`` times the
+``inter`` link's time (degraded NICs; empty: every NIC alike).
 
 Topology file (JSON or YAML, chosen by the extension .json, .yaml or .yml)::
 
@@ -39,6 +41,7 @@ Topology file (JSON or YAML, chosen by the extension .json, .yaml or .yml)::
     call_us: 0                  # optional: fixed cost per collective call, microseconds >= 0
     fabric:                     # optional: tiers of switches above the NICs, lowest first
       - {nodes: 32, planes: 8, oversubscription: 2, name: leaf}   # planes: rails (divide the NICs)
+    slow_nics: [[26, 2.0]]      # optional: [global NIC, factor >= 1]: NICs taking factor x inter's time
 
 Unknown keys are errors (they are usually typos). Counts are at most
 ``collsim.inputs.MAX_RANKS``; latencies at most ``MAX_SECONDS`` (3.6e9 us), seconds
@@ -57,7 +60,7 @@ import numpy as np
 
 from collsim.errors import CollsimError, describe
 from collsim.inputs import MAX_RANKS, MAX_SECONDS, MAX_SECONDS_PER_BYTE, parse_json, parse_yaml, read_text
-from collsim.machine.fabric import check_tiers, tier_dict
+from collsim.machine.fabric import check_slow_nics, check_tiers, tier_dict
 from collsim.machine.protocols import ProtocolCosts, generic
 
 
@@ -112,6 +115,7 @@ class Topology:
     links_per_pair: int = 0
     protocols: tuple = ()
     fabric: tuple = ()
+    slow_nics: tuple = ()
 
     def __post_init__(self):
         for field in ("nodes", "gpus_per_node", "nics_per_node"):
@@ -131,6 +135,7 @@ class Topology:
             raise CollsimError("topology: an nvls link needs an NVSwitch, but links_per_pair says the GPUs are "
                                "linked directly")
         object.__setattr__(self, "fabric", check_tiers(self.fabric, self.nics_per_node))
+        object.__setattr__(self, "slow_nics", check_slow_nics(self.slow_nics, self.nodes * self.nics_per_node))
 
     @classmethod
     def uniform(cls, ranks: int, alpha: float, beta: float) -> "Topology":
@@ -144,12 +149,10 @@ class Topology:
     def ranks(self) -> int:
         return self.nodes * self.gpus_per_node
 
-    def node_of(self, rank):
-        """Node index of ``rank`` (int or numpy array)."""
+    def node_of(self, rank):           # node index of ``rank`` (int or numpy array)
         return rank // self.gpus_per_node
 
-    def local_of(self, rank):
-        """Index of ``rank`` inside its node (int or numpy array)."""
+    def local_of(self, rank):          # index of ``rank`` inside its node (int or numpy array)
         return rank % self.gpus_per_node
 
     def nic_of(self, rank):
@@ -171,15 +174,10 @@ class Topology:
         d = {"name": self.name, "source": self.source, "nodes": self.nodes,
              "gpus_per_node": self.gpus_per_node, "nics_per_node": self.nics_per_node,
              "intra": self.intra.to_dict(), "inter": self.inter.to_dict()}
-        if self.nvls is not None:
-            d["nvls"] = self.nvls.to_dict()
-        if self.links_per_pair:
-            d["links_per_pair"] = self.links_per_pair
-        if self.call_us:
-            d["call_us"] = self.call_us
-        if self.fabric:
-            d["fabric"] = [tier_dict(t) for t in self.fabric]
-        return d
+        extra = {"nvls": self.nvls and self.nvls.to_dict(), "links_per_pair": self.links_per_pair,
+                 "call_us": self.call_us, "fabric": [tier_dict(t) for t in self.fabric],
+                 "slow_nics": [list(x) for x in self.slow_nics]}
+        return {**d, **{k: v for k, v in extra.items() if v}}
 
     def describe(self) -> str:
         """One line: shape and links in GB/s and microseconds."""
@@ -204,7 +202,7 @@ class Topology:
         if not isinstance(d, dict):
             raise CollsimError(f"{where}: expected a mapping with nodes, gpus_per_node, intra, inter")
         known = {"name", "source", "nodes", "gpus_per_node", "nics_per_node", "intra", "inter", "nvls",
-                 "links_per_pair", "call_us", "fabric"}
+                 "links_per_pair", "call_us", "fabric", "slow_nics"}
         for key in d:
             if key not in known:
                 raise CollsimError(f"{where}: unknown field {key!r} (known: {', '.join(sorted(known))})")
@@ -244,8 +242,10 @@ class Topology:
         if not isinstance(d.get("fabric", []), list):
             raise CollsimError(f"{where}: field 'fabric' must be a list of tiers (nodes, planes, oversubscription)")
         fabric = check_tiers(d.get("fabric", []), ints["nics_per_node"], where)
+        slow = check_slow_nics(d.get("slow_nics", []), ints["nodes"] * ints["nics_per_node"], where)
         return cls(ints["nodes"], ints["gpus_per_node"], intra, inter, ints["nics_per_node"],
-                   d.get("name", ""), d.get("source", ""), nvls, float(call), ints["links_per_pair"], fabric=fabric)
+                   d.get("name", ""), d.get("source", ""), nvls, float(call), ints["links_per_pair"], fabric=fabric,
+                   slow_nics=slow)
 
 
 _LINK_FORMS = ({"alpha_s", "beta_s_per_byte"}, {"bandwidth_GBps", "latency_us"})

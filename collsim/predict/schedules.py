@@ -19,8 +19,9 @@ transfer the time of its image in the whole ring, exactly when every chunk holds
 an element a chunk), and simulates P / 2G times fewer transfers; the rings of an odd number of nodes (whose
 wrap-around hop breaks the pattern) and chunks of under one element run whole. So do the rings on a fabric whose
 ports can slow their hops (``ring_fabric``): leaf groups break the shift's symmetry, and the quotient stays exact
-only where the fabric changes no time (``collsim.simulate.symmetry.fabric_binds``); ``NcclRun.whole`` says why a
-ring runs whole.
+only where the fabric changes no time (``collsim.simulate.symmetry.fabric_binds``), and those of a cluster with a
+degraded NIC (``degraded_nics``: the shift does not map it onto the others); ``NcclRun.whole`` says why a ring
+runs whole.
 """
 from __future__ import annotations
 
@@ -132,6 +133,9 @@ def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int
         whole = ("fewer than 4 nodes" if nodes < 2 * QUOTIENT_NODES else "an odd node count"
                  if nodes % QUOTIENT_NODES else "chunks of under one element" if count // (used * k) < p * slices
                  else "")
+        slow = ", ".join(f"node{n}.nic{k} at {r:g} Gb/s" for n, k, r in cluster.degraded_nics)
+        whole = whole or (slow and f"{slow}: the shift of every rank two nodes on does not map the NICs onto "
+                                   "themselves")
         binds = ring_fabric(cluster, p, used) if nodes > 1 and not whole else None
         if binds:
             whole = f"the fabric can slow its hops ({binds})"

@@ -9,6 +9,7 @@ simulation in tests/predict/test_simulation.py:
   (``collsim.simulate.symmetry``: ``collapse_channels``, then ``permute_channels``).
 - A fabric whose ports cannot slow any transfer of the run (``collsim.simulate.symmetry.fabric_binds``) is left
   out: it changes no time. Otherwise it is simulated, and a ring runs whole (leaf groups break the quotient).
+  A degraded NIC (``degraded_nics``) keeps the ring's quotient and the permutation of GPUs out.
   ``NcclSim.symmetry`` says which reductions were used, and why not where they were not.
 - A run of more than ``LOOPS[1]`` loops (tree: chunks) is simulated for ``LOOPS[0]`` and ``LOOPS[1]`` loops of the
   same bytes each; every further loop adds what the last ``LOOPS[1] - LOOPS[0]`` added on average (NCCL's loops
@@ -80,8 +81,10 @@ def simulate_nccl(ctx: NcclContext, algo: str, proto: str, nbytes: int, channels
             s, topo, k = quotient
             g *= k
         r = simulate(s, topo, protocol=f"{algo}/{proto}", progress=False, merged=quotient is not None)
+        slow = ", ".join(f"node{n}.nic{k} at {r:g} Gb/s" for n, k, r in ctx.cluster.degraded_nics)
         sym = {"nodes": ctx.cluster.nodes, "nodes_simulated": run.nodes or ctx.cluster.nodes, "channels": run.channels,
-               "channels_simulated": run.channels // g, "fabric": fabric, "whole_because": run.whole or None}
+               "channels_simulated": run.channels // g, "fabric": fabric, "whole_because": run.whole or None,
+               "nics": f"degraded: {slow} (every node's GPUs simulated, none permuted)" if slow else "alike"}
         ctx.simulated[key] = (r, run.channels, run.channels // g, sym)
         return r, run.pipeline, run.channels, run.channels // g, sym
 

@@ -55,8 +55,14 @@ class Costs:
     @property
     def share(self) -> np.ndarray:
         """The most of a port's rate each transfer takes (port / alone, at most 1)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.alone > self.port, self.port / np.where(self.alone > 0, self.alone, 1.0), 1.0)
+        return port_share(self.port, self.alone)
+
+
+def port_share(size: np.ndarray, alone: np.ndarray) -> np.ndarray:
+    """The most of a port's rate transfers take that need ``size`` seconds of it and move at most one channel's
+    rate (``alone`` seconds for all their bytes): size / alone, at most 1."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(alone > size, size / np.where(alone > 0, alone, 1.0), 1.0)
 
 
 def transfer_costs(schedule: Schedule, topology: Topology, routes: Routes, gamma: float = 0.0,

@@ -18,7 +18,8 @@ from ``collsim.simulate.costs`` (port, alone, compute, overhead, latency; the co
    NVSwitch), across nodes the two NICs ("nodeN.nicK.out"/"in") and, at every tier of the fabric above them
    whose switch differs, the sender's switch's uplink and the receiver's downlink ("leaf3.rail1.up"), to or
    from a switch the GPU side's port only.
-   Each port must serve it ``port`` seconds' worth of its rate, at most ``port / alone`` of that rate at a time
+   Each port must serve it ``port`` seconds' worth of its rate (a degraded NIC, ``Topology.slow_nics``, its
+   factor times that), at most ``port / alone`` of that rate at a time
    (what one channel moves by itself); where the protocol limits a channel, the sender's channel (its thread
    block, shared by its lanes) must also serve it ``alone`` seconds' worth, except to or from a switch (NVLS's
    warp groups each move a channel's rate). Its bytes are done at e when every port has; then it reduces
@@ -135,14 +136,19 @@ def simulate_reference(s: Schedule, topo: Topology, gamma: float = 0.0, protocol
             if max(s.src[i], s.dst[i]) < s.ranks and topo.node_of(s.src[i]) != topo.node_of(s.dst[i])}
     fabric_share = c.fabric_share
 
+    k = topo.nics_per_node
+    slow = {f"node{nic // k}.nic{nic % k}.{way}": f for nic, f in topo.slow_nics for way in ("out", "in")}
+
     def size(i, p):
         if p in tier:
             return c.fabric[i, tier[p]]
-        return {"proxy": c.proxy[i], "block": c.alone[i]}.get(p.rsplit(".", 1)[-1], c.port[i])
+        return {"proxy": c.proxy[i], "block": c.alone[i]}.get(p.rsplit(".", 1)[-1], c.port[i] * slow.get(p, 1.0))
 
     def cap(i, p):
         if p in tier:
             return fabric_share[i, tier[p]]
+        if p in slow:                                    # a degraded NIC: its own share of its slower rate
+            return size(i, p) / c.alone[i] if c.alone[i] > size(i, p) else 1.0
         return 1.0 if p.endswith((".proxy", ".block")) else share[i]
     if policy == "schedule":
         free: dict[str, float] = {}

@@ -18,6 +18,8 @@ rows whose last row is a spare meaning "holds nothing of this kind"):
 3. in port: the receiver's "gpuR.recv" (rows 0..R-1) or its NIC "nodeN.nicK.in" (R + NIC);
    none for a direct pair link (the pair link is both ends).
 
+A degraded NIC (``Topology.slow_nics``) holds its transfers ``factor`` times as long (``nic_factor``).
+
 Above the NICs (``Topology.fabric``, ``collsim.machine.fabric``): a transfer between NICs under different switches
 of a tier (another group of ``Tier.nodes`` nodes, or another plane: NIC v of a node is on plane v mod planes)
 holds the sender's switch's uplink and the receiver's switch's downlink of that tier, rows of their own table
@@ -168,3 +170,14 @@ def fabric_names(topo: Topology, merged: bool = False) -> list[str]:
     """Names of the fabric rows (spare excluded), in row order: "leaf3.rail1.up", "leaf3.down", "pod0.up"."""
     return [t.port_name(n, p, up, merged) for t, groups in zip(topo.fabric, fabric_groups(topo))
             for n in range(groups) for p in range(t.planes) for up in (True, False)]
+
+
+def nic_factor(topo: Topology, rows: np.ndarray) -> np.ndarray | None:
+    """Per transfer, how many times longer the port of ``rows`` (an out-port or in-port column of ``route``) holds
+    it: a slow NIC's factor (``Topology.slow_nics``), else 1; None when every NIC is alike."""
+    if not topo.slow_nics:
+        return None
+    factor = np.ones(max(int(rows.max(initial=0)) + 1, topo.ranks + topo.nodes * topo.nics_per_node))
+    for nic, f in topo.slow_nics:
+        factor[topo.ranks + nic] = f
+    return factor[rows]

@@ -20,7 +20,9 @@ class on a machine where the GPUs of a node share one send port, one receive por
 (``simulate(..., merged=True)``), each m times slower (the NIC m G / K times), gives every kept transfer its time
 in the full simulation. A fabric above the NICs (``Topology.fabric``) keeps both exact: its ports' times are the
 NICs' times scaled (``Tier.uplink_ratio``), and a permutation of every node's GPUs maps a rail onto a rail where
-each NIC is its own rail, or the fabric has one plane (else ``permute_channels`` does not apply).
+each NIC is its own rail, or the fabric has one plane (else ``permute_channels`` does not apply); a degraded NIC
+(``Topology.slow_nics``) is not mapped onto another, so it keeps ``permute_channels`` out (``collapse_channels``,
+whose channels share their ports, stays exact).
 
 ``fabric_binds``: where no fabric port can ever serve a transfer more slowly than its NIC does (every uplink or
 downlink carries at most n transfers at once, one per engine, and moves at least n NICs' rate), the fabric
@@ -109,7 +111,7 @@ def permute_channels(s: Schedule, topology: Topology) -> tuple[Schedule, Topolog
     GPUs (module docstring), to be simulated with ``merged=True``; None where it does not apply."""
     g, k = topology.gpus_per_node, topology.nics_per_node
     if s.n_transfers == 0 or g < 2 or topology.links_per_pair or k not in (1, g) or s.ranks % g or s.n_channels < g \
-            or any(t.planes not in (1, k) for t in topology.fabric):
+            or any(t.planes not in (1, k) for t in topology.fabric) or topology.slow_nics:
         return None                                      # (a class holds m G channels)
     perm_of: dict[int, np.ndarray] = {}
 

@@ -57,7 +57,8 @@ def test_a_fabric_that_cannot_slow_the_ring_keeps_its_quotient(monkeypatch):
     spine = replace(load_cluster("ib-400g", 8), fabric=Fabric(4, True, 2.0))
     quotient = simulate_nccl(nccl_context(spine, "Ring"), "Ring", "Simple", 1 << 28, 16)
     assert quotient.symmetry == {"nodes": 8, "nodes_simulated": 2, "channels": 16, "channels_simulated": 1,
-                                 "fabric": "left out: it cannot slow any hop of the ring", "whole_because": None}
+                                 "fabric": "left out: it cannot slow any hop of the ring", "whole_because": None,
+                                 "nics": "alike"}
     monkeypatch.setattr(schedules, "ring_fabric", lambda *a: "forced")                    # the whole ring on it
     whole = simulate_nccl(nccl_context(spine, "Ring"), "Ring", "Simple", 1 << 28, 16)
     assert whole.symmetry["nodes_simulated"] == 8 and whole.symmetry["fabric"] == "left out: it cannot slow any " \
@@ -74,9 +75,25 @@ def test_a_fabric_that_breaks_the_node_shift_takes_the_full_path_and_says_so(cap
     sim = simulate_nccl(nccl_context(tor, "Ring"), "Ring", "Simple", 1 << 28, 16)
     why = "leaf0.up: 16 transfers at once, 4x a NIC's rate"
     assert sim.symmetry == {"nodes": 8, "nodes_simulated": 8, "channels": 16, "channels_simulated": 1,
-                            "fabric": f"simulated: {why}", "whole_because": f"the fabric can slow its hops ({why})"}
+                            "fabric": f"simulated: {why}", "whole_because": f"the fabric can slow its hops ({why})",
+                            "nics": "alike"}
     plain = simulate_nccl(nccl_context(load_cluster("ib-400g", 8), "Ring"), "Ring", "Simple", 1 << 28, 16)
     assert sim.time_s > 1.5 * plain.time_s and sim.busiest()["name"].startswith("leaf")
     assert main(["simulate", "--cluster", "ib-400g", "--nodes", "8", "--algo", "nccl-tree", "--bytes", "64M",
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["symmetry"]["fabric"] == "none"        # SuperPOD's 1:1: no port
+
+
+@pytest.mark.parametrize("algo", ["Ring", "Tree"])
+def test_a_degraded_nic_takes_the_full_path_and_says_so(monkeypatch, algo):
+    """One NIC at half rate: no ring quotient, no GPU permutation (it would map the slow NIC onto fast ones); the
+    channels that share every port are still simulated once, exactly."""
+    slow = replace(load_cluster("ib-400g", 4), degraded_nics=((2, 5, 200.0),))
+    sim = simulate_nccl(nccl_context(slow, algo), algo, "Simple", 1 << 28, 16)
+    assert sim.symmetry["nodes_simulated"] == 4 and "degraded: node2.nic5 at 200 Gb/s" in sim.symmetry["nics"]
+    assert (sim.symmetry["whole_because"] or "").startswith("node2.nic5 at 200 Gb/s" if algo == "Ring" else "")
+    monkeypatch.setattr(simulation, "collapse_channels", lambda s, topo: (s, topo, 1))
+    whole = simulate_nccl(nccl_context(slow, algo), algo, "Simple", 1 << 28, 16)
+    assert whole.symmetry["channels_simulated"] == 16 and whole.time_s == sim.time_s
+    plain = simulate_nccl(nccl_context(load_cluster("ib-400g", 4), algo), algo, "Simple", 1 << 28, 16)
+    assert sim.time_s > 1.3 * plain.time_s and sim.busiest()["name"].startswith("node2.nic5")

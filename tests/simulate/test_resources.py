@@ -54,3 +54,14 @@ def test_a_2_to_1_spine_halves_what_crosses_it(rail):
     assert simulate(inside, spine).time_s == simulate(inside, blocking).time_s
     small = _between_leaf_groups(4096)                  # the reference loop walks every element
     np.testing.assert_allclose(simulate(small, spine).arrive, simulate_reference(small, spine)[2], rtol=1e-12)
+
+
+def test_a_degraded_nic_holds_its_transfers_longer_and_only_its_own():
+    topo = Topology(2, 2, Link(0, 1e-9), Link(0, 1e-9), 2, slow_nics=((3, 2.0),))     # node1.nic1 at half rate
+    s = Schedule.from_steps(4, 1000, [[(0, 2, 0, 1000, "copy"), (1, 3, 0, 1000, "copy")]])
+    r = simulate(s, topo)
+    np.testing.assert_allclose(r.arrive, [4e-6, 8e-6], rtol=1e-12)
+    assert r.busiest()["name"] == "node1.nic1.in"
+    np.testing.assert_allclose(r.arrive, simulate_reference(s, topo)[2], rtol=1e-12)
+    with pytest.raises(Exception, match="slow NIC must be <= 3"):
+        Topology(2, 2, Link(0, 1e-9), Link(0, 1e-9), 2, slow_nics=((4, 2.0),))

@@ -276,7 +276,9 @@ def random_case(draw):
             fabric.append(Tier(2 * leaf, 1, fabric[0].oversubscription * 2, "pod"))
     topo = Topology(nodes, gpn, Link(draw(st.sampled_from([0.0, 1e-6])), 1e-9), Link(3e-6, 4e-9), nics,
                     nvls=Link(5e-7, 2e-9) if board == "nvls" else None, links_per_pair=2 * (board == "direct"),
-                    protocols=protos, fabric=tuple(fabric))
+                    protocols=protos, fabric=tuple(fabric),
+                    slow_nics=tuple((n, draw(st.sampled_from([1.5, 4.0]))) for n in range(nodes * nics)
+                                    if nodes > 1 and draw(st.integers(0, 3)) == 0))     # degraded NICs
     s = Schedule.from_steps(P, count, steps, itemsize=draw(st.sampled_from([1, 4])),
                             switches=nodes if board == "nvls" else 0)
     return s, topo, "LL" if protos else None
