@@ -4,7 +4,7 @@
     collsim predict-nccl --cluster ib-400g --nodes 2,4,...,512 --bytes 1G --algos all --plot scale.png --json
 
 ``--nodes`` takes one count (the usual table of sizes) or a list: "2,4,8", or "2,4,...,2048" (doubling as the
-first two say; "4,8,...,32" steps by 4 where doubling does not reach the last). A list prints, per node count and
+first two say; "4,8,...,24" steps by 4, as doubling does not reach 24). A list prints, per node count and
 size, the busbw of NCCL's choice (marked *), and with ``--algos`` (a comma list of Ring, Tree, NVLS, NVLSTree, or
 "all") the busbw of each forced beside it ("-": NCCL cannot run it there). ``--json`` prints ``scale_nccl``'s
 ``{"nodes", "sizes", "algos", "rows": [{"nodes", "ranks", "bytes", "algo", "proto", "channels", "time_us",
