@@ -93,4 +93,6 @@ def cmd_simulate_nccl(args, cluster) -> int:
         print(f"(the ring runs whole on {sym['nodes']} nodes: {sym['whole_because']})")
     if sym["fabric"] != "none":
         print(f"(fabric: {sym['fabric']})")
+    if sym["nics"] != "alike":
+        print(f"(NICs: {sym['nics']})")
     return 0
