@@ -35,6 +35,9 @@ def _argument_type(parse):
     return typed
 
 
+argument_type = _argument_type     # for other commands' own parsers (collsim.cli.nccl_scale.parse_nodes)
+
+
 def _size(text: str) -> int:
     return parse_size(text)
 

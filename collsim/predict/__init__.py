@@ -26,7 +26,8 @@ would be timed by NCCL's own model and say so: ``timed_by`` "nccl", ``simulated_
 
 ``simulate_nccl`` is the simulation alone (``collsim simulate --cluster`` prints it). Modules: ``context``
 (the cluster as NCCL runs on it, the harness), ``schedules`` (the schedule NCCL runs), ``costs`` (what its
-transfers cost on the cluster), ``simulation`` (its simulation, with the reductions that keep it fast).
+transfers cost on the cluster), ``simulation`` (its simulation, with the reductions that keep it fast), ``scale``
+(the same over node counts: ``scale_nccl``, ``collsim predict-nccl --nodes 2,4,...,2048``).
 """
 from __future__ import annotations
 

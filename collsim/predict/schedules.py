@@ -21,18 +21,27 @@ Rings on an even number of nodes, 4 or more, run as their quotient by the shift 
 (``collsim.algorithms.ring.ring_quotient``: two nodes' ranks run the whole ring's steps), which gives every
 transfer the time of its image in the whole ring, exactly when every chunk holds as many elements (else within
 an element a chunk), and simulates P / 2G times fewer transfers; the rings of an odd number of nodes (whose
-wrap-around hop breaks the pattern) and chunks of under one element run whole.
+wrap-around hop breaks the pattern) and chunks of under one element run whole. So do the rings on a fabric whose
+ports can slow their hops (``ring_fabric``): leaf groups break the shift's symmetry, and the quotient stays exact
+only where the fabric changes no time (``collsim.simulate.symmetry.fabric_binds``), and those of a cluster with a
+degraded NIC (``degraded_nics``: the shift does not map it onto the others); ``NcclRun.whole`` says why a ring
+runs whole.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from collsim.algorithms import build_schedule
 from collsim.algorithms.collnet import heads_of
-from collsim.algorithms.ring import ring_quotient
+from collsim.algorithms.ring import ring_orders, ring_quotient
+from collsim.core.budget import require_schedule
 from collsim.core.schedule import Schedule
-from collsim.machine.cluster import Cluster
+from collsim.errors import CollsimError
+from collsim.machine.cluster import Cluster, to_topology
 from collsim.nccl.chunking import DEFAULT_BUFFSIZE, EFFICIENCY, GRAIN, NCCL_STEPS, channel_bytes, split_channels
+from collsim.simulate.symmetry import fabric_binds
 
 ITEMSIZE = 4           # nccl-tests' default type (float): sizes are counts of 4-byte elements
 RING_CHUNK_SLOTS = {"LL": 1, "LL128": 1, "Simple": 4}
@@ -56,6 +65,7 @@ class NcclRun:
     threads: int
     nodes: int = 0          # the nodes the schedule spans (fewer than the cluster's: a quotient); 0: all
     weight: int = 1         # the channels each channel of the schedule stands for (built once: alike)
+    whole: str = ""         # why a ring across nodes runs whole, not as its quotient
 
 
 def payload_slot(proto: str, buffsize: int) -> int:
@@ -153,18 +163,42 @@ def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int
         slices = min(slices, max(1, -(-part // (p * full * GRAIN[proto]))))
         k, count = _shortened(full, pipeline, count)
         slots = RING_CHUNK_SLOTS[proto] // slices
-        if nodes >= 2 * QUOTIENT_NODES and nodes % QUOTIENT_NODES == 0 and count // (used * k) >= p * slices:
+        whole = ("fewer than 4 nodes" if nodes < 2 * QUOTIENT_NODES else "an odd node count"
+                 if nodes % QUOTIENT_NODES else "chunks of under one element" if count // (used * k) < p * slices
+                 else "")
+        slow = ", ".join(f"node{n}.nic{k} at {r:g} Gb/s" for n, k, r in cluster.degraded_nics)
+        whole = whole or (slow and f"{slow}: the shift of every rank two nodes on does not map the NICs onto "
+                                   "themselves")
+        binds = ring_fabric(cluster, p, used) if nodes > 1 and not whole else None
+        if binds:
+            whole = f"the fabric can slow its hops ({binds})"
+        elif not whole:
             s = ring_quotient(p, count, ITEMSIZE, slices, used, g, k, QUOTIENT_NODES, cluster.nics_per_node)
             return NcclRun(s, used, full, NCCL_STEPS // slots, threads, QUOTIENT_NODES)
+        try:
+            require_schedule("NCCL's ring", p, 2 * (p - 1) * p * used * k * slices)
+        except CollsimError as e:
+            raise CollsimError(f"{e} (it runs whole: {whole})") from None
         s = build_schedule("ring", p, count, ITEMSIZE, channels=used, slices=slices, loops=k,
                            gpus_per_node=g if nodes > 1 else None, nics_per_node=cluster.nics_per_node if nodes > 1
                            else None)
-        return NcclRun(s, used, full, NCCL_STEPS // slots, threads)
+        return NcclRun(s, used, full, NCCL_STEPS // slots, threads, whole=whole if nodes > 1 else "")
     full = tree_chunks(proto, part, p, nodes, buffsize)
     k, count = _shortened(full, pipeline, count)
     s = build_schedule("nccl-tree", p, count, ITEMSIZE, gpus_per_node=g, chunks=k, channels=used,
                        nics_per_node=cluster.nics_per_node or None)
     return NcclRun(s, used, full, NCCL_STEPS, threads)
+
+
+def ring_fabric(cluster: Cluster, ranks: int, channels: int) -> str | None:
+    """None when the cluster's fabric cannot slow any hop of NCCL's rail rings on ``channels`` channels (each hop
+    is one engine: ``collsim.simulate.symmetry.fabric_binds``), else the port that can, said."""
+    topo = to_topology(cluster)
+    if not topo.fabric:
+        return None
+    orders = ring_orders(ranks, channels, cluster.gpus_per_node, nics_per_node=cluster.nics_per_node)
+    src, dst = orders.ravel(), np.roll(orders, -1, axis=1).ravel()
+    return fabric_binds(src, dst, src * channels + np.repeat(np.arange(channels), ranks), topo)
 
 
 def _shortened(full: int, pipeline: int | None, count: int) -> tuple[int, int]:

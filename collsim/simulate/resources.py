@@ -19,6 +19,14 @@ rows whose last row is a spare meaning "holds nothing of this kind"):
 3. in port: the receiver's "gpuR.recv" (rows 0..R-1) or its NIC "nodeN.nicK.in" (R + NIC);
    none for a direct pair link (the pair link is both ends).
 
+A degraded NIC (``Topology.slow_nics``) holds its transfers ``factor`` times as long (``nic_factor``).
+
+Above the NICs (``Topology.fabric``, ``collsim.machine.fabric``): a transfer between NICs under different switches
+of a tier (another group of ``Tier.nodes`` nodes, or another plane: NIC v of a node is on plane v mod planes)
+holds the sender's switch's uplink and the receiver's switch's downlink of that tier, rows of their own table
+(``Routes.fabric``: an up and a down column per tier, ``Routes.fabric_size`` rows, the last spare), in the order
+tier, group, plane, up then down.
+
 A switch endpoint holds no engine and no port: a transfer to or from it holds the GPU side's
 engine, channel and port only. Engines are held for the transfer's overhead and work, channels for its wire
 bytes at the channel's rate, ports for its wire bytes
@@ -42,13 +50,16 @@ KINDS = ("engine", "channel", "out port", "in port")
 @dataclass(frozen=True)
 class Routes:
     """Per transfer: ``link`` class (int8) and ``keys`` (4 int32 columns); ``sizes``: rows per kind
-    (the last one spare); ``channels``: slots per rank."""
+    (the last one spare); ``channels``: slots per rank; ``fabric``: the up and down rows of every fabric tier
+    (int32 columns, 2 per tier), of a table of ``fabric_size`` rows (the last spare)."""
 
     link: np.ndarray
     keys: tuple
     sizes: tuple
     channels: int
     merged: bool = False
+    fabric: tuple = ()
+    fabric_size: int = 1
 
     def valid(self, kind: int) -> np.ndarray:
         """Which transfers hold a resource of ``kind``."""
@@ -116,13 +127,46 @@ def route(src: np.ndarray, dst: np.ndarray, channel: np.ndarray, ranks: int, top
         link[nvls] = NVLS
         out[sw_src] = out_spare
         inn[sw_dst] = in_spare
+    fabric, fabric_size = fabric_rows(topo, src, dst, np.flatnonzero(cross & ~on_net), merged)   # GPU to GPU
     if merged:
         for rows, spare in ((out, out_spare), (inn, in_spare)):
             gpu_row, nic_row = rows < r_all, (rows >= r_all) & (rows < r_all + nn)
             rows[gpu_row] = rows[gpu_row] // g * g
             rows[nic_row] = r_all + (rows[nic_row] - r_all) // topo.nics_per_node * topo.nics_per_node
     return Routes(link, (engine, block, out, inn), (slot_spare + 1, ranks * c + 1, out_spare + 1, in_spare + 1), c,
-                  merged)
+                  merged, fabric, fabric_size)
+
+
+def fabric_groups(topo: Topology) -> list[int]:
+    """Switch groups per tier of ``topo.fabric`` (a partial last group counts)."""
+    return [-(-topo.nodes // t.nodes) for t in topo.fabric]
+
+
+def fabric_rows(topo: Topology, src: np.ndarray, dst: np.ndarray, cross: np.ndarray,
+                merged: bool = False) -> tuple[tuple, int]:
+    """(up and down rows of every tier, table size) of transfers ``src -> dst`` whose indices ``cross`` go between
+    nodes (module docstring); ``merged``: a node's NICs are its first NIC (plane 0), crossings as unmerged."""
+    g, k = topo.gpus_per_node, topo.nics_per_node
+    cols, base = [], 0
+    for t, groups in zip(topo.fabric, fabric_groups(topo)):
+        spare_up = np.full(len(src), -1, np.int32)
+        up, down = spare_up, spare_up.copy()
+        ends = []
+        for r in (src[cross], dst[cross]):
+            nic = r % g * k // g
+            ends.append((r // g // t.nodes, nic % t.planes))
+        (gs, ps), (gd, pd) = ends
+        over = np.flatnonzero((gs != gd) | (ps != pd))
+        at = cross[over]
+        if merged:
+            ps, pd = np.zeros_like(ps), np.zeros_like(pd)
+        up[at] = base + (gs[over] * t.planes + ps[over]) * 2
+        down[at] = base + (gd[over] * t.planes + pd[over]) * 2 + 1
+        cols += [up, down]
+        base += groups * t.planes * 2
+    for col in cols:
+        col[col < 0] = base
+    return tuple(cols), base + 1
 
 
 def port_names(topo: Topology, merged: bool = False) -> tuple[list[str], list[str]]:
@@ -135,3 +179,20 @@ def port_names(topo: Topology, merged: bool = False) -> tuple[list[str], list[st
     if topo.links_per_pair:
         out += [f"gpu{a}-gpu{a // g * g + b}" for a in range(r_all) for b in range(g)]
     return out, [f"{x}.recv" for x in gpus] + [f"{x}.in" for x in nics]
+
+
+def fabric_names(topo: Topology, merged: bool = False) -> list[str]:
+    """Names of the fabric rows (spare excluded), in row order: "leaf3.rail1.up", "leaf3.down", "pod0.up"."""
+    return [t.port_name(n, p, up, merged) for t, groups in zip(topo.fabric, fabric_groups(topo))
+            for n in range(groups) for p in range(t.planes) for up in (True, False)]
+
+
+def nic_factor(topo: Topology, rows: np.ndarray) -> np.ndarray | None:
+    """Per transfer, how many times longer the port of ``rows`` (an out-port or in-port column of ``route``) holds
+    it: a slow NIC's factor (``Topology.slow_nics``), else 1; None when every NIC is alike."""
+    if not topo.slow_nics:
+        return None
+    factor = np.ones(max(int(rows.max(initial=0)) + 1, topo.ranks + topo.nodes * topo.nics_per_node))
+    for nic, f in topo.slow_nics:
+        factor[topo.ranks + nic] = f
+    return factor[rows]

@@ -7,6 +7,7 @@ from hypothesis import given, settings, strategies as st
 from collsim.core.compose import ScheduleBuilder
 from collsim.core.schedule import COPY, REDUCE, Schedule
 from collsim.errors import CollsimError
+from collsim.machine.fabric import Tier
 from collsim.machine.protocols import PathCosts, ProtocolCosts
 from collsim.machine.topology import Link, Topology
 from collsim.simulate import simulate, simulate_times
@@ -294,9 +295,19 @@ def random_case(draw):
                            draw(st.sampled_from([0.0, 0.5])))
                  for _ in range(3)]
         protos = (ProtocolCosts("LL", draw(st.sampled_from([0.5, 1.0])), draw(st.integers(0, 3)), *costs),)
+    fabric = []
+    if nodes > 1 and draw(st.booleans()):      # switches above the NICs: leaf groups, rails, a pod tier
+        leaf = draw(st.integers(1, 2))
+        fabric.append(Tier(leaf, draw(st.sampled_from([p for p in (1, 2, 4) if nics % p == 0])),
+                           draw(st.sampled_from([1.0, 2.0, 8.0])), "leaf"))
+        if draw(st.booleans()):
+            fabric.append(Tier(2 * leaf, 1, fabric[0].oversubscription * 2, "pod"))
     topo = Topology(nodes, gpn, Link(draw(st.sampled_from([0.0, 1e-6])), 1e-9), Link(3e-6, 4e-9), nics,
                     nvls=Link(5e-7, 2e-9) if board == "nvls" else None, links_per_pair=2 * (board == "direct"),
-                    protocols=protos, sharp_us=draw(st.sampled_from([0.0, 2.0])) if net else None)
+                    protocols=protos, sharp_us=draw(st.sampled_from([0.0, 2.0])) if net else None,
+                    fabric=tuple(fabric),
+                    slow_nics=tuple((n, draw(st.sampled_from([1.5, 4.0]))) for n in range(nodes * nics)
+                                    if nodes > 1 and draw(st.integers(0, 3)) == 0))     # degraded NICs
     s = Schedule.from_steps(P, count, steps, itemsize=draw(st.sampled_from([1, 4])), switches=switches,
                             network=int(net))
     return s, topo, "LL" if protos else None
