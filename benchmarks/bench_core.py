@@ -7,11 +7,10 @@ this run: "first" is the first call in the process (cold caches and page
 faults, what a one-shot CLI call pays), "best" the best of the repeats; "cpu"
 is the process's CPU time of the best run (on a shared machine wall time also
 counts other processes). Ratios compare figures measured side by side in the
-same run. Targets: ring AllReduce on 1024 ranks (one channel) simulated in
-< 0.5 s, the whole ``collsim simulate --algo ring --ranks 1024`` process < 2 s,
-a 40-size closed-form sweep < 5 ms; NCCL's layouts on 8 nodes x 8 GPUs x 16
-channels (ring and tree, 1 GiB) simulated in < 1 s; 1024 ranks x 16 channels
-in < 10 s, with the peak memory (RSS) of a process that does only that.
+same run. Figures of 2026-12-02 (docs/simulator.md): ring AllReduce on 1024 ranks (one channel, 2.1 M
+transfers) simulated in about 2 s with ports shared fairly; NCCL's layouts on 8 nodes x 8 GPUs x 16 channels
+(ring and tree, 1 GiB) in < 1 s; a 40-size closed-form sweep in < 10 ms; 256 ranks x 16 channels whole in a
+fresh process in < 10 s, with its peak memory (RSS).
 """
 from __future__ import annotations
 
@@ -79,8 +78,12 @@ def all_algorithms(repeats: int) -> list[str]:
         P = 256 if name == "direct" else 1024          # direct has P(P-1) transfers
         kw = {"gpus_per_node": 8} if "gpus_per_node" in algo.needs else {}
         s = build_schedule(name, P, 2**28 // 4, **kw)
-        topos = [Topology.uniform(P, ALPHA, BETA), get_preset("eth-100g", nodes=P // 8)]
-        for topo in topos[name == "nvlstree":len(topos) - (name == "nvls")]:   # NVLS on one node, NVLSTree across
+        if algo.network:                               # the network's switches reduce: a SHARP cluster
+            topos = [get_preset("h100-sharp", nodes=P // 8)]
+        else:                                          # NVLS on one node, NVLSTree across
+            topos = [Topology.uniform(P, ALPHA, BETA), get_preset("eth-100g", nodes=P // 8)]
+            topos = topos[name == "nvlstree":len(topos) - (name == "nvls")]
+        for topo in topos:
             _, best, _ = timed(lambda: simulate(s, topo), repeats)
             shape = f"{topo.nodes}x{topo.gpus_per_node}, {topo.nics_per_node} NIC/node" if topo.nodes > 1 \
                 else "one node, ports only"
@@ -115,10 +118,10 @@ def channels(repeats: int) -> list[str]:
 
 
 def big_channels(_: int, runs: int = 3) -> list[str]:
-    """256 ranks x 16 channels, the whole schedule (no symmetry: ``simulate`` of the schedule as built; NCCL's
-    runs at 1,024-16,384 ranks take the exact reductions, benchmarks/bench_scale.py) in a fresh process, ``runs`` times one after another: wall and CPU time
-    and peak RSS of each. On a VM the first run after the machine sat idle pays the page faults of
-    memory the host has taken back (build 2.5-3 s instead of 0.3 s); the runs after it show the code."""
+    """256 ranks x 16 channels, the whole schedule as built (NCCL's runs at 1,024-16,384 ranks take the exact
+    reductions: benchmarks/bench_scale.py), in a fresh process, ``runs`` times one after another: wall and CPU
+    time and peak RSS of each. On a VM the first run after the machine sat idle pays the page faults of memory
+    the host has taken back; the runs after it show the code."""
     code = ("import resource, time\n"
             "from collsim.algorithms import build_schedule\nfrom collsim.simulate import simulate\n"
             "from collsim.machine.presets import get_preset\n"
