@@ -240,9 +240,9 @@ def draw_predicted_busbw(ax, result: dict, measured: dict | None = None) -> None
     sizes = np.array([r["bytes"] for r in rows], float)
     ranks = result["cluster"]["gpus_per_node"] * result["cluster"]["nodes"]
     factor = 2 * (ranks - 1) / ranks
-    ax.semilogx(sizes, [r["busbw_GBps"] for r in rows], "-", color="0.3", lw=1.2, label="collsim")
+    ax.semilogx(sizes, [r["busbw_GBps"] for r in rows], "-", color="0.3", lw=1.2, label="simulated_us (collsim's simulation)")
     ax.semilogx(sizes, busbw(sizes, np.array([r["nccl_us"] for r in rows]) * 1e-6, factor), "--", color="0.6",
-                lw=1, label="NCCL's own model")
+                lw=1, label="nccl_us (NCCL's own model)")
     for i, choice in enumerate(dict.fromkeys(f"{r['algo']}/{r['proto']}" for r in rows)):
         pick = [j for j, r in enumerate(rows) if f"{r['algo']}/{r['proto']}" == choice]
         ax.semilogx(sizes[pick], [rows[j]["busbw_GBps"] for j in pick], "o", ms=5, color=f"C{i}", label=choice)
@@ -250,7 +250,7 @@ def draw_predicted_busbw(ax, result: dict, measured: dict | None = None) -> None
         m = measured["rows"]
         ms = np.array([r["bytes"] for r in m], float)
         ax.semilogx(ms, busbw(ms, np.array([r["measured_us"] for r in m]) * 1e-6, factor), "x", color="k", ms=6,
-                    label=f"measured ({Path(measured['file']).name[:32]})")
+                    label=f"measured_us ({Path(measured['file']).name[:32]})")
     c = result["cluster"]
     ax.set(xlabel="message size (bytes)", ylabel="busbw (GB/s)",
            title=f"{c.get('name') or 'cluster'}: {c['nodes']} x {c['gpus_per_node']} {c['gpu']}, NCCL {c['nccl']}")
