@@ -183,7 +183,8 @@ def test_executed_html_shows_figures_and_widgets(tmp_path):
         assert widget.evaluate("el => el.naturalWidth") > 100
         runs = page.locator(".widget-dropdown select").first
         assert "run 1: runner, CUDA graphs" in runs.inner_text().replace("\xa0", " ")
-        assert "sizes (all scored; the parameters were fitted on this run's even sizes); model_us" in page.locator(".widget-html").first.inner_text().replace("\xa0", " ")
+        assert ("sizes (all scored; the parameters were fitted on this run's even sizes); "
+                "model_us") in page.locator(".widget-html").first.inner_text().replace("\xa0", " ")
         browser.close()
 
 

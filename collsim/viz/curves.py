@@ -240,7 +240,8 @@ def draw_predicted_busbw(ax, result: dict, measured: dict | None = None) -> None
     sizes = np.array([r["bytes"] for r in rows], float)
     ranks = result["cluster"]["gpus_per_node"] * result["cluster"]["nodes"]
     factor = 2 * (ranks - 1) / ranks
-    ax.semilogx(sizes, [r["busbw_GBps"] for r in rows], "-", color="0.3", lw=1.2, label="simulated_us (collsim's simulation)")
+    ax.semilogx(sizes, [r["busbw_GBps"] for r in rows], "-", color="0.3", lw=1.2,
+                label="simulated_us (collsim's simulation)")
     ax.semilogx(sizes, busbw(sizes, np.array([r["nccl_us"] for r in rows]) * 1e-6, factor), "--", color="0.6",
                 lw=1, label="nccl_us (NCCL's own model)")
     for i, choice in enumerate(dict.fromkeys(f"{r['algo']}/{r['proto']}" for r in rows)):
