@@ -9,7 +9,7 @@ ALL = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 
 
 def test_every_course_notebook_is_here():
-    assert [n[:2] for n in ALL] == ["01", "02", "03", "04", "05", "06", "07", "08", "09", "10"], ALL
+    assert [n[:2] for n in ALL] == ["01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11"], ALL
 
 
 @pytest.mark.slow
@@ -117,6 +117,11 @@ answer_1 = fixed_us / 0.01
 one_slice, twenty = (model.predict(params2, "Ring", "LL", [16 << 20],
                                    layout.Config(2, slices=k, buffer_bytes=4 << 30))[0] for k in (1, 20))
 answer_2 = one_slice / twenty
+''',
+    "11_clusters_and_scale.ipynb": '''
+answer_1 = 4 * 100 / 8 * 0.614
+per_node = (ring[512]["simulated_us"] - ring[128]["simulated_us"]) / 384
+answer_2 = ring[512]["simulated_us"] + (2048 - 512) * per_node
 ''',
     "10_is_my_busbw_right.ipynb": '''
 answer_1 = "nic_link_rate"
