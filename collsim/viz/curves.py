@@ -98,9 +98,9 @@ def place_labels(points, sizes, box, gap: float = 5.0, mark: float = 7.0) -> lis
     stays inside ``box`` (x0, y0, x1, y1) where it can.
 
     Greedy, in the order given: each label takes the first free place among right-above,
-    right-below, left-above, left-below its point, then the same sides moved up or down by
-    whole label heights. A label that finds no free place takes the first candidate inside the
-    box (there are more labels than room)."""
+    right-below, left-above, left-below, centred above and centred below its point, then the same
+    places moved up or down by whole label heights. A label that finds no free place takes the first
+    candidate inside the box (there are more labels than room)."""
     placed: list[tuple[float, float, float, float]] = [(px - mark, py - mark, px + mark, py + mark)
                                                        for px, py in points]
     out = []
@@ -110,7 +110,8 @@ def place_labels(points, sizes, box, gap: float = 5.0, mark: float = 7.0) -> lis
         for k in range(6):
             lift = k * (h + gap)
             cands += [(px + gap, py + gap + lift), (px + gap, py - h - gap - lift),
-                      (px - w - gap, py + gap + lift), (px - w - gap, py - h - gap - lift)]
+                      (px - w - gap, py + gap + lift), (px - w - gap, py - h - gap - lift),
+                      (px - w / 2, py + mark + gap + lift), (px - w / 2, py - h - mark - gap - lift)]
         inside = [(x, y) for x, y in cands if x >= x0 and y >= y0 and x + w <= x1 and y + h <= y1] or cands
         free = [(x, y) for x, y in inside
                 if all(x + w <= a or b <= x or y + h <= c or d <= y for a, c, b, d in placed)]
@@ -126,8 +127,8 @@ class CurvesView:
     ``update`` changes the data of existing lines and markers (no new figure),
     so a widget or animation can call it on every change without flicker.
     Curve names are fixed at construction; each keeps its colour and line style
-    (``collsim.viz.palette``). Crossover labels are placed so that they do not
-    overlap (``place_labels``).
+    (``collsim.viz.palette``). Crossover labels (the size and the curve that is faster above it) are
+    placed so that they do not overlap (``place_labels``).
     """
 
     def __init__(self, names, kind: str = "time", ax=None, max_marks: int = 12):
@@ -199,7 +200,7 @@ class CurvesView:
     def _place(self, xs, ys) -> None:
         """Crossover labels beside their markers, none overlapping another (``place_labels``)."""
         n = min(len(xs), len(self.labels))
-        texts = [f"{_fmt_bytes(c.size)}\n{c.faster_below}→{c.faster_above}" for c in self.crossings[:n]]
+        texts = [f"{_fmt_bytes(c.size)}\n→{c.faster_above}" for c in self.crossings[:n]]   # short: placed close
         px = self.fig.dpi / 72
         fs = self.labels[0].get_fontsize() if self.labels else 8
         sizes = [(0.62 * fs * px * max(len(line) for line in t.split("\n")), 2.9 * fs * px) for t in texts]
