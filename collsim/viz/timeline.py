@@ -142,7 +142,7 @@ class TimelineView:
             self.ax.set_yticks(range(n_rows), self.rows.labels, fontsize=7 if n_rows > 16 else 9)
         what = "link (src→dst)" if self.by == "link" else "sending rank"
         more = f", {self.rows.dropped} quieter rows not shown" if self.rows.dropped else ""
-        self.caption = (f"{schedule.name or 'schedule'}: per-{what} timeline, "
+        self.caption = (f"{schedule.name or 'schedule'}: simulated per-{what} timeline, "
                         f"total {self.total_us:.3g} µs{more}")
         if self.text:
             self.ax.set_title(self.caption, fontsize=10)
