@@ -191,6 +191,7 @@ def animate_machine(schedule: Schedule, gpus_per_node: int | None = None, nics_p
                            "steps or substeps")
     view = MachineView(schedule, gpus_per_node, nics_per_node)
     FigureCanvasAgg(view.fig)
+    view.ax.set_title(f"{schedule.name}: {view.caption}", fontsize=9)    # laid out with room for the title
     view.fig.canvas.draw()
     view.fig.set_layout_engine("none")
 

@@ -125,9 +125,9 @@ def animate_trees(schedule: Schedule, parents: dict, interval_ms: int = 700, max
         raise CollsimError(f"{frames} frames is too many to animate (at most {max_frames}): fewer ranks or chunks")
     view = TreesView(schedule, parents)
     FigureCanvasAgg(view.fig)
+    view.fig.suptitle(f"{schedule.name}: {view.caption}", fontsize=9)    # laid out with room for the caption
     view.fig.canvas.draw()
     view.fig.set_layout_engine("none")
-    view.fig.suptitle(" ", fontsize=9)
 
     def update(k):
         view.show(k)
