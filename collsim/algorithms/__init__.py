@@ -13,7 +13,8 @@ entry in ``REGISTRY`` below.
 
 Modules: ``ring`` (rail rings, Hamiltonian cycles), ``tree`` + ``tree_shapes`` + ``tree_plan`` +
 ``tree_pipeline`` (the double binary tree: shapes, edges and colours, pipelined), ``hierarchical``
-(pipelined; NCCL's tree across nodes), ``nvls`` (NVLS, NVLSTree), ``classic`` (halving-doubling, recursive
+(pipelined; NCCL's tree across nodes), ``nvls`` (NVLS, NVLSTree, NVLS across nodes), ``collnet`` (CollNetDirect,
+CollNetChain: the network's switches reduce), ``classic`` (halving-doubling, recursive
 doubling, direct), ``lecture`` (the lecture's ring, tree and hierarchical AllReduce, teaching only), ``timing``
 (the closed forms' step chains).
 """
@@ -50,9 +51,10 @@ class Algorithm:
     closed form), exact or a stated bound (``exact``: a short statement of when it is exact);
     granularity(ranks, params) -> the element multiple for which the closed form holds;
     formula: the closed form in words; teaching_only: not an AllReduce (the lecture's
-    pseudo-code), listed but never swept; switches: its schedules use NVSwitch endpoints (NVLink
-    SHARP: a machine needs an ``nvls`` link, and no backend without one can run them); nccl_name: NCCL's own
-    name for the algorithm this schedule is (Ring, Tree, NVLS, NVLSTree; None where NCCL has none)."""
+    pseudo-code), listed but never swept; switches: its schedules use NVSwitch endpoints (NVLink SHARP: a
+    machine needs an ``nvls`` link); network: they use the network's reducing switch (SHARP, NCCL's CollNet: a
+    machine needs ``Topology.sharp_us``); no backend can run either; nccl_name: NCCL's own name for the algorithm
+    this schedule is (Ring, Tree, NVLS, NVLSTree, CollNetDirect, CollNetChain; None where NCCL has none)."""
 
     name: str
     description: str
@@ -68,18 +70,20 @@ class Algorithm:
     teaching_only: bool = False
     switches: bool = False
     nccl_name: str | None = None
+    network: bool = False
 
 
 from collsim.algorithms.classic import DIRECT, HALVING_DOUBLING, RECURSIVE_DOUBLING  # noqa: E402
+from collsim.algorithms.collnet import COLLNET_CHAIN, COLLNET_DIRECT  # noqa: E402
 from collsim.algorithms.hierarchical import HIERARCHICAL, NCCL_TREE  # noqa: E402
 from collsim.algorithms.lecture import LECTURE_HIERARCHICAL, LECTURE_RING, LECTURE_TREE  # noqa: E402
-from collsim.algorithms.nvls import NVLS, NVLSTREE  # noqa: E402
+from collsim.algorithms.nvls import NVLS, NVLS_SHARP, NVLSTREE  # noqa: E402
 from collsim.algorithms.ring import RING  # noqa: E402
 from collsim.algorithms.tree import BINARY_TREE, TREE  # noqa: E402
 
 REGISTRY: dict[str, Algorithm] = {a.name: a for a in (
-    RING, TREE, BINARY_TREE, HIERARCHICAL, NCCL_TREE, NVLS, NVLSTREE, HALVING_DOUBLING,
-    RECURSIVE_DOUBLING, DIRECT, LECTURE_RING, LECTURE_TREE, LECTURE_HIERARCHICAL)}
+    RING, TREE, BINARY_TREE, HIERARCHICAL, NCCL_TREE, NVLS, NVLSTREE, NVLS_SHARP, COLLNET_DIRECT, COLLNET_CHAIN,
+    HALVING_DOUBLING, RECURSIVE_DOUBLING, DIRECT, LECTURE_RING, LECTURE_TREE, LECTURE_HIERARCHICAL)}
 ALGORITHMS: dict[str, Algorithm] = {n: a for n, a in REGISTRY.items() if not a.teaching_only}
 
 

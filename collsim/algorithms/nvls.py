@@ -1,4 +1,4 @@
-"""NVLink SHARP AllReduce: NCCL's NVLS (one node) and NVLSTree (several nodes), with switch endpoints.
+"""NVLink SHARP AllReduce: NCCL's NVLS (one node, or across nodes with CollNet) and NVLSTree, with switch endpoints.
 
 A node's NVSwitch is a switch endpoint of the schedule (``Schedule.switches``: the switch of node n
 is endpoint P + n): a reduce into it accumulates (``multimem.ld_reduce``), a copy out of it
@@ -13,23 +13,27 @@ Per channel and loop:
 
 1. every GPU reduce-sends the loop's range to its node's switch;
 2. the switch copies chunk h of the sum to head h (the head's ``multimem.ld_reduce``);
-3. NVLSTree only: per head index h, NCCL's double binary tree over nodes reduces and broadcasts
+3. NVLSTree: per head index h, NCCL's double binary tree over nodes reduces and broadcasts
    chunk h between the heads over their NICs, tree c mod 2 for channel c (connect.cc:304-311);
+   ``nvls-sharp`` (NCCL's NVLS across nodes, which runs only with CollNet, enqueue.cc:1803): head h reduce-sends
+   chunk h to the network's switch (``Schedule.network``, endpoint P + nodes; ``nvls->out``, connect.cc:261) and
+   the switch returns the sum of every node (all_reduce.h:485-515: "Reduce, send to network", "Recv from network,
+   broadcast"), as ``collsim.algorithms.collnet`` does;
 4. head h copies chunk h back to the switch (``multimem.st``);
 5. the switch copies the loop's range to every GPU of the node.
 
 Lanes (``Schedule.lane``, NCCL's warp groups, device/all_reduce.h runNvls/runNvlsTree): 0 scatters (1), 1
-reduces (2, then 4 on one node; across nodes 2 and the tree up), 2 broadcasts (across nodes the tree down and
-4), 3 gathers (5).
+reduces (2, then 4 on one node; across nodes 2 and the tree up or the send to the network), 2 broadcasts (across
+nodes the tree down and 4), 3 gathers (5), 4 the network's sum landing in the head (its NIC writes it).
 
 Per GPU per direction that is S (n+1)/n bytes for S bytes per rank and n GPUs a node, as
 sjeaugey describes NVLS (NVIDIA/nccl-tests PR 239); a ring moves 2 (n-1)/n S. The loops form a
 wavefront (``compose.wavefront``): loop i starts one step after loop i - 1, so the stages of
 consecutive loops overlap as NCCL's scatter, reduce and gather warps do (device/all_reduce.h:387-454).
 
-Not modelled: CollNet (SHARP reductions in the InfiniBand switches, NCCL's CollNetDirect/Chain and NVLS
-across nodes, all_reduce.h:455-516), which needs a CollNet plugin; without it NCCL runs NVLSTree across
-nodes (tuning.cc:466-471).
+NVLS across nodes needs CollNet (a SHARP plugin); without it NCCL runs NVLSTree across nodes
+(tuning.cc:466-471). Not modelled: its channels' interleaved loops (loopSize nChannels x nHeads x chunk,
+all_reduce.h:456-460): each channel here loops over its own part, which moves the same bytes.
 """
 from __future__ import annotations
 
@@ -52,9 +56,10 @@ def nvls_loops(part_bytes: int, heads: int, chunk_bytes: int = NVLS_CHUNK_BYTES)
 
 def _stages(ranks: int, count: int, itemsize: int, g: int, chunks: int, channels: int, on: np.ndarray,
             name: str) -> Schedule:
-    """The steps of channels ``on`` with every loop in step (no wavefront yet); tree ``on[0] % 2`` across nodes."""
-    nodes = ranks // g
-    b = ScheduleBuilder(ranks, count, itemsize, name=name, switches=nodes,
+    """The steps of channels ``on`` with every loop in step (no wavefront yet); across nodes tree ``on[0] % 2``, or
+    the network's switch (``nvls-sharp``)."""
+    nodes, net = ranks // g, name == "nvls-sharp"
+    b = ScheduleBuilder(ranks, count, itemsize, name=name, switches=nodes, network=int(net),
                         meta={"gpus_per_node": g, "chunks": chunks, "channels": channels})
     part_off, part_len = channel_parts(count, channels)
     l_off, l_len = split_ranges(part_off[on], part_len[on], chunks)          # (C, L): a loop's range
@@ -68,7 +73,10 @@ def _stages(ranks: int, count: int, itemsize: int, g: int, chunks: int, channels
     up, down = (1, 2) if nodes > 1 else (1, 1)                                # lanes: scatter 0, gather 3
     b.add_step(gpu, switch, *whole, REDUCE, channel=c, lane=0)                # 1. into the switch
     b.add_step(switch, gpu, *mine, COPY, channel=c, lane=up)                  # 2. the sum of chunk h to head h
-    if nodes > 1:                                                             # 3. heads of index h across nodes
+    if net:                                                                   # 3. through the network's switch
+        b.add_step(gpu, ranks + nodes, *mine, REDUCE, channel=c, lane=up)
+        b.add_step(np.full_like(gpu, ranks + nodes), gpu, *mine, COPY, channel=c, lane=4)   # its NIC writes it
+    elif nodes > 1:                                                           # 3. heads of index h across nodes
         heads = np.arange(nodes)[None, :] * g + np.arange(g)[:, None]         # (G, nodes)
         groups = np.broadcast_to(heads, (len(on), chunks, g, nodes)).reshape(-1, nodes)
         tree_phase(b, tree_steps(f"double{on[0] % 2}", nodes, 1, 1), groups, h_off.reshape(-1, 1),
@@ -98,6 +106,13 @@ def nvlstree(ranks: int, count: int, itemsize: int = 4, gpus_per_node: int = 1, 
              channels: int = 1) -> Schedule:
     """NVLSTree on ranks // gpus_per_node nodes (switch of node n: endpoint ranks + n)."""
     return _build("nvlstree", ranks, count, itemsize, gpus_per_node, chunks, channels)
+
+
+def nvls_sharp(ranks: int, count: int, itemsize: int = 4, gpus_per_node: int = 1, chunks: int = 1,
+               channels: int = 1) -> Schedule:
+    """NVLS on ranks // gpus_per_node nodes joined by the network's switch (endpoint ranks + nodes): NCCL's NVLS with
+    CollNet (switch of node n: endpoint ranks + n)."""
+    return _build("nvls-sharp", ranks, count, itemsize, gpus_per_node, chunks, channels)
 
 
 def nvls_time(p: int, nb, links, q: dict):
@@ -144,3 +159,12 @@ NVLSTREE = Algorithm(
     formula="none: the loops' switch stages and the heads' trees over the NICs interleave; simulate it "
             "(bandwidth-bound: S (G+1)/G bytes per GPU per direction on NVLink, 2 S/G per head NIC and tree)",
     exact="no closed form", switches=True, nccl_name="NVLSTree")
+NVLS_SHARP = Algorithm(
+    "nvls-sharp", "NVLS inside nodes, the network's switches (SHARP) between them: each head reduces its chunk into "
+    "the network and stores the sum back (NCCL's NVLS across nodes, with CollNet)", nvls_sharp,
+    lambda p, q: q["chunks"] * q["channels"] * 6 * p, params=("gpus_per_node", "chunks", "channels"),
+    needs=("gpus_per_node",), default_chunks=lambda nbytes, p, q: nvls_loops(nbytes // q["channels"],
+                                                                            q["gpus_per_node"]),
+    granularity=lambda p, q: q["gpus_per_node"] * q["chunks"] * q["channels"],
+    formula="none: simulate it (bandwidth-bound: S (G+1)/G bytes per GPU per direction on NVLink, S/G per head NIC "
+            "each way)", exact="no closed form", switches=True, network=True, nccl_name="NVLS")

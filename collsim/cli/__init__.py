@@ -15,7 +15,8 @@ line ``collsim: warning: ...``. Anything else is a bug in collsim: one line
 only with ``COLLSIM_TRACEBACK=1``.
 
 Modules: ``args`` (shared options), ``schedule`` (schedule, check, predict), ``simulate`` (simulate,
-sweep; ``nccl_run``: simulate --cluster runs NCCL's schedule), ``nccl`` (predict-nccl), ``measure`` (show,
+sweep; ``nccl_run``: simulate --cluster runs NCCL's schedule), ``nccl`` (predict-nccl; ``nccl_scale``: over a
+list of node counts), ``measure`` (show,
 import-nccl-tests, fidelity), ``fit`` (fit, compare, explain), ``diagnose`` (diagnose), ``demo``.
 """
 from __future__ import annotations

@@ -35,6 +35,9 @@ def _argument_type(parse):
     return typed
 
 
+argument_type = _argument_type     # for other commands' own parsers (collsim.cli.nccl_scale.parse_nodes)
+
+
 def _size(text: str) -> int:
     return parse_size(text)
 
@@ -207,7 +210,7 @@ def topology_from_args(args, ranks: int | None):
             gpn = args.gpus_per_node
             topo = Topology(ranks // gpn, gpn, Link(args.alpha, args.beta), Link(args.alpha_inter, args.beta_inter),
                             gpn, "two-level", "from --alpha/--beta/--alpha-inter/--beta-inter",
-                            nvls=Link(args.alpha, args.beta))
+                            nvls=Link(args.alpha, args.beta), sharp_us=0.0)     # switches at the links' costs
         else:
             topo = Topology.uniform(ranks, args.alpha, args.beta)
     if topo.ranks != ranks:

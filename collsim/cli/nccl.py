@@ -1,6 +1,7 @@
 """``collsim predict-nccl``: NCCL AllReduce on a cluster, from its description alone.
 
-    collsim predict-nccl --cluster SPEC [--nodes N] --bytes SIZE [SIZE ...] | -b MIN -e MAX [-f F]
+    collsim predict-nccl --cluster SPEC [--nodes N | N1,N2,... | A,B,...,Z [--algos LIST|all]]
+                         --bytes SIZE [SIZE ...] | -b MIN -e MAX [-f F]
                          [--algo default|Ring|Tree|NVLS|NVLSTree|CollNet|CollNetDirect|CollNetChain]
                          [--proto default|LL|LL128|Simple]
                          [--env NCCL_X=V ...] [--harness nccl-tests|runner] [--timing eager|graph]
@@ -11,14 +12,17 @@ SPEC is a preset (``collsim simulate --list-presets``) or a cluster file (YAML/J
 harness's terms), algbw and busbw, NCCL's choice of algorithm, protocol and channels, NCCL's own predicted
 time, and the resource the simulation kept busiest (``collsim.predict``); ``--json`` prints ``{"predictor":
 "simulated_us", "cluster": {...}, "rows": [{"bytes", "time_us", "simulated_us", "kernel_us", "busbw_GBps",
-"algo", "proto", "channels", "nccl_us", "busiest", "busy", "timed_by"}]}``. A row NCCL runs with CollNet is
-timed by NCCL's own model, ``timed_by: "nccl"`` (marked * in the text).
+"algo", "proto", "channels", "nccl_us", "busiest", "busy", "timed_by"}]}``. Every row is simulated (CollNet
+too, on a cluster with ``sharp: true``); a row of an algorithm collsim does not simulate would be timed by NCCL's
+own model, ``timed_by: "nccl"`` (marked * in the text). A list of node counts (``--nodes 2,4,...,2048``) sweeps
+the cluster's size instead: ``collsim.cli.nccl_scale``.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from collsim.cli.args import finite_json, plot_path, positive_int, size_arg
+from collsim.cli.args import argument_type, finite_json, plot_path, positive_int, size_arg
+from collsim.cli.nccl_scale import cmd_scale, parse_nodes
 from collsim.errors import CollsimError
 from collsim.machine import load_cluster
 from collsim.nccl.settings import env_arguments
@@ -28,6 +32,7 @@ from collsim.predictors import PREDICTORS
 from collsim.sweep import sizes as size_range
 from collsim.units import format_size
 from collsim.viz.curves import predicted_busbw_figure
+from collsim.viz.scale import scale_figure
 
 
 def cmd_predict_nccl(args) -> int:
@@ -43,7 +48,19 @@ def cmd_predict_nccl(args) -> int:
 
         check_output(args.plot, [args.cluster] if Path(args.cluster).suffix or Path(args.cluster).exists() else [],
                      "figure")
-    cluster = load_cluster(args.cluster, args.nodes)
+    if args.algos and not (args.nodes and len(args.nodes) > 1):
+        raise CollsimError("--algos adds forced algorithms to a sweep of node counts (--nodes 2,4,...,64); for one "
+                           "count force one with --algo")
+    if args.nodes and len(args.nodes) > 1:
+        result = cmd_scale(args, load_cluster(args.cluster), sizes, env_arguments(args.env))
+        if args.plot:
+            scale_figure(result, args.plot)
+        if args.json:
+            print(finite_json(result))
+        elif args.plot:
+            print(f"plot -> {args.plot}")
+        return 0
+    cluster = load_cluster(args.cluster, args.nodes[0] if args.nodes else None)
     result = predict_nccl(cluster, sizes, args.algo, args.proto, env_arguments(args.env), args.harness, args.timing,
                           args.gpus_per_process)
     if args.plot:
@@ -63,7 +80,7 @@ def cmd_predict_nccl(args) -> int:
         print(f"{format_size(r['bytes']):>8} {r['time_us']:11.2f}{mark} {r['algbw_GBps']:8.2f} {r['busbw_GBps']:8.2f}  "
               f"{r['algo'] + '/' + r['proto']:<16} {r['channels']:>3} {r['nccl_us']:13.2f}  {where}")
     if any(r["timed_by"] == "nccl" for r in result["rows"]):
-        print("* timed by NCCL's own model: collsim does not simulate CollNet (the switches reduce) yet")
+        print("* timed by NCCL's own model: collsim does not simulate this algorithm")
     if args.plot:
         print(f"plot -> {args.plot}")
     return 0
@@ -73,7 +90,10 @@ def register(sub) -> None:
     p = sub.add_parser("predict-nccl", help="NCCL AllReduce time and busbw on a cluster, from its description",
                        description=PREDICTORS)
     p.add_argument("--cluster", required=True, help="preset name or cluster file (YAML/JSON)")
-    p.add_argument("--nodes", type=positive_int, help="resize the cluster to this many nodes")
+    p.add_argument("--nodes", type=argument_type(parse_nodes), help="resize the cluster to this many nodes; a list "
+                   "(2,4,8 or 2,4,...,2048) sweeps the cluster's size, busbw per node count")
+    p.add_argument("--algos", help="with a list of --nodes: NCCL's algorithms to simulate forced beside NCCL's "
+                   "choice, a comma list of Ring, Tree, NVLS, NVLSTree, or all (default: NCCL's choice only)")
     p.add_argument("--bytes", type=size_arg, nargs="+", help="message sizes (8, 64K, 1M, 4G)")
     p.add_argument("-b", "--minbytes", type=size_arg, help="smallest size of a sweep (nccl-tests -b)")
     p.add_argument("-e", "--maxbytes", type=size_arg, help="largest size of a sweep (nccl-tests -e)")
@@ -92,5 +112,6 @@ def register(sub) -> None:
                    help="GPUs each process drives (nccl-tests -g; default: all GPUs of one node, 1 on several)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", type=plot_path,
-                   help="write a figure (.png, .pdf, .svg, ...): busbw vs size, NCCL's choice per size marked")
+                   help="write a figure (.png, .pdf, .svg, ...): busbw vs size, NCCL's choice per size marked (a "
+                   "list of --nodes: busbw vs node count)")
     p.set_defaults(func=cmd_predict_nccl)

@@ -2,9 +2,12 @@
 
 With a described cluster (a preset or cluster file) and no ``--algo``, simulate runs NCCL's own choice of
 algorithm, protocol and channels for ``--bytes``; with ``--algo`` one of NCCL's (ring, nccl-tree, nvls,
-nvlstree) and no pipeline of collsim's own (``--slices``, ``--chunks``), NCCL's schedule of that algorithm
-(``--proto`` and ``--channels`` forced if given, else NCCL's). It prints the kernel's simulated time (what
-``predict-nccl`` adds the harness to), busbw, and the busiest resource.
+nvlstree, and on a cluster whose switches reduce nvls-sharp, collnet-direct, collnet-chain) and no pipeline of
+collsim's own (``--slices``, ``--chunks``), NCCL's schedule of that algorithm (``--proto`` and ``--channels``
+forced if given, else NCCL's). It prints the kernel's simulated time (what ``predict-nccl`` adds the harness
+to), busbw, the busiest resource, and which reductions the simulation used (``--json``: ``symmetry``,
+``collsim.predict.simulation``: the nodes and channels simulated, what became of the fabric, why a ring ran
+whole).
 """
 from __future__ import annotations
 
@@ -68,7 +71,7 @@ def cmd_simulate_nccl(args, cluster) -> int:
            "ranks": cluster.ranks, "bytes": nbytes, "cluster": cluster.name or cluster.gpu, "channels": sim.channels,
            "channel_classes": sim.classes, "loops": sim.loops, "simulated_loops": sim.simulated_loops,
            "time_s": round_seconds(sim.time_s), "algbw_GBps": alg, "busbw_GBps": bus, "nccl_us": d.time_us,
-           "busiest": busiest and {k: busiest[k] for k in ("name", "busy")},
+           "busiest": busiest and {k: busiest[k] for k in ("name", "busy")}, "symmetry": sim.symmetry,
            "resources": [{k: x[k] for k in ("name", "busy", "bytes")} for x in sim.result.resource_table()]}
     if args.json:
         print(finite_json(obj))
@@ -82,6 +85,15 @@ def cmd_simulate_nccl(args, cluster) -> int:
     print_utilisation(sim.result)
     cut = [f"{sim.classes} of {sim.channels} channels, each standing for those like it"] * (sim.classes < sim.channels)
     cut += [f"{sim.simulated_loops} of {sim.loops} loops, the rest extrapolated"] * (sim.simulated_loops < sim.loops)
+    sym = sim.symmetry
+    if sym["nodes_simulated"] < sym["nodes"]:
+        cut.insert(0, f"{sym['nodes_simulated']} of {sym['nodes']} nodes (the ring's quotient)")
     if cut:
         print(f"(simulated {' and '.join(cut)}: collsim.predict.simulation)")
+    if sym["whole_because"]:
+        print(f"(the ring runs whole on {sym['nodes']} nodes: {sym['whole_because']})")
+    if sym["fabric"] != "none":
+        print(f"(fabric: {sym['fabric']})")
+    if sym["nics"] != "alike":
+        print(f"(NICs: {sym['nics']})")
     return 0

@@ -45,9 +45,9 @@ from collsim.units import bandwidths
 # ------------------------------------------------------------------ commands
 def cmd_schedule(args) -> int:
     if args.list:
-        print(f"{'schedule':20s} {'NCCL':9s} description")
+        print(f"{'schedule':20s} {'NCCL':13s} description")
         for name, algo in REGISTRY.items():
-            print(f"{name:20s} {algo.nccl_name or '-':9s} {'(teaching only) ' if algo.teaching_only else ''}"
+            print(f"{name:20s} {algo.nccl_name or '-':13s} {'(teaching only) ' if algo.teaching_only else ''}"
                   f"{algo.description}")
         return 0
     if args.algo is None or args.count is None:

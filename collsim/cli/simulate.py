@@ -43,7 +43,7 @@ from collsim.cli.nccl_run import cmd_simulate_nccl, nccl_cluster, print_utilisat
 from collsim.core.budget import require_simulation, require_simulation_bound
 from collsim.errors import CollsimError
 from collsim.inputs import MAX_CHANNELS
-from collsim.machine.presets import PRESETS
+from collsim.machine.presets import CLUSTERS, PRESETS
 from collsim.outputs import check_output, save_figure
 from collsim.predictors import PREDICTORS
 from collsim.simulate import simulate
@@ -55,7 +55,8 @@ from collsim.viz.curves import CurvesView
 def cmd_simulate(args) -> int:
     if args.list_presets:
         for name, topo in PRESETS.items():
-            print(f"{name:14s} {topo.describe()}")
+            fabric = CLUSTERS[name].fabric
+            print(f"{name:14s} {topo.describe()}; fabric: {fabric.describe() if fabric else 'non-blocking'}")
             print(textwrap.fill(f"source: {topo.source}", width=100, initial_indent=" " * 15,
                                 subsequent_indent=" " * 15, break_on_hyphens=False))
         return 0
@@ -66,7 +67,8 @@ def cmd_simulate(args) -> int:
         raise CollsimError("simulate needs --algo, or a cluster (--cluster) to run NCCL's choice on")
     if args.proto or args.env:
         raise CollsimError("--proto and --env set NCCL's run: they take --cluster with a preset or cluster file and "
-                           "one of NCCL's algorithms (ring, nccl-tree, nvls, nvlstree) or none")
+                           "one of NCCL's algorithms (ring, nccl-tree, nvls, nvlstree, nvls-sharp, collnet-direct, "
+                           "collnet-chain) or none")
     topo = topology_from_args(args, args.ranks)
     ranks = args.ranks = args.ranks or topo.ranks
     fit_to_topology(args, topo)

@@ -15,10 +15,13 @@ rank and atom the checker keeps
   inputs the value contains; a reduce whose two operands share a bit would
   count that contribution twice.
 
-Switch endpoints (``Schedule.switches``, endpoints P.. of the schedule) take part
+Switch endpoints (endpoints P.. of the schedule: ``Schedule.switches``, one NVSwitch per node,
+then the network's switch shared by every node, ``Schedule.network``) take part
 like ranks without an input: value 0 and no contribution bits at the start, a
 reduce into a switch accumulates, a copy out of it delivers what it holds; the
-end check covers GPUs (ranks 0..P-1) only.
+end check covers GPUs (ranks 0..P-1) only. The network's switch proves CollNet's
+sum across nodes as an NVSwitch proves NVLS's inside a node: each node's heads reduce
+into it, and a copy out of it is the sum of every node only if every node reduced first.
 
 Hard errors stop the execution at once: a bad rank or an element range outside
 [0, count), and two transfers of one step writing the same elements of a rank
@@ -31,9 +34,10 @@ rank and atom, the earliest transfer whose mistake the held value carries:
 * ``twice``: a reduce whose operands share a contribution (counted twice);
   the value stays tainted through later copies and reduces;
 * ``stale``: a copy of a partial sum, i.e. data sent before it was reduced
-  (in an AllReduce copies only distribute finished sums; a copy out of a switch
+  (in an AllReduce copies only distribute finished sums; a copy out of an NVSwitch
   is exempt: it delivers the switch's own reduction, which in NVLSTree is a
-  node's partial sum on its way across nodes).
+  node's partial sum on its way across nodes; a copy out of the network's switch
+  is not: it must deliver every node's sum).
 
 At the end every rank must hold every contribution exactly once. If not, the
 reported error is the earliest recorded mistake carried by a wrong final

@@ -18,8 +18,9 @@ def concat(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) 
         raise ScheduleError("concat needs at least one schedule")
     first = parts[0]
     for p in parts[1:]:
-        if (p.ranks, p.count, p.itemsize, p.switches) != (first.ranks, first.count, first.itemsize, first.switches):
-            raise ScheduleError("concat: schedules differ in ranks, count, itemsize or switches")
+        if (p.ranks, p.count, p.itemsize, p.switches, p.network) != (first.ranks, first.count, first.itemsize,
+                                                                     first.switches, first.network):
+            raise ScheduleError("concat: schedules differ in ranks, count, itemsize, switches or network")
     ptrs, base = [np.zeros(1, np.int64)], 0
     for p in parts:
         ptrs.append(p.step_ptr[1:] + base)
@@ -28,7 +29,7 @@ def concat(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) 
     return Schedule(first.ranks, first.count, first.itemsize, cat("src"), cat("dst"), cat("offset"),
                     cat("length"), cat("op"), np.concatenate(ptrs), name=name or first.name,
                     meta=meta if meta is not None else first.meta, channel=cat("channel"),
-                    switches=first.switches, lane=cat("lane"))
+                    switches=first.switches, lane=cat("lane"), network=first.network)
 
 
 class ScheduleBuilder:
@@ -46,9 +47,9 @@ class ScheduleBuilder:
     """
 
     def __init__(self, ranks: int, count: int, itemsize: int = 4, name: str = "",
-                 meta: dict | None = None, switches: int = 0):
+                 meta: dict | None = None, switches: int = 0, network: int = 0):
         self.ranks, self.count, self.itemsize = int(ranks), int(count), int(itemsize)
-        self.name, self.meta, self.switches = name, meta, int(switches)
+        self.name, self.meta, self.switches, self.network = name, meta, int(switches), int(network)
         self._cols: list[list[np.ndarray]] = [[], [], [], [], [], [], []]
         self._ptr = [0]
 
@@ -86,7 +87,8 @@ class ScheduleBuilder:
         cols = [(np.concatenate(c) if len(c) > 1 else c[0]) if c else np.zeros(0, t)
                 for c, t in zip(self._cols, DTYPES)]
         return Schedule(self.ranks, self.count, self.itemsize, *cols[:5], np.array(self._ptr),
-                        name=self.name, meta=self.meta, channel=cols[5], switches=self.switches, lane=cols[6])
+                        name=self.name, meta=self.meta, channel=cols[5], switches=self.switches, lane=cols[6],
+                        network=self.network)
 
 
 def split_even(count: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
@@ -137,7 +139,7 @@ def wavefront(schedule: Schedule, lag, oldest_first: bool = True) -> Schedule:
     ptr = np.r_[0, np.cumsum(sizes[sizes > 0])]
     return Schedule(s.ranks, s.count, s.itemsize, s.src[order], s.dst[order], s.offset[order], s.length[order],
                     s.op[order], ptr, name=s.name, meta=s.meta, channel=s.channel[order], switches=s.switches,
-                    lane=s.lane[order])
+                    lane=s.lane[order], network=s.network)
 
 
 def interleave(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) -> Schedule:

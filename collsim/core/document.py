@@ -7,6 +7,7 @@ JSON schema (``Schedule.to_dict`` / ``Schedule.from_dict``)::
       "count": N,            # elements per rank buffer, int >= 0
       "itemsize": 4,         # bytes per element, int >= 1
       "switches": 0,         # optional, int >= 0: switch endpoints P..P+switches-1
+      "network": 0,          # optional, 0 or 1: the network's switch, endpoint P+switches
       "name": "ring",        # optional
       "steps": [             # list of steps, in order
         [ {"src": 0, "dst": 1, "offset": 0, "count": 4, "op": "reduce", "channel": 0}, ...],
@@ -19,9 +20,9 @@ optional and written where it is not 0.
 
 ``from_json`` / ``from_dict`` check the document before building anything: JSON nested at most
 ``collsim.inputs.MAX_JSON_DEPTH`` deep; ``ranks`` 1 to ``MAX_RANKS``, ``count`` 0 to
-``MAX_BYTES``, ``itemsize`` 1 to ``MAX_ITEMSIZE``, ``switches`` 0 to ``MAX_RANKS``; every transfer an
-object whose src, dst, offset and count are integers from -``MAX_BYTES`` to ``MAX_BYTES``, channel from
-0 to ``MAX_CHANNELS`` - 1, lane from 0 to ``MAX_LANE``,
+``MAX_BYTES``, ``itemsize`` 1 to ``MAX_ITEMSIZE``, ``switches`` 0 to ``MAX_RANKS``, ``network`` 0 or 1;
+every transfer an object whose src, dst, offset and count are integers from -``MAX_BYTES`` to
+``MAX_BYTES``, channel from 0 to ``MAX_CHANNELS`` - 1, lane from 0 to ``MAX_LANE``,
 (whether they make sense is the checker's question; within these bounds its arithmetic cannot
 overflow) and whose op is "reduce" or "copy".
 """
@@ -46,7 +47,7 @@ def check_document(d) -> None:
         if key not in d:
             raise ScheduleError(f"schedule JSON lacks key {key!r}")
     for key, lo, hi in (("ranks", None, MAX_RANKS), ("count", None, MAX_BYTES), ("itemsize", None, MAX_ITEMSIZE),
-                        ("switches", None, MAX_RANKS)):
+                        ("switches", None, MAX_RANKS), ("network", None, 1)):
         if key in d and (not isinstance(d[key], int) or isinstance(d[key], bool)):
             raise ScheduleError(f"schedule JSON key {key!r} must be an integer, got {describe(d[key])}")
         if key in d and d[key] > hi:

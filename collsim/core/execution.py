@@ -49,7 +49,7 @@ def static_error(s: Schedule) -> tuple[int, str] | None:
     i = int(bad[0])
     t = s.transfer(i)
     if bad_rank[i]:
-        more = f" and switches {s.ranks}..{s.endpoints - 1}" if s.switches else ""
+        more = f" and switches {s.ranks}..{s.endpoints - 1}" if s.endpoints > s.ranks else ""
         return i, f"bad rank: {t.src} -> {t.dst} with ranks 0..{s.ranks - 1}{more}"
     return i, f"element range [{t.offset}, {t.offset + t.count}) outside the buffer [0, {s.count})"
 
@@ -68,7 +68,7 @@ def run_steps(schedule: Schedule, data):
         raise CollsimError(f"transfer {static[0]}: {static[1]}")
     s, (_, a_lo, a_hi) = schedule, atoms_of(schedule)
     data = np.asarray(data)
-    value = np.concatenate([data, np.zeros((s.switches,) + data.shape[1:], data.dtype)])
+    value = np.concatenate([data, np.zeros((s.endpoints - s.ranks,) + data.shape[1:], data.dtype)])
     yield value[:s.ranks].copy()
     for k in range(s.n_steps):
         t, atom = expand_atoms(int(s.step_ptr[k]), int(s.step_ptr[k + 1]), a_lo, a_hi)
@@ -82,8 +82,8 @@ def run_steps(schedule: Schedule, data):
 class Execution:
     """The checker's execution of ``s`` on random int64 data (``seed``), one step at a time.
 
-    State per cell (index endpoint * atoms + atom; the ranks' cells first, then the switches',
-    which start with value 0 and no bits): ``value``, ``bits`` (contribution
+    State per cell (index endpoint * atoms + atom; the ranks' cells first, then the switches'
+    and the network's, which start with value 0 and no bits): ``value``, ``bits`` (contribution
     bitset, one bit per rank, P/64 uint64 words), ``writer`` (last transfer, -1),
     ``twice`` and ``stale`` (earliest carried mistake, ``NONE`` if none); per
     transfer with a mistake ``ev_atom[i]`` (its first such atom) and ``ev_bits[i]``
@@ -99,6 +99,7 @@ class Execution:
         self.bounds, a_lo, a_hi = atoms_of(s, self.limit)
         p, self.atoms, words = s.ranks, len(self.bounds) - 1, (s.ranks + 63) // 64
         self.gpu_cells, cells = p * self.atoms, s.endpoints * self.atoms
+        self.nvswitch_cells = (p + s.switches) * self.atoms       # then the network's switch (must hold the sum)
         need = cells * (5 + words) * 8      # data, value, writer, twice, stale and bits, bytes
         if need > MAX_STATE_BYTES:
             raise CollsimError(f"checking this schedule needs {need / 2**30:.1f} GiB of state ({p} ranks x "
@@ -212,8 +213,9 @@ class Execution:
             np.add.at(self.value, cells, in_val[r])
             np.minimum.at(self.twice, cells, np.where(twice, t[r], in_twice[r]))
             np.minimum.at(self.stale, cells, in_stale[r])
-        if lo < mid:                   # a copy out of a switch is its own reduction: never a stale copy
-            partial = (in_bits[c] != self.full).any(axis=1) & (src[c] < self.gpu_cells)
+        if lo < mid:                   # a copy out of an NVSwitch is its own reduction: never a stale copy
+            nvswitch = (src[c] >= self.gpu_cells) & (src[c] < self.nvswitch_cells)
+            partial = (in_bits[c] != self.full).any(axis=1) & ~nvswitch
             self._record(t[c], atom[c], partial, self.full & ~in_bits[c])
             cells = dst[c]
             self.value[cells], self.bits[cells], self.twice[cells] = in_val[c], in_bits[c], in_twice[c]

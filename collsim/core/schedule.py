@@ -19,7 +19,10 @@ endpoints P..P+switches-1, one NVSwitch per node (the switch of node n is P + n)
 a switch holds no input of its own (it starts at 0), a reduce into it
 accumulates (NVLink SHARP's in-switch reduction, ``multimem.ld_reduce``) and a
 copy out of it delivers what it holds (``multimem.st``); only GPUs are checked
-at the end.
+at the end. ``network`` (0 or 1) adds one more endpoint after them, P + switches, shared by
+every node: the network's switches that reduce (InfiniBand SHARP, NCCL's CollNet); it is a
+switch like the others (starts at 0, reduces accumulate, copies deliver the sum), reached by
+the GPUs of every node over their NICs (``collsim.simulate.resources``).
 
 Semantics of a step: every send reads the sender's buffer *as it was at the
 start of the step*; then all receives apply. Timing dependencies (used by the
@@ -94,13 +97,15 @@ class Schedule:
             ``step_ptr[s]:step_ptr[s+1]``.
         ranks, count, itemsize: buffer geometry (count in elements, itemsize
             in bytes per element).
-        switches: switch endpoints after the ranks (0: none).
+        switches: switch endpoints after the ranks, one per node (0: none).
+        network: 1 when endpoint ``ranks + switches`` is the network's reducing switch (0: none).
         name: free text (the algorithm's name).
         meta: free dict (algorithm parameters, e.g. slices, gpus_per_node).
     """
 
     def __init__(self, ranks: int, count: int, itemsize: int, src, dst, offset, length, op,
-                 step_ptr, name: str = "", meta: dict | None = None, channel=None, switches: int = 0, lane=None):
+                 step_ptr, name: str = "", meta: dict | None = None, channel=None, switches: int = 0, lane=None,
+                 network: int = 0):
         self.ranks = int(ranks)
         self.count = int(count)
         self.itemsize = int(itemsize)
@@ -114,6 +119,7 @@ class Schedule:
         self.lane = (np.zeros(len(self.src), np.uint8) if lane is None
                      else np.ascontiguousarray(lane, dtype=np.uint8))
         self.switches = int(switches)
+        self.network = int(network)
         self.step_ptr = np.ascontiguousarray(step_ptr, dtype=np.int64)
         self.name = name
         self.meta = dict(meta or {})
@@ -129,6 +135,8 @@ class Schedule:
             raise ScheduleError(f"itemsize must be >= 1, got {self.itemsize}")
         if self.switches < 0:
             raise ScheduleError(f"switches must be >= 0, got {self.switches}")
+        if self.network not in (0, 1):
+            raise ScheduleError(f"network must be 0 or 1, got {self.network}")
         n = len(self.src)
         for name in ("dst", "offset", "length", "op", "channel", "lane"):
             if len(getattr(self, name)) != n:
@@ -151,8 +159,13 @@ class Schedule:
 
     @property
     def endpoints(self) -> int:
-        """GPUs and switches: ranks + switches."""
-        return self.ranks + self.switches
+        """GPUs and switches: ranks + switches + network."""
+        return self.ranks + self.switches + self.network
+
+    @property
+    def network_endpoint(self) -> int | None:
+        """The network's switch endpoint (ranks + switches), None without one."""
+        return self.ranks + self.switches if self.network else None
 
     @property
     def n_channels(self) -> int:
@@ -195,13 +208,14 @@ class Schedule:
     def __repr__(self) -> str:
         more = f", channels={self.n_channels}" if self.n_channels > 1 else ""
         more += f", switches={self.switches}" if self.switches else ""
+        more += ", network" if self.network else ""
         return (f"Schedule({self.name or 'unnamed'}, ranks={self.ranks}, count={self.count}, "
                 f"itemsize={self.itemsize}, steps={self.n_steps}, transfers={self.n_transfers}{more})")
 
     # ---------------------------------------------------------- constructors
     @classmethod
     def from_steps(cls, ranks: int, count: int, steps: Iterable[Iterable], itemsize: int = 4,
-                   name: str = "", meta: dict | None = None, switches: int = 0) -> "Schedule":
+                   name: str = "", meta: dict | None = None, switches: int = 0, network: int = 0) -> "Schedule":
         """Build from a list of steps of ``Transfer``s, dicts or (src, dst, offset, count[, op[, channel[, lane]]])
         tuples (op default "reduce", channel and lane default 0)."""
         rows, ptr = [], [0]
@@ -225,7 +239,7 @@ class Schedule:
                 ptr.append(len(rows))
         a = np.array(rows, dtype=np.int64).reshape(-1, 7)
         return cls(ranks, count, itemsize, *a[:, :5].T, ptr, name=name, meta=meta, channel=a[:, 5],
-                   switches=switches, lane=a[:, 6])
+                   switches=switches, lane=a[:, 6], network=network)
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
@@ -240,6 +254,8 @@ class Schedule:
         d = {"ranks": self.ranks, "count": self.count, "itemsize": self.itemsize, "steps": steps}
         if self.switches:
             d["switches"] = self.switches
+        if self.network:
+            d["network"] = self.network
         if self.name:
             d["name"] = self.name
         if self.meta:
@@ -255,7 +271,8 @@ class Schedule:
         that is not one (module docstring)."""
         check_document(d)
         return cls.from_steps(d["ranks"], d["count"], d["steps"], itemsize=d.get("itemsize", 4),
-                              name=d.get("name", ""), meta=d.get("meta"), switches=d.get("switches", 0))
+                              name=d.get("name", ""), meta=d.get("meta"), switches=d.get("switches", 0),
+                              network=d.get("network", 0))
 
     @classmethod
     def from_json(cls, text: str, where: str = "schedule") -> "Schedule":

@@ -4,8 +4,8 @@
 Each file (runner JSON Lines, nccl-tests output, a published log) is predicted as it ran: the
 algorithm and protocol it forced (its label or NCCL_ALGO/NCCL_PROTO), its NCCL_* settings, its
 harness (nccl-tests or the runner), timing and GPUs per process; ``collsim.predict`` gives
-collsim's time (``simulated_us``: the simulation of the schedule NCCL runs; a CollNet row NCCL's model,
-``timed_by``) and NCCL's own (``nccl_us``). Errors are |predicted / measured - 1| per size (fractions), summed up
+collsim's time (``simulated_us``: the simulation of the schedule NCCL runs, CollNet's too; ``timed_by`` says
+which) and NCCL's own (``nccl_us``). Errors are |predicted / measured - 1| per size (fractions), summed up
 as median and p90 over all sizes and over sizes from 1 MiB up.
 """
 from __future__ import annotations

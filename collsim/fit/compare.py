@@ -177,10 +177,11 @@ def executed(paths, topology_for, gamma: float = 0.0, schedule_files=()) -> list
         native = {r["size"]: r["time_us"] for r in m.records if r.get("executor") == "native"}
         records = sorted((r for r in m.records if r.get("executor") == "collsim"), key=lambda r: (r["algo"], r["size"]))
         schedules = (executed_schedule(m.meta, r, Path(path).parent, given) for r in records)
-        topology = topology_for(read_field(m.meta, "world_size", f"{path}: meta", int, required=True, minimum=1))
+        world = read_field(m.meta, "world_size", f"{path}: meta", int, required=True, minimum=1)
+        topology = topology_for(world)
         simulated = simulate_times(simulable(schedules), topology, gamma)
         rows += [{"file": str(path), "topology": topology.describe(), "algo": r["algo"], "bytes": r["size"],
-                  "ranks": r["ranks"], "wrong": r["wrong"], "measured_us": r["time_us"],
+                  "ranks": r.get("ranks") or world, "wrong": r["wrong"], "measured_us": r["time_us"],
                   "simulated_us": float(t) * 1e6, "native_us": native.get(r["size"])}
                  for r, t in zip(records, simulated)]
     return rows

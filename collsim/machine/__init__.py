@@ -5,7 +5,8 @@ Two ways to write one down, both taken by every command's ``--cluster``:
 - a cluster description (``cluster.Cluster``: GPU part, GPUs per node, nodes, NVSwitch / NVLink /
   PCIe with or without peer-to-peer, NVLink domains across hosts, NICs and network, SHARP), from a
   preset name (``presets.CLUSTERS``) or a YAML/JSON file with a ``gpu`` key; its keys are strict, its
-  numbers within ``bounds`` and its layout follows ``rules``. Every hardware number behind it is cited
+  numbers within ``bounds`` and its layout follows ``rules``; ``fabric`` describes the switches above the
+  NICs (leaf groups, rails, oversubscription per tier; default non-blocking). Every hardware number behind it is cited
   in ``hardware`` (PCIe generations), ``gpus`` (the GPU table) and ``networks`` (ib, roce, tcp, efa,
   tcpx). NCCL's port
   (``collsim.nccl``), the fitted model and the simulation all read it;
@@ -13,7 +14,8 @@ Two ways to write one down, both taken by every command's ``--cluster``:
   YAML/JSON file whose ``intra`` is a mapping of link numbers. Only the simulation can use it: it
   names no GPU, so NCCL's choice cannot be derived from it.
 
-``protocols`` says what one transfer costs under each of NCCL's protocols (LL, LL128, Simple).
+``links`` is a Hockney link and its form in files; ``protocols`` says what one transfer costs under each of
+NCCL's protocols (LL, LL128, Simple).
 
 ``load_cluster(spec, nodes)`` gives a ``Cluster``; ``load_machine(spec, nodes)`` gives what the
 simulator runs on (a ``Topology``: a cluster's through ``linkview.to_topology``). Both raise one-line

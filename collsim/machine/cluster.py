@@ -21,6 +21,11 @@ known one; free text goes under ``notes``)::
     net: ib              # ib | roce | tcp | efa | tcpx (collsim.machine.networks.NETS)
     sharp: false         # optional: the InfiniBand switches reduce (SHARP, NCCL's CollNet; net ib only)
     fabric_efficiency: 1 # optional: share of the NICs' line rate the fabric delivers, 0 < x <= 1
+    fabric:              # optional: the switches above the NICs (collsim.machine.fabric; default: non-blocking,
+      nodes_per_leaf: 32 #   only the NICs limit): leaf groups, rails, oversubscription per tier, pods
+      oversubscription: 2
+    degraded_nics:       # optional: NICs slower than nic_Gbps (a link trained down, a bad cable): node and NIC
+      - {node: 3, nic: 2, nic_Gbps: 200}   # index from 0; the simulation then runs the machine whole
     nvls: true           # optional: NVLink SHARP available (default: the GPU has it and intra is nvswitch)
     nccl: "2.28"         # optional: the NCCL version whose tuning logic to follow (default the newest;
                          #   2.18-2.28 are ported, another 2.x follows the closest and says so: nccl_asked)
@@ -42,17 +47,18 @@ from dataclasses import dataclass, field, replace
 
 from collsim.errors import CollsimError
 from collsim.machine.bounds import BOUNDS, MAX_GPUS_PER_NODE, MAX_NODES, check, check_int
+from collsim.machine.fabric import Fabric
 from collsim.machine.hardware import GPU, GPUS, NETS, PCIE_RING_EFFICIENCY, SHM_RING_EFFICIENCY, Net, gpu_name
 from collsim.machine.linkview import CALL_US, to_topology
-from collsim.machine.rules import check_intra, check_network
+from collsim.machine.rules import check_intra, check_network, view_degraded
 
 INTRA = ("nvswitch", "nvlink", "pcie")
 CPUS = ("intel", "amd")
 NCCL_VERSIONS = ("2.18", "2.19", "2.20", "2.21", "2.22", "2.23", "2.24", "2.25", "2.26", "2.27", "2.28")
 NEWEST_NCCL = NCCL_VERSIONS[-1]
 KEYS = ("name", "source", "notes", "gpu", "gpus_per_node", "nodes", "intra", "p2p", "pcie_gen", "nvlink_GBps",
-        "pcie_GBps", "nvlink_domain", "nics_per_node", "nic_Gbps", "net", "sharp", "fabric_efficiency", "nvls",
-        "nccl", "cpu", "call_us")
+        "pcie_GBps", "nvlink_domain", "nics_per_node", "nic_Gbps", "net", "sharp", "fabric_efficiency", "fabric",
+        "degraded_nics", "nvls", "nccl", "cpu", "call_us")
 _STRINGS = ("gpu", "intra", "net", "cpu", "nccl", "name", "source")
 _BOOLS = ("p2p", "sharp", "nvls")
 _FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
@@ -98,6 +104,8 @@ class Cluster:
     nvlink_domain: int | None = None
     fabric_efficiency: float = 1.0
     notes: object = field(default=None, compare=False)
+    fabric: Fabric | None = None
+    degraded_nics: tuple = ()
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -181,14 +189,20 @@ class Cluster:
     def nccl_view(self) -> "Cluster":
         """The machine as NCCL's init sees it: an NVLink domain larger than a host is one node (MNNVL fuses
         the topologies of the clique, NVIDIA/nccl src/graph/topo.cc:1493-1528@v2.28.9, so nNodes counts
-        domains); a plugin that groups NICs (efa) shows one device per GPU of their summed speed."""
+        domains; the fabric's groups and degraded NICs count domains too); a plugin that groups NICs (efa) shows
+        one device per GPU of their summed speed."""
         c = self
         if self.nvlink_domain > self.gpus_per_node:
             per = min(self.nvlink_domain, self.ranks)
+            hosts = per // self.gpus_per_node
             c = replace(c, gpus_per_node=per, nodes=self.ranks // per, nvlink_domain=per,
-                        nics_per_node=self.nics_per_node * (per // self.gpus_per_node))
+                        nics_per_node=self.nics_per_node * hosts,
+                        fabric=self.fabric and self.fabric.seen_as(hosts, self.nics_per_node),
+                        degraded_nics=view_degraded(self.degraded_nics, hosts, self.nics_per_node, 1, 0.0))
         if c.net_info.groups_nics and c.nics_per_node > c.gpus_per_node:
-            c = replace(c, nic_Gbps=c.nic_Gbps * c.nics_per_node / c.gpus_per_node, nics_per_node=c.gpus_per_node)
+            group = c.nics_per_node // c.gpus_per_node
+            c = replace(c, nic_Gbps=c.nic_Gbps * group, nics_per_node=c.gpus_per_node,
+                        degraded_nics=view_degraded(c.degraded_nics, 1, c.nics_per_node, group, c.nic_Gbps))
         return c
 
     def with_nodes(self, nodes: int) -> "Cluster":
@@ -205,12 +219,16 @@ class Cluster:
                        nics_per_node=nics, nvlink_domain=None)
 
     def to_dict(self) -> dict:
-        d = {k: getattr(self, k) for k in KEYS if k != "notes" or self.notes is not None}
+        d = {k: getattr(self, k) for k in KEYS if k not in ("notes", "fabric", "degraded_nics")
+             or getattr(self, k) not in (None, ())}
+        if self.fabric is not None:
+            d["fabric"] = self.fabric.to_dict()
+        if self.degraded_nics:
+            d["degraded_nics"] = [{"node": n, "nic": k, "nic_Gbps": r} for n, k, r in self.degraded_nics]
         return {**d, **self.extra}
 
     def describe(self) -> str:
         """One line: shape, links, network, NVLS and NCCL version."""
-        shm = "" if self.p2p else " without P2P (SHM)"
         shm = "" if self.p2p else " without P2P (SHM)"
         link = {"pcie": f"PCIe Gen{self.pcie_gen}{shm}"}.get(self.intra, self.intra)
         text = (f"{self.name or 'cluster'}: {self.nodes} node(s) x {self.gpus_per_node} {self.gpu}, {link} "
@@ -221,6 +239,8 @@ class Cluster:
             text += f", {self.nics_per_node} x {self.nic_Gbps:g} Gb/s {self.net} NICs per node"
             text += f" (fabric efficiency {self.fabric_efficiency:g})" if self.fabric_efficiency != 1 else ""
             text += ", SHARP" if self.sharp else ""
+            text += f", fabric: {self.fabric.describe()}" if self.fabric else ", non-blocking fabric"
+            text += "".join(f", node{n}.nic{k} at {r:g} Gb/s" for n, k, r in self.degraded_nics)
         asked = f" (asked {self.extra['nccl_asked']}: the closest ported)" if "nccl_asked" in self.extra else ""
         return text + f", NVLS {'on' if self.nvls else 'off'}, NCCL {self.nccl}{asked}"
 
@@ -231,7 +251,8 @@ class Cluster:
             raise CollsimError(f"{where}: expected a mapping with gpu, gpus_per_node, nodes, ...")
         for key in d:
             if key not in KEYS:
-                close = difflib.get_close_matches(str(key), KEYS, n=1, cutoff=0.6)
+                close = [k for k in KEYS if k.startswith(str(key))] or \
+                    difflib.get_close_matches(str(key), KEYS, n=1, cutoff=0.6)     # a cut-off key: the one it starts
                 hint = f"did you mean {close[0]!r}?" if close else "known: " + ", ".join(KEYS)
                 raise CollsimError(f"{where}: unknown key {str(key)!r:.40} ({hint}; free text goes under 'notes')")
         if "gpu" not in d or "gpus_per_node" not in d:

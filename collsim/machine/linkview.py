@@ -1,13 +1,14 @@
 """The simulator's link-level view of a cluster description: ``to_topology(cluster)``.
 
 The event simulation runs on a ``collsim.machine.topology.Topology`` (one link class inside a node, one
-between nodes, NICs, NVLS). ``to_topology`` derives it from a ``Cluster`` as NCCL sees the machine
-(``Cluster.nccl_view``: one node per NVLink domain, grouped EFA NICs) with the bandwidths a ring
-reaches (``Cluster.intra_efficiency``, the network's efficiency x ``fabric_efficiency``) and the alphas
-of ``ALPHA_US``; its ``source`` says where each number is from.
+between nodes, NICs, NVLS, the network's SHARP, the switch tiers above the NICs). ``to_topology`` derives it
+from a ``Cluster`` as NCCL sees the machine (``Cluster.nccl_view``: one node per NVLink domain, grouped EFA NICs)
+with the bandwidths a ring reaches (``Cluster.intra_efficiency``, the network's efficiency x
+``fabric_efficiency``) and the alphas of ``ALPHA_US``; its ``source`` says where each number is from.
 """
 from __future__ import annotations
 
+from collsim.machine.networks import SHARP_SOURCE, SHARP_US
 from collsim.machine.topology import Link, Topology
 
 # Per-message latency of the simulator's links (alpha, microseconds), per channel and step. NVLink and
@@ -60,8 +61,18 @@ def to_topology(cluster) -> Topology:
                    f"{fabric} = {inter_GBps:.4g} GB/s, alpha {ALPHA_US[c.net]:.3g} us [{net.source}]")
     else:
         inter = intra
+    if c.sharp:
+        source += f". {SHARP_SOURCE}"
+    tiers = ()
+    if c.fabric is not None:           # in the view's nodes (an NVLink domain is one): Cluster.nccl_view
+        tiers = c.fabric.tiers(max(c.nics_per_node, 1))
+        source += f". Fabric: {cluster.fabric.describe()} (collsim.machine.fabric)"
+    elif c.nodes > 1 or c.nic_Gbps > 0:
+        source += ". Fabric: non-blocking (only the NICs limit)"
+    slow = tuple((n * c.nics_per_node + k, c.nic_Gbps / r) for n, k, r in c.degraded_nics)
+    source += "".join(f". node{n}.nic{k} at {r:g} Gb/s (degraded)" for n, k, r in cluster.degraded_nics)
     source += f". {cluster.per_call_us:g} us per call"
     if c.source:
         source = f"{c.source}. {source}"
     return Topology(c.nodes, g, intra, inter, max(c.nics_per_node, 1), c.name, source, nvls, cluster.per_call_us,
-                    pairs)
+                    pairs, sharp_us=SHARP_US if c.sharp else None, fabric=tiers, slow_nics=slow)

@@ -23,7 +23,9 @@ class Net:
     plugin reports to NCCL (``ncclNetProperties_t.latency``, NCCL's ``graph->latencyInter``,
     search.cc:685@v2.28.9; NCCL's own transports report 0, net_ib.cc:945, net_socket.cc:120);
     groups_nics: the plugin presents the NICs nearest a GPU as one device of their summed speed (so a
-    node may have more NICs than GPUs); source: where each number comes from.
+    node may have more NICs than GPUs); hop_us: the time one small message takes to cross the network from
+    GPU to GPU on this transport (None: NCCL's own NET latency per hop for RDMA, the socket step measured on
+    our emulated nodes for sockets); source: where each number comes from.
     """
 
     name: str
@@ -32,6 +34,7 @@ class Net:
     plugin_latency_us: float
     groups_nics: bool
     source: str
+    hop_us: float | None = None
 
 
 # L15: 392.69 GB/s ring busbw at 8 GiB across 8 x 400 Gb/s NICs = 49.1 GB/s per 50 GB/s NIC;
@@ -63,9 +66,25 @@ NETS: dict[str, Net] = {
                "the plugin reports 75 us latency on p4d and p5 (platform-aws.cpp:83-140; 35 us on p5en/p6, set "
                "OFI_NCCL_NET_LATENCY) and on p5 groups the 4 NICs nearest each GPU into one device of 4 x their "
                "speed (nccl_ofi_topo.cpp:1092-1143, nccl_ofi_rdma.cpp:410-413); efficiency 0.614 of line rate "
-               "calibrated on the public 2 x p4d log P03 (NVIDIA/nccl#527, NCCL 2.9.9; data/public/README.md)"),
+               "calibrated on the public 2 x p4d log P03 (NVIDIA/nccl#527, NCCL 2.9.9; data/public/README.md); a "
+               "network hop of a small message 30 us, calibrated on the public 4 x p4d log P05's 64 B-16 KiB rows "
+               "(NVIDIA/nccl#527: 164 us at 64 B)", hop_us=30.0),
     "tcpx": Net("tcpx", 0.85, True, 0.0, False,
                 "GPUDirect-TCPX / TCPXO net plugins (Google Cloud A3 / A3 Mega: 4 or 8 x 200 Gb/s per node, payload "
                 "between GPU memory and the NIC without host copies): efficiency 0.85 of line rate and no plugin "
-                "latency assumed (no published per-NIC figure; see data/public/README.md)"),
+                "latency assumed (no published per-NIC figure; see data/public/README.md); a network hop of a "
+                "small message 55 us, calibrated on the public 2 x 8 H100 A3 Mega log P01's 8 B-4 KiB rows "
+                "(123 us at 8 B-512 B)", hop_us=55.0),
 }
+
+# SHARP (``sharp: true``: InfiniBand switches that reduce, NCCL's CollNet): the latency the switches add to a
+# reduction (``Topology.sharp_us``). Graham et al., "Scalable Hierarchical Aggregation Protocol (SHArP): A Hardware
+# Architecture for Efficient Data Reduction", COMHPC@SC 2016 (doi:10.1109/COMHPC.2016.006): an 8-byte
+# MPI_Allreduce on 128 hosts takes 2.83 us through SHArP (6.01 us host-based); taken whole as the switches' share
+# (an upper bound: it includes the hosts' own NIC crossings, which the simulation charges apart). Bandwidth: SHARP's
+# streaming aggregation reduces at about 96% of point-to-point bandwidth on HDR (Graham et al., "SHARP
+# Streaming-Aggregation Hardware Design and Evaluation", ISC 2020), so the switches add no limit beyond the NICs'.
+SHARP_US = 2.83
+SHARP_SOURCE = ("SHARP: the switches reduce at line rate and add 2.83 us (an 8-byte MPI_Allreduce on 128 hosts "
+                "through SHArP, Graham et al., COMHPC@SC 2016, doi:10.1109/COMHPC.2016.006; streaming aggregation "
+                "at ~96% of point-to-point bandwidth, ISC 2020)")

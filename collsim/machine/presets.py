@@ -3,21 +3,30 @@ simulator's topologies derived from them (``PRESETS``, ``get_preset``).
 
 Every number comes from ``collsim.machine.hardware`` (GPU, PCIe and network tables with their sources)
 through ``collsim.machine.linkview.to_topology``; a preset adds only the machine's shape, and its
-``source`` says which system it describes and where that shape is published. ``--nodes N``
-(``get_preset(name, nodes=N)``, ``load_cluster(name, nodes=N)``) resizes any preset; NICs stay per node.
+``source`` says which system it describes and where that shape is published, and what fabric above the NICs it
+assumes: rail-optimised leaves as the DGX SuperPOD builds them (1:1), or non-blocking (only the NICs limit).
+``--nodes N`` (``get_preset(name, nodes=N)``, ``load_cluster(name, nodes=N)``) resizes any preset; NICs stay per
+node.
 """
 from __future__ import annotations
 
 from collsim.errors import CollsimError, require_int
 from collsim.machine.cluster import Cluster
+from collsim.machine.fabric import Fabric
 from collsim.machine.linkview import to_topology
 from collsim.machine.topology import Topology
 
-_RAIL = "one NIC per GPU, rail-optimised (DGX/SuperPOD reference architecture)"
+_RAIL = ("one NIC per GPU, rail-optimised leaves of 32 nodes, 1:1 (non-blocking): the DGX SuperPOD layout "
+         "(collsim.machine.fabric.SUPERPOD_SOURCE)")
+_SUPERPOD = Fabric(32)       # collsim.machine.fabric.SUPERPOD_SOURCE: scalable units of 32 nodes, a leaf per rail, 1:1
 _AWS = "AWS EC2 accelerated-computing instance specifications (docs.aws.amazon.com/ec2/latest/instancetypes/ac.html)"
 
 
 def _c(name: str, *args, source: str, **kw) -> Cluster:
+    """A preset; one that says it is rail-optimised has the DGX SuperPOD's fabric (``_RAIL``), any other a
+    non-blocking one (only the NICs limit), which its description says."""
+    if _RAIL in source and "fabric" not in kw:
+        kw["fabric"] = _SUPERPOD
     return Cluster(*args, name=name, source=source, **kw)
 
 
@@ -38,9 +47,10 @@ def _clusters() -> dict[str, Cluster]:
                   "(4 links a pair: derived, no published count)"),
         _c("pcie-box", "A100", 8, 1, "pcie", nics_per_node=1, nic_Gbps=100, net="tcp",
            source="8 A100 on PCIe Gen4 without NVLink, one 100 GbE NIC through TCP sockets"),
-        _c("dgx-a100", "A100", 8, 2, "nvswitch", nics_per_node=8, nic_Gbps=200, net="ib",
-           source=f"DGX A100 (datasheet: 8 x A100 SXM4 on 6 NVSwitches, 8 x 200 Gb/s HDR ConnectX-6 for compute), "
-                  f"{_RAIL}"),
+        _c("dgx-a100", "A100", 8, 2, "nvswitch", nics_per_node=8, nic_Gbps=200, net="ib", fabric=Fabric(20),
+           source="DGX A100 (datasheet: 8 x A100 SXM4 on 6 NVSwitches, 8 x 200 Gb/s HDR ConnectX-6 for compute), "
+                  "one NIC per GPU, rail-optimised leaves of 20 nodes, 1:1 (DGX SuperPOD A100 reference "
+                  "architecture: scalable units of 20 DGX A100, a 40-port HDR leaf per rail, 20 ports down, 20 up)"),
         _c("dgx-h100", "H100", 8, 2, "nvswitch", nics_per_node=8, nic_Gbps=400, net="ib",
            source=f"DGX H100 (datasheet: 8 x H100 SXM5, 4 NVSwitches, 8 x 400 Gb/s ConnectX-7 for compute), {_RAIL}"),
         _c("dgx-h800", "H800", 8, 2, "nvswitch", nics_per_node=8, nic_Gbps=400, net="ib",

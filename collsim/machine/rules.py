@@ -1,13 +1,14 @@
 """The layout rules of a cluster description, applied by ``Cluster.__post_init__``: which intra-node links a
 GPU part can have (NVSwitch for SXM parts and superchips, an NVLink bridge joins 2 PCIe cards, peer-to-peer
 only matters on PCIe), NVLink domains across hosts (GB200, GH200), NICs per node (more than GPUs only
-through a plugin that groups them, aws-ofi-nccl on EFA) and SHARP (InfiniBand only). Each broken rule is
-one CollsimError naming the key.
+through a plugin that groups them, aws-ofi-nccl on EFA), NICs slower than the rest (``degraded_nics``, each on a
+node and NIC of the cluster) and SHARP (InfiniBand only). Each broken rule is one CollsimError naming the key.
 """
 from __future__ import annotations
 
 from collsim.errors import CollsimError
 from collsim.machine.bounds import MAX_NICS_PER_GPU, MAX_NVLINK_DOMAIN, check, check_int
+from collsim.machine.fabric import Fabric
 from collsim.machine.hardware import GPU, NETS, PCIE
 
 
@@ -53,8 +54,8 @@ def check_intra(self, info: GPU, g: int) -> None:
     set_(self, "nvlink_domain", domain)
 
 def check_network(self, g: int) -> None:
-    """NICs, network and fabric of cluster ``self`` (``g`` GPUs a node): resolves nics_per_node and
-    nic_Gbps, or one-line CollsimError naming the key."""
+    """NICs, network and fabric of cluster ``self`` (``g`` GPUs a node): resolves nics_per_node, nic_Gbps and
+    fabric (a mapping becomes a ``collsim.machine.fabric.Fabric``), or one-line CollsimError naming the key."""
     set_ = object.__setattr__
     if self.nodes > 1:
         for key in ("nics_per_node", "nic_Gbps"):
@@ -77,6 +78,45 @@ def check_network(self, g: int) -> None:
     set_(self, "nics_per_node", nics)
     set_(self, "nic_Gbps", gbit)
     set_(self, "fabric_efficiency", check("fabric_efficiency", self.fabric_efficiency))
+    set_(self, "degraded_nics", _degraded(self.degraded_nics, self.nodes, nics, gbit))
+    if self.fabric is not None:                      # a mapping from a file, or a Fabric
+        set_(self, "fabric", Fabric.from_dict(self.fabric))
+        self.fabric.seen_as(self.nvlink_domain // g if self.nvlink_domain > g else 1, 1)   # whole NVLink domains
     if self.sharp and self.net != "ib":
         raise CollsimError(f"cluster sharp: true needs InfiniBand switches that reduce (SHARP), but net is "
                            f"{self.net}")
+
+
+def _degraded(items, nodes: int, nics: int, gbit: float) -> tuple:
+    """``degraded_nics`` (mappings {node, nic, nic_Gbps}, or tuples) as sorted (node, nic, Gb/s) tuples, each a
+    NIC of the cluster no faster than ``nic_Gbps``, each once; or one-line CollsimError."""
+    if not isinstance(items, (list, tuple)):
+        raise CollsimError("cluster degraded_nics must be a list of {node, nic, nic_Gbps}")
+    out = {}
+    for d in items:
+        if isinstance(d, dict) and set(d) == {"node", "nic", "nic_Gbps"}:
+            d = (d["node"], d["nic"], d["nic_Gbps"])
+        if not isinstance(d, (list, tuple)) or len(d) != 3:
+            raise CollsimError(f"cluster degraded_nics: each entry is {{node, nic, nic_Gbps}}, got {str(d)[:60]!r}")
+        node = check_int("degraded_nics node", d[0], 0, nodes - 1)
+        nic = check_int("degraded_nics nic", d[1], 0, max(nics - 1, 0))
+        rate = check("nic_Gbps", d[2])
+        if rate > gbit:
+            raise CollsimError(f"cluster degraded_nics: node {node} nic {nic} at {rate:g} Gb/s is faster than "
+                               f"nic_Gbps ({gbit:g}): a degraded NIC is slower")
+        if (node, nic) in out:
+            raise CollsimError(f"cluster degraded_nics: node {node} nic {nic} is listed twice")
+        out[(node, nic)] = rate
+    return tuple((n, k, r) for (n, k), r in sorted(out.items()))
+
+
+def view_degraded(degraded: tuple, hosts: int, host_nics: int, group: int, gbit: float) -> tuple:
+    """``degraded`` (node, nic, Gb/s) as ``Cluster.nccl_view`` sees them: ``hosts`` hosts a node (an NVLink
+    domain; NIC k of host h is the node's NIC (h mod hosts) x host_nics + k), ``group`` NICs of ``gbit`` one
+    device (aws-ofi-nccl on EFA) whose rate is their sum."""
+    out = {}
+    for node, nic, rate in degraded:
+        key = (node // hosts, ((node % hosts) * host_nics + nic) // group)
+        total, count = out.get(key, (0.0, 0))
+        out[key] = (total + rate, count + 1)
+    return tuple((n, k, total + (group - count) * gbit) for (n, k), (total, count) in sorted(out.items()))

@@ -16,6 +16,13 @@ directly (no NVSwitch): each ordered GPU pair has its own link of that many
 NVLinks (the ``intra`` link's bandwidth) instead of one port per GPU.
 ``call_us`` is a fixed cost of every collective call on the machine (kernel
 launch and setup), added to every simulated time; 0 for a uniform topology.
+``sharp_us``: the network's switches reduce (SHARP, the schedule's network
+endpoint, reached over each GPU's NIC) and add this latency to every reduction
+into them; None: they do not (0 for a uniform topology).
+``fabric``: the tiers of switches above the NICs (``collsim.machine.fabric.Tier``:
+leaf groups, rails, oversubscription; empty: non-blocking, only the NICs limit).
+``slow_nics``: (global NIC, factor) of NICs whose ports take ``factor`` times the
+``inter`` link's time (degraded NICs; empty: every NIC alike).
 
 Topology file (JSON or YAML, chosen by the extension .json, .yaml or .yml)::
 
@@ -35,6 +42,10 @@ Topology file (JSON or YAML, chosen by the extension .json, .yaml or .yml)::
       latency_us: 2.0
     links_per_pair: 0           # optional: > 0 for GPUs linked directly (NVLinks per pair)
     call_us: 0                  # optional: fixed cost per collective call, microseconds >= 0
+    sharp_us: 2.83              # optional: the switches reduce (SHARP), adding this latency, microseconds
+    fabric:                     # optional: tiers of switches above the NICs, lowest first
+      - {nodes: 32, planes: 8, oversubscription: 2, name: leaf}   # planes: rails (divide the NICs)
+    slow_nics: [[26, 2.0]]      # optional: [global NIC, factor >= 1]: NICs taking factor x inter's time
 
 Unknown keys are errors (they are usually typos). Counts are at most
 ``collsim.inputs.MAX_RANKS``; latencies at most ``MAX_SECONDS`` (3.6e9 us), seconds
@@ -52,44 +63,10 @@ from pathlib import Path
 import numpy as np
 
 from collsim.errors import CollsimError, describe
-from collsim.inputs import MAX_RANKS, MAX_SECONDS, MAX_SECONDS_PER_BYTE, parse_json, parse_yaml, read_text
+from collsim.inputs import MAX_RANKS, MAX_SECONDS, parse_json, parse_yaml, read_text
+from collsim.machine.fabric import check_slow_nics, check_tiers, tier_dict
+from collsim.machine.links import Link, link_from_dict
 from collsim.machine.protocols import ProtocolCosts, generic
-
-
-@dataclass(frozen=True)
-class Link:
-    """A Hockney link: ``alpha`` seconds per message plus ``beta`` seconds per byte."""
-
-    alpha: float
-    beta: float
-
-    def __post_init__(self):
-        for name, v, lo in (("alpha", self.alpha, 0.0), ("beta", self.beta, None)):
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0 \
-                    or (lo is None and v == 0):
-                raise CollsimError(f"link {name} must be a finite number {'>= 0' if lo == 0 else '> 0'}, got {v!r}")
-
-    @classmethod
-    def from_GBps(cls, bandwidth_GBps: float, latency_us: float) -> "Link":
-        """A link of ``bandwidth_GBps`` (1e9 bytes/s) and ``latency_us`` (microseconds)."""
-        if not bandwidth_GBps > 0:
-            raise CollsimError(f"link bandwidth must be > 0 GB/s, got {bandwidth_GBps!r}")
-        return cls(float(latency_us) * 1e-6, 1.0 / (float(bandwidth_GBps) * 1e9))
-
-    @property
-    def bandwidth_GBps(self) -> float:
-        return 1.0 / self.beta / 1e9
-
-    @property
-    def latency_us(self) -> float:
-        return self.alpha * 1e6
-
-    def time(self, nbytes) -> float:
-        """Seconds to send ``nbytes`` bytes."""
-        return self.alpha + nbytes * self.beta
-
-    def to_dict(self) -> dict:
-        return {"alpha_s": self.alpha, "beta_s_per_byte": self.beta}
 
 
 @dataclass(frozen=True)
@@ -97,7 +74,8 @@ class Topology:
     """``nodes`` x ``gpus_per_node`` GPUs; ``intra``/``inter``/``nvls`` links; NICs per node;
     ``links_per_pair`` (0: GPUs behind a switch); ``call_us`` per collective call (microseconds);
     ``protocols``: what a transfer costs under each of NCCL's protocols on this machine
-    (``collsim.machine.protocols``; empty: only the protocol-free Hockney costs of the links)."""
+    (``collsim.machine.protocols``; empty: only the protocol-free Hockney costs of the links); ``fabric``: the
+    switch tiers above the NICs (``collsim.machine.fabric.Tier``; empty: non-blocking)."""
 
     nodes: int
     gpus_per_node: int
@@ -110,6 +88,9 @@ class Topology:
     call_us: float = 0.0
     links_per_pair: int = 0
     protocols: tuple = ()
+    sharp_us: float | None = None
+    fabric: tuple = ()
+    slow_nics: tuple = ()
 
     def __post_init__(self):
         for field in ("nodes", "gpus_per_node", "nics_per_node"):
@@ -125,28 +106,30 @@ class Topology:
         if not isinstance(self.call_us, (int, float)) or isinstance(self.call_us, bool) \
                 or not math.isfinite(self.call_us) or self.call_us < 0:
             raise CollsimError(f"topology call_us must be a finite number >= 0, got {self.call_us!r}")
+        if self.sharp_us is not None and not (isinstance(self.sharp_us, (int, float)) and 0 <= self.sharp_us < 1e9):
+            raise CollsimError(f"topology sharp_us must be a finite number >= 0 or None, got {self.sharp_us!r}")
         if self.nvls is not None and self.links_per_pair:
             raise CollsimError("topology: an nvls link needs an NVSwitch, but links_per_pair says the GPUs are "
                                "linked directly")
+        object.__setattr__(self, "fabric", check_tiers(self.fabric, self.nics_per_node))
+        object.__setattr__(self, "slow_nics", check_slow_nics(self.slow_nics, self.nodes * self.nics_per_node))
 
     @classmethod
     def uniform(cls, ranks: int, alpha: float, beta: float) -> "Topology":
         """One node of ``ranks`` GPUs, every pair linked by ``Link(alpha, beta)``, and each GPU to the node's
-        switch by the same link (``nvls``); no per-call cost."""
+        switch by the same link (``nvls``), to the network's switch too (``sharp_us`` 0); no per-call cost."""
         link = Link(alpha, beta)
         return cls(1, int(ranks), link, link, 1, name=f"uniform-{ranks}",
-                   source="uniform alpha-beta topology", nvls=link)
+                   source="uniform alpha-beta topology", nvls=link, sharp_us=0.0)
 
     @property
     def ranks(self) -> int:
         return self.nodes * self.gpus_per_node
 
-    def node_of(self, rank):
-        """Node index of ``rank`` (int or numpy array)."""
+    def node_of(self, rank):           # node index of ``rank`` (int or numpy array)
         return rank // self.gpus_per_node
 
-    def local_of(self, rank):
-        """Index of ``rank`` inside its node (int or numpy array)."""
+    def local_of(self, rank):          # index of ``rank`` inside its node (int or numpy array)
         return rank % self.gpus_per_node
 
     def nic_of(self, rank):
@@ -168,12 +151,12 @@ class Topology:
         d = {"name": self.name, "source": self.source, "nodes": self.nodes,
              "gpus_per_node": self.gpus_per_node, "nics_per_node": self.nics_per_node,
              "intra": self.intra.to_dict(), "inter": self.inter.to_dict()}
-        if self.nvls is not None:
-            d["nvls"] = self.nvls.to_dict()
-        if self.links_per_pair:
-            d["links_per_pair"] = self.links_per_pair
-        if self.call_us:
-            d["call_us"] = self.call_us
+        extra = {"nvls": self.nvls and self.nvls.to_dict(), "links_per_pair": self.links_per_pair,
+                 "call_us": self.call_us, "fabric": [tier_dict(t) for t in self.fabric],
+                 "slow_nics": [list(x) for x in self.slow_nics]}
+        d = {**d, **{k: v for k, v in extra.items() if v}}
+        if self.sharp_us is not None:
+            d["sharp_us"] = self.sharp_us
         return d
 
     def describe(self) -> str:
@@ -189,7 +172,11 @@ class Topology:
             text += f", NVLS {self.nvls.bandwidth_GBps:.4g} GB/s"
         if self.call_us:
             text += f", {self.call_us:.3g} us per call"
-        return text
+        if self.sharp_us is not None:
+            text += f", SHARP {self.sharp_us:.3g} us"
+        rails = lambda t: f" x {t.planes} rails" if t.planes > 1 else ""   # noqa: E731
+        return text + "".join(f", {t.name} groups of {t.nodes} nodes{rails(t)} {t.oversubscription:g}:1"
+                              for t in self.fabric)
 
     @classmethod
     def from_dict(cls, d, where: str = "topology") -> "Topology":
@@ -197,7 +184,7 @@ class Topology:
         if not isinstance(d, dict):
             raise CollsimError(f"{where}: expected a mapping with nodes, gpus_per_node, intra, inter")
         known = {"name", "source", "nodes", "gpus_per_node", "nics_per_node", "intra", "inter", "nvls",
-                 "links_per_pair", "call_us"}
+                 "links_per_pair", "call_us", "sharp_us", "fabric", "slow_nics"}
         for key in d:
             if key not in known:
                 raise CollsimError(f"{where}: unknown field {key!r} (known: {', '.join(sorted(known))})")
@@ -211,18 +198,20 @@ class Topology:
                 raise CollsimError(f"{where}: field {key!r} must be an integer from {low} to {MAX_RANKS}, "
                                    f"got {describe(v)}")
             ints[key] = v
-        call = d.get("call_us", 0.0)
-        if not isinstance(call, (int, float)) or isinstance(call, bool) or not 0 <= call <= MAX_SECONDS * 1e6:
-            raise CollsimError(f"{where}: field 'call_us' must be a number from 0 to {MAX_SECONDS * 1e6:g}, "
-                               f"got {describe(call)}")
+        for key in ("call_us", "sharp_us"):
+            v = d.get(key, 0.0)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= MAX_SECONDS * 1e6:
+                raise CollsimError(f"{where}: field {key!r} must be a number from 0 to {MAX_SECONDS * 1e6:g}, "
+                                   f"got {describe(v)}")
+        call, sharp = d.get("call_us", 0.0), d.get("sharp_us")
         for key in ("name", "source"):
             if not isinstance(d.get(key, ""), str):
                 raise CollsimError(f"{where}: field {key!r} must be a string, got {describe(d[key])}")
         if "intra" not in d:
             raise CollsimError(f"{where}: missing field 'intra'")
-        intra = _link_from_dict(d["intra"], f"{where}: field 'intra'")
+        intra = link_from_dict(d["intra"], f"{where}: field 'intra'")
         if "inter" in d:
-            inter = _link_from_dict(d["inter"], f"{where}: field 'inter'")
+            inter = link_from_dict(d["inter"], f"{where}: field 'inter'")
         elif ints["nodes"] == 1:
             inter = intra
         else:
@@ -230,38 +219,17 @@ class Topology:
         if ints["nics_per_node"] > ints["gpus_per_node"]:
             raise CollsimError(f"{where}: field 'nics_per_node' ({ints['nics_per_node']}) must not "
                                f"exceed gpus_per_node ({ints['gpus_per_node']})")
-        nvls = _link_from_dict(d["nvls"], f"{where}: field 'nvls'") if d.get("nvls") is not None else None
+        nvls = link_from_dict(d["nvls"], f"{where}: field 'nvls'") if d.get("nvls") is not None else None
         if nvls is not None and ints["links_per_pair"]:
             raise CollsimError(f"{where}: field 'nvls' needs an NVSwitch, but links_per_pair says the GPUs are "
                                "linked directly")
+        if not isinstance(d.get("fabric", []), list):
+            raise CollsimError(f"{where}: field 'fabric' must be a list of tiers (nodes, planes, oversubscription)")
+        fabric = check_tiers(d.get("fabric", []), ints["nics_per_node"], where)
+        slow = check_slow_nics(d.get("slow_nics", []), ints["nodes"] * ints["nics_per_node"], where)
         return cls(ints["nodes"], ints["gpus_per_node"], intra, inter, ints["nics_per_node"],
-                   d.get("name", ""), d.get("source", ""), nvls, float(call), ints["links_per_pair"])
-
-
-_LINK_FORMS = ({"alpha_s", "beta_s_per_byte"}, {"bandwidth_GBps", "latency_us"})
-_LINK_RANGES = {"alpha_s": (0.0, MAX_SECONDS), "beta_s_per_byte": (0.0, MAX_SECONDS_PER_BYTE),
-                "latency_us": (0.0, MAX_SECONDS * 1e6), "bandwidth_GBps": (1e-9 / MAX_SECONDS_PER_BYTE, 1e9)}
-
-
-def _link_from_dict(d, where: str) -> Link:
-    if not isinstance(d, dict):
-        raise CollsimError(f"{where} must be a mapping with bandwidth_GBps and latency_us "
-                           f"(or alpha_s and beta_s_per_byte)")
-    keys = set(d)
-    form = next((f for f in _LINK_FORMS if keys == f), None)
-    if form is None:
-        raise CollsimError(f"{where} must have exactly bandwidth_GBps and latency_us, or alpha_s and "
-                           f"beta_s_per_byte; got {describe(', '.join(sorted(map(str, keys)))) if keys else 'nothing'}")
-    for key in sorted(form):
-        v = d[key]
-        lo, hi = _LINK_RANGES[key]
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or not lo <= v <= hi \
-                or (lo == 0 and key in ("beta_s_per_byte",) and v == 0):
-            raise CollsimError(f"{where}.{key} must be a finite number from {lo:g} to {hi:g}"
-                               f"{' (not 0)' if key == 'beta_s_per_byte' else ''}, got {describe(v)}")
-    if "alpha_s" in form:
-        return Link(float(d["alpha_s"]), float(d["beta_s_per_byte"]))
-    return Link.from_GBps(d["bandwidth_GBps"], d["latency_us"])
+                   d.get("name", ""), d.get("source", ""), nvls, float(call), ints["links_per_pair"],
+                   sharp_us=None if sharp is None else float(sharp), fabric=fabric, slow_nics=slow)
 
 
 def read_spec_file(path, what: str):

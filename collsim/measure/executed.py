@@ -55,7 +55,7 @@ def algorithm_names(spec: str) -> list[str]:
     or "all,lecture-ring" as names,
     each once; the lecture's schedules (``LECTURE``) are accepted by name."""
     parts = [n.strip() for n in spec.split(",") if n.strip()]
-    runnable = [n for n, a in ALGORITHMS.items() if not a.switches]      # no backend has an NVSwitch endpoint
+    runnable = [n for n, a in ALGORITHMS.items() if not (a.switches or a.network)]   # no backend has a switch endpoint
     names = list(dict.fromkeys(n for p in parts for n in (runnable if p == "all" else [p])))
     known = list(ALGORITHMS) + list(LECTURE)
     for n in names:

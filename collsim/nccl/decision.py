@@ -6,7 +6,6 @@
   threads, time_us)`` (enqueue.cc topoGetAlgoInfo: the pick, then channels and threads per CTA).
 - ``nccl_time(cluster, algo, proto, sizes, env)``: NCCL's own predicted time for a forced pair, nan
   where NCCL disables it (as NCCL_ALGO/NCCL_PROTO would leave it nothing to run).
-- ``is_collnet(algo, n_nodes)``: the algorithms that reduce in the network switches (CollNet, SHARP).
 - For a measured run: ``nccl_table(meta, ranks, nodes, intra)``, the table NCCL printed in it (its
   probe) or else one from the hardware it recorded; ``measured_choice``, what NCCL ran at a size.
 
@@ -52,12 +51,6 @@ def _sizes(sizes) -> np.ndarray:
     if nb.size == 0 or not np.issubdtype(nb.dtype, np.number) or (nb < 0).any() or (nb != np.floor(nb)).any():
         raise CollsimError("sizes must be non-negative whole numbers of bytes")
     return nb.astype(np.int64)
-
-
-def is_collnet(algo: str, n_nodes: int) -> bool:
-    """NCCL's CollNet family (the switches reduce): CollNetDirect, CollNetChain, and NVLS across nodes, which
-    NCCL runs only with CollNet (enqueue.cc:402-411,1803@v2.28.9)."""
-    return algo in ("CollNetDirect", "CollNetChain") or (algo == "NVLS" and n_nodes > 1)
 
 
 def cluster_table(cluster, env: dict | None = None) -> TuningTable:

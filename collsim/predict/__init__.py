@@ -3,7 +3,8 @@ schedule NCCL runs, its event simulation, plus what the harness adds.
 
 For each size: the algorithm, protocol and channels NCCL runs (NCCL's own choice for the cluster's NCCL version,
 ``collsim.nccl.decision``, restricted by ``algo``/``proto`` and NCCL_ALGO/NCCL_PROTO); the schedule it runs
-(``collsim.predict.schedules``: rings with NCCL's loops and slices, NCCL's tree, NVLS, NVLSTree); its event
+(``collsim.predict.schedules``: rings with NCCL's loops and slices, NCCL's tree, NVLS, NVLSTree, and where the
+network's switches reduce (SHARP, ``sharp: true``) CollNetDirect, CollNetChain and NVLS across nodes); its event
 simulation (``collsim.simulate``, its default policy "fair") on the cluster with NCCL's protocol costs
 (``collsim.predict.costs``), which is ``kernel_us``; then the harness terms: ``simulated_us`` = the kernel, its
 per-call harness overhead and clock share, and for eager timing at least the harness's launch floor
@@ -19,13 +20,14 @@ NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS, NCCL_BUFFSIZE, NCCL_NVLS_ENAB
 (sockets carry the inter-node traffic), NCCL_P2P_DISABLE (GPUs through host memory), NCCL_COLLNET_ENABLE
 and aws-ofi-nccl's OFI_NCCL_NET_LATENCY. Others are reported as not modelled.
 
-The machine is taken as NCCL sees it (``Cluster.nccl_view``). Where NCCL picks an algorithm collsim does not
-simulate yet (CollNet: ``collsim.nccl.decision.is_collnet``), the row's time is NCCL's own model and says so:
-``timed_by`` "nccl" (else "simulated"), ``simulated_us`` None.
+The machine is taken as NCCL sees it (``Cluster.nccl_view``). Every algorithm NCCL picks for an AllReduce is
+simulated (``timed_by`` "simulated"); one collsim did not simulate (``simulated``: none NCCL 2.18-2.28 picks)
+would be timed by NCCL's own model and say so: ``timed_by`` "nccl", ``simulated_us`` None.
 
 ``simulate_nccl`` is the simulation alone (``collsim simulate --cluster`` prints it). Modules: ``context``
 (the cluster as NCCL runs on it, the harness), ``schedules`` (the schedule NCCL runs), ``costs`` (what its
-transfers cost on the cluster), ``simulation`` (its simulation, with the reductions that keep it fast).
+transfers cost on the cluster), ``simulation`` (its simulation, with the reductions that keep it fast), ``scale``
+(the same over node counts: ``scale_nccl``, ``collsim predict-nccl --nodes 2,4,...,2048``).
 """
 from __future__ import annotations
 
@@ -36,8 +38,9 @@ import numpy as np
 from collsim.errors import CollsimError
 from collsim.machine.cluster import Cluster
 from collsim.nccl import ALGOS
-from collsim.nccl.decision import is_collnet
 from collsim.predict.context import UNDERSTOOD, NcclContext, harness_config, nccl_context
+from collsim.predict.costs import fitted_algo
+from collsim.predict.schedules import COLLNET
 from collsim.predict.simulation import NcclSim, simulate_nccl
 from collsim.predictors import SIMULATED
 from collsim.units import bandwidths
@@ -49,7 +52,7 @@ __all__ = ["NcclContext", "NcclSim", "Row", "harness_config", "nccl_context", "p
 class Row:
     """One predicted size: bytes; ``time_us`` (what the row's ``timed_by`` made: "simulated", the simulation of
     the schedule NCCL runs plus the harness's terms, then ``time_us`` = ``simulated_us`` and ``kernel_us`` is the
-    simulation alone; "nccl" where collsim does not simulate NCCL's choice (CollNet), then ``time_us`` is
+    simulation alone; "nccl" where collsim does not simulate NCCL's choice (``simulated``), then ``time_us`` is
     NCCL's own model and ``simulated_us`` None), algbw/busbw (GB/s), NCCL's choice, the channels it runs, NCCL's
     own predicted time (``nccl_us``), the busiest resource of the simulation and its share of the run."""
 
@@ -71,6 +74,12 @@ class Row:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
+def simulated(algo: str) -> bool:
+    """Whether collsim simulates NCCL's ``algo``: Ring, Tree, NVLS (across nodes too: with CollNet), NVLSTree,
+    CollNetDirect and CollNetChain; not PAT."""
+    return algo in ALGOS or algo in COLLNET
+
+
 def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "default", env: dict | None = None,
                  harness: str = "nccl-tests", timing: str = "eager", gpus_per_process: int | None = None) -> dict:
     """``{"predictor": "simulated_us", "cluster": ..., "settings": ..., "rows": [Row.to_dict(), ...]}`` for
@@ -84,14 +93,14 @@ def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "d
     cfg = harness_config(ctx.cluster, harness, timing, gpus_per_process, sizes, ctx.setup.settings, ctx.described)
     rows = []
     for size, d in zip(sizes, decisions):
-        if is_collnet(d.algo, ctx.cluster.nodes) or d.algo not in ALGOS:   # not simulated: NCCL's model
+        if not simulated(d.algo):                                         # not simulated: NCCL's model
             alg, bus = bandwidths(size, d.time_us, ctx.cluster.ranks)
             rows.append(Row(size, d.time_us, None, None, alg, bus, d.algo, d.proto, d.channels, d.time_us, "", 0.0,
                             "nccl"))
             continue
         r = simulate_nccl(ctx, d.algo, d.proto, size, d.channels, cfg)
         busiest = r.busiest()
-        main = params.path("nvls" if d.algo in ("NVLS", "NVLSTree") else cfg.intra, d.algo,
+        main = params.path("nvls" if d.algo in ("NVLS", "NVLSTree") else cfg.intra, fitted_algo(d.algo),
                            "Simple" if d.algo in ("NVLS", "NVLSTree") else d.proto)
         t_us = r.time_s * 1e6 + params.harness_time(cfg)
         if cfg.timing == "eager":

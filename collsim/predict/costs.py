@@ -15,7 +15,10 @@ NVSwitch port for NVLS):
 - overhead: the path's fixed cost per pipeline step and its barrier cost for the channel's threads;
 - fill (Simple only): the share of a slice's time at the channel's rate before the next step can use it (a
   Simple slice is signalled whole; LL and LL128 flag every line, which the next step reads as it lands);
-- per call: the path's base cost (``Topology.call_us``).
+- per call: the path's base cost (``Topology.call_us``);
+- CollNet: the GPUs' paths of the tree (``fitted_algo``: no log runs CollNet) with NCCL's own CollNet hop latency
+  (3.7 us Direct, 2.8 Chain on NVLink), NCCL's CollNet network latency split over the two NIC crossings around
+  the switches' SHARP latency (``_net_path``).
 
 L2 (``l2_factor``): when NCCL's receive buffers overflow the GPU's L2 the bytes take (1 + spill) longer; when
 the user buffer is still in L2 from the last call, ``warm`` times as long (the fitted model's terms).
@@ -27,12 +30,15 @@ from dataclasses import replace
 from collsim.fitted.layout import Config, layout
 from collsim.fitted.model import shared_rate
 from collsim.fitted.params import NVLS_PRIOR, OPTIONAL, ModelParams
+from collsim.fitted.rescale import TCP_NETS
 from collsim.machine.cluster import Cluster, to_topology
+from collsim.machine.networks import SHARP_US
 from collsim.machine.protocols import PathCosts, ProtocolCosts
 from collsim.machine.topology import Link, Topology
 from collsim.nccl import PROTOS
 from collsim.nccl.chunking import EFFICIENCY
-from collsim.nccl.tuning import HW_LAT
+from collsim.nccl.constants import constants
+from collsim.predict.schedules import COLLNET
 
 WARP = 32
 # The proxy thread's time per network send or receive (us): NCCL's proxy posts every network transfer of all a
@@ -40,6 +46,15 @@ WARP = 32
 # L15 (2 x 8 H100, 8 x 400G NDR, 24 channels), the one multi-node calibration log: the median |time error|
 # over its 14 sizes (``tests/predict/test_predict.py``).
 PROXY_US = 0.7
+NET_LAT = constants("2.28").hw_lat["net"]    # NCCL 2.28's NET hop latencies per algorithm (tuning.cc:162-167@v2.28.9)
+INTRA_LAT = {k: constants("2.28").hw_lat[k] for k in ("nvlink", "pcie")}   # and NVLink, PCI (tuning.cc:150-161)
+
+
+def fitted_algo(algo: str) -> str:
+    """The algorithm whose fitted paths stand for ``algo``: CollNet is not fitted (no calibration log runs it), so
+    its GPUs' paths are the tree's, whose warps split between reducing up and broadcasting down as CollNet's do
+    (NCCL's CollNetChain runs the tree's chain, all_reduce.h:628-660@v2.28.9); the rest are their own."""
+    return "Tree" if algo in COLLNET else algo
 
 
 def channel_GBps(params: ModelParams, link: str, algo: str, proto: str, channels: int) -> float:
@@ -48,16 +63,17 @@ def channel_GBps(params: ModelParams, link: str, algo: str, proto: str, channels
     together they approach the link's cap). A channel keeps its share while the others pause for their step
     costs: on 2 x H200 the time of a channel is its bytes at that share plus its steps' costs, one after the
     other (data/h200x2/ACCURACY.md, the model's terms)."""
-    chan = params.path(link, algo, proto)["chan_GBps"]
+    chan = params.path(link, fitted_algo(algo), proto)["chan_GBps"]
     n = max(int(channels), 1)
     return float(shared_rate(n * chan, params.link_GBps[link], params.link_exp)) / n
 
 
 def _path(params: ModelParams, link: str, algo: str, proto: str, threads: int, factor: float,
           channels: int) -> PathCosts:
-    p = params.path(link, algo, proto)
+    p = params.path(link, fitted_algo(algo), proto)
     sync = p.get("warp_us", OPTIONAL["warp_us"]) * threads / WARP
-    return PathCosts(p["hop_us"] * 1e-6, (p["step_us"] + sync) * 1e-6,
+    hop = INTRA_LAT[link][algo][2] if algo in COLLNET and link in INTRA_LAT else p["hop_us"]   # NCCL's own
+    return PathCosts(hop * 1e-6, (p["step_us"] + sync) * 1e-6,
                      factor / (channel_GBps(params, link, algo, proto, channels) * 1e9),
                      fill=float(p["fill"]) if proto == "Simple" else 0.0)
 
@@ -65,18 +81,26 @@ def _path(params: ModelParams, link: str, algo: str, proto: str, threads: int, f
 def _net_path(params: ModelParams, cluster: Cluster, algo: str, proto: str, threads: int,
               factor: float) -> PathCosts:
     """The network's costs: over RDMA NCCL's own per-hop latency (tuning.cc:149-168; NVLSTree's network latency
-    of its NVLS constants) and the proxy's time per network transfer (``PROXY_US``); over sockets the socket
-    transport's step, measured on our emulated nodes (``collsim.fitted.rescale.socket_step_us``)."""
+    of its NVLS constants), or the transport's own where it is slower (``Net.hop_us``: EFA), and the proxy's time
+    per network transfer (``PROXY_US``); over TCP (sockets, TCPX) the socket transport's step, measured on our
+    emulated nodes (``collsim.fitted.rescale.socket_step_us``), or the transport's own (``Net.hop_us``). CollNet:
+    NCCL charges its network once a call, 31 us (Direct), 30 (Chain), 18 (NVLS across nodes) for the heads' round
+    trip through the switches (tuning.cc:164-165,386-392); the simulation pays it as two NIC crossings of (that -
+    ``Topology.sharp_us``) / 2 each and the switches' own latency between them."""
     p = _path(params, "net", algo, proto, threads, factor, 1)
-    if cluster.net == "tcp":
-        return p
-    lat = NVLS_PRIOR[algo][1] if algo in NVLS_PRIOR else HW_LAT["net"][algo][PROTOS.index(proto)]
+    hop = cluster.net_info.hop_us
+    if cluster.net in TCP_NETS:                          # every step a TCP exchange
+        return p if hop is None else replace(p, latency=hop * 1e-6)
+    lat = NVLS_PRIOR[algo][1] if algo in NVLS_PRIOR else NET_LAT[algo][PROTOS.index(proto)]
+    if algo in COLLNET or algo == "NVLS":                      # NVLS across nodes runs with CollNet
+        lat = max(0.0, (lat - SHARP_US) / 2)
+    lat = lat if hop is None else max(lat, hop)
     return PathCosts(lat * 1e-6, p.overhead, p.channel_beta, PROXY_US * 1e-6, p.fill)
 
 
 def l2_factor(params: ModelParams, algo: str, proto: str, nbytes: int, cfg: Config) -> float:
     """How much longer the bytes take at this size for the L2 (module docstring), 1 when they fit as measured."""
-    if algo in ("NVLS", "NVLSTree"):
+    if algo in ("NVLS", "NVLSTree") or algo in COLLNET:       # the layout knows Ring and Tree only
         return 1.0
     lay = layout(algo, proto, [nbytes], cfg, params.channels, params.nvls_channels)
     main = params.path(lay.main, algo, proto)
@@ -94,7 +118,7 @@ def nccl_topology(cluster: Cluster, params: ModelParams, algo: str, proto: str, 
     intra = "pcie" if cluster.intra == "pcie" else "nvlink"
     nvls = algo in ("NVLS", "NVLSTree")
     main = "nvls" if nvls else intra
-    n = channels or (params.nvls_channels if nvls else params.channels)
+    n = channels or (params.nvls_channels if nvls else params.channels)      # all cross a GPU's port
     g = cluster.gpus_per_node
     if algo == "Ring" and cluster.nodes > 1:      # a rail ring leaves each node from one GPU per channel
         n = max(1, -(-n * (g - 1) // g))
@@ -105,7 +129,7 @@ def nccl_topology(cluster: Cluster, params: ModelParams, algo: str, proto: str, 
     ports = to_topology(cluster)
     fitted = lambda link, lat: Link(lat, factor / (params.link_GBps[link] * 1e9))   # noqa: E731
     slow = lambda link, lat: Link(lat, link.beta * factor)   # noqa: E731 - a port at the machine's rate
-    base = params.path(main, algo, "Simple" if nvls else proto)["base_us"]
+    base = params.path(main, fitted_algo(algo), "Simple" if nvls else proto)["base_us"]
     return replace(ports, intra=fitted(intra, inner.latency), inter=slow(ports.inter, inter.latency),
                    nvls=fitted("nvls", costs.nvls.latency) if nvls and ports.nvls else ports.nvls,
                    call_us=float(base), protocols=(costs,),

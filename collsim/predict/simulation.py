@@ -7,8 +7,13 @@ simulation in tests/predict/test_simulation.py:
 - Rings on an even number of nodes (4 or more) run as the quotient of two nodes (``collsim.predict.schedules``).
 - Channels that repeat each other, as they are or from other GPUs of every node, are simulated once
   (``collsim.simulate.symmetry``: ``collapse_channels``, then ``permute_channels``).
+- A fabric whose ports cannot slow any transfer of the run (``collsim.simulate.symmetry.fabric_binds``) is left
+  out: it changes no time. Otherwise it is simulated, and a ring runs whole (leaf groups break the quotient).
+  A degraded NIC (``degraded_nics``) keeps the ring's quotient and the permutation of GPUs out.
+  ``NcclSim.symmetry`` says which reductions were used, and why not where they were not.
 - A run of more than ``LOOPS[1]`` loops (tree: chunks) is simulated for ``LOOPS[0]`` and ``LOOPS[1]`` loops of the
-  same bytes each; every further loop adds what the last ``LOOPS[1] - LOOPS[0]`` added on average (NCCL's loops
+  same bytes each (CollNetChain, whose pipeline is deeper: ``CHAIN_LOOPS``); every further loop adds what the
+  last ``LOOPS[1] - LOOPS[0]`` added on average (NCCL's loops
   repeat one another once the pipeline is full): T(L) = T(b) + (L - b) (T(b) - T(a)) / (b - a). The larger
   sizes of a sweep run the same loops: their simulations are kept on the context (``NcclContext.simulated``).
 """
@@ -16,15 +21,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from collsim.fitted.layout import Config
 from collsim.nccl.chunking import DEFAULT_BUFFSIZE
 from collsim.predict.context import NcclContext, harness_config
 from collsim.predict.costs import l2_factor, nccl_topology, with_window
 from collsim.predict.schedules import nccl_run
 from collsim.simulate import SimResult, simulate
-from collsim.simulate.symmetry import collapse_channels, permute_channels, stand_for
+from collsim.simulate.symmetry import collapse_channels, fabric_binds, permute_channels, stand_for, without_fabric
 
 LOOPS = (12, 24)  # loops simulated before the rest is extrapolated (both: within 1% on NVLSTree, 4-16 nodes)
+CHAIN_LOOPS = (24, 48)  # CollNetChain's pipeline is 2G + 2 steps deep (up the chain, the network, down): on 8 GPUs
+                        # a node its loops repeat from about 30 on (12 to 24 would extrapolate 10% fast)
 
 
 @dataclass(frozen=True)
@@ -39,6 +48,7 @@ class NcclSim:
     simulated_loops: int
     channels: int
     classes: int
+    symmetry: dict | None = None
 
     def busiest(self) -> dict | None:
         """The resource the simulation kept busiest (``SimResult.busiest``), its share of the simulated run."""
@@ -63,22 +73,42 @@ def simulate_nccl(ctx: NcclContext, algo: str, proto: str, nbytes: int, channels
         seen = replace(ctx.cluster, nodes=run.nodes) if run.nodes else ctx.cluster    # a quotient's nodes
         topo = with_window(nccl_topology(seen, ctx.params, algo, proto, run.threads, factor, run.channels),
                            run.window)
+        fabric, s = _fabric(topo, run), run.schedule
+        topo = topo if fabric.startswith("simulated") else without_fabric(topo)
         if run.weight > 1:                              # built one channel per class already
-            s, topo, g = run.schedule, stand_for(topo, run.weight), run.weight
+            s, topo, g = s, stand_for(topo, run.weight), run.weight
         else:
-            s, topo, g = collapse_channels(run.schedule, topo)
+            s, topo, g = collapse_channels(s, topo)
         quotient = permute_channels(s, topo)
         if quotient is not None:
             s, topo, k = quotient
             g *= k
         r = simulate(s, topo, protocol=f"{algo}/{proto}", progress=False, merged=quotient is not None)
-        ctx.simulated[key] = (r, run.channels, run.channels // g)
-        return r, run.pipeline, run.channels, run.channels // g
+        slow = ", ".join(f"node{n}.nic{k} at {r:g} Gb/s" for n, k, r in ctx.cluster.degraded_nics)
+        sym = {"nodes": ctx.cluster.nodes, "nodes_simulated": run.nodes or ctx.cluster.nodes, "channels": run.channels,
+               "channels_simulated": run.channels // g, "fabric": fabric, "whole_because": run.whole or None,
+               "nics": f"degraded: {slow} (every node's GPUs simulated, none permuted)" if slow else "alike"}
+        ctx.simulated[key] = (r, run.channels, run.channels // g, sym)
+        return r, run.pipeline, run.channels, run.channels // g, sym
 
-    a, b = LOOPS
-    first, loops, used, classes = once(b)
+    a, b = CHAIN_LOOPS if algo == "CollNetChain" else LOOPS
+    first, loops, used, classes, sym = once(b)
     if loops <= b:
-        return NcclSim(first.time_s, first, loops, loops, used, classes)
+        return NcclSim(first.time_s, first, loops, loops, used, classes, sym)
     short = once(a)[0]
     time = first.time_s + (loops - b) * (first.time_s - short.time_s) / (b - a)
-    return NcclSim(time, first, loops, b, used, classes)
+    return NcclSim(time, first, loops, b, used, classes, sym)
+
+
+def _fabric(topo, run) -> str:
+    """What the simulation does with the machine's fabric for ``run``: "none" (non-blocking), "left out: ..." (it can
+    slow no transfer of the run: ``fabric_binds``), or "simulated: ..." (naming a port that can)."""
+    if not topo.fabric:
+        return "none"
+    s = run.schedule
+    if run.nodes:                                       # a ring's quotient: ring_fabric proved it idle
+        return "left out: it cannot slow any hop of the ring"
+    crossing = (s.src < s.ranks) & (s.dst < s.ranks)
+    engine = np.where(crossing, (s.src * s.n_channels + s.channel) * (int(s.lane.max(initial=0)) + 1) + s.lane, 0)
+    binds = fabric_binds(s.src, s.dst, engine, topo, run.weight)
+    return f"simulated: {binds}" if binds else "left out: it cannot slow any transfer of the run"

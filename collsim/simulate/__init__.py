@@ -10,7 +10,8 @@ drawn beside collsim's, never used as it.
 
 Semantics (``collsim.simulate.reference`` is the whole of it as one readable loop): a transfer waits for the
 data it reads to arrive, for the transfer before it on its engine (its channel and lane on its GPU) to end and
-for its connection's window; its bytes then hold the ports they cross (a GPU's NVLink port, a NIC, a pair link)
+for its connection's window; its bytes then hold the ports they cross (a GPU's NVLink port, a NIC, a pair link,
+a leaf's or pod's uplinks and downlinks where the machine's fabric oversubscribes them)
 at a fair share of each port's rate, and its channel's thread block at the channel's own rate (shared by the
 channel's lanes); its engine spends a fixed overhead after them, and its data arrives a latency later. Latency
 delays the arrival and holds nothing. Durations per transfer come from the machine's links and, under one of
@@ -39,11 +40,11 @@ import numpy as np
 from collsim.core.schedule import Schedule
 from collsim.errors import CollsimError
 from collsim.machine.topology import Topology
-from collsim.simulate.costs import transfer_costs
+from collsim.simulate.costs import port_share, transfer_costs
 from collsim.simulate.deps import data_deps, segments, structural
 from collsim.simulate.events import run
 from collsim.simulate.reference import POLICIES
-from collsim.simulate.resources import NVLS, Routes, port_names, route
+from collsim.simulate.resources import NVLS, Routes, fabric_names, nic_factor, port_names, route
 
 PROGRESS_TRANSFERS = 4_000_000   # simulations of more transfers show a progress bar (a few seconds or more)
 
@@ -83,16 +84,21 @@ class SimResult:
 
     @cached_property
     def _resources(self) -> dict[str, tuple[float, int]]:
-        """name -> (seconds held, bytes) of every port, NIC and pair link (engines are per channel and not
-        listed)."""
+        """name -> (seconds held, bytes) of every port, NIC, pair link and fabric port (engines are per channel
+        and not listed)."""
         s, topo = self.schedule, self.topology
         r = self.routes or _routes(s, topo)
-        wire = transfer_costs(s, topo, r, self.gamma, self.protocol).port
+        c = transfer_costs(s, topo, r, self.gamma, self.protocol)
         out = {}
-        for kind, names in zip((2, 3), port_names(topo, r.merged)):
-            v = r.valid(kind)
-            busy = np.bincount(r.keys[kind][v], weights=wire[v], minlength=len(names))
-            nb = np.bincount(r.keys[kind][v], weights=self.nbytes[v], minlength=len(names)).astype(np.int64)
+        fabric = fabric_names(topo, r.merged)
+        slow = [nic_factor(topo, r.keys[kind]) for kind in (2, 3)]
+        tables = [(r.keys[kind], r.sizes[kind], c.port if f is None else c.port * f, names)
+                  for kind, f, names in zip((2, 3), slow, port_names(topo, r.merged))]
+        tables += [(col, r.fabric_size, c.fabric[:, t // 2], fabric) for t, col in enumerate(r.fabric)]
+        for keys, size, wire, names in tables:
+            v = keys != size - 1
+            busy = np.bincount(keys[v], weights=wire[v], minlength=len(names))
+            nb = np.bincount(keys[v], weights=self.nbytes[v], minlength=len(names)).astype(np.int64)
             for i, name in enumerate(names):                # merged rows share a name: only one carries bytes
                 held, moved = out.get(name, (0.0, 0))
                 out[name] = (held + float(busy[i]), moved + int(nb[i]))
@@ -110,7 +116,8 @@ class SimResult:
 
     def resource_table(self) -> list[dict]:
         """[{"name", "busy" (share of ``time_s`` held, 0..1), "busy_s", "bytes"}] of every resource that
-        carried bytes, in the order of ``collsim.simulate.resources.port_names`` (GPU ports, NICs, pair links)."""
+        carried bytes, in the order of ``collsim.simulate.resources.port_names`` (GPU ports, NICs, pair links), then
+        ``fabric_names`` (the fabric's uplinks and downlinks)."""
         t = self.time_s
         return [{"name": k, "busy": b / t if t > 0 else 0.0, "busy_s": b, "bytes": n}
                 for k, (b, n) in self._resources.items() if n]
@@ -124,10 +131,10 @@ class SimResult:
     def link_bytes(self) -> dict[tuple[int, int], int]:
         """Bytes sent over each (src, dst) pair that carried any."""
         s = self.schedule
-        pair = s.src * s.ranks + s.dst
+        pair = s.src * s.endpoints + s.dst
         keys, inv = np.unique(pair, return_inverse=True)
         nb = np.bincount(inv, weights=self.nbytes).astype(np.int64)
-        return {(int(k // s.ranks), int(k % s.ranks)): int(b) for k, b in zip(keys, nb)}
+        return {(int(k // s.endpoints), int(k % s.endpoints)): int(b) for k, b in zip(keys, nb)}
 
     def to_dict(self, transfers: bool = False) -> dict:
         """Compact JSON-ready summary; ``transfers=True`` adds per-transfer start/end/arrive (seconds)."""
@@ -145,30 +152,37 @@ class SimResult:
         return d
 
 
-def jobs(s: Schedule, routes: Routes, c, topology_gpus: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def jobs(s: Schedule, routes: Routes, c, topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Every transfer's jobs (``collsim.simulate.events.run``): its out port and in port for its port time,
-    across nodes its sender's and receiver's proxy for the proxy time, and its sender's channel for its time at
-    the channel's rate (where the protocol limits a channel; not to or from a switch: NVLS's warp groups each move
-their own channel's rate); one table of rows, the last spare."""
+    across nodes its sender's and receiver's proxy for the proxy time (the network's switch has none), and its
+    sender's channel for its time at the channel's rate (where the protocol limits a channel; not to or from an
+    NVSwitch: NVLS's warp groups each move their own channel's rate; not out of the network's switch: its GPU's NIC
+    writes the sum, no warp moves it); one table of rows, the last spare."""
     out, inn = routes.keys[2].astype(np.int64), routes.keys[3].astype(np.int64)
     n_out, n_in = routes.sizes[2], routes.sizes[3]
     base = n_out - 1 + n_in - 1                      # proxies after the out and in rows, one per endpoint
     blocks = base + s.endpoints                      # then the senders' channels
-    spare = blocks + routes.sizes[1] - 1
-    cross, capped = c.proxy > 0, (c.alone > 0) & (routes.link != NVLS)
-    g = topology_gpus if routes.merged else 1
+    fabric = blocks + routes.sizes[1] - 1            # then the fabric's uplinks and downlinks
+    spare = fabric + routes.fabric_size - 1
+    cross, capped = c.proxy > 0, (c.alone > 0) & (routes.link != NVLS) & (s.src < s.ranks)   # (docstring)
+    g = topology.gpus_per_node if routes.merged else 1
     src, dst = s.src // g * g, s.dst // g * g           # merged: a node's proxy is its first GPU's
     one = np.ones(s.n_transfers)
+    up = [np.where(f == routes.fabric_size - 1, spare, fabric + f) for f in routes.fabric]
     rows = np.stack([np.where(out == n_out - 1, spare, out), np.where(inn == n_in - 1, spare, inn + n_out - 1),
-                     np.where(cross, base + src, spare), np.where(cross, base + dst, spare),
-                     np.where(capped, blocks + routes.keys[1], spare)], axis=1)
-    sizes = np.stack([c.port, c.port, c.proxy, c.proxy, c.alone], axis=1)
-    caps = np.stack([c.share, c.share, one, one, one], axis=1)
+                     np.where(cross & (s.src < s.ranks), base + src, spare),
+                     np.where(cross & (s.dst < s.ranks), base + dst, spare),
+                     np.where(capped, blocks + routes.keys[1], spare), *up], axis=1)
+    tiers, share = range(len(routes.fabric) // 2), c.fabric_share if routes.fabric else None
+    ports = [c.port if f is None else c.port * f for f in (nic_factor(topology, out), nic_factor(topology, inn))]
+    sizes = np.stack([*ports, c.proxy, c.proxy, c.alone, *(c.fabric[:, t] for t in tiers for _ in (0, 1))], axis=1)
+    caps = np.stack([*(c.share if p is c.port else port_share(p, c.alone) for p in ports), one, one, one,
+                     *(share[:, t] for t in tiers for _ in (0, 1))], axis=1)
     return rows, sizes, caps, spare + 1
 
 
 def _routes(s: Schedule, topology: Topology, merged: bool = False) -> Routes:
-    return route(s.src, s.dst, s.channel, s.ranks, topology, lane=s.lane, merged=merged)
+    return route(s.src, s.dst, s.channel, s.ranks, topology, lane=s.lane, merged=merged, network=s.network_endpoint)
 
 
 def _check_fit(schedule: Schedule, topology: Topology) -> None:
@@ -189,13 +203,13 @@ def _progress(total: int, wanted: bool = True):
     return tqdm(total=total, unit="transfer", unit_scale=True, file=sys.stderr, leave=False, desc="simulate").update
 
 
-def _run(schedule: Schedule, routes: Routes, c, policy: str, progress, gpus: int = 1):
+def _run(schedule: Schedule, routes: Routes, c, policy: str, progress, topology: Topology):
     """(start, end, arrive) of every transfer (``collsim.simulate.events``)."""
     s = schedule
     sa, sb, nseg = segments(s.offset, s.offset + s.length)
     ptr, dep = data_deps(s, sa, sb, nseg)
     engine_pred, window_pred = structural(s, c.window)
-    rows, sizes, caps, n_rows = jobs(s, routes, c, gpus)
+    rows, sizes, caps, n_rows = jobs(s, routes, c, topology)
     return run(s.n_transfers, ptr, dep, engine_pred, window_pred, rows, sizes, caps, n_rows, c, policy, progress)
 
 
@@ -214,8 +228,7 @@ def simulate(schedule: Schedule, topology: Topology, gamma: float = 0.0, progres
     _plan_checks(schedule)
     routes = _routes(schedule, topology, merged)
     c = transfer_costs(schedule, topology, routes, gamma, protocol)
-    start, end, arrive = _run(schedule, routes, c, policy, _progress(schedule.n_transfers, progress),
-                              topology.gpus_per_node)
+    start, end, arrive = _run(schedule, routes, c, policy, _progress(schedule.n_transfers, progress), topology)
     return SimResult(schedule, topology, float(gamma), start, end, arrive, routes, protocol, policy,
                      arrive + c.overhead if c.overhead.any() else None)
 

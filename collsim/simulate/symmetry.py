@@ -18,7 +18,17 @@ kept channel lands on every GPU equally often (m times) and the NICs are one per
 port carries, from every class, m transfers of each position of its channel at every moment. So one channel per
 class on a machine where the GPUs of a node share one send port, one receive port, one NIC and one proxy
 (``simulate(..., merged=True)``), each m times slower (the NIC m G / K times), gives every kept transfer its time
-in the full simulation.
+in the full simulation. A fabric above the NICs (``Topology.fabric``) keeps both exact: its ports' times are the
+NICs' times scaled (``Tier.uplink_ratio``), and a permutation of every node's GPUs maps a rail onto a rail where
+each NIC is its own rail, or the fabric has one plane (else ``permute_channels`` does not apply); a degraded NIC
+(``Topology.slow_nics``) is not mapped onto another, so it keeps ``permute_channels`` out (``collapse_channels``,
+whose channels share their ports, stays exact).
+
+``fabric_binds``: where no fabric port can ever serve a transfer more slowly than its NIC does (every uplink or
+downlink carries at most n transfers at once, one per engine, and moves at least n NICs' rate), the fabric
+changes no time of the simulation (a transfer is done when its slowest port is, and each fabric port serves
+its jobs no slower than their NICs), so the machine without it, and every reduction exact on that machine,
+gives the same times (to the rounding of ties: a fabric port that finishes a job at the instant its NIC does).
 """
 from __future__ import annotations
 
@@ -28,6 +38,7 @@ import numpy as np
 
 from collsim.core.schedule import Schedule
 from collsim.machine.topology import Link, Topology
+from collsim.simulate.resources import fabric_names, fabric_rows
 
 LENGTH_TOLERANCE = 0.01   # channel parts differ by a few elements when the buffer does not split evenly
 
@@ -70,15 +81,18 @@ def _keep(s: Schedule, classes: list[list[int]], factor: int) -> Schedule:
     step_ptr = np.r_[0, np.cumsum(np.bincount(steps, minlength=s.n_steps))]
     return Schedule(s.ranks, s.count, s.itemsize, s.src[mask], s.dst[mask], s.offset[mask], s.length[mask],
                     s.op[mask], step_ptr, s.name, {**s.meta, "channels_per_kept": factor}, renumber[s.channel[mask]],
-                    s.switches, s.lane[mask])
+                    s.switches, s.lane[mask], s.network)
 
 
-def _slowed(topology: Topology, ports: float, nics: float) -> Topology:
-    """``topology`` with GPU and NVLS ports ``ports`` times and NICs and proxies ``nics`` times slower."""
+def _slowed(topology: Topology, ports: float, nics: float, merged_nics: int = 1) -> Topology:
+    """``topology`` with GPU and NVLS ports ``ports`` times and NICs and proxies ``nics`` times slower; the fabric's
+    ports as much as the NICs, and ``merged_nics`` / planes times more (a node's NICs merged into one)."""
     slow = lambda link, k: None if link is None else Link(link.alpha, link.beta * k)   # noqa: E731
     protocols = tuple(replace(p, inter=replace(p.inter, proxy=p.inter.proxy * ports)) for p in topology.protocols)
+    fabric = tuple(replace(t, oversubscription=t.oversubscription * merged_nics / t.planes) if merged_nics > 1
+                   else t for t in topology.fabric)
     return replace(topology, intra=slow(topology.intra, ports), inter=slow(topology.inter, nics),
-                   nvls=slow(topology.nvls, ports), protocols=protocols)
+                   nvls=slow(topology.nvls, ports), protocols=protocols, fabric=fabric)
 
 
 def _canonical(local: np.ndarray, g: int) -> np.ndarray:
@@ -96,7 +110,8 @@ def permute_channels(s: Schedule, topology: Topology) -> tuple[Schedule, Topolog
     """(schedule, topology, channels each kept one stands for) of the quotient by permutations of every node's
     GPUs (module docstring), to be simulated with ``merged=True``; None where it does not apply."""
     g, k = topology.gpus_per_node, topology.nics_per_node
-    if s.n_transfers == 0 or g < 2 or topology.links_per_pair or k not in (1, g) or s.ranks % g or s.n_channels < g:
+    if s.n_transfers == 0 or g < 2 or topology.links_per_pair or k not in (1, g) or s.ranks % g or s.n_channels < g \
+            or any(t.planes not in (1, k) for t in topology.fabric) or topology.slow_nics:
         return None                                      # (a class holds m G channels)
     perm_of: dict[int, np.ndarray] = {}
 
@@ -117,7 +132,7 @@ def permute_channels(s: Schedule, topology: Topology) -> tuple[Schedule, Topolog
             counts[perm_of[c], np.arange(g)] += 1
         if m < 1 or (counts != m).any():
             return None
-    return _keep(s, classes, m * g), _slowed(topology, m, m * g / k), m * g
+    return _keep(s, classes, m * g), _slowed(topology, m, m * g / k, k), m * g
 
 
 def stand_for(topology: Topology, g: int) -> Topology:
@@ -135,3 +150,33 @@ def collapse_channels(s: Schedule, topology: Topology) -> tuple[Schedule, Topolo
     if g < 2 or any(len(c) != g for c in classes):
         return s, topology, 1
     return _keep(s, classes, g), stand_for(topology, g), g
+
+
+def fabric_binds(src: np.ndarray, dst: np.ndarray, engine: np.ndarray, topology: Topology,
+                 copies: int = 1) -> str | None:
+    """None when no fabric port of ``topology`` can serve transfers ``src -> dst`` (run by ``engine``, one at a
+    time each; ``copies``: each stands for that many alike on other engines) more slowly than their NICs (module
+    docstring); else says which port can: "leaf0.rail1.up: 3 transfers at once, 1.5x a NIC's rate"."""
+    if not topology.fabric:
+        return None
+    g = topology.gpus_per_node
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    cross = np.flatnonzero((src // g != dst // g) & (src < topology.ranks) & (dst < topology.ranks))
+    cols, size = fabric_rows(topology, src, dst, cross)
+    names, span = None, int(np.max(engine, initial=0)) + 1
+    for t, col in enumerate(cols):
+        tier = topology.fabric[t // 2]
+        held = cross[col[cross] != size - 1]
+        pairs = np.unique(col[held].astype(np.int64) * span + np.asarray(engine)[held])
+        at_once = np.bincount(pairs // span, minlength=size) * copies
+        nics = 1.0 / tier.uplink_ratio(topology.nics_per_node)
+        worst = int(np.argmax(at_once))
+        if at_once[worst] > nics:
+            names = names or fabric_names(topology)
+            return f"{names[worst]}: {at_once[worst]} transfers at once, {nics:g}x a NIC's rate"
+    return None
+
+
+def without_fabric(topology: Topology) -> Topology:
+    """``topology`` with a non-blocking fabric (only the NICs limit)."""
+    return replace(topology, fabric=())

@@ -7,6 +7,7 @@
 - ``collsim.viz.animate``: the grid (and timeline cursor) as GIF or HTML animations.
 - ``collsim.viz.curves``: time and busbw vs size, crossover sizes (labels that never overlap).
 - ``collsim.viz.trees``: tree AllReduce shapes drawn as trees; ``tree_motion`` animates a schedule on them.
+- ``collsim.viz.scale``: busbw against the node count, NCCL's choice marked (``predict-nccl --nodes A,B,...``).
 - ``collsim.viz.palette``: the one colour-blind-safe palette of all of them.
 
 Also: ``diagnose`` (a ``collsim diagnose`` report: measured busbw against the expected range), ``measured``

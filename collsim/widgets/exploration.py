@@ -19,13 +19,16 @@ MAX_RANKS = 64
 def valid_ranks(algo: str, preset: str, max_ranks: int = MAX_RANKS) -> list[int]:
     """The rank counts ``explore`` accepts for ``algo`` on ``preset``: 2 .. G (one node of G GPUs) and
     whole nodes 2G, 3G, ... up to ``max_ranks``; NVLink SHARP algorithms only where the preset has
-    it, NVLS itself on one node only. Empty when the algorithm cannot run on the preset at all."""
+    it, NVLS itself on one node only; CollNet only where the network's switches reduce (SHARP). Empty when
+    the algorithm cannot run on the preset at all."""
 
     if preset not in PRESETS:
         raise CollsimError(f"unknown topology preset {preset!r}")
     record, topo = get(algo), PRESETS[preset]
     g = topo.gpus_per_node
     one_node = list(range(2, min(g, max_ranks) + 1))
+    if record.network and topo.sharp_us is None:        # CollNet: the network's switches must reduce (SHARP)
+        return []
     if record.switches:
         if topo.nvls is None:
             return []

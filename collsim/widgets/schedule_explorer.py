@@ -102,7 +102,11 @@ class ScheduleExplorer:
         the nearest allowed), then show the configuration."""
         options = valid_ranks(self.algo.value, self.preset.value)
         if not options:
-            self.error = (f"{self.algo.value} needs NVLink SHARP, which {self.preset.value} does not have: "
+            record = get(self.algo.value)
+            self.error = (f"{self.algo.value} needs switches that reduce (SHARP in the network), which "
+                          f"{self.preset.value} does not have: pick h100-sharp, or another algorithm"
+                          if record.network and PRESETS[self.preset.value].sharp_us is None else
+                          f"{self.algo.value} needs NVLink SHARP, which {self.preset.value} does not have: "
                           "pick an H100, H200 or B200 preset, or another algorithm")
             self.status.value = f"<b style='color:#b00'>{_esc(self.error)}</b>"
             return

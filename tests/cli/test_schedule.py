@@ -57,7 +57,7 @@ def test_schedule_json_schema(capsys, algo, extra):
 def test_schedule_text_and_list(capsys):
     rc, out, _ = run(capsys, "schedule", "--list")
     assert rc == 0 and all(name in out for name in ALGORITHMS)
-    assert "lecture-tree         -         (teaching only)" in out
+    assert "lecture-tree         -             (teaching only)" in out
     rc, out, _ = run(capsys, "schedule", "--algo", "ring", "--ranks", 4, "--count", 8)
     assert rc == 0 and "step    0: 0->1[0:2]+" in out
 
@@ -75,16 +75,16 @@ def test_predict_and_simulate_print_the_same_time(capsys):
 @pytest.mark.parametrize("algo", sorted(ALGORITHMS))
 def test_predict_and_simulate_agree_for_every_algorithm(capsys, algo):
     # nccl-tree is exact on one link class (on two classes its step sum is an upper bound); nvls's
-    # form is an upper bound; nvlstree has none
+    # form is an upper bound; nvlstree, nvls-sharp and CollNet have none
     inter = ["--alpha-inter", 2e-5, "--beta-inter", 8e-11] if algo == "hierarchical" else \
         ["--alpha-inter", A, "--beta-inter", B]
-    extra = ["--gpus-per-node", 4, *inter] if algo.startswith("hier") or algo in ("nccl-tree", "nvlstree") else []
+    extra = ["--gpus-per-node", 4, *inter] if "gpus_per_node" in ALGORITHMS[algo].needs else []
     argv = ["--algo", algo, "--ranks", 16, "--bytes", 3 << 20, *UNIFORM, "--gamma", G, *extra, "--json"]
     rc, out, err = run(capsys, "simulate", *argv, "--policy", "schedule")     # the closed forms' contention
     assert rc == 0, err
     simulated = json.loads(out)["time_s"]
     rc, out, err = run(capsys, "predict", *argv)
-    if algo == "nvlstree":
+    if ALGORITHMS[algo].closed_form is None:
         assert_one_line_error(rc, out, err, "no closed form")
         return
     assert rc == 0, err

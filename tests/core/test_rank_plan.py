@@ -32,7 +32,7 @@ def params(name: str, ranks: int) -> dict:
     return {"gpus_per_node": 2 if ranks % 2 == 0 else ranks} if "gpus_per_node" in ALGORITHMS[name].params else {}
 
 
-@pytest.mark.parametrize("name", [n for n, a in ALGORITHMS.items() if not a.switches])   # no NVSwitch here
+@pytest.mark.parametrize("name", [n for n, a in ALGORITHMS.items() if not (a.switches or a.network)])   # no switches
 @pytest.mark.parametrize("ranks", [1, 2, 3, 4, 5, 6, 8])
 def test_every_algorithm_gives_every_rank_the_sum(name, ranks):
     rng = np.random.default_rng(ranks)

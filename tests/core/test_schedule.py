@@ -76,6 +76,23 @@ def test_shape_errors():
         Schedule(2, 4, 4, [0], [1], [0], [1], [5], [0, 1])
 
 
+def test_the_network_endpoint_travels_through_builder_json_and_concat():
+    b = ScheduleBuilder(4, 4, switches=2, network=1)         # two NVSwitches (4, 5), the network's switch 6
+    b.add_step([0, 2], 6, 0, 4, REDUCE)
+    b.add_step(6, [1], 0, 4, COPY)
+    s = b.build()
+    assert (s.endpoints, s.network_endpoint) == (7, 6) and "network" in repr(s)
+    t = Schedule.from_json(s.to_json())
+    assert t.network == 1 and json.loads(s.to_json())["network"] == 1 and t.steps == s.steps
+    assert concat([s, t]).network == 1 and Schedule(2, 4, 4, [], [], [], [], [], [0]).network_endpoint is None
+    with pytest.raises(ScheduleError, match="network must be 0 or 1"):
+        Schedule(2, 4, 4, [], [], [], [], [], [0], network=2)
+    with pytest.raises(ScheduleError, match="'network' must be <= 1"):
+        Schedule.from_dict({"ranks": 2, "count": 1, "steps": [], "network": 3})
+    with pytest.raises(ScheduleError, match="differ in ranks, count, itemsize, switches or network"):
+        concat([s, ScheduleBuilder(4, 4, switches=2).build()])
+
+
 def test_channels_and_switches_travel_through_builder_json_and_concat():
     b = ScheduleBuilder(2, 4, switches=1)
     b.add_step([0, 1], 2, [0, 2], 2, REDUCE, channel=[0, 1])       # both GPUs reduce into the switch

@@ -179,3 +179,27 @@ def test_nccl_view_one_node_per_nvlink_domain_and_grouped_efa_nics():
     assert "SHARP" in load_cluster("h100-sharp").describe()
     assert "fabric efficiency 0.6" in Cluster.from_dict(DESCRIPTIONS["slow-fabric"]).describe()
     assert "PCIe Gen4 without P2P (SHM)" in load_cluster("rtx4090-box").describe()
+
+
+def test_degraded_nics_are_described_checked_and_seen_as_nccl_sees_the_nics(tmp_path):
+    import yaml
+    c = Cluster.from_dict({**SPEC, "degraded_nics": [{"node": 1, "nic": 2, "nic_Gbps": 200}]})
+    assert c.degraded_nics == ((1, 2, 200.0),) and "node1.nic2 at 200 Gb/s" in c.describe()
+    f = tmp_path / "c.yaml"
+    f.write_text(yaml.safe_dump(c.to_dict()))
+    assert load_cluster(f).degraded_nics == c.degraded_nics and "degraded_nics" not in Cluster.from_dict(SPEC).to_dict()
+    t = to_topology(c)
+    assert t.slow_nics == ((10, 2.0),) and "node1.nic2 at 200 Gb/s (degraded)" in t.source
+    for bad, message in (([{"node": 2, "nic": 0, "nic_Gbps": 100}], "degraded_nics node must be <= 1"),
+                         ([{"node": 0, "nic": 8, "nic_Gbps": 100}], "degraded_nics nic must be <= 7"),
+                         ([{"node": 0, "nic": 0, "nic_Gbps": 800}], "faster than nic_Gbps"),
+                         ([[0, 0, 100], [0, 0, 200]], "listed twice"), ([{"node": 0}], "each entry is"),
+                         ({"node": 0}, "must be a list")):
+        with pytest.raises(CollsimError, match=message):
+            Cluster.from_dict({**SPEC, "degraded_nics": bad})
+    with pytest.raises(CollsimError, match="degraded_nics node must be <= 0"):
+        c.with_nodes(1)
+    p5 = Cluster.from_dict({**DESCRIPTIONS["p5"], "degraded_nics": [[1, 5, 50], [1, 6, 0.1]]}).nccl_view()
+    assert p5.degraded_nics == ((1, 1, 250.1),)                  # NICs 4-7 are GPU 1's device: 2 x 100 + 50 + 0.1
+    rack = Cluster.from_dict({**DESCRIPTIONS["gb200-nvl72"], "nodes": 36, "degraded_nics": [[19, 3, 100]]})
+    assert rack.nccl_view().degraded_nics == ((1, 7, 100.0),)    # host 19 = domain 1's second host: NIC 4 + 3

@@ -32,7 +32,8 @@ def test_rank_mapping_and_nics():
     u = Topology.uniform(5, 1e-6, 1e-9)
     assert (u.nodes, u.gpus_per_node, u.ranks) == (1, 5, 5) and u.intra == u.inter == Link(1e-6, 1e-9)
     for kw in ({"nodes": 0}, {"gpus_per_node": 2.5}, {"nics_per_node": 5}, {"nics_per_node": 0},
-               {"call_us": -1.0}, {"links_per_pair": -1}, {"nvls": u.intra, "links_per_pair": 2}):
+               {"call_us": -1.0}, {"links_per_pair": -1}, {"nvls": u.intra, "links_per_pair": 2},
+               {"sharp_us": -1.0}, {"sharp_us": float("nan")}):
         args = {"nodes": 1, "gpus_per_node": 4, "intra": u.intra, "inter": u.inter, **kw}
         with pytest.raises(CollsimError):
             Topology(**args)
@@ -74,9 +75,10 @@ def test_load_round_trip(tmp_path, ext):
         p = tmp_path / f"topo.{ext}"
         p.write_text(json.dumps(d) if ext == "json" else yaml.safe_dump(d))
         assert load_topology(p) == t
-    full = {**GOOD, "nvls": {"bandwidth_GBps": 300, "latency_us": 2}, "call_us": 8.4}
+    full = {**GOOD, "nvls": {"bandwidth_GBps": 300, "latency_us": 2}, "call_us": 8.4, "sharp_us": 2.5}
     t2 = Topology.from_dict(full)
     assert t2.nvls.bandwidth_GBps == pytest.approx(300) and t2.call_us == 8.4 and Topology.from_dict(t2.to_dict()) == t2
+    assert t2.sharp_us == 2.5 and "SHARP 2.5 us" in t2.describe() and Topology.from_dict(GOOD).sharp_us is None
     p = tmp_path / f"one.{ext}"       # one node: inter may be omitted, nics default to 1
     p.write_text(json.dumps({"nodes": 1, "gpus_per_node": 2, "intra": GOOD["intra"]}))
     one = load_topology(p)
@@ -113,6 +115,7 @@ MALFORMED = [
     ("zero beta", {**GOOD, "inter": {"alpha_s": 0, "beta_s_per_byte": 0}}, "inter'.beta_s_per_byte must be"),
     ("not a mapping", [1, 2], "expected a mapping"),
     ("bad call", {**GOOD, "call_us": -2}, "'call_us' must be a number from 0 to"),
+    ("bad sharp", {**GOOD, "sharp_us": "fast"}, "'sharp_us' must be a number from 0 to"),
     ("bad pairs", {**GOOD, "links_per_pair": 1.5}, "'links_per_pair' must be an integer from 0 to"),
     ("nvls and pairs", {**GOOD, "links_per_pair": 2, "nvls": GOOD["intra"]}, "'nvls' needs an NVSwitch"),
     ("bad nvls", {**GOOD, "nvls": {"bandwidth_GBps": 0, "latency_us": 1}}, "nvls'.bandwidth_GBps must be"),

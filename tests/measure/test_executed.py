@@ -64,7 +64,7 @@ def test_build_schedules_keyword_parameters_are_the_runners_options():
 
 
 def test_algorithm_names_and_their_parameters():
-    runnable = [n for n, a in ALGORITHMS.items() if not a.switches]
+    runnable = [n for n, a in ALGORITHMS.items() if not (a.switches or a.network)]
     assert algorithm_names("all") == runnable
     names = algorithm_names("double-tree, all,lecture-ring")
     assert names == ["double-tree"] + [a for a in runnable if a != "double-tree"] + ["lecture-ring"]
@@ -143,3 +143,16 @@ def test_nccl_fits_keep_the_native_all_reduce_and_leave_the_schedules_out(tmp_pa
 def test_compare_errors_are_one_line(capsys, argv, words):
     rc, out, err = run(capsys, *argv)
     assert rc == 2 and out == "" and len(err.splitlines()) == 1 and words in err, err
+
+
+def test_a_record_without_its_ranks_is_compared_on_the_runs_world_size(tmp_path, capsys):
+    """The record's "ranks" is optional (the meta's world_size stands for it): once an internal error."""
+    f = executed_file(tmp_path / "x.jsonl")
+    lines = f.read_text().splitlines()
+    recs = [json.loads(line) for line in lines]
+    for r in recs[1:]:
+        r.pop("ranks", None)
+    f.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    rc, out, err = run(capsys, "compare", f, "--alpha", A, "--beta", B, "--json")
+    assert rc == 0, err
+    assert {r["ranks"] for r in json.loads(out)["rows"]} == {4}

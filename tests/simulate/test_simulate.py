@@ -7,6 +7,7 @@ from hypothesis import given, settings, strategies as st
 from collsim.core.compose import ScheduleBuilder
 from collsim.core.schedule import COPY, REDUCE, Schedule
 from collsim.errors import CollsimError
+from collsim.machine.fabric import Tier
 from collsim.machine.protocols import PathCosts, ProtocolCosts
 from collsim.machine.topology import Link, Topology
 from collsim.simulate import simulate, simulate_times
@@ -236,12 +237,35 @@ def test_too_few_gpus_and_bad_ranges():
         simulate(bad, uni(2))
 
 
+def test_the_networks_switch_is_reached_over_each_gpus_nic_and_adds_sharps_latency():
+    # GPU 1 (node 0) and GPU 2 (node 1) reduce into the network's switch (endpoint 4), then GPU 0 takes the sum
+    from dataclasses import replace
+
+    from collsim.simulate.resources import INTER
+    topo = Topology(2, 2, Link(1e-6, 1e-10), Link(4e-6, 1e-9), 2, sharp_us=3.0)
+    s = Schedule.from_steps(4, 1000, [[(1, 4, 0, 1000), (2, 4, 0, 1000)], [(4, 0, 0, 1000, "copy")]], itemsize=1,
+                            network=1)
+    r = simulate(s, topo)
+    assert list(r.routes.link) == [INTER] * 3
+    assert {k: v for k, v in r.resource_bytes.items() if v} == {"node0.nic1.out": 1000, "node1.nic0.out": 1000,
+                                                                 "node0.nic0.in": 1000}
+    # each reduce: its NIC's 1 us, 4 us of latency, 3 us of SHARP (side by side: the switch has no port or proxy
+    # of its own); the copy: 1 us on GPU 0's NIC in, 4 us
+    np.testing.assert_allclose(r.arrive, [8e-6, 8e-6, 13e-6], rtol=1e-12)
+    np.testing.assert_array_equal(r.arrive, reference(s, topo)[2])
+    with pytest.raises(CollsimError, match="need switches that reduce") as e:
+        simulate(s, replace(topo, sharp_us=None))
+    assert "\n" not in str(e.value)
+
+
 @st.composite
 def random_case(draw):
     nodes, gpn = draw(st.integers(1, 3)), draw(st.integers(1, 4))
     nics = draw(st.integers(1, gpn))
     board = draw(st.sampled_from(["switch", "nvls", "direct"]))
+    net = draw(st.booleans())                   # the network's reducing switch (SHARP): endpoint P + switches
     P = nodes * gpn
+    switches = nodes if board == "nvls" else 0
     count = draw(st.integers(1, 12))
     channels = draw(st.integers(1, 3))
     steps = []
@@ -254,6 +278,11 @@ def random_case(draw):
                     dst = P + src // gpn
                 else:
                     src = P + dst // gpn
+            elif net and draw(st.booleans()):                # a GPU of any node and the network's switch
+                if draw(st.booleans()):
+                    dst = P + switches
+                else:
+                    src = P + switches
             off = draw(st.integers(0, count - 1))
             ln = draw(st.integers(1, count - off))
             step.append((src, dst, off, ln, draw(st.sampled_from(["reduce", "copy"])),
@@ -266,11 +295,21 @@ def random_case(draw):
                            draw(st.sampled_from([0.0, 0.5])))
                  for _ in range(3)]
         protos = (ProtocolCosts("LL", draw(st.sampled_from([0.5, 1.0])), draw(st.integers(0, 3)), *costs),)
+    fabric = []
+    if nodes > 1 and draw(st.booleans()):      # switches above the NICs: leaf groups, rails, a pod tier
+        leaf = draw(st.integers(1, 2))
+        fabric.append(Tier(leaf, draw(st.sampled_from([p for p in (1, 2, 4) if nics % p == 0])),
+                           draw(st.sampled_from([1.0, 2.0, 8.0])), "leaf"))
+        if draw(st.booleans()):
+            fabric.append(Tier(2 * leaf, 1, fabric[0].oversubscription * 2, "pod"))
     topo = Topology(nodes, gpn, Link(draw(st.sampled_from([0.0, 1e-6])), 1e-9), Link(3e-6, 4e-9), nics,
                     nvls=Link(5e-7, 2e-9) if board == "nvls" else None, links_per_pair=2 * (board == "direct"),
-                    protocols=protos)
-    s = Schedule.from_steps(P, count, steps, itemsize=draw(st.sampled_from([1, 4])),
-                            switches=nodes if board == "nvls" else 0)
+                    protocols=protos, sharp_us=draw(st.sampled_from([0.0, 2.0])) if net else None,
+                    fabric=tuple(fabric),
+                    slow_nics=tuple((n, draw(st.sampled_from([1.5, 4.0]))) for n in range(nodes * nics)
+                                    if nodes > 1 and draw(st.integers(0, 3)) == 0))     # degraded NICs
+    s = Schedule.from_steps(P, count, steps, itemsize=draw(st.sampled_from([1, 4])), switches=switches,
+                            network=int(net))
     return s, topo, "LL" if protos else None
 
 

@@ -1,15 +1,25 @@
 """collsim.simulate.symmetry: channels that repeat each other, as they are or from the next GPU, simulated once
 give the kept transfers the times of the whole simulation."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from collsim.algorithms import build_schedule
 from collsim.machine import load_cluster
+from collsim.machine.fabric import Fabric
 from collsim.predict import nccl_context
 from collsim.predict.costs import nccl_topology, with_window
 from collsim.predict.schedules import nccl_run
 from collsim.simulate import simulate
-from collsim.simulate.symmetry import channel_classes, collapse_channels, permute_channels, stand_for
+from collsim.simulate.symmetry import (
+    channel_classes,
+    collapse_channels,
+    fabric_binds,
+    permute_channels,
+    stand_for,
+    without_fabric,
+)
 
 
 def nccl_case(spec, nodes, algo, proto, nbytes, loops=3, whole=True):
@@ -100,3 +110,44 @@ def test_a_ring_quotient_of_two_nodes_gives_the_whole_rings_times(nodes, channel
     assert b.time_s == a.time_s
     kept = np.isin(whole.src, np.arange(16))                      # the first two nodes' sends, in schedule order
     np.testing.assert_array_equal(b.arrive, a.arrive[kept])
+
+
+def fabric_case(fabric, nodes, algo, proto, nbytes, loops=3):
+    """``nccl_case`` on ib-400g of ``nodes`` nodes with ``fabric`` above the NICs."""
+    ctx = nccl_context(replace(load_cluster("ib-400g", nodes), fabric=fabric), algo, proto)
+    d = ctx.decisions([nbytes])[0]
+    run = nccl_run(ctx.cluster, algo, proto, nbytes, d.channels, 4 << 20, loops)
+    topo = with_window(nccl_topology(ctx.cluster, ctx.params, algo, proto, run.threads, 1.0, run.channels), run.window)
+    return run.schedule, topo, f"{algo}/{proto}"
+
+
+@pytest.mark.parametrize("fabric", [Fabric(2, False, 4.0), Fabric(2, True, 4.0), Fabric(1, True, 3.0),
+                                    Fabric(2, True, 2.0, 4, 2.0)])
+@pytest.mark.parametrize("algo, proto, nbytes", [("Tree", "Simple", 1 << 26), ("Tree", "LL128", 1 << 22),
+                                                 ("Ring", "Simple", 1 << 25)])
+def test_channels_simulated_once_keep_their_times_on_an_oversubscribed_fabric(fabric, algo, proto, nbytes):
+    """An uplink's time is its NICs' scaled: channels collapsed, or permuted on every node (rails onto rails, one
+    plane onto itself), keep the whole simulation's times to the last bit, the fabric binding or not."""
+    s, topo, proto = fabric_case(fabric, 6, algo, proto, nbytes)
+    assert topo.fabric and fabric_binds(s.src, s.dst, s.src * s.n_channels + s.channel, topo)
+    full = simulate(s, topo, protocol=proto, progress=False)
+    s1, t1, g = collapse_channels(s, topo)
+    small, slow, k = permute_channels(s1, t1)
+    r = simulate(small, slow, protocol=proto, progress=False, merged=True)
+    assert r.time_s == full.time_s and small.n_channels * k * g == s.n_channels
+    assert r.busiest()["busy"] == pytest.approx(full.busiest()["busy"], rel=1e-4)
+
+
+def test_rail_rings_whose_hops_stay_within_leaves_barely_notice_the_spine():
+    """NCCL's rail rings on 8 nodes, rail-optimised leaves of 4 nodes 2:1: each rail's uplink carries the two
+    channels of its rail that leave the group and moves two NICs' rate, so no hop is slower than its NIC
+    (fabric_binds: None) and the times are those without the fabric, to the rounding of ties; leaves of one
+    node (top of rack, 8:1) put every hop of the ring through one NIC's rate."""
+    s, spine, proto = fabric_case(Fabric(4, True, 2.0), 8, "Ring", "Simple", 1 << 28)
+    _, tor, _ = fabric_case(Fabric(1, False, 8.0), 8, "Ring", "Simple", 1 << 28)
+    engines = s.src * s.n_channels + s.channel
+    assert fabric_binds(s.src, s.dst, engines, spine) is None
+    assert "leaf0.up: 16 transfers at once, 1x a NIC's rate" == fabric_binds(s.src, s.dst, engines, tor)
+    plain = simulate(s, without_fabric(spine), protocol=proto, progress=False)
+    assert simulate(s, spine, protocol=proto, progress=False).time_s == pytest.approx(plain.time_s, rel=1e-12)
+    assert simulate(s, tor, protocol=proto, progress=False).time_s > 3 * plain.time_s
