@@ -116,9 +116,10 @@ def channels(repeats: int) -> list[str]:
 
 def big_channels(_: int, runs: int = 3) -> list[str]:
     """256 ranks x 16 channels, the whole schedule (no symmetry: ``simulate`` of the schedule as built; NCCL's
-    runs at 1,024-16,384 ranks take the exact reductions, benchmarks/bench_scale.py) in a fresh process, ``runs`` times one after another: wall and CPU time
-    and peak RSS of each. On a VM the first run after the machine sat idle pays the page faults of
-    memory the host has taken back (build 2.5-3 s instead of 0.3 s); the runs after it show the code."""
+    runs at 1,024-16,384 ranks take the exact reductions, benchmarks/bench_scale.py) in a fresh process, ``runs``
+    times one after another: wall and CPU time and peak RSS of each. On a VM the first run after the machine sat
+    idle pays the page faults of memory the host has taken back (build 2.5-3 s instead of 0.3 s); the runs after
+    it show the code."""
     code = ("import resource, time\n"
             "from collsim.algorithms import build_schedule\nfrom collsim.simulate import simulate\n"
             "from collsim.machine.presets import get_preset\n"
