@@ -148,28 +148,50 @@ def test_slider_changes_rendered_figure(lab):
         assert readout.inner_text() != before_value
         after_shot = hashlib.sha256(image.screenshot()).hexdigest()
         assert after_shot != before_shot, "the figure did not change after moving the slider"
+        # End on NICs/node after GPUs/node grew to 16 reaches 16 (the slider's range grew with it)
+        for label in ("GPUs/node", "NICs/node"):
+            handle = panel.locator(".widget-slider", has_text=label).locator(".noUi-handle")
+            handle.focus()
+            handle.press("End")
+            page.wait_for_timeout(300)
+            end = time.time() + 30                 # the kernel has answered (and replaced the NICs slider)
+            while not _kernel_idle(lab) and time.time() < end:
+                time.sleep(0.1)
+            readout = panel.locator(".widget-slider", has_text=label).locator(".widget-readout")
+            page.wait_for_function("el => el.textContent.trim() === '16'", arg=readout.element_handle(),
+                                   timeout=30_000)
         browser.close()
 
 
 def test_executed_html_shows_figures_and_widgets(tmp_path):
-    """``python -m collsim.widgets.notebooks_html`` on notebook 05 (figures and the MeasuredVsPredicted
-    widget): chromium opens the index, follows the link, and sees a figure and the widget drawn
-    from its saved state (its dropdowns, status and image), with no kernel and no network."""
+    """``python -m collsim.widgets.notebooks_html`` on notebooks 01 and 05, read by chromium with every
+    request that is not a local file blocked: the index links the pages; 05 shows a figure and the
+    MeasuredVsPredicted widget drawn from its saved state; 01's ScheduleExplorer was saved settled (its
+    status and timeline belong to the configuration on screen, the step slider says 3 as the grid does);
+    the animation players' and widgets' icons come from the bundled fonts (FontAwesome loads, no request
+    fails but the CDN scripts nothing on the page needs); every widget sits under a note that it is a saved
+    state, and its controls are disabled."""
     _need_chromium()
     from playwright.sync_api import sync_playwright
 
     from collsim.widgets import notebooks_html
 
     out = tmp_path / "html"
-    rows = notebooks_html.build(out, only=["05"])
-    assert [r["name"][:2] for r in rows] == ["05"] and (out / "index.html").exists()
-    if not (out / notebooks_html.EMBED).exists():
+    rows = notebooks_html.build(out, only=["01", "05"])
+    assert [r["name"][:2] for r in rows] == ["01", "05"] and (out / "index.html").exists()
+    if not (out / notebooks_html.EMBED).exists() or not (out / notebooks_html.FA_CSS).exists():
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("npm could not fetch @jupyter-widgets/html-manager: widgets would need a CDN")
+            pytest.fail("npm could not fetch the widget renderer or font-awesome: pages would need a CDN")
         pytest.skip("npm not available: the page's widgets would load from a CDN")
+    assert list((out / "_static").glob("*.woff2"))                        # the widgets' icon fonts
+    assert list((out / "_static" / "font-awesome" / "fonts").glob("*.woff2"))    # the players' icons
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        blocked, failed = [], []
+        context.route(re.compile(r"^(?!file:).*"), lambda route: (blocked.append(route.request.url), route.abort()))
+        page = context.new_page()
+        page.on("requestfailed", lambda r: failed.append(r.url))
         page.goto((out / "index.html").as_uri())
         link = page.locator("a", has_text=re.compile("From alpha-beta to NCCL"))
         assert link.count() == 1
@@ -183,7 +205,29 @@ def test_executed_html_shows_figures_and_widgets(tmp_path):
         assert widget.evaluate("el => el.naturalWidth") > 100
         runs = page.locator(".widget-dropdown select").first
         assert "run 1: runner, CUDA graphs" in runs.inner_text().replace("\xa0", " ")
-        assert "sizes; collsim median" in page.locator(".widget-html").first.inner_text().replace("\xa0", " ")
+        assert ("sizes (all scored; the parameters were fitted on this run's even sizes); "
+                "model_us") in page.locator(".widget-html").first.inner_text().replace("\xa0", " ")
+        assert runs.is_disabled() and page.locator(".collsim-static-note").count() >= 1
+
+        page.goto((out / "01_ring.html").as_uri())
+        page.wait_for_load_state("load")
+        box = page.locator(".widget-vbox", has=page.locator(".widget-play")).first
+        box.wait_for(state="visible", timeout=30_000)
+        box.scroll_into_view_if_needed()
+        texts = " ".join(box.locator(".widget-html").all_inner_texts()).replace("\xa0", " ")
+        assert "simulating" not in texts and "P=16" in texts and "after 3 of 30 steps" in texts
+        assert "shaded: step 4 of 30" in texts
+        steps = box.locator(".widget-slider", has_text="steps done").locator(".widget-readout")
+        assert steps.inner_text().strip() == "3"
+        play_icon = box.locator(".widget-play button i, .widget-play button .fa").first
+        glyph = play_icon.evaluate("e => getComputedStyle(e, '::before').content") if play_icon.count() else ""
+        assert glyph not in ("", "none")
+        assert all(box.locator("select").nth(i).is_disabled() for i in range(box.locator("select").count()))
+        page.locator(".animation").first.scroll_into_view_if_needed()
+        page.wait_for_function("document.fonts.check('14px FontAwesome')", timeout=10_000)
+        assert page.evaluate("document.fonts.check('14px FontAwesome')")
+        assert not [u for u in failed if u not in blocked], failed
+        assert all("require" in u or "mathjax" in u.lower() for u in blocked), blocked
         browser.close()
 
 
@@ -274,6 +318,12 @@ def test_schedule_explorer_valid_ranks_play_speed_and_recovery(lab):
         assert seen == ["8", "16", "24"], seen
         page.wait_for_function("el => el.textContent.includes('P=24')", arg=status.element_handle(), timeout=30_000)
         assert "color:#b00" not in (status.inner_html() or "")
+        # End on the step slider reaches the new last step (the range grew from the first ring's 6 steps)
+        step_handle = box.locator(".widget-slider", has_text="steps done").locator(".noUi-handle")
+        step_handle.focus()
+        step_handle.press("End")
+        wait_idle()
+        assert readout("steps done") == str(2 * (24 - 1))
 
         # 2. Play speed: steps advanced in the same wall time, fast against slow
         speed = box.locator(".widget-dropdown select").nth(2)

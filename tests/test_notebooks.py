@@ -9,7 +9,7 @@ ALL = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 
 
 def test_every_course_notebook_is_here():
-    assert [n[:2] for n in ALL] == ["01", "02", "03", "04", "05", "06", "07", "08", "09", "10"], ALL
+    assert [n[:2] for n in ALL] == ["01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11"], ALL
 
 
 @pytest.mark.slow
@@ -37,7 +37,7 @@ def test_notebook_runs_clean_and_fast(name, tmp_path, monkeypatch):
     assert images >= 1
 
 
-# The worked solutions of notebooks 01-04 and 10 (folded under each exercise cell), as code: appended to the
+# The worked solutions of every notebook (folded under each exercise cell), as code: appended to the
 # answer cell, every exercise must then check "correct".
 SOLUTIONS = {
     "01_ring.ipynb": '''
@@ -72,10 +72,62 @@ topo = to_topology(load_cluster(str(my_cluster)))
 answer_3 = rail_ring(8, 2**30, 4, 2, topo.intra.alpha, topo.intra.beta, topo.inter.alpha, topo.inter.beta,
                      channels=8) + topo.call_us * 1e-6
 ''',
+    "05_from_alpha_beta_to_nccl.ipynb": '''
+answer_1 = 2 * ab["Ring/Simple"]["alpha_s"] + (1 << 26) * ab["Ring/Simple"]["beta_s_per_byte"]
+answer_2 = 2 * (ab["Ring/Simple"]["alpha_s"] - ab["Ring/LL"]["alpha_s"]) / (
+    ab["Ring/LL"]["beta_s_per_byte"] - ab["Ring/Simple"]["beta_s_per_byte"])
+pts = load_points([my_file])
+(mine,) = alpha_beta_fit(pts, holdout="odd").values()
+P = pts[0].config.ranks
+answer_3 = 2 * (P - 1) * mine["alpha_s"] + 2 * (P - 1) / P * (1 << 28) * mine["beta_s_per_byte"]
+answer_4 = 4 * 400 / 8
+''',
+    "06_nccl_knobs.ipynb": '''
+(lat_ll, bw_ll), (lat_s, bw_s) = rows["Ring"]["LL"], rows["Ring"]["Simple"]
+answer_1 = (lat_s - lat_ll) / (1 / bw_ll - 1 / bw_s) * 1000
+answer_2 = 2 * channels["NCCL_MAX_NCHANNELS=2"][1 << 30]
+answer_3 = {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple", "NCCL_MAX_NCHANNELS": "8"}
+''',
+    "07_overlap_graphs.ipynb": '''
+answer_1 = 8 * (1e-3 + 50e-6 + 50e6 / 100e9)
+answer_2 = 8e-3 + 50e-6 + 100e6 / 100e9
+answer_3 = max(r["bytes"] for r in grows if 1 - r["graph_s"] / max(model.host_s, r["graph_s"]) >= 0.10)
+''',
+    "08_use_nccl.ipynb": '''
+answer_1 = 8
+answer_3 = False
+answer_4 = 24576
+
+
+def my_bidirectional_ring(P, count):
+    off, length = split_even(count, 2 * P)
+    b = ScheduleBuilder(P, count, name="bidirectional-ring")
+    r = np.arange(P)
+    right, left = (r + 1) % P, (r - 1) % P
+    for k in range(P - 1):
+        cw, ccw = (r - k) % P, P + (-r - k) % P
+        b.add_step(np.r_[r, r], np.r_[right, left], off[np.r_[cw, ccw]], length[np.r_[cw, ccw]], REDUCE)
+    for k in range(P - 1):
+        cw, ccw = (r + 1 - k) % P, P + (-r + 1 - k) % P
+        b.add_step(np.r_[r, r], np.r_[right, left], off[np.r_[cw, ccw]], length[np.r_[cw, ccw]], COPY)
+    return b.build()
+''',
+    "09_appendix_harness.ipynb": '''
+answer_1 = fixed_us / 0.01
+one_slice, twenty = (model.predict(params2, "Ring", "LL", [16 << 20],
+                                   layout.Config(2, slices=k, buffer_bytes=4 << 30))[0] for k in (1, 20))
+answer_2 = one_slice / twenty
+''',
+    "11_clusters_and_scale.ipynb": '''
+answer_1 = 4 * 100 / 8 * 0.614
+per_node = (ring[512]["simulated_us"] - ring[128]["simulated_us"]) / 384
+answer_2 = ring[512]["simulated_us"] + (2048 - 512) * per_node
+''',
     "10_is_my_busbw_right.ipynb": '''
 answer_1 = "nic_link_rate"
-answer_2 = next(b for b in diagnose(link_files)["bands"] if b["band"] == "large")["ratio"]
+answer_2 = 100 / 400
 answer_3 = 2 * 200 / 8
+answer_4 = "sockets_instead_of_ib"
 ''',
     "04_alpha_beta.ipynb": '''
 answer_1 = 16 * 2e-6 * 360e9

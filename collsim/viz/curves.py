@@ -98,9 +98,9 @@ def place_labels(points, sizes, box, gap: float = 5.0, mark: float = 7.0) -> lis
     stays inside ``box`` (x0, y0, x1, y1) where it can.
 
     Greedy, in the order given: each label takes the first free place among right-above,
-    right-below, left-above, left-below its point, then the same sides moved up or down by
-    whole label heights. A label that finds no free place takes the first candidate inside the
-    box (there are more labels than room)."""
+    right-below, left-above, left-below, centred above and centred below its point, then the same
+    places moved up or down by whole label heights. A label that finds no free place takes the first
+    candidate inside the box (there are more labels than room)."""
     placed: list[tuple[float, float, float, float]] = [(px - mark, py - mark, px + mark, py + mark)
                                                        for px, py in points]
     out = []
@@ -110,7 +110,8 @@ def place_labels(points, sizes, box, gap: float = 5.0, mark: float = 7.0) -> lis
         for k in range(6):
             lift = k * (h + gap)
             cands += [(px + gap, py + gap + lift), (px + gap, py - h - gap - lift),
-                      (px - w - gap, py + gap + lift), (px - w - gap, py - h - gap - lift)]
+                      (px - w - gap, py + gap + lift), (px - w - gap, py - h - gap - lift),
+                      (px - w / 2, py + mark + gap + lift), (px - w / 2, py - h - mark - gap - lift)]
         inside = [(x, y) for x, y in cands if x >= x0 and y >= y0 and x + w <= x1 and y + h <= y1] or cands
         free = [(x, y) for x, y in inside
                 if all(x + w <= a or b <= x or y + h <= c or d <= y for a, c, b, d in placed)]
@@ -126,8 +127,8 @@ class CurvesView:
     ``update`` changes the data of existing lines and markers (no new figure),
     so a widget or animation can call it on every change without flicker.
     Curve names are fixed at construction; each keeps its colour and line style
-    (``collsim.viz.palette``). Crossover labels are placed so that they do not
-    overlap (``place_labels``).
+    (``collsim.viz.palette``). Crossover labels (the size and the curve that is faster above it) are
+    placed so that they do not overlap (``place_labels``).
     """
 
     def __init__(self, names, kind: str = "time", ax=None, max_marks: int = 12):
@@ -199,7 +200,7 @@ class CurvesView:
     def _place(self, xs, ys) -> None:
         """Crossover labels beside their markers, none overlapping another (``place_labels``)."""
         n = min(len(xs), len(self.labels))
-        texts = [f"{_fmt_bytes(c.size)}\n{c.faster_below}→{c.faster_above}" for c in self.crossings[:n]]
+        texts = [f"{_fmt_bytes(c.size)}\n→{c.faster_above}" for c in self.crossings[:n]]   # short: placed close
         px = self.fig.dpi / 72
         fs = self.labels[0].get_fontsize() if self.labels else 8
         sizes = [(0.62 * fs * px * max(len(line) for line in t.split("\n")), 2.9 * fs * px) for t in texts]
@@ -240,9 +241,10 @@ def draw_predicted_busbw(ax, result: dict, measured: dict | None = None) -> None
     sizes = np.array([r["bytes"] for r in rows], float)
     ranks = result["cluster"]["gpus_per_node"] * result["cluster"]["nodes"]
     factor = 2 * (ranks - 1) / ranks
-    ax.semilogx(sizes, [r["busbw_GBps"] for r in rows], "-", color="0.3", lw=1.2, label="collsim")
+    ax.semilogx(sizes, [r["busbw_GBps"] for r in rows], "-", color="0.3", lw=1.2,
+                label="simulated_us (collsim's simulation)")
     ax.semilogx(sizes, busbw(sizes, np.array([r["nccl_us"] for r in rows]) * 1e-6, factor), "--", color="0.6",
-                lw=1, label="NCCL's own model")
+                lw=1, label="nccl_us (NCCL's own model)")
     for i, choice in enumerate(dict.fromkeys(f"{r['algo']}/{r['proto']}" for r in rows)):
         pick = [j for j, r in enumerate(rows) if f"{r['algo']}/{r['proto']}" == choice]
         ax.semilogx(sizes[pick], [rows[j]["busbw_GBps"] for j in pick], "o", ms=5, color=f"C{i}", label=choice)
@@ -250,7 +252,7 @@ def draw_predicted_busbw(ax, result: dict, measured: dict | None = None) -> None
         m = measured["rows"]
         ms = np.array([r["bytes"] for r in m], float)
         ax.semilogx(ms, busbw(ms, np.array([r["measured_us"] for r in m]) * 1e-6, factor), "x", color="k", ms=6,
-                    label=f"measured ({Path(measured['file']).name[:32]})")
+                    label=f"measured_us ({Path(measured['file']).name[:32]})")
     c = result["cluster"]
     ax.set(xlabel="message size (bytes)", ylabel="busbw (GB/s)",
            title=f"{c.get('name') or 'cluster'}: {c['nodes']} x {c['gpus_per_node']} {c['gpu']}, NCCL {c['nccl']}")

@@ -31,8 +31,9 @@ def diagnose_figure(report: dict, path=None, ax=None, lines: dict | None = None,
             ax.fill_between(x, [e / (1 + _tolerance(s)) for s, e in zip(x, exp)],
                             [e * (1 + _tolerance(s)) for s, e in zip(x, exp)], color=style["color"], alpha=0.15,
                             lw=0, label=f"{run}: expected range")
-            ax.plot(x, exp, "-", color=style["color"], lw=1.5, label=f"{run}: collsim expects")
-            ax.plot(x, [p["nccl"] for p in pts], "--", color=style["color"], lw=1, label=f"{run}: NCCL's model")
+            ax.plot(x, exp, "-", color=style["color"], lw=1.5, label=f"{run}: simulated_us (collsim expects)")
+            ax.plot(x, [p["nccl"] for p in pts], "--", color=style["color"], lw=1,
+                    label=f"{run}: nccl_us (NCCL's model)")
             ax.plot(x, [p["measured"] for p in pts], "o", color=style["color"], ms=4, label=f"{run}: measured")
         else:
             meas = sorted((m for m in report["measured"] if m["run"] == run), key=lambda m: m["bytes"])

@@ -32,6 +32,7 @@ from collsim.core.checker import ContributionStates, contribution_states
 from collsim.core.execution import atoms_of, run_steps
 from collsim.core.schedule import REDUCE, Schedule
 from collsim.viz import palette
+from collsim.viz.grid_bins import arrow_columns, binned, column_bins
 
 LABEL_LIMIT = 48          # write the contributions into cells when ranks x chunks is at most this
 MAX_ARROWS = 256          # draw at most this many arrows per step (evenly spread over its transfers)
@@ -180,19 +181,23 @@ class GridView:
         the node size whose boundaries to draw (None or >= ranks: none)."""
         self.schedule, self._states = schedule, states
         b, self._seg, self._end = atoms_of(schedule)
-        P, C, ax = schedule.ranks, len(b) - 1, self.ax
+        self._bins, self._weights = column_bins(b), np.diff(b).astype(float)
+        P, atoms, ax = schedule.ranks, len(b) - 1, self.ax
+        C = int(self._bins.max()) + 1                  # columns drawn: atoms, or bins of them (grid_bins)
         held = np.arange(P + 1)           # colour of every (over, distinct) pair, as uint8 RGBA
         self._lut = np.round(255 * np.stack([cell_colors(held, held < 0, P),
                                              cell_colors(held, held >= 0, P)])).astype(np.uint8)
         for t in (t for row in self.labels for t in row):
             t.remove()
         self.labels = []
-        if P * C <= self.label_limit and self.states.mult is not None:
+        if P * C <= self.label_limit and C == atoms and self.states.mult is not None:
             fs = max(5, min(9, 60 // max(P, C)))
             self.labels = [[ax.text(c, r, "", ha="center", va="center", fontsize=fs)
                             for c in range(C)] for r in range(P)]
         self.chunk_text = ("chunk (elements " + ", ".join(f"{x}-{y - 1}" for x, y in zip(b[:4], b[1:5]))
                            + (", …)" if C > 4 else ")"))
+        if C < atoms:
+            self.chunk_text = f"chunks: {atoms} in {C} columns of about {atoms // C} (elements 0-{b[-1] - 1})"
         self.gpus_per_node = gpus_per_node if gpus_per_node and gpus_per_node < P else None
         cuts = np.arange(self.gpus_per_node, P, self.gpus_per_node) - 0.5 if self.gpus_per_node else []
         self.nodes.set_segments([[(-0.5, y), (C - 0.5, y)] for y in cuts])
@@ -230,6 +235,12 @@ class GridView:
         if step == 0 and not self.labels:      # every rank holds its own data: no execution needed
             self.image.set_data(np.broadcast_to(self._lut[0, 1], (sch.ranks, self._ticks[1], 4)))
             self.crosses.set_offsets(np.zeros((0, 2)))
+        elif len(self._bins) > self._ticks[1]:              # binned columns (grid_bins)
+            st = self.states
+            mean, over = binned(st.distinct[step], st.over[step], self._bins, self._weights, sch.ranks)
+            self.image.set_data(np.round(255 * cell_colors(mean, over, sch.ranks)).astype(np.uint8))
+            r, c = np.nonzero(over)
+            self.crosses.set_offsets(np.c_[c - 0.3, r - 0.25])
         else:
             st = self.states
             self.image.set_data(self._lut[st.over[step].astype(np.intp), st.distinct[step]])
@@ -243,10 +254,11 @@ class GridView:
             if n_t > MAX_ARROWS:             # thousands of overlapping arrows only cost time
                 drawn = drawn[np.linspace(0, n_t - 1, MAX_ARROWS).astype(int)]
             src, dst = sch.src[drawn], sch.dst[drawn]
-            first, end = self._seg[drawn], self._end[drawn]
-            x = first + (end - first - 1) / 2 + 0.12 * np.sign(dst - src)
-            self.arrows.set_verts(arrow_polygons(src, dst, x))
-            self.arrows.set_facecolors(np.where(sch.op[drawn, None] == REDUCE, [REDUCE_RGBA], [COPY_RGBA]))
+            x, width, keep = arrow_columns(self._seg[drawn], self._end[drawn], src, dst, sch.op[drawn], self._bins,
+                                           sch.ranks)
+            self.arrows.set_verts(arrow_polygons(src[keep], dst[keep], x, width=width[:, None]))
+            self.arrows.set_linewidths(np.where(width < 0.05, 0.0, 0.4))        # thin arrows: no black edge
+            self.arrows.set_facecolors(np.where(sch.op[drawn[keep], None] == REDUCE, [REDUCE_RGBA], [COPY_RGBA]))
             what = (f"after {step} of {n} steps; arrows: step {step + 1}, {n_t} transfers "
                     f"({int(red.sum())} reduce, {int((~red).sum())} copy)")
             if n_t > MAX_ARROWS:

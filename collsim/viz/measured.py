@@ -26,8 +26,8 @@ class MeasuredPanel:
         top.set(xscale="log", yscale="log", ylabel="time per AllReduce (us)")
         bottom.set(xscale="log", xlabel="message size (bytes)", ylabel="error (%)")
         bottom.axhline(0, color="grey", lw=0.5)
-        self.styles = [top.plot([], [], "k-", label="collsim model")[0],
-                       top.plot([], [], "k--", label="NCCL tuning model")[0]]
+        self.styles = [top.plot([], [], "k-", label="model_us (collsim's fitted model)")[0],
+                       top.plot([], [], "k--", label="nccl_us (NCCL's tuning model)")[0]]
 
     def show(self, configs=None, max_configs: int = 8) -> list[dict]:
         """Draw the first ``max_configs`` configurations, or those named in ``configs``; returns

@@ -142,7 +142,7 @@ class TimelineView:
             self.ax.set_yticks(range(n_rows), self.rows.labels, fontsize=7 if n_rows > 16 else 9)
         what = "link (src→dst)" if self.by == "link" else "sending rank"
         more = f", {self.rows.dropped} quieter rows not shown" if self.rows.dropped else ""
-        self.caption = (f"{schedule.name or 'schedule'}: per-{what} timeline, "
+        self.caption = (f"{schedule.name or 'schedule'}: simulated per-{what} timeline, "
                         f"total {self.total_us:.3g} µs{more}")
         if self.text:
             self.ax.set_title(self.caption, fontsize=10)
@@ -197,7 +197,7 @@ def draw_timeline(result, by: str = "link", ax=None, max_rows: int = 32):
 
 def draw_timelines(results: dict, by: str = "link", max_rows: int = 16, width: float = 12.0):
     """A figure of one timeline per ``SimResult`` in ``results`` ({title: result}), stacked on one
-    shared time axis (the longest run sets it), each titled with its name and total time."""
+    shared time axis (the longest run sets it), each titled with its name and simulated total time."""
     from matplotlib.figure import Figure
 
     rows = [min(max_rows, len(timeline_rows(r.schedule, r.start, r.end, by, None, max_rows).labels))
@@ -208,7 +208,7 @@ def draw_timelines(results: dict, by: str = "link", max_rows: int = 16, width: f
     longest = max(v.total_us for v in views)
     for name, v in zip(results, views):
         v.set_xmax(longest)
-        v.ax.set_title(f"{name}: {v.total_us:,.0f} µs" + (f" ({v.rows.dropped} quieter rows not shown)"
+        v.ax.set_title(f"{name}: {v.total_us:,.0f} µs simulated" + (f" ({v.rows.dropped} quieter rows not shown)"
                                                            if v.rows.dropped else ""), fontsize=10)
     for ax in axes[:-1]:
         ax.set_xlabel("")

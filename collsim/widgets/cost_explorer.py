@@ -120,9 +120,11 @@ class CostExplorer:
         self._update()
         if self._sizes is not None:           # draw the busbw view's background now: the first toggle is then a blit
             self._draw(self._sizes, self.series, self._P, kind="busbw", show=False)
+        self._machine_row = W.HBox([self.nodes, self.gpus_per_node, self.nics])
+        self._nics_top = self.nics.max       # the largest range a NICs slider's front end was created with
         self.widget = W.VBox([W.HBox([self.latency, self.bandwidth]),
                               W.HBox([self.inter_latency, self.inter_bandwidth]),
-                              W.HBox([self.nodes, self.gpus_per_node, self.nics]),
+                              self._machine_row,
                               W.HBox([self.sizes, self.kind]), self.machine, self.status, self.image])
         settle_heap()
 
@@ -135,11 +137,28 @@ class CostExplorer:
         """The NIC slider's range follows GPUs per node (its value clipped into it), then one update."""
         self._busy = True
         try:
-            self.nics.max = max(change["new"], 1)
+            top = max(change["new"], 1)
+            if top > self._nics_top:
+                self._new_nics_slider(top)
+            self.nics.max = top
             self.nics.value = min(self.nics.value, self.nics.max)
         finally:
             self._busy = False
         self._update()
+
+    def _new_nics_slider(self, top: int) -> None:
+        """A NICs slider of range 1..top in place of the old one: ipywidgets 8's slider keeps the range it
+        was created with for its End key (``ScheduleExplorer._new_step_slider`` says why), so End would
+        stop at the old maximum after the range grew."""
+        import ipywidgets as W
+
+        old = self.nics
+        old.unobserve(self._update, names="value")
+        self.nics = W.IntSlider(value=old.value, min=1, max=top, description="NICs/node", continuous_update=False)
+        self.nics.observe(self._update, names="value")
+        self._machine_row.children = (self.nodes, self.gpus_per_node, self.nics)
+        old.close()
+        self._nics_top = top
 
     def _on_sizes(self, change) -> None:
         """Keep min < max: a range squeezed to one value widens by one octave."""

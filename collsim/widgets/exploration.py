@@ -71,9 +71,13 @@ class Exploration:
     @property
     def summary(self) -> str:
         sched, topo = self.schedule, self.topology
+        t = self.result.time_s * 1e6
+        shown = f"{t / 1e3:.4g} ms" if t >= 1e4 else f"{t:.4g} µs"
+        call = (f" (the timeline's transfers plus the machine's {topo.call_us:g} µs fixed cost per call)"
+                if topo.call_us else "")
         return (f"{self.algo}, P={sched.ranks}, {sched.count * sched.itemsize} B per rank on "
                 f"{topo.describe()}: {sched.n_steps} steps, {sched.n_transfers} transfers, "
-                f"simulated {self.result.time_s * 1e6:.4g} µs")
+                f"simulated {shown}{call}")
 
     @cached_property
     def states(self):

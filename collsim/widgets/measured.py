@@ -39,6 +39,7 @@ class Run:
     params: Path
     probe: Path | None = None
     overhead_from: tuple = field(default=())
+    fitted: bool = False          # the parameters were fitted on this run's even sizes
 
 
 def bundled_runs(data) -> dict[str, Run]:
@@ -53,19 +54,19 @@ def bundled_runs(data) -> dict[str, Run]:
     p1, p2 = d / "params.json", d / "run2" / "params.json"
     runs = {}
 
-    def add(name, files, params, overhead=()):
+    def add(name, files, params, overhead=(), fitted=False):
         files = tuple(sorted(files))
         if files and params.exists():
-            runs[name] = Run(files, params, probe, tuple(overhead))
+            runs[name] = Run(files, params, probe, tuple(overhead), fitted)
 
-    add("run 1: runner, CUDA graphs", d.glob("runner/nvlink_*_graph.jsonl"), p1)
+    add("run 1: runner, CUDA graphs", d.glob("runner/nvlink_*_graph.jsonl"), p1, fitted=True)
     add("run 1: runner, eager", d.glob("runner/nvlink_*_eager.jsonl"), p1)
     add("run 1: nccl-tests, CUDA graphs", d.glob("nccl-tests/graph_*_*.log"), p1)
     add("run 1: 2 emulated nodes (sockets)", d.glob("runner/emu2_*.jsonl"), p1)
     add("run 1: NCCL_* settings (vars/)", d.glob("vars/*.jsonl"), p1)
     for run in sorted(d.glob("run[0-9]*"), key=lambda x: int(x.name[3:])):
         n = run.name[3:]
-        add(f"run {n}: runner, CUDA graphs", run.glob("runner/nvlink_*_graph.jsonl"), p2)
+        add(f"run {n}: runner, CUDA graphs", run.glob("runner/nvlink_*_graph.jsonl"), p2, fitted=n == "2")
         ab = (run / "runner" / "nvlink_default_graph.jsonl", run / "nccl-tests" / "graph_default.jsonl")
         add(f"run {n}: nccl-tests, CUDA graphs", run.glob("nccl-tests/graph_*.jsonl"), p2,
             ab if all(f.exists() for f in ab) else ())
@@ -233,14 +234,17 @@ class MeasuredVsPredicted:
         self.shares = term_shares(self.params, pts)
         self.shares_panel.show(*self.shares)
         ours, theirs = c["model"], c["nccl"]
-        nccl = (f"NCCL's model median {100 * theirs['median_abs_rel_error']:.1f}%, "
-                f"p90 {100 * theirs['p90_abs_rel_error']:.1f}%" if theirs["n"] else "NCCL's model: no answer")
-        ours_text = (f"collsim median |error| {100 * ours['median_abs_rel_error']:.1f}%, "
-                     f"p90 {100 * ours['p90_abs_rel_error']:.1f}%" if ours["n"] else "collsim: no answer")
+        nccl = (f"nccl_us (NCCL's model) median {100 * theirs['median_abs_rel_error']:.1f}%, "
+                f"p90 {100 * theirs['p90_abs_rel_error']:.1f}%" if theirs["n"] else "nccl_us: no answer")
+        ours_text = (f"model_us (collsim's fitted model) median |error| {100 * ours['median_abs_rel_error']:.1f}%, "
+                     f"p90 {100 * ours['p90_abs_rel_error']:.1f}%" if ours["n"] else "model_us: no answer")
+        run = self.runs.get(self._run_name)
+        scored = ("all scored; the parameters were fitted on this run's even sizes" if run is not None and run.fitted
+                  else "all scored; none of them fitted")
         unknown = self.result.get("unknown_harness") or []
         warn = (f" (harness {', '.join(unknown)}: its per-call overhead is not in these parameters, "
                 "predicted without it)" if unknown else "")
-        self.status.value = f"{self._run_name}: {len(c['sizes'])} sizes; {ours_text}; {nccl}{warn}"
+        self.status.value = f"{self._run_name}: {len(c['sizes'])} sizes ({scored}); {ours_text}; {nccl}{warn}"
         axes = [self.panel.top, self.panel.bottom, self.shares_panel.ax]
         key = (self._run_name, self._loads if self._run_name == OWN else 0, name)
         self._png.use(key, axes)                           # a background per run and configuration

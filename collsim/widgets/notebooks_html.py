@@ -6,16 +6,19 @@ Runs every notebook of ``notebooks/`` (or those whose names start with ``--only`
 with nbclient in its own folder, keeping the widgets' state (``store_widget_state=True``), converts
 each to HTML with nbconvert's "lab" template (figures and animations are in the page) and writes
 OUT/index.html listing them with their titles and run times. Widgets are drawn in the page from
-their saved state by @jupyter-widgets/html-manager's ``embed.js``, copied into OUT/_static/ from the
-npm registry (``npm pack``) when npm is there, else loaded from a CDN by the reader's browser. In
-the static page a widget shows the state it was saved in: its controls do not compute anything
-(that needs a kernel: ``bash scripts/notebooks.sh``).
+their saved state by @jupyter-widgets/html-manager's ``embed.js``, copied into OUT/_static/ with its
+icon fonts from the npm registry (``npm pack``) when npm is there, else loaded from a CDN by the
+reader's browser; the animations' players get their icons from the npm package font-awesome 4.7, copied
+into OUT/_static/font-awesome/, so the pages need no network. In the static page a widget shows the
+state it was saved in: a note above it says so, and its controls are disabled (computing needs a
+kernel: ``bash scripts/notebooks.sh``).
 """
 from __future__ import annotations
 
 import argparse
 import html
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +33,30 @@ from collsim.outputs import atomic_write, printable
 ROOT = Path(__file__).resolve().parents[2]   # the checkout: its notebooks/ folder
 HTML_MANAGER = "@jupyter-widgets/html-manager@1"      # ipywidgets 8's widget state (version_major 2)
 EMBED = "_static/embed.js"
+FONT_AWESOME = "font-awesome@4.7.0"                    # the icons of matplotlib's animation players
+FA_CSS = "_static/font-awesome/css/font-awesome.min.css"
+FONTS = (".woff2", ".woff", ".ttf", ".eot", ".svg", ".otf")
+CDN_FA = re.compile(r"https?://[^\"']*font-awesome[^\"']*\.css")
+STATIC_NOTE = ("saved widget: it shows the state it was left in, and its controls compute nothing here "
+               "(they need a running kernel: bash scripts/notebooks.sh)")
+STATIC_JS = """<style>.collsim-static-note{font:italic 85% sans-serif;color:#555;margin:0.3em 0}
+.jupyter-widgets input,.jupyter-widgets select,.jupyter-widgets button,.jupyter-widgets textarea,
+.jupyter-widgets .noUi-target{pointer-events:none}</style>
+<script>(function(){
+  function still(root){
+    root.querySelectorAll('.jupyter-widgets input,.jupyter-widgets select,.jupyter-widgets button,'
+      + '.jupyter-widgets textarea').forEach(function(e){e.disabled=true;});
+    root.querySelectorAll('.jupyter-widgets .noUi-handle').forEach(function(e){e.setAttribute('tabindex','-1');});
+    root.querySelectorAll('.jupyter-widgets .noUi-target').forEach(function(e){e.setAttribute('disabled','');});
+  }
+  document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').forEach(function(s){
+    var d=document.createElement('div'); d.className='collsim-static-note'; d.textContent=NOTE;
+    s.parentNode.insertBefore(d,s);
+  });
+  new MutationObserver(function(){still(document);}).observe(document.body,{childList:true,subtree:true});
+  still(document);
+})();</script>
+"""
 
 
 def vendor_widgets_js(out: Path) -> str | None:
@@ -53,7 +80,35 @@ def vendor_widgets_js(out: Path) -> str | None:
                 return None
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(member.read())
+            for m in tar.getmembers():          # its icon fonts, which embed.js asks for beside itself
+                if m.isfile() and m.name.startswith("package/dist/") and m.name.endswith(FONTS):
+                    (target.parent / Path(m.name).name).write_bytes(tar.extractfile(m).read())
     return EMBED
+
+
+def vendor_font_awesome(out: Path) -> str | None:
+    """Copy font-awesome 4.7's CSS and fonts (npm) into ``out/_static/font-awesome``; the CSS's URL
+    relative to ``out``, or None without npm."""
+    if (out / FA_CSS).exists():
+        return FA_CSS
+    npm = shutil.which("npm")
+    if npm is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([npm, "pack", FONT_AWESOME, "--silent"], cwd=tmp, capture_output=True, text=True,
+                              timeout=300)
+        tarballs = list(Path(tmp).glob("*.tgz"))
+        if proc.returncode != 0 or not tarballs:
+            return None
+        with tarfile.open(tarballs[0]) as tar:
+            for m in tar.getmembers():
+                rel = m.name.removeprefix("package/")
+                if m.isfile() and (rel == "css/font-awesome.min.css" or (rel.startswith("fonts/") and
+                                                                         rel.endswith(FONTS))):
+                    dest = out / "_static" / "font-awesome" / rel
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    dest.write_bytes(tar.extractfile(m).read())
+    return FA_CSS if (out / FA_CSS).exists() else None
 
 
 def execute(path: Path, timeout: int = 120):
@@ -77,13 +132,18 @@ def title(nb) -> str:
     return ""
 
 
-def to_html(nb, widgets_js: str | None) -> str:
-    """nbconvert's lab-template HTML of an executed notebook, widgets drawn by ``widgets_js``."""
+def to_html(nb, widgets_js: str | None, icons_css: str | None = None) -> str:
+    """nbconvert's lab-template HTML of an executed notebook, widgets drawn by ``widgets_js``, the
+    animation players' icons from ``icons_css`` (else the CDN matplotlib names), each widget under a
+    note that it is a saved state, its controls disabled."""
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(template_name="lab", widget_renderer_url=widgets_js or "")
     body, _ = exporter.from_notebook_node(nb)
-    return body
+    if icons_css:
+        body = CDN_FA.sub(icons_css, body)
+    script = STATIC_JS.replace("NOTE", repr(STATIC_NOTE))
+    return body.replace("</body>", script + "</body>", 1) if "</body>" in body else body + script
 
 
 def writable_folder(out: Path) -> None:
@@ -111,6 +171,7 @@ def build(out, notebooks=ROOT / "notebooks", only=None, timeout: int = 120) -> l
         raise CollsimError(f"no notebooks in {notebooks}" + (f" starting with {', '.join(only)}" if only else ""))
     writable_folder(out)                     # before minutes of running notebooks
     js = vendor_widgets_js(out)
+    icons = vendor_font_awesome(out)
     rows = []
     for path in paths:
         t = time.perf_counter()
@@ -118,7 +179,7 @@ def build(out, notebooks=ROOT / "notebooks", only=None, timeout: int = 120) -> l
         seconds = time.perf_counter() - t
         page = path.with_suffix(".html").name
         with atomic_write(out / page, "page") as f:
-            f.write(to_html(nb, js))
+            f.write(to_html(nb, js, icons))
         rows.append({"name": path.stem, "page": page, "title": title(nb), "seconds": seconds})
         print(f"{path.name}: {seconds:.1f} s -> {out / page}", file=sys.stderr)
     items = "\n".join(f'<li><a href="{html.escape(r["page"])}">{html.escape(r["title"] or r["name"])}</a> '

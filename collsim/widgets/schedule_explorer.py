@@ -63,7 +63,9 @@ class ScheduleExplorer:
         self.step = W.IntSlider(value=0, min=0, max=1, description="steps done")
         self.play = W.Play(value=0, min=0, max=1, interval=700, description="play")
         self.speed = W.Dropdown(options=SPEEDS, value=700, description="speed")
-        W.jslink((self.play, "value"), (self.step, "value"))
+        self._link = W.jslink((self.play, "value"), (self.step, "value"))
+        self._controls = W.HBox([self.play, self.step, self.speed])
+        self._step_top = 1            # the largest range a step slider's front end was created with
         self.speed.observe(lambda c: setattr(self.play, "interval", int(c["new"])), names="value")
         self.status = W.HTML()
         self.about = W.HTML()
@@ -90,7 +92,7 @@ class ScheduleExplorer:
         self.step.observe(self._on_step, names="value")
         self._on_config()
         self.widget = W.VBox([W.HBox([self.algo, self.preset]), W.HBox([self.ranks, self.size]),
-                              W.HBox([self.play, self.step, self.speed]), self.status, self.about,
+                              self._controls, self.status, self.about,
                               W.HTML(legend_html()), self.grid_caption, self.grid_img, self.time_caption,
                               self.time_img])
         settle_heap()
@@ -153,6 +155,8 @@ class ScheduleExplorer:
         n = state.schedule.n_steps
         self._configuring = True          # the step reset below must not render twice
         try:
+            if n > self._step_top:
+                self._new_step_slider(n)
             self.step.value = self.play.value = 0
             self.step.max = self.play.max = n
         finally:
@@ -166,6 +170,31 @@ class ScheduleExplorer:
             self.time_caption.value = "simulating…"
             self._render(0)
             loop.call_soon(self._show_timeline, key, state, True)
+
+    def _new_step_slider(self, n: int) -> None:
+        """A new step slider of range 0..n in place of the old one. ipywidgets 8's slider (noUiSlider)
+        keeps the range it was created with for its Home and End keys (``updateOptions`` leaves
+        ``options.spectrum`` stale), so End would stop at the first configuration's last step after the
+        range grew; a slider created with the larger range reaches it (a smaller range later is fine:
+        End then lands past the end and is clamped to it)."""
+        import ipywidgets as W
+
+        old = self.step
+        old.unobserve(self._on_step, names="value")
+        self._link.unlink()
+        self.step = W.IntSlider(value=0, min=0, max=n, description="steps done")
+        self._link = W.jslink((self.play, "value"), (self.step, "value"))
+        self.step.observe(self._on_step, names="value")
+        self._controls.children = (self.play, self.step, self.speed)
+        old.close()
+        self._step_top = n
+
+    def flush(self) -> None:
+        """Simulate now what waits for the event loop's next tick, so that the widget's state (and an
+        executed notebook's saved state) shows the timeline of the configuration on screen."""
+        if self.state is not None and self._timeline_state is not self.state and not self.error:
+            key = (self.algo.value, self.ranks.value, self.size.value, self.preset.value)
+            self._show_timeline(key, self.state, render=True)
 
     def _show_timeline(self, key, state, render: bool = False) -> None:
         """Simulate ``state`` (if not yet) and put it on the timeline, unless the controls moved on; a
@@ -196,6 +225,8 @@ class ScheduleExplorer:
             self._render_timeline(min(self.step.value, state.schedule.n_steps))
 
     def _on_step(self, change) -> None:
+        if self.play.value != change["new"]:
+            self.play.value = change["new"]          # Play and the slider agree in the kernel's state too
         if not self._configuring and self.state is not None:
             self._render(min(change["new"], self.state.schedule.n_steps))
 

@@ -86,6 +86,6 @@ def test_measured_panel_draws_compare_entries_and_moves_in_place(tmp_path):
     assert panel.lines[0]["measured"] is measured and np.allclose(measured.get_ydata(), meas)
     assert not panel.lines[1]["measured"].get_visible()
     assert [t.get_text() for t in top.get_legend().get_texts()] == [
-        "measured", "collsim model", "NCCL tuning model"]              # the title names it
+        "measured", "model_us (collsim's fitted model)", "nccl_us (NCCL's tuning model)"]   # the title names it
     assert top.get_title() == f"{second['config']} (all points)"
     assert top.get_ylim()[0] <= meas.min() and top.get_ylim()[1] >= meas.max()

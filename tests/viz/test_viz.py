@@ -335,7 +335,7 @@ def test_curves_view_updates_lines_and_marks():
     assert v.lines["lat"] is line and len(line.get_xdata()) == len(sizes)
     assert len(v.lines["off"].get_xdata()) == 0
     assert len(cs) == 1 and len(v.marks.get_xdata()) == 1 and v.labels[0].get_visible()
-    assert "lat→bw" in v.labels[0].get_text()
+    assert v.labels[0].get_text().endswith("→bw") and v.labels[0].get_text().startswith(curves._fmt_bytes(cs[0].size))
     with pytest.raises(CollsimError):
         v.update(sizes, {"nope": sizes})
     bus = curves.CurvesView(["bw"], kind="busbw")

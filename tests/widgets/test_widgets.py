@@ -348,3 +348,37 @@ def test_chunks_explorer_pipelines_on_a_fixed_time_axis():
     assert w.curve["nccl"] == tree_chunks(4 << 20) and w.result.schedule.name == "double-tree"
     with pytest.raises(CollsimError, match="contention policy 'first-come' is not one of fair, schedule"):
         cx.ChunksExplorer(policy="first-come")
+
+
+def test_step_slider_is_recreated_when_its_range_grows_and_flush_settles_the_timeline():
+    """ipywidgets 8's slider keeps its first range for the End key: a larger range needs a new slider
+    (placed where the old one was, still linked to Play); ``flush`` simulates what waits for the loop."""
+    from collsim.widgets.schedule_explorer import ScheduleExplorer
+
+    ex = ScheduleExplorer("ring", 4, 1 << 20, "h200-nvlink")
+    first = ex.step
+    assert first.max == 6 and ex._controls.children[1] is first
+    ex.preset.value = "ib-400g"
+    ex.ranks.value = 16
+    assert ex.step is not first and ex.step.max == 30 and ex._controls.children[1] is ex.step
+    ex.step.value = 3
+    assert ex.play.value == 3 and ex._grid.step == 3
+    second = ex.step
+    ex.ranks.value = 8                                   # a smaller range keeps the slider
+    assert ex.step is second and ex.step.max == 14
+    ex.flush()
+    assert "simulating" not in ex.status.value and "fixed cost per call" in ex.status.value
+
+
+def test_nics_slider_is_recreated_when_gpus_per_node_grows():
+    from collsim.widgets.cost_explorer import CostExplorer
+
+    ex = CostExplorer(nodes=2, gpus_per_node=8, nics_per_node=8)
+    first = ex.nics
+    ex.gpus_per_node.value = 16
+    assert ex.nics is not first and ex.nics.max == 16 and ex._machine_row.children[2] is ex.nics
+    ex.nics.value = 16
+    assert "16 NIC(s) per node" in ex.machine.value
+    second = ex.nics
+    ex.gpus_per_node.value = 4
+    assert ex.nics is second and ex.nics.max == 4 and ex.nics.value == 4
