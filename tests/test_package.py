@@ -68,7 +68,7 @@ def test_the_wheel_carries_its_data_and_runs_outside_the_checkout(tmp_path):
                     str(tmp_path / "w"), str(ROOT)], check=True, capture_output=True, timeout=300)
     wheel = next((tmp_path / "w").glob("collsim-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    assert "collsim/fitted/hopper_params.json" in names
+    assert "collsim/fitted/hopper_params.json" in names and "collsim/fitted/sim_params.json" in names
     assert "collsim/data/h200x2/runner/nvlink_Ring_Simple_graph.jsonl" in names
     assert "collsim/data/public/L15_h100x16_2n_ring_minctas24_ndr_aion.jsonl" in names
     site = tmp_path / "site"

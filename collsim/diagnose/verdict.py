@@ -5,8 +5,8 @@ Per band: the median measured busbw, collsim's expected busbw (``predict-nccl``)
 own model's, and the median of measured / expected. The range is expected x [1/(1+t), 1+t] with
 ``TOLERANCE`` t per band, set above the worst band median that healthy runs leave against their own
 description (``KNOWN_GOOD``: the bundled 2 x H200 nccl-tests runs and the public logs L01 and L15, each
-diagnosed from its files alone): 1.24x small (2 x H200, CUDA graphs: faster than predicted), 1.24x mid
-(2 x H200 eager, slower), 1.12x large (2 x H200 eager, slower); ``tests/diagnose/test_verdict.py``
+diagnosed from its files alone): 1.26x small (2 x H200, CUDA graphs: faster than predicted), 1.21x mid
+(2 x H200 eager, slower), 1.09x large (2 x H200 eager, slower); ``tests/diagnose/test_verdict.py``
 recomputes them. A run inside the range is as good as this model can tell. The verdict is the large band's
 (else mid's, else small's), and below expected whenever a band falls under half its expected busbw; the
 report's ``ratio`` is the large (else mid, else small) band's, and ``decided_by`` names the band that decided

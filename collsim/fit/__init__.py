@@ -52,8 +52,9 @@ Hold-out (``points.split``): "odd", "even", "timing", "run"; errors on the test 
 
 Modules: ``points`` (measured points and harness keys), ``overheads`` (harness terms), ``compare``
 (measured vs collsim's fitted model vs NCCL's own; executed schedules vs their simulation),
-``cluster_compare`` (the same from a cluster description), ``fabric`` (a cluster's fabric_efficiency fitted
-to one measurement), ``alpha_beta`` (the course's alpha-beta fit).
+``cluster_compare`` (the same from a cluster description), ``simulated`` (the event simulation's per-transfer
+costs fitted with the simulation in the loop, on the sets of ``sim_sets``: ``sim_params.json``), ``fabric`` (a
+cluster's fabric_efficiency fitted to one measurement), ``alpha_beta`` (the course's alpha-beta fit).
 """
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.fit import abs_rel_errors, summary
+from collsim.fit.points import harness_key
 from collsim.machine.cluster import Cluster
 from collsim.measure.files import load_file
 from collsim.predict import predict_nccl
@@ -35,9 +36,21 @@ def _series(m, inplace: bool):
     return sizes.astype(np.int64), times
 
 
-def compare_cluster(cluster: Cluster, paths, label: str | None = None, inplace: bool = False) -> dict:
+def nccl_args(meta: dict) -> tuple[str, dict]:
+    """(harness, NCCL_* env) of a measured file for ``predict_nccl``: a runner file timed in CUDA graphs whose
+    meta does not set NCCL_GRAPH_MIXING_SUPPORT ran with NCCL's default, 1 (the runner sets 0 since run 2,
+    data/h200x2/README.md; ``collsim.fit.points.harness_key``)."""
+    env = dict(meta.get("env") or {})
+    timing = meta.get("timing") or "eager"
+    if harness_key(meta, timing) == "torch-graph-mixing":
+        env["NCCL_GRAPH_MIXING_SUPPORT"] = "1"
+    return ("nccl-tests" if meta.get("harness") == "nccl-tests" else "runner"), env
+
+
+def compare_cluster(cluster: Cluster, paths, label: str | None = None, inplace: bool = False, base=None) -> dict:
     """{"files": [{"file", "rows": [...], "simulated": summary, "nccl": summary, ...}], "simulated": ...,
-    "nccl": ...} over every file's sizes (module docstring)."""
+    "nccl": ...} over every file's sizes (module docstring); ``base``: the parameters to rescale
+    (``collsim.predict.predict_nccl``; default the packaged ones)."""
     files, ours, theirs, big = [], [], [], []
     for path in paths:
         m = load_file(path, label)
@@ -50,10 +63,10 @@ def compare_cluster(cluster: Cluster, paths, label: str | None = None, inplace: 
             sizes, times = _series(m, inplace)
         except CollsimError as e:
             raise CollsimError(f"{path}: {e}") from None
-        harness = "nccl-tests" if meta.get("harness") == "nccl-tests" else "runner"
+        harness, env = nccl_args(meta)
         result = predict_nccl(cluster, sizes, meta.get("algo") or "default", meta.get("proto") or "default",
-                              meta.get("env") or {}, harness, meta.get("timing") or "eager",
-                              meta.get("gpus_per_process"))
+                              env, harness, meta.get("timing") or "eager",
+                              meta.get("gpus_per_process"), base)
         pred = np.array([r["time_us"] for r in result["rows"]])
         nccl = np.array([r["nccl_us"] for r in result["rows"]])
         e_ours, e_theirs = abs_rel_errors(pred, times), abs_rel_errors(nccl, times)

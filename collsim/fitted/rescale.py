@@ -1,10 +1,12 @@
 """collsim's NCCL model on a machine it was not measured on: the 2 x H200 fit rescaled by what the
 cluster's hardware brings.
 
-``cluster_params(cluster)`` starts from ``hopper_params.json`` (package data, the same file as
-data/h200x2/params.json: ``collsim fit`` on the 2 x H200 runner sweeps, graph and eager, emulated
-socket nodes and NCCL_MAX_NCHANNELS sweeps, which set how channels share NVLink; the command is in
-data/h200x2/ACCURACY.md) and changes only what differs physically:
+``cluster_params(cluster)`` starts from ``sim_params.json``: ``hopper_params.json`` (package data, the same
+file as data/h200x2/params.json: ``collsim fit`` of the closed-form model on the 2 x H200 runner sweeps, graph
+and eager, emulated socket nodes and NCCL_MAX_NCHANNELS sweeps, which set how channels share NVLink; the
+command is in data/h200x2/ACCURACY.md) with its NVLink paths' per-transfer costs re-fitted with the simulation
+in the loop on our 2 x H200 and L01/L15 (``collsim.fit.simulated``; ``python scripts/fit_simulation.py -o
+collsim/fitted/sim_params.json``). It changes only what differs physically:
 
 * NVLink (or PCIe) bandwidth: every intra-node channel rate and the shared link cap scale so that a
   Ring Simple AllReduce on the cluster's coll channels plateaus at the GPU's NVLink (or PCIe) bandwidth x
@@ -68,6 +70,8 @@ NVLS_BUSBW_GBPS = 480.0
 # NCCL's per-channel ceiling of NVLSTree on 2 nodes (tuning.cc:193-198 perChMaxNVLSTreeBws: Hopper 57.7,
 # Blackwell 96.0 GB/s busbw per NVLS head): the head that feeds both the switch and the network.
 NVLSTREE_PER_CHANNEL_GBPS = {False: 57.7, True: 96.0}
+# hopper_params.json re-fitted for the simulation (scripts/fit_simulation.py writes it, collsim.fit.simulated)
+SIM_PARAMS = "sim_params.json"
 PLATEAU_BYTES = 8 << 30   # where L01 measured the ring plateau
 PLATEAU_ROUNDS = 30       # fixed-point rounds of _at_plateau (a rate behind a shared cap converges slower)
 
@@ -79,10 +83,17 @@ def nvls_relative(cluster: Cluster) -> float:
             / (h100.nvlink_GBps * h100.ring_efficiency * h100.nvls_efficiency))
 
 
-def hopper_params() -> ModelParams:
-    """The packaged 2 x H200 fit (``hopper_params.json``)."""
-    text = resources.files("collsim.fitted").joinpath("hopper_params.json").read_text()
-    return params_from_dict(json.loads(text), "collsim/fitted/hopper_params.json")
+def hopper_params(name: str = "hopper_params.json") -> ModelParams:
+    """The packaged 2 x H200 fit of the closed-form model (``hopper_params.json``), or another packaged file of
+    ``collsim.fitted`` (``SIM_PARAMS``)."""
+    text = resources.files("collsim.fitted").joinpath(name).read_text()
+    return params_from_dict(json.loads(text), f"collsim/fitted/{name}")
+
+
+def simulation_params() -> ModelParams:
+    """What ``cluster_params`` starts from: ``SIM_PARAMS``, the closed-form fit with the per-transfer costs of
+    its NVLink paths re-fitted with the simulation in the loop (``collsim.fit.simulated``)."""
+    return hopper_params(SIM_PARAMS)
 
 
 def cluster_params(cluster: Cluster, channels: int | None = None, nvls_channels: int = 16,
@@ -90,7 +101,7 @@ def cluster_params(cluster: Cluster, channels: int | None = None, nvls_channels:
     """Model parameters for ``cluster`` (see the module docstring); ``channels``, ``nvls_channels``:
     NCCL's coll and NVLS channel counts on it (``collsim.nccl.search``; default
     ``REFERENCE_CHANNELS`` and 16)."""
-    base = base or hopper_params()
+    base = base or simulation_params()
     gpu, net = cluster.gpu_info, cluster.net_info
     net_step = socket_step_us(base) if cluster.net in TCP_NETS else RDMA_STEP_US
     channels = channels or REFERENCE_CHANNELS

@@ -81,16 +81,18 @@ def simulated(algo: str) -> bool:
 
 
 def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "default", env: dict | None = None,
-                 harness: str = "nccl-tests", timing: str = "eager", gpus_per_process: int | None = None) -> dict:
+                 harness: str = "nccl-tests", timing: str = "eager", gpus_per_process: int | None = None,
+                 base=None) -> dict:
     """``{"predictor": "simulated_us", "cluster": ..., "settings": ..., "rows": [Row.to_dict(), ...]}`` for
-    ``sizes`` (bytes)."""
+    ``sizes`` (bytes); ``base``: the parameters to rescale (``nccl_context``)."""
     sizes = [int(s) for s in np.atleast_1d(sizes)]
     if not sizes or min(sizes) < 1:
         raise CollsimError("sizes must be positive byte counts")
-    ctx = nccl_context(cluster, algo, proto, env)
+    ctx = nccl_context(cluster, algo, proto, env, base)
     decisions = ctx.decisions(sizes)
     params = ctx.params
-    cfg = harness_config(ctx.cluster, harness, timing, gpus_per_process, sizes, ctx.setup.settings, ctx.described)
+    cfg = harness_config(ctx.cluster, harness, timing, gpus_per_process, sizes, ctx.setup.settings, ctx.described,
+                         ctx.env)
     rows = []
     for size, d in zip(sizes, decisions):
         if not simulated(d.algo):                                         # not simulated: NCCL's model

@@ -23,8 +23,10 @@ from collsim.nccl.settings import Settings
 
 HARNESSES = ("nccl-tests", "runner")
 NCCL_TESTS_ITERS = 20   # all_reduce_perf's default -n
-# the NCCL_* variables NCCL's choice (collsim.nccl.settings) or collsim's time (NCCL_BUFFSIZE) reads
-UNDERSTOOD = {"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_COLLNET_ENABLE", "NCCL_CROSS_NIC", "NCCL_IB_DISABLE",
+# the NCCL_* variables NCCL's choice (collsim.nccl.settings) or collsim's time (NCCL_BUFFSIZE, the runner's
+# NCCL_GRAPH_MIXING_SUPPORT: harness_config) reads
+UNDERSTOOD = {"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_COLLNET_ENABLE", "NCCL_CROSS_NIC",
+              "NCCL_GRAPH_MIXING_SUPPORT", "NCCL_IB_DISABLE",
               "NCCL_LL128_NTHREADS", "NCCL_MAX_CTAS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MIN_NCHANNELS",
               "NCCL_NET_OVERHEAD", "NCCL_NTHREADS", "NCCL_NVLS_ENABLE", "NCCL_NVLS_NCHANNELS", "NCCL_P2P_DISABLE",
               "OFI_NCCL_NET_LATENCY"}
@@ -55,9 +57,10 @@ class NcclContext:
 
 
 def nccl_context(cluster: Cluster, algo: str = "default", proto: str = "default",
-                 env: dict | None = None) -> NcclContext:
+                 env: dict | None = None, base: ModelParams | None = None) -> NcclContext:
     """The ``NcclContext`` of ``cluster`` under NCCL_* ``env`` with ``algo``/``proto`` forced (NCCL's names, or
-    "default" for NCCL's choice; "CollNet" means either CollNet)."""
+    "default" for NCCL's choice; "CollNet" means either CollNet); ``base``: the parameters ``cluster_params``
+    rescales (default the packaged ones; ``collsim.fit.simulated`` passes its candidates)."""
     env = {k: str(v) for k, v in (env or {}).items()}
     for key, value, names in (("NCCL_ALGO", algo, FORCED_ALGOS), ("NCCL_PROTO", proto, PROTOS)):
         if str(value).lower() == "collnet" and key == "NCCL_ALGO":
@@ -70,25 +73,29 @@ def nccl_context(cluster: Cluster, algo: str = "default", proto: str = "default"
         seen = replace(seen, net="tcp", sharp=False)   # sockets carry the inter-node traffic
     if setup.settings.p2p_disable and seen.gpus_per_node > 1:
         seen = replace(seen, intra="pcie", p2p=False, nvls=False)   # SHM through host memory
-    params = cluster_params(seen, setup.coll_channels, setup.nvls_channels or 16)   # 0: NVLS off
+    params = cluster_params(seen, setup.coll_channels, setup.nvls_channels or 16, base)   # 0: NVLS off
     return NcclContext(described, seen, env, setup, params)
 
 
 def harness_config(cluster: Cluster, harness: str, timing: str, gpus_per_process: int | None, sizes,
-                   settings: Settings, hosts: Cluster | None = None) -> Config:
+                   settings: Settings, hosts: Cluster | None = None, env: dict | None = None) -> Config:
     """The ``Config`` of a measurement by ``harness`` on ``cluster`` (as NCCL sees it) with NCCL ``settings``;
-    ``hosts``: the cluster as described (its hosts run the processes; default ``cluster``)."""
+    ``hosts``: the cluster as described (its hosts run the processes; default ``cluster``). The runner's graph
+    timing with NCCL_GRAPH_MIXING_SUPPORT=1 in ``env`` (it sets 0 unless told) carries torch's cost of NCCL's
+    graph mixing per captured call ("torch-graph-mixing", ``collsim.fit.points.harness_key``)."""
     if harness not in HARNESSES:
         raise CollsimError(f"harness {harness!r:.40} is not one of {', '.join(HARNESSES)}")
     hosts = hosts or cluster
     gpp = gpus_per_process or (hosts.gpus_per_node if hosts.nodes == 1 and harness == "nccl-tests" else 1)
     if not 1 <= gpp <= hosts.gpus_per_node:
         raise CollsimError(f"gpus per process must be 1..{hosts.gpus_per_node}, got {gpp}")
+    mixing = str((env or {}).get("NCCL_GRAPH_MIXING_SUPPORT", "")).strip()
     if harness == "nccl-tests":
         key = "nccl-tests-graph" if timing == "graph" else "nccl-tests-eager"
         slices, buffer = NCCL_TESTS_ITERS, int(max(sizes))
     else:
-        key, slices, buffer = "bare", 1, int(max(sizes))
+        key = "torch-graph-mixing" if timing == "graph" and mixing not in ("", "0") else "bare"
+        slices, buffer = 1, int(max(sizes))
     intra = "pcie" if cluster.intra == "pcie" else "nvlink"
     return Config(cluster.ranks, cluster.nodes, intra, settings.buffsize, None, timing, key, slices, buffer, True,
                   "", 0, cluster.nics_per_node, gpp)

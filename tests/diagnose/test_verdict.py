@@ -10,7 +10,7 @@ from collsim.diagnose.verdict import KNOWN_GOOD, TOLERANCE
 from collsim.measure.bundled import data_path
 from tests.diagnose.cases import PUBLIC, run
 
-WORST = {"small": 1.24, "mid": 1.24, "large": 1.12}   # the module docstring's figures
+WORST = {"small": 1.26, "mid": 1.21, "large": 1.09}   # the module docstring's figures
 
 
 def test_the_tolerance_covers_every_healthy_run_and_the_docstring_says_its_worst():
@@ -99,17 +99,17 @@ def test_most_public_cases_rank_the_named_cause_in_the_first_three():
 
 
 def test_nccl_tests_297_hit_rests_on_the_prediction():
-    """docs/diagnose.md: the slower run (328 GB/s) is 0.90 of the 364 expected, inside cpu_binding's effect range;
+    """docs/diagnose.md: the slower run (328 GB/s) is 0.90 of the 365 expected, inside cpu_binding's effect range;
     the faster one (362) is what the hardware should give. A prediction under 328 / 0.98 would drop the hit."""
     from collsim.diagnose.causes import BY_LABEL
     from tests.diagnose.cases import DATA
     _, report, rank = run(DATA / "nccl-tests-297")
     (band,) = report["bands"]
     lo, hi = BY_LABEL["cpu_binding"].effect
-    assert round(band["expected_busbw_GBps"]) == 364 and lo <= band["ratio"] <= hi and rank == 2
+    assert round(band["expected_busbw_GBps"]) == 365 and lo <= band["ratio"] <= hi and rank == 2
     assert 362.198 / band["expected_busbw_GBps"] > 1 / (1 + TOLERANCE["large"]) and round(327.98 / hi) == 335
     docs = " ".join((Path(__file__).resolve().parents[2] / "docs" / "diagnose.md").read_text().split())
-    assert "collsim expects 364 GB/s there, the user's faster run gave 362 and the slower 328 (0.90" in docs
+    assert "collsim expects 365 GB/s there, the user's faster run gave 362 and the slower 328 (0.90" in docs
     assert "a prediction under 335 GB/s" in docs
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from collsim.cli import main
-from collsim.fitted.rescale import cluster_params, hopper_params
+from collsim.fitted.rescale import cluster_params, simulation_params
 from collsim.machine import load_cluster
 from collsim.predict import predict_nccl
 
@@ -70,7 +70,7 @@ def test_packaged_parameters_are_the_committed_fit():
 
 
 def test_cluster_params_keep_the_2gpu_fit_on_hopper():
-    base, p = hopper_params(), cluster_params(load_cluster("h200-nvlink"))
+    base, p = simulation_params(), cluster_params(load_cluster("h200-nvlink"))
     for key in (("nvlink", "Ring", "LL"), ("nvlink", "Tree", "Simple")):
         assert p.path(*key)["base_us"] == pytest.approx(base.path(*key)["base_us"])
         assert p.path(*key)["step_us"] == pytest.approx(base.path(*key)["step_us"])
