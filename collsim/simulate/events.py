@@ -64,6 +64,17 @@ def _waiting(n: int, data_ptr, data_dep, engine_pred, window_pred):
 
 
 @jit
+def _waited(k, t, tm, left, ready, ctr):
+    """Transfer k's wait for something that happens at t is over: it may start then, once nothing else holds it."""
+    if t > tm[0, k]:
+        tm[0, k] = t
+    left[k] -= 1
+    if left[k] == 0:
+        ctr[0] = push(ready[0], ready[1], ready[2], ctr[0], k, tm[0, k], ctr[2])
+        ctr[2] += 1
+
+
+@jit
 def _finish(i, e, tm, cost, left, wp, wl, nxt, ready, ctr):
     """Transfer i's jobs are done at e: its arrival and end, and the dependents that can start now (into the
     ready heap). ``tm``: (ready time, start, end, arrive) rows; ``cost``: (compute, overhead, latency, alone)."""
@@ -72,23 +83,10 @@ def _finish(i, e, tm, cost, left, wp, wl, nxt, ready, ctr):
     tm[3, i] = r
     e += cost[1, i]
     tm[2, i] = e
-    rt, rs, ri, rpos = ready
     for x in range(wp[i], wp[i + 1]):
-        k = wl[x]
-        if r > tm[0, k]:
-            tm[0, k] = r
-        left[k] -= 1
-        if left[k] == 0:
-            ctr[0] = push(rt, rs, ri, ctr[0], k, tm[0, k], ctr[2])
-            ctr[2] += 1
-    k = nxt[i]
-    if k >= 0:
-        if e > tm[0, k]:
-            tm[0, k] = e
-        left[k] -= 1
-        if left[k] == 0:
-            ctr[0] = push(rt, rs, ri, ctr[0], k, tm[0, k], ctr[2])
-            ctr[2] += 1
+        _waited(wl[x], r, tm, left, ready, ctr)
+    if nxt[i] >= 0:
+        _waited(nxt[i], e, tm, left, ready, ctr)
 
 
 @jit

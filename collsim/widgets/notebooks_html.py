@@ -59,30 +59,37 @@ STATIC_JS = """<style>.collsim-static-note{font:italic 85% sans-serif;color:#555
 """
 
 
-def vendor_widgets_js(out: Path) -> str | None:
-    """Copy html-manager's standalone ``dist/embed.js`` (standard widgets, no require.js) into
-    ``out/_static`` with ``npm pack``; its URL relative to ``out``, or None without npm."""
-    target = out / EMBED
-    if target.exists():
-        return EMBED
+def _npm_files(package: str, wanted) -> dict[str, bytes] | None:
+    """The files of npm ``package`` (``npm pack``) whose path inside it (after ``package/``) ``wanted``
+    accepts, by that path; None without npm or when the pack fails."""
     npm = shutil.which("npm")
     if npm is None:
         return None
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run([npm, "pack", HTML_MANAGER, "--silent"], cwd=tmp, capture_output=True, text=True,
+        proc = subprocess.run([npm, "pack", package, "--silent"], cwd=tmp, capture_output=True, text=True,
                               timeout=300)
         tarballs = list(Path(tmp).glob("*.tgz"))
         if proc.returncode != 0 or not tarballs:
             return None
         with tarfile.open(tarballs[0]) as tar:
-            member = tar.extractfile("package/dist/embed.js")
-            if member is None:
-                return None
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(member.read())
-            for m in tar.getmembers():          # its icon fonts, which embed.js asks for beside itself
-                if m.isfile() and m.name.startswith("package/dist/") and m.name.endswith(FONTS):
-                    (target.parent / Path(m.name).name).write_bytes(tar.extractfile(m).read())
+            return {m.name.removeprefix("package/"): tar.extractfile(m).read() for m in tar.getmembers()
+                    if m.isfile() and wanted(m.name.removeprefix("package/"))}
+
+
+def vendor_widgets_js(out: Path) -> str | None:
+    """Copy html-manager's standalone ``dist/embed.js`` (standard widgets, no require.js) into
+    ``out/_static`` with ``npm pack``, with the icon fonts it asks for beside itself; its URL relative to
+    ``out``, or None without npm."""
+    target = out / EMBED
+    if target.exists():
+        return EMBED
+    files = _npm_files(HTML_MANAGER, lambda rel: rel == "dist/embed.js" or (rel.startswith("dist/")
+                                                                           and rel.endswith(FONTS)))
+    if not files or "dist/embed.js" not in files:
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for rel, data in files.items():
+        (target.parent / Path(rel).name).write_bytes(data)
     return EMBED
 
 
@@ -91,23 +98,12 @@ def vendor_font_awesome(out: Path) -> str | None:
     relative to ``out``, or None without npm."""
     if (out / FA_CSS).exists():
         return FA_CSS
-    npm = shutil.which("npm")
-    if npm is None:
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run([npm, "pack", FONT_AWESOME, "--silent"], cwd=tmp, capture_output=True, text=True,
-                              timeout=300)
-        tarballs = list(Path(tmp).glob("*.tgz"))
-        if proc.returncode != 0 or not tarballs:
-            return None
-        with tarfile.open(tarballs[0]) as tar:
-            for m in tar.getmembers():
-                rel = m.name.removeprefix("package/")
-                if m.isfile() and (rel == "css/font-awesome.min.css" or (rel.startswith("fonts/") and
-                                                                         rel.endswith(FONTS))):
-                    dest = out / "_static" / "font-awesome" / rel
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    dest.write_bytes(tar.extractfile(m).read())
+    files = _npm_files(FONT_AWESOME, lambda rel: rel == "css/font-awesome.min.css" or (rel.startswith("fonts/")
+                                                                                        and rel.endswith(FONTS)))
+    for rel, data in (files or {}).items():
+        dest = out / "_static" / "font-awesome" / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
     return FA_CSS if (out / FA_CSS).exists() else None
 
 
