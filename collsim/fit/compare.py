@@ -159,6 +159,12 @@ def compare(params: ModelParams, points: list[Point], holdout: str = "auto", alg
             "unknown_harness": unknown}
 
 
+def _by_algo_and_size(record: dict) -> tuple:
+    """Records in (algorithm, size) order; one without them sorts last, and ``executed_schedule`` names it."""
+    size = record.get("size")
+    return str(record.get("algo")), size if isinstance(size, (int, float)) and not isinstance(size, bool) else 2**63
+
+
 def executed(paths, topology_for, gamma: float = 0.0, schedule_files=()) -> list[dict]:
     """One row per executed schedule and size of each file (by algo, then size): ``measured_us``
     (the record's time_us, max over ranks of each rank's mean), ``simulated_us`` (the schedule that
@@ -175,12 +181,12 @@ def executed(paths, topology_for, gamma: float = 0.0, schedule_files=()) -> list
             raise CollsimError(f"{path}: not a file of executed collsim schedules (its meta has no 'schedule'); "
                                "compare NCCL measurements with --params PARAMS --measured FILE")
         native = {r["size"]: r["time_us"] for r in m.records if r.get("executor") == "native"}
-        records = sorted((r for r in m.records if r.get("executor") == "collsim"), key=lambda r: (r["algo"], r["size"]))
+        records = sorted((r for r in m.records if r.get("executor") == "collsim"), key=_by_algo_and_size)
         schedules = (executed_schedule(m.meta, r, Path(path).parent, given) for r in records)
         world = read_field(m.meta, "world_size", f"{path}: meta", int, required=True, minimum=1)
         topology = topology_for(world)
         simulated = simulate_times(simulable(schedules), topology, gamma)
-        rows += [{"file": str(path), "topology": topology.describe(), "algo": r["algo"], "bytes": r["size"],
+        rows += [{"file": str(path), "topology": topology.describe(), "algo": r.get("algo"), "bytes": r["size"],
                   "ranks": r.get("ranks") or world, "wrong": r["wrong"], "measured_us": r["time_us"],
                   "simulated_us": float(t) * 1e6, "native_us": native.get(r["size"])}
                  for r, t in zip(records, simulated)]

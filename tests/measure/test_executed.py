@@ -156,3 +156,13 @@ def test_a_record_without_its_ranks_is_compared_on_the_runs_world_size(tmp_path,
     rc, out, err = run(capsys, "compare", f, "--alpha", A, "--beta", B, "--json")
     assert rc == 0, err
     assert {r["ranks"] for r in json.loads(out)["rows"]} == {4}
+
+
+def test_a_record_without_its_algorithm_is_named_in_one_line(tmp_path, capsys):
+    """Found by tests/test_fuzz_inputs.py: a collsim record without "algo" was an internal KeyError."""
+    f = executed_file(tmp_path / "x.jsonl")
+    recs = [json.loads(line) for line in f.read_text().splitlines()]
+    next(r for r in recs[1:] if r.get("executor") == "collsim").pop("algo")
+    f.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    rc, out, err = run(capsys, "compare", f, "--alpha", A, "--beta", B)
+    assert rc == 2 and len(err.splitlines()) == 1 and "the meta lists no such algorithm" in err, err
