@@ -369,3 +369,11 @@ def test_readme_limits_name_the_bounds_the_code_enforces():
     for name in ("COLLSIM_MAX_MEMORY", "--max-memory", "collsim/core/budget.py", "--schedule", "regular files",
                  "strtoll", "--env"):
         assert name in limits, name
+
+
+def test_a_million_rank_tree_closed_form_answers_within_the_rank_bound():
+    code, out, err = collsim("predict", "--algo", "double-tree", "--ranks", 1 << 20, "--bytes", "4M",
+                             "--alpha", "1e-6", "--beta", "1e-11", "--json")
+    assert code == 0, err
+    row = json.loads(out)
+    assert row["ranks"] == 1 << 20 and 0 < row["time_s"] < 1e-2, row
