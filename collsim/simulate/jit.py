@@ -1,8 +1,8 @@
 """The engine's loops as kernels: plain Python for small runs, compiled by numba for large ones (``pick``).
 
 ``collsim.simulate.events``, ``collsim.simulate.heaps`` and ``collsim.simulate.deps`` are written in the subset
-of Python numba compiles (numpy arrays, scalars, loops) and marked ``@jit``: a ``Kernel``. Called, a kernel runs
-as plain Python; ``pick(kernel, work)`` hands back its compiled version when ``work`` (transfers, or cells) is
+of Python numba compiles (numpy arrays, scalars, loops) and marked ``@jit``: kernels. Called, a kernel runs as
+plain Python; ``pick(kernel, work)`` hands back its compiled version when ``work`` (transfers, or cells) is
 at least ``COMPILE_FROM``, where compiled code's well under a microsecond a transfer pays for loading numba and
 its cached code (about 0.6 s and 120 MB on a 2-core machine), else the plain function (tens of microseconds a
 transfer). Both give the same times. numba is imported on the first compiled call only, so that start-up and
@@ -12,7 +12,6 @@ a few seconds. Without numba (or with ``COLLSIM_NO_JIT=1``) every run is plain P
 """
 from __future__ import annotations
 
-import functools
 import importlib.util
 import os
 import types
@@ -21,38 +20,31 @@ COMPILED = not os.environ.get("COLLSIM_NO_JIT") and importlib.util.find_spec("nu
 COMPILE_FROM = 40_000   # transfers (or cells) from which compiled code is faster, numba's loading included
 
 
-class Kernel:
-    """A function of numba's subset (module docstring): calling it runs ``py_func``; ``compiled()`` is numba's
-    dispatcher, whose calls of other kernels (globals of its module) go to their compiled versions."""
-
-    def __init__(self, fn):
-        self.py_func = fn
-        self._compiled = None
-        functools.update_wrapper(self, fn)
-
-    def __call__(self, *args):
-        return self.py_func(*args)
-
-    def compiled(self):
-        if self._compiled is None:
-            from numba import njit
-
-            fn = self.py_func
-            called = {k: fn.__globals__[k].compiled() for k in fn.__code__.co_names
-                      if isinstance(fn.__globals__.get(k), Kernel)}
-            scope = {**fn.__globals__, **called}
-            twin = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
-            twin.__qualname__, twin.__module__ = fn.__qualname__, fn.__module__
-            self._compiled = njit(cache=True, nogil=True)(twin)
-        return self._compiled
+_TWINS: dict = {}        # kernel -> its compiled twin
 
 
-def jit(fn) -> Kernel:
-    """``fn`` as a kernel (module docstring)."""
-    return Kernel(fn)
+def jit(fn):
+    """``fn``, marked as a kernel (module docstring): called, it runs as plain Python."""
+    fn.kernel = True
+    return fn
 
 
-def pick(kernel: Kernel, work: int):
-    """The compiled kernel for ``work`` of at least ``COMPILE_FROM`` (numba present and on), else its plain
-    Python function."""
-    return kernel.compiled() if COMPILED and work >= COMPILE_FROM else kernel.py_func
+def compiled(fn):
+    """numba's dispatcher of kernel ``fn``, compiled on first call (numba imported then); the kernels it calls
+    (globals of its module) are their compiled twins in it."""
+    if fn not in _TWINS:
+        from numba import njit
+
+        called = {k: compiled(fn.__globals__[k]) for k in fn.__code__.co_names
+                  if getattr(fn.__globals__.get(k), "kernel", False)}
+        twin = types.FunctionType(fn.__code__, {**fn.__globals__, **called}, fn.__name__, fn.__defaults__,
+                                  fn.__closure__)
+        twin.__qualname__, twin.__module__ = fn.__qualname__, fn.__module__
+        _TWINS[fn] = njit(cache=True, nogil=True)(twin)
+    return _TWINS[fn]
+
+
+def pick(kernel, work: int):
+    """The compiled ``kernel`` for ``work`` of at least ``COMPILE_FROM`` (numba present and on), else the
+    kernel itself (plain Python)."""
+    return compiled(kernel) if COMPILED and work >= COMPILE_FROM else kernel

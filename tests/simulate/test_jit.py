@@ -27,7 +27,7 @@ def _tree():
 
 def test_compiled_and_plain_python_agree(monkeypatch):
     monkeypatch.setattr(jit, "COMPILE_FROM", 0)               # every kernel compiled, however small the run
-    assert jit.pick(_fair, 1) is _fair.compiled() and jit.pick(_fair, 1) is not _fair.py_func
+    assert jit.pick(_fair, 1) is jit.compiled(_fair) is not _fair
     here = _tree()
     for env in ({"COLLSIM_NO_JIT": "1"}, {}):                 # numba off; on, but the run below COMPILE_FROM
         out = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True, timeout=300,
