@@ -81,7 +81,8 @@ def cmd_simulate(args) -> int:
         s = shift.schedule
     else:
         require_simulation_bound(args.algo, ranks, args.channels or 1, get(args.algo).transfer_bound(ranks, q))
-        s, shift = build_from_args(args), shift and replace(shift, schedule=None, whole=shift.whole or "--transfers: every transfer asked for")
+        s = build_from_args(args)
+        shift = shift and replace(shift, schedule=None, whole=shift.whole or "--transfers: every transfer asked for")
     args.cluster = cluster
     require_simulation(s)
     r = simulate(s, topo, gamma=args.gamma, progress=not args.json, policy=args.policy)
