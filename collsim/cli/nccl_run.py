@@ -22,13 +22,13 @@ from collsim.predictors import SIMULATED
 from collsim.units import bandwidths
 
 
-def print_utilisation(r) -> None:
-    """Busy share of the run per kind of resource (GPU ports, NICs, pair links): how many carried bytes,
-    max, mean, min among those."""
-    if r.time_s <= 0:
+def print_utilisation(rows: list[dict], time_s: float) -> None:
+    """Busy share of a run of ``time_s`` seconds per kind of resource (GPU ports, NICs, pair links) of
+    ``rows`` (``SimResult.resource_table``): how many carried bytes, max, mean, min among those."""
+    if time_s <= 0:
         return
     kinds: dict[str, list[float]] = {}
-    for x in r.resource_table():
+    for x in rows:
         kinds.setdefault(re.sub(r"\d+", "N", x["name"]), []).append(x["busy"])
     print(f"{'resource':18s} {'used':>6s} {'busiest':>8s} {'mean':>7s} {'least':>7s}   (share of the run spent busy)")
     for kind, shares in sorted(kinds.items(), key=lambda kv: -max(kv[1])):
@@ -82,7 +82,7 @@ def cmd_simulate_nccl(args, cluster) -> int:
           f"busbw {bus:.2f} GB/s  (NCCL's own model: {d.time_us:.3f} us)")
     if busiest:
         print(f"busiest resource: {busiest['name']}, busy {100 * busiest['busy']:.0f}% of the run")
-    print_utilisation(sim.result)
+    print_utilisation(sim.result.resource_table(), sim.result.time_s)
     cut = [f"{sim.classes} of {sim.channels} channels, each standing for those like it"] * (sim.classes < sim.channels)
     cut += [f"{sim.simulated_loops} of {sim.loops} loops, the rest extrapolated"] * (sim.simulated_loops < sim.loops)
     sym = sim.symmetry

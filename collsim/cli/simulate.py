@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from dataclasses import replace
 
 import numpy as np
 
@@ -47,6 +48,7 @@ from collsim.machine.presets import CLUSTERS, PRESETS
 from collsim.outputs import check_output, save_figure
 from collsim.predictors import PREDICTORS
 from collsim.simulate import simulate
+from collsim.simulate.shift import ring_shift
 from collsim.sweep import sizes, sweep
 from collsim.units import bandwidths, busbw_factor
 from collsim.viz.curves import CurvesView
@@ -74,23 +76,33 @@ def cmd_simulate(args) -> int:
     fit_to_topology(args, topo)
     cluster, args.cluster = args.cluster, None          # the topology is built: the schedule takes it as is
     q = resolve(args.algo, ranks, element_count(args), args.itemsize, **algo_params(args))
-    require_simulation_bound(args.algo, ranks, args.channels or 1, get(args.algo).transfer_bound(ranks, q))
-    s = build_from_args(args)
+    shift = ring_shift(ranks, element_count(args), args.itemsize, q, topo) if args.algo == "ring" else None
+    if shift is not None and shift.schedule is not None and not args.transfers:     # (collsim.simulate.shift)
+        s = shift.schedule
+    else:
+        require_simulation_bound(args.algo, ranks, args.channels or 1, get(args.algo).transfer_bound(ranks, q))
+        s = build_from_args(args)
+        shift = shift and replace(shift, schedule=None, whole=shift.whole or "--transfers: every transfer asked for")
     args.cluster = cluster
     require_simulation(s)
     r = simulate(s, topo, gamma=args.gamma, progress=not args.json, policy=args.policy)
-    alg, bus = bandwidths(s.nbytes, r.time_s * 1e6, ranks)
-    obj = {"algo": args.algo, "ranks": ranks, "bytes": s.nbytes, "topology": topo.name, "channels": s.n_channels,
-           "steps": s.n_steps, "transfers": s.n_transfers, "time_s": round_seconds(r.time_s), "algbw_GBps": alg,
-           "busbw_GBps": bus, "resources": [{k: x[k] for k in ("name", "busy", "bytes")} for x in r.resource_table()]}
+    rows = shift.resources(r.resource_table(), topo) if shift and shift.schedule else r.resource_table()
+    nbytes = element_count(args) * args.itemsize
+    alg, bus = bandwidths(nbytes, r.time_s * 1e6, ranks)
+    obj = {"algo": args.algo, "ranks": ranks, "bytes": nbytes, "topology": topo.name, "channels": s.n_channels,
+           "steps": shift.steps if shift else s.n_steps, "transfers": shift.transfers if shift else s.n_transfers,
+           "time_s": round_seconds(r.time_s), "algbw_GBps": alg, "busbw_GBps": bus,
+           "resources": [{k: x[k] for k in ("name", "busy", "bytes")} for x in rows]}
+    if shift:
+        obj["symmetry"] = shift.symmetry
     if args.json:
         if args.transfers:
             obj["result"] = r.to_dict(transfers=True)
         print(finite_json(obj))
         return 0
-    print(f"{args.algo} P={ranks} {s.nbytes} B on {topo.name}, {s.n_channels} channel(s): {r.time_s * 1e6:.3f} us  "
-          f"algbw {alg:.2f} GB/s  busbw {bus:.2f} GB/s  ({s.n_steps} steps, {s.n_transfers} transfers)")
-    print_utilisation(r)
+    print(f"{args.algo} P={ranks} {nbytes} B on {topo.name}, {s.n_channels} channel(s): {r.time_s * 1e6:.3f} us  "
+          f"algbw {alg:.2f} GB/s  busbw {bus:.2f} GB/s  ({obj['steps']} steps, {obj['transfers']} transfers)")
+    print_utilisation(rows, r.time_s)
     return 0
 
 

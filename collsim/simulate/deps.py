@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from collsim.core.schedule import REDUCE, Schedule
-from collsim.simulate.jit import jit
+from collsim.simulate.jit import jit, pick
 
 
 def _grid(offset: np.ndarray, end: np.ndarray) -> int:
@@ -128,8 +128,8 @@ def _deps(step_ptr, src, dst, reduce, sa, sb, nseg, cells):
 def data_deps(s: Schedule, sa: np.ndarray, sb: np.ndarray, nseg: int) -> tuple[np.ndarray, np.ndarray]:
     """CSR (ptr, deps) of every transfer's data dependencies (module docstring); ``sa``/``sb``: its segment
     range; compiled (``collsim.simulate.jit``), one pass over the steps."""
-    owner, dep = _deps(s.step_ptr, s.src, s.dst, s.op == REDUCE, sa.astype(np.int64), sb.astype(np.int64), nseg,
-                       s.endpoints * max(nseg, 1))
+    owner, dep = pick(_deps, s.n_transfers)(s.step_ptr, s.src, s.dst, s.op == REDUCE, sa.astype(np.int64),
+                                            sb.astype(np.int64), nseg, s.endpoints * max(nseg, 1))
     ptr = np.zeros(s.n_transfers + 1, np.int64)                 # owners come in order: a CSR as they are
     np.cumsum(np.bincount(owner, minlength=s.n_transfers), out=ptr[1:])
     return ptr, dep

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from collsim.simulate.heaps import drop, new_heap, pop, push, put
-from collsim.simulate.jit import jit
+from collsim.simulate.jit import jit, pick
 
 EPS = 1e-9             # a job is done when the service it still owes is below EPS of its whole
 PROGRESS_BLOCK = 1 << 20
@@ -55,7 +55,7 @@ def _waiters(n, data_ptr, data_dep, window_pred):
 def _waiting(n: int, data_ptr, data_dep, engine_pred, window_pred):
     """(dependencies left per transfer, who waits for each one's arrival (CSR), its engine successor)."""
     count = (np.diff(data_ptr) + (engine_pred >= 0) + (window_pred >= 0)).astype(np.int64)
-    ptr, waiters = _waiters(n, np.asarray(data_ptr, np.int64), np.asarray(data_dep, np.int64),
+    ptr, waiters = pick(_waiters, n)(n, np.asarray(data_ptr, np.int64), np.asarray(data_dep, np.int64),
                             np.asarray(window_pred, np.int64))
     succ = np.full(n, -1, np.int64)
     has_e = engine_pred >= 0
@@ -258,9 +258,9 @@ def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndar
     r = np.ascontiguousarray(np.asarray(rows)[held], np.int64)
     z = np.ascontiguousarray(np.asarray(sizes)[held], np.float64)
     ready = new_heap(max(n, 1), 1)                         # a queue: pos unused
-    ctr = np.zeros(4, np.int64)
+    ctr, queue = np.zeros(4, np.int64), pick(push, n)
     for i in np.flatnonzero(count == 0):                      # what waits for nothing starts at 0
-        ctr[0] = push(*ready[:3], ctr[0], int(i), 0.0, ctr[2])
+        ctr[0] = queue(*ready[:3], ctr[0], int(i), 0.0, ctr[2])
         ctr[2] += 1
     if policy == "fair":
         c = np.ascontiguousarray(np.asarray(caps)[held], np.float64)
@@ -270,9 +270,9 @@ def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndar
         jnext, jprev = np.full(len(r), -1, np.int64), np.full(len(r), -1, np.int64)
         jleft, jrate, fixed = np.zeros(len(r)), np.zeros(len(r)), np.zeros(len(r), np.bool_)
         busy = new_heap(max(n_ports, 1), max(n_ports, 1))
-        done = 0
+        done, fair = 0, pick(_fair, n)
         while done < n:
-            now = _fair(PROGRESS_BLOCK if progress is not None else n, tm, cost, count, wp, wl, nxt, r, z, c, jptr,
+            now = fair(PROGRESS_BLOCK if progress is not None else n, tm, cost, count, wp, wl, nxt, r, z, c, jptr,
                         jown, pend, pt, head, used, jnext, jprev, jleft, jrate, fixed, ready, busy, ctr)
             if now == done:
                 break
@@ -280,5 +280,5 @@ def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndar
                 progress(int(now - done))
             done = int(now)
     else:
-        _in_order(n, tm, cost, count, wp, wl, nxt, r, z, jptr, np.zeros(n_ports), ready, ctr)
+        pick(_in_order, n)(n, tm, cost, count, wp, wl, nxt, r, z, jptr, np.zeros(n_ports), ready, ctr)
     return tm[1], tm[2], tm[3]
