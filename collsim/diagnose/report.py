@@ -38,6 +38,8 @@ def text(report: dict, top: int = 5) -> list[str]:
         out.append("  from the files: " + "; ".join(m["seen"]))
     if m["assumed"]:
         out.append("  assumed: " + "; ".join(m["assumed"]))
+    for c in m.get("conflicts", []):
+        out.append(f"  conflict: {c}")
     if m["env"]:
         out.append("  predicted with: " + " ".join(f"{k}={v}" for k, v in m["env"].items()))
     if report["bands"]:
