@@ -202,7 +202,8 @@ def diagnose_sources(sources: list, cluster=None, measured=None, skipped=()) -> 
             "causes": causes,
             "machine": {"cluster": first.cluster.describe() if first.cluster else None, "why_not": first.why_not,
                         "seen": first.seen, "assumed": first.assumed, "env": first.env,
-                        "conflicts": [c for r in results for c in r.machine.conflicts]},
+                        "conflicts": [c for r in results for c in r.machine.conflicts],
+                        "spec": first.cluster.to_dict() if first.cluster else None},
             "files": [{"name": s.name, "kinds": s.kinds, "notes": s.notes} for s in sources],
             "skipped": list(skipped), "points": [{**p, "run": r.run.name} for r in ctx.results for p in r.points],
             "measured": [{"run": r.run.name, "bytes": x["bytes"], "busbw_GBps": x["busbw_GBps"]}
