@@ -257,6 +257,45 @@ def test_cluster_files(doc, ext):
         holds(call("simulate", "--algo", "ring", "--ranks", 16, "--bytes", "1M", "--cluster", f))
 
 
+# ------------------------------------------------------------------ what users paste (issue 35)
+PASTES = sorted((ROOT / "tests" / "data" / "diagnose" / "pastes").iterdir())
+
+
+@FUZZ
+@given(data=st.data(), index=st.integers(0, len(PASTES) - 1))
+def test_pasted_files_through_the_parsers_and_diagnose(data, index):
+    """Damaged copies of every public paste (XML topology dumps, connection lines, nccl-tests text with
+    doubled headers, version labels, env dumps): the parsers return data, diagnose a report or one line."""
+    from collsim.diagnose import diagnose, parsers
+    text = data.draw(text_damage(PASTES[index].read_text()))
+    lines = text.split("\n")
+    for parse in (parsers.topo_xml, parsers.channels, parsers.stated_rates, parsers.topo_matrix):
+        parse(lines)
+    with folder() as d:
+        f = d / PASTES[index].name
+        f.write_text(text)
+        report = loads_or_refuses(diagnose, [f])
+        if report is not None:
+            json.dumps(report, allow_nan=False, default=str)
+
+
+@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 40)) // 4 + 1, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(doc=mutated(CLUSTER, paths_of(CLUSTER)),
+       coll=st.sampled_from(["AllReduce", "allreduce", "AllToAll", "", "\x1b"]),
+       lo=st.sampled_from(["1M", "0", "-1", "x", "1e30"]),
+       nccl=st.sampled_from(["2.22,2.25", "2.22", "2.2x,2.25", ","]))
+def test_export_tuner_and_diagnose_answers_on_damaged_clusters(doc, coll, lo, nccl):
+    """export-tuner and diagnose --nccl on mutated cluster files and hostile arguments: a file or one line."""
+    with folder() as d:
+        f = d / "c.json"
+        f.write_text(json.dumps(doc))
+        result = call("export-tuner", "--cluster", f, "--coll", coll, "-b", lo, "-e", "4M", "-o", d / "t.csv")
+        holds(result)
+        assert (result[0] == 0) == (d / "t.csv").exists()
+        holds(call("diagnose", "--cluster", f, "--measured", "1G=10", "--nccl", nccl, "--json"))
+
+
 PARAMS_DOC = json.loads(PARAMS.read_text())
 
 

@@ -8,7 +8,9 @@ ibstatus/ibstat/ibv_devinfo, NCCL_* settings and command lines, collsim records.
 read is named and skipped. Without ``--cluster`` the machine comes from what the files reveal, and the
 report says what was assumed. Prints per size band the measured busbw against collsim's expected range
 (and NCCL's own model), a verdict and the likely causes ranked with their evidence lines, the fix, the
-file that would settle each and its source; ``--json`` prints ``{"verdict", "bands", "causes": [{"label",
+file that would settle each and its source; then the five answers (``collsim.diagnose.answers``: expected
+busbw per band, why below, NCCL's choice against the simulated best, ``--nccl A,B`` version against version,
+how to model it; ``--json`` key ``answers``); ``--json`` prints ``{"verdict", "bands", "causes": [{"label",
 "score", "evidence", "fix", "source", ...}], ...}``, most likely first; ``--plot`` writes the measured busbw
 against the expected range (``collsim.viz.diagnose``).
 """
@@ -16,8 +18,10 @@ from __future__ import annotations
 
 from collsim.cli.args import finite_json, plot_path, positive_int
 from collsim.diagnose import diagnose
-from collsim.diagnose.report import text
+from collsim.diagnose.answers import answer
+from collsim.diagnose.report import answers_text, text
 from collsim.errors import CollsimError, require_number
+from collsim.nccl.constants import VERSIONS
 from collsim.outputs import check_output
 from collsim.units import parse_size
 from collsim.viz.diagnose import diagnose_figure
@@ -44,15 +48,29 @@ def cmd_diagnose(args) -> int:
     measured = _measured(args.measured)
     if args.plot:
         check_output(args.plot, args.files, "figure")
+    pair = _versions(args.nccl)
     report = diagnose(args.files, args.cluster, measured)
+    report["answers"] = answer(report, args.cluster, pair)
     if args.plot:
         diagnose_figure(report, args.plot)
     if args.json:
         print(finite_json(report))
         return 0
-    for line in text(report, args.top):
+    for line in text(report, args.top) + answers_text(report["answers"]):
         print(line)
     return 0
+
+
+def _versions(text):
+    if text is None:
+        return None
+    pair = tuple(v.strip() for v in text.split(","))
+    if len(pair) != 2 or not all(pair):
+        raise CollsimError(f"--nccl {text!r:.40}: expected two versions, e.g. 2.22,2.25")
+    for v in pair:
+        if not v.replace(".", "").isdigit() or v not in VERSIONS:
+            raise CollsimError(f"--nccl {v!r:.20}: not one of the ported NCCL versions ({', '.join(VERSIONS)})")
+    return pair
 
 
 def register(sub) -> None:
@@ -62,6 +80,7 @@ def register(sub) -> None:
                    "ibstatus, env dumps, command lines, collsim records (any order)")
     p.add_argument("--cluster", help="preset name or cluster file (default: what the files reveal)")
     p.add_argument("--measured", nargs="+", metavar="SIZE=BUSBW_GBps", help="busbw you measured, e.g. 1G=42.5")
+    p.add_argument("--nccl", metavar="A,B", help="two NCCL versions to compare on this machine, e.g. 2.22,2.25")
     p.add_argument("--top", type=positive_int, default=5, help="causes to print (default 5)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", type=plot_path, help="write a figure (.png, .pdf, .svg, ...): measured busbw against "

@@ -58,7 +58,10 @@ CAUSES = (
            P(r"NCCL_NET_GDR_LEVEL" + SET + r"(?:LOC|0)\b", 1.5, "NCCL_NET_GDR_LEVEL forbids GDR"),
            P(r"NCCL_IB_CUDA_SUPPORT" + SET + r"0\b", 1.5, "NCCL_IB_CUDA_SUPPORT=0 forbids GDR"),
            P(r"nvidia[-_]peermem.*(?:not found|not loaded|failed)|nv_peer_mem.*(?:not|fail)", 1.5,
-             "the peer-memory kernel module is missing")),
+             "the peer-memory kernel module is missing"),
+           P(r"(?i)(?:haven'?t|have not|did not|didn'?t|not)\s+(?:yet\s+)?(?:enabled?|installed?|loaded?|using)\s+"
+             r"(?:the\s+)?(?:GPU ?Direct(?: RDMA)?|GDR(?:DMA)?|nvidia[-_]peermem|nv_peer_mem)", 1.5,
+             "the user says GPUDirect RDMA is not enabled")),
           (P(r"use ring PXN \d GDR 1|/GDRDMA|GPU Direct RDMA Enabled", -1.5, "GDR is in use"),),
           "multinode", (0.3, 0.85), 0.5,
           "load the peer-memory module (`sudo modprobe nvidia-peermem`, or DMA-BUF with a recent driver and "
@@ -67,7 +70,8 @@ CAUSES = (
           "https://github.com/NVIDIA/nccl/issues/412 (sjeaugey: NIC on a GPU's PCI switch and nvidia-peermem "
           "loaded; 'If the NIC is attached to the CPU getting 16 GB/s is normal')"),
     Cause("acs_enabled", "PCI Access Control Services on: peer-to-peer PCI traffic detoured through the CPU",
-          (P(r"ACSCtl:.*SrcValid\+", 2.0, "a PCI bridge has ACS source validation on"),),
+          (P(r"ACSCtl:.*SrcValid\+", 2.0, "a PCI bridge has ACS source validation on"),
+           P(r"(?i)\bACS (?:is |was )?(?:enabled|on)\b", 1.0, "the user says ACS is enabled")),
           (P(r"ACSCtl:\s*SrcValid-", -0.5, "a PCI bridge has ACS off"),),
           "pcie", (0.1, 0.75), 0.45,
           "disable ACS in the BIOS (or `setpci -s BDF ECAP_ACS+6.w=0000` on each PCI switch, not persistent); "

@@ -7,6 +7,7 @@ versions at the same sizes, busbw above the network bound on two nodes, separate
 """
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass
 
@@ -58,7 +59,11 @@ def nic_far(ctx):
     if len(ev.nics) == 1 and len(active) <= 1 and per_node > 2 and ctx.nodes and ctx.nodes > 1:
         hits.append(Hit(ev.nics[0][2], f"NCCL uses one NIC ({ev.nics[0][0]}) for {per_node} GPUs: most of them "
                         "are not on its PCI switch", 1.0))
-    return hits
+    elif len(ev.nics) == 1 and len(active) <= 1 and not per_node and ev.rows_ranks and ev.rows_ranks[0] > 2:
+        hits.append(Hit(ev.nics[0][2], f"NCCL lists one NIC ({ev.nics[0][0]}) for the {ev.rows_ranks[0]} ranks "
+                        f"the rows imply ({ev.rows_ranks[1]}): unless each has a node of its own, GPUs share it and "
+                        "those off its PCI switch reach it through the CPU", 1.0))
+    return hits + _shared_nic(ev)
 
 
 def link_rate(ctx):
@@ -70,7 +75,28 @@ def link_rate(ctx):
         if p["rate_Gbps"] < 0.75 * max(top, nominal):
             hits.append(Hit(p["where"], f"{p['device']} port {p['port']} runs at {p['rate_Gbps']:g} Gb/s where "
                             f"{'others run' if top > p['rate_Gbps'] else 'the NIC is'} at {max(top, nominal):g}", 2.0))
+    stated = max(ctx.ev.stated_rates, default=None)
+    total = sum(p["rate_Gbps"] for p in active)
+    if stated and active and not hits and stated[0] > 1.5 * total:
+        hits.append(Hit(stated[1], f"you state {stated[0]:g} Gb/s; the {len(active)} active port(s) listed run at "
+                        f"{total:g} Gb/s in all ({active[0]['device']}: {active[0]['rate_Gbps']:g})", 1.5))
     return hits[:3]
+
+
+def _shared_nic(ev) -> list:
+    """Hits where two GPUs of a host send through one NIC while NICs NCCL lists carry no channel."""
+    by_host = {}
+    for c in ev.channels:
+        if c["nic"] is not None and c["via"].startswith("NET/"):
+            by_host.setdefault(c["host"], {}).setdefault(c["nic"], set()).add(c["dev"])
+    for host, nics in sorted(by_host.items()):
+        shared = {n: devs for n, devs in nics.items() if len(devs) > 1}
+        if shared and len(ev.nics) > len(nics):
+            n, devs = min(shared.items())
+            where = next(c["where"] for c in ev.channels if c["host"] == host and c["nic"] == n)
+            return [Hit(where, f"GPUs {', '.join(map(str, sorted(devs)))} of {host} go through NET/IB/{n} while "
+                        f"{len(ev.nics) - len(nics)} of the {len(ev.nics)} NICs NCCL lists carry no channel", 1.5)]
+    return []
 
 
 def channels(ctx):
@@ -107,8 +133,26 @@ def two_nodes(ctx):
     return []
 
 
+def _containers(ev) -> list:
+    """Hosts of one launch whose GPUs add up to one topology matrix with NVLink between them all."""
+    if not ev.topo:
+        return []
+    topo, name = ev.topo
+    gpus = topo["gpus"]
+    nvlinked = all(topo["cells"].get((a, b), "").startswith("NV") for a in gpus for b in gpus if a != b)
+    for c in ev.commands:
+        slots = re.findall(r"([A-Za-z][\w.-]*):(\d+)", c["text"].split("_perf")[0])
+        if len(slots) > 1 and nvlinked and sum(int(n) for _, n in slots) == len(gpus) > 1:
+            return [Hit(c["where"], f"hosts {', '.join(h for h, _ in slots)} hold {len(gpus)} GPUs in all, the "
+                        f"{len(gpus)} NVLink-connected GPUs of one topology matrix ({name}): containers on one "
+                        "machine, each seeing only its GPUs, so NCCL cannot use NVLink or IPC between them", 2.0)]
+    return []
+
+
 def shm(ctx):
     ev = ctx.ev
+    if hits := _containers(ev):
+        return hits
     if ev.transports.get("SHM") and not ev.transports.get("P2P") and ctx.cluster is not None \
             and ctx.cluster.intra != "pcie":
         return [Hit(ev.transports["SHM"][0], "GPUs of an NVLink node talk through host memory", 1.0)]
@@ -164,7 +208,11 @@ def binding(ctx):
 def version(ctx):
     runs = [(r, r.run.version) for r in ctx.results if r.run.version and r.run.rows]
     if len({v[0] for _, v in runs}) < 2:
-        return []
+        named = sorted(ctx.ev.versions.items())
+        if len(named) < 2:
+            return []
+        return [Hit(named[-1][1], f"the files name NCCL {' and '.join(v for v, _ in named)}: two versions of one "
+                    "test, with no rows of both to compare", 1.0)]
     best = {}
     for res, v in runs:
         for row in res.run.rows:
@@ -185,16 +233,31 @@ def version(ctx):
                 f"{hi[1][0]} reaches {hi[0]:g} (median ratio {median:.2f} over {len(ratios)} sizes)", 3.0)]
 
 
+def _headers_together(src, run) -> list:
+    """Two nccl-tests headers with only comments between them: processes that each ran their own test."""
+    h = run.headers
+    if len(h) < 2 or not all(not t.strip() or t.lstrip().startswith("#") and _RANK_TEXT not in t
+                             for t in src.lines[h[0]:h[1] - 1]):
+        return []
+    return [Hit(f"{run.source}:{h[1]}", f"{len(h)} nccl-tests headers one after the other: {len(h)} processes each "
+                "ran a test of its own (nccl-tests without MPI=1, or one launch per node), not one run across "
+                "the nodes", 3.0)]
+
+
+_RANK_TEXT = "Rank "
+
+
 def measurement(ctx):
     hits = []
-    for src, run in [(src, r) for src in ctx.ev.sources for r in src.runs if r.source == src.name]:
+    for src, run in [(src, r) for src in ctx.ev.sources for r in src.runs[:1] if r.source == src.name]:
+        hits += _headers_together(src, run)
         a = run.averages
         between = src.lines[a[0]:a[1] - 1] if len(a) > 1 else ["-"]
         if len(run.groups) <= 1 and all(not t.strip() or t.lstrip().startswith("#") for t in between):
             # footers one after the other, only comments between them: runs that ended together
             hits.append(Hit(f"{run.source}:{run.averages[0]}", f"{len(run.averages)} '# Avg bus bandwidth' footers "
                             "with no result row between them: separate runs that ended together, not one run", 3.0))
-        first_row = min((r["line"] for r in run.rows), default=None)
+        first_row = min((r["line"] for r in src.runs for r in r.rows), default=None)
         if len(run.groups) > 1 and (first_row is None or run.group_lines[1] < first_row):   # interleaved
             hosts = ", ".join(sorted({h for g in run.groups for h in g}))
             where = f"{run.source}:{run.headers[0]}" if run.headers else run.source

@@ -46,6 +46,10 @@ class Evidence:
     pairs: list = field(default_factory=list)           # host_pairs records with "where"
     kinds: set = field(default_factory=set)
     nccl_hosts: set = field(default_factory=set)
+    channels: list = field(default_factory=list)        # parsers.channels records with "where"
+    stated_rates: list = field(default_factory=list)    # (Gb/s, where) the user states
+    versions: dict = field(default_factory=dict)        # NCCL version -> where first named
+    rows_ranks: tuple | None = None                     # (ranks, where) from another collective's rows
 
     def lines(self):
         """``(where, text)`` for every line of every file."""
@@ -94,6 +98,15 @@ def gather(sources: list[Source], measured: list | None = None) -> Evidence:
         ev.commands += [{**c, "where": f"{src.name}:{c['line']}"} for c in src.commands]
         ev.ports += [{**p, "where": f"{src.name}:{p.get('rate_line', p['line'])}"} for p in src.ports]
         ev.pairs += [{**p, "where": f"{src.name}:{p['line']}"} for p in src.pairs]
+        ev.channels += [{**c, "where": f"{src.name}:{c['line']}"} for c in src.channels]
+        ev.stated_rates += [(g, f"{src.name}:{n}") for g, n in src.stated]
+        for run in src.runs:
+            if run.version:
+                ev.versions.setdefault(run.version[0], f"{src.name}:{run.version[1]}")
+        if src.log is not None and src.log.version:
+            ev.versions.setdefault(src.log.version, f"{src.name}:1")
+        if src.rows_ranks and not ev.rows_ranks:
+            ev.rows_ranks = (src.rows_ranks[0], f"{src.name}:{src.rows_ranks[1]}")
         if src.topo and not ev.topo:
             ev.topo = (src.topo, src.name)
     if gpus:

@@ -24,7 +24,8 @@ from collsim.machine.cluster import gpu_name
 from collsim.machine.hardware import GPUS
 from collsim.predict import predict_nccl
 
-NIC_GBPS = {"A100": 200.0, "H100": 400.0, "H200": 400.0, "B200": 400.0}   # the HGX reference NIC of each
+NIC_GBPS = {"A100": 200.0, "A800": 200.0, "H100": 400.0, "H800": 400.0, "H20": 400.0, "H200": 400.0,
+            "B200": 400.0}   # the HGX reference NIC of each
 CHOSEN = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS")
 
 
@@ -37,6 +38,7 @@ class Machine:
     seen: list = field(default_factory=list)      # "what (where)"
     assumed: list = field(default_factory=list)
     env: dict = field(default_factory=dict)
+    conflicts: list = field(default_factory=list)  # where the files and the stated machine disagree
 
 
 def _shape(ev: Evidence, run: Run) -> tuple:
@@ -56,18 +58,51 @@ def _shape(ev: Evidence, run: Run) -> tuple:
     return nodes[0], gpn[0], nodes[1], gpn[1]
 
 
+def _proven(ev: Evidence, run: Run) -> bool:
+    """Whether the files prove the run's shape: NCCL's own nRanks/nNodes line, or a whole rank list (ranks
+    0..n-1 in each "Rank 0" group, the line after the last one a ``#`` line, as nccl-tests prints it)."""
+    if ev.ranks and ev.nodes:
+        return True
+    groups = []
+    for rank, _ in run.ranks:   # one group per "Rank 0": separate runs list their ranks each
+        if rank == 0 or not groups:
+            groups.append([])
+        groups[-1].append(rank)
+    if not groups or any(g != list(range(len(g))) for g in groups):
+        return False
+    after = run.ranks[-1][1]   # 1-based line of the last rank: the next line is lines[after]
+    src = next((s for s in ev.sources if s.name == run.source), None)
+    return src is not None and after < len(src.lines) and src.lines[after].strip().startswith("#")
+
+
+def _stated(cluster, spec, ev: Evidence, run: Run, env: dict) -> Machine:
+    """The stated machine (``--cluster``), resized to the run's shape where the files prove it; a shape the
+    files show but do not prove (a rank list cut short) is named in ``conflicts`` and the stated one kept."""
+    nodes, per_node, where_nodes, _ = _shape(ev, run)
+    m = Machine(cluster, seen=[f"--cluster {spec}"], env=env)
+    per_node = per_node if per_node and per_node <= cluster.gpus_per_node else None
+    if not nodes or (nodes == cluster.nodes and per_node in (None, cluster.gpus_per_node)):
+        return m
+    shown = f"{nodes} node(s){f' x {per_node} GPUs' if per_node else ''}"
+    if nodes < cluster.nodes and not _proven(ev, run):
+        m.conflicts.append(f"{run.name} shows {shown} ({where_nodes}) where you stated {cluster.nodes} x "
+                           f"{cluster.gpus_per_node}: the rank list is not whole (cut, or ranks missing), so the "
+                           "stated machine is kept")
+        return m
+    m.cluster = cluster.resized(nodes, per_node)
+    m.seen.append(f"resized to {m.cluster.nodes} node(s) x {m.cluster.gpus_per_node} GPUs as {run.name} ran "
+                  f"({where_nodes})")
+    m.conflicts.append(f"you stated {cluster.nodes} x {cluster.gpus_per_node}; {run.name} ran on {shown} "
+                       f"({where_nodes}): compared with what ran")
+    return m
+
+
 def machine_for(ev: Evidence, run: Run, spec=None) -> Machine:
     """The ``Machine`` ``run`` is compared with (module docstring)."""
     env = {k: v for k, (v, _) in ev.env.items() if k in CHOSEN}
     nodes, per_node, where_nodes, where_gpn = _shape(ev, run)
     if spec is not None:
-        cluster = load_cluster(spec)
-        m = Machine(cluster, seen=[f"--cluster {spec}"], env=env)
-        if nodes and (nodes != cluster.nodes or (per_node and per_node != cluster.gpus_per_node)):
-            m.cluster = cluster.resized(nodes, per_node if per_node and per_node <= cluster.gpus_per_node else None)
-            m.seen.append(f"resized to {m.cluster.nodes} node(s) x {m.cluster.gpus_per_node} GPUs as "
-                          f"{run.source} ran ({where_nodes})")
-        return m
+        return _stated(load_cluster(spec), spec, ev, run, env)
     m = Machine(None, env=env)
     name = (run.gpus[0][0] if run.gpus else None) or (ev.gpu[0] if ev.gpu else None)
     if not name:
@@ -140,8 +175,8 @@ def _network(ev: Evidence, gpu: str, per_node: int, m: Machine) -> dict:
         rate = max(rates)
         m.seen.append(f"{rate:g} Gb/s ports ({active[0]['where']})")
     else:
-        rate = NIC_GBPS[gpu]
-        m.assumed.append(f"{rate:g} Gb/s NICs (no ibstatus)")
+        rate = NIC_GBPS.get(gpu, NIC_GBPS.get(gpu.split("-")[0], 100.0))
+        m.assumed.append(f"{rate:g} Gb/s NICs (no ibstatus{'' if gpu in NIC_GBPS else ', nor a reference NIC'})")
     roce = any(layer == "RoCE" for _, layer, _ in ev.nics) or any(
         (p["link_layer"] or "").lower() == "ethernet" for p in active)
     if not ev.nics and not active:

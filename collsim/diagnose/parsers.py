@@ -12,7 +12,15 @@ data with the line numbers (1-based) it came from, or nothing when the lines hol
 * ``commands``: launcher and nccl-tests command lines (mpirun, mpiexec, srun, torchrun, ``*_perf``) with
   the flags that matter here: ``--bind-to``, hosts, process counts, ``-g``;
 * ``host_pairs``: tables of one busbw per set of hosts (``node1,node2  49.36``), what users write after
-  testing nodes pair by pair (three such lines at least).
+  testing nodes pair by pair (three such lines at least);
+* ``topo_xml``: NCCL's topology dump (``NCCL_TOPO_DUMP_FILE``: ``<cpu numaid>``, ``<pci busid>``, ``<gpu dev
+  sm gdr>`` with ``<nvlink count>``, ``<nic><net name speed gdr>``), fragments and unclosed tags included,
+  read into the same dict as ``topo_matrix`` (GPU-NIC cells from the PCI tree: PIX under one bridge, PXB
+  further down one CPU, NODE on one CPU, SYS across CPUs);
+* ``channels``: NCCL's connection lines (``Channel 01/0 : 2[c7000] -> 0[87000] [receive] via
+  NET/IB/5/GDRDMA``, ``via P2P/IPC/read``, ``via SHM/direct/direct``): host, local device, transport, NIC;
+* ``stated_rates``: network rates a user states in prose (``There is 400 Gb/sec of bandwidth available``),
+  not the fields of ibstatus or ib_send_bw tables.
 """
 from __future__ import annotations
 
@@ -161,3 +169,90 @@ def host_pairs(lines) -> list[dict]:
             if all(re.search(r"[A-Za-z]", h) and re.search(r"\d", h) for h in hosts):
                 rows.append({"hosts": hosts, "busbw_GBps": float(m.group(2)), "line": lineno})
     return rows if len(rows) >= 3 else []
+
+
+_TAG_XML = re.compile(r"<(/?)(system|cpu|pci|gpu|nic|net|nvlink)\b([^>]*?)(/?)>")
+_ATTR = re.compile(r'(\w+)="([^"]*)"')
+
+
+def _xml_cell(gpu: dict, nic: dict) -> str:
+    """nvidia-smi's relation of a GPU and a NIC from their PCI paths (lists of bridge bus ids, CPU first)."""
+    if gpu["cpu"] != nic["cpu"]:
+        return "SYS"
+    common = 0
+    for a, b in zip(gpu["path"], nic["path"]):
+        if a != b:
+            break
+        common += 1
+    return "NODE" if common == 0 else "PIX" if common == min(len(gpu["path"]), len(nic["path"])) else "PXB"
+
+
+def topo_xml(lines) -> dict | None:
+    """The ``topo_matrix`` dict of an NCCL topology dump (module docstring) plus ``"xml": {"gpus", "nics"}``
+    (each with its line, attributes and PCI path; NIC ``speed_Gbps`` from the dump's Mb/s), or None."""
+    stack, gpus, nics, cpu = [], [], [], None
+    for lineno, line in enumerate(lines, 1):
+        for close, tag, attrs, empty in _TAG_XML.findall(line):
+            a = dict(_ATTR.findall(attrs))
+            if close:
+                while stack and stack.pop()[0] != tag:
+                    pass
+                continue
+            path = [x.get("busid", "") for t, x in stack if t == "pci"]
+            if tag == "cpu":
+                cpu = a.get("numaid", cpu)
+            elif tag == "gpu" and a.get("dev", "").isdigit():
+                gpus.append({"dev": int(a["dev"]), "sm": a.get("sm"), "gdr": a.get("gdr"), "line": lineno,
+                             "path": path[:-1], "cpu": cpu, "nvlinks": 0})
+            elif tag == "nvlink" and gpus and a.get("count", "").isdigit():
+                gpus[-1]["nvlinks"] += int(a["count"])
+            elif tag == "net" and a.get("name"):
+                speed = a.get("speed", "")
+                nics.append({"name": a["name"], "gdr": a.get("gdr"), "line": lineno, "path": path[:-1], "cpu": cpu,
+                             "speed_Gbps": int(speed) / 1000 if speed.isdigit() else None})
+            if not empty and tag not in ("net", "nvlink"):
+                stack.append((tag, a))
+    if not gpus and not nics:
+        return None
+    names = {f"GPU{g['dev']}": g for g in gpus}
+    nic_names = {f"NIC{i}": n for i, n in enumerate(nics)}
+    cells = {(g, n): _xml_cell(gd, nd) for g, gd in names.items() for n, nd in nic_names.items()}
+    cells.update({(g, h): f"NV{min(gd['nvlinks'], hd['nvlinks'])}" if gd["nvlinks"] and hd["nvlinks"] else
+                  _xml_cell(gd, hd) for g, gd in names.items() for h, hd in names.items() if g != h})
+    first = min([g["line"] for g in gpus] + [n["line"] for n in nics])
+    return {"devices": list(names) + list(nic_names), "gpus": list(names), "nics": list(nic_names), "cells": cells,
+            "rows": {d: x["line"] for d, x in {**names, **nic_names}.items()}, "header": first,
+            "names": {k: n["name"] for k, n in nic_names.items()}, "numa": {g: x["cpu"] for g, x in names.items()},
+            "xml": {"gpus": gpus, "nics": nics}}
+
+
+_CHANNEL = re.compile(r"(?:^|[\s\]])([^\s:\[\]]+):\d+:\d+ \[(\d+)\] NCCL INFO Channel (\d+)(?:/\d+)? : (\d+)\[\w+\] -> "
+                      r"(\d+)\[\w+\](?: \[(send|receive)\])? via (\S+(?: pointer)?)")
+
+
+def channels(lines) -> list[dict]:
+    """One ``{"host", "dev", "channel", "src", "dst", "dir", "via", "nic", "line"}`` per NCCL connection line;
+    ``nic``: the NIC index of ``NET/IB/<n>`` (or another NET transport), else None."""
+    out = []
+    for lineno, line in enumerate(lines, 1):
+        if m := _CHANNEL.search(line):
+            via = m.group(7)
+            nic = re.match(r"NET/[^/]+/(\d+)", via)
+            out.append({"host": m.group(1), "dev": int(m.group(2)), "channel": int(m.group(3)),
+                        "src": int(m.group(4)), "dst": int(m.group(5)), "dir": m.group(6), "via": via,
+                        "nic": int(nic.group(1)) if nic else None, "line": lineno})
+    return out
+
+
+_RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:Gb/sec|Gb/s|Gbps|Gbit/s)\b", re.I)
+_TOOL_FIELD = re.compile(r"^\s*(?:rate|active_speed|Rate|speed|link_speed)\s*:|^\s*#|NCCL (?:INFO|WARN)|^\s*\d+\s+\d+")
+
+
+def stated_rates(lines) -> list[tuple]:
+    """``[(Gb/s, line)]`` of the rates prose lines state (module docstring)."""
+    out = []
+    for lineno, line in enumerate(lines, 1):
+        if _TOOL_FIELD.search(line) or len(line.split()) < 5:
+            continue
+        out += [(float(m.group(1)), lineno) for m in _RATE.finditer(line)]
+    return out

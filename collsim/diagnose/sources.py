@@ -10,10 +10,13 @@ it): ``read_source`` looks for each and keeps what it finds in one ``Source``:
 * ``nccl-tests-json`` (``-J``) and ``collsim-records`` (runner JSON Lines, published logs);
 * ``nccl-log``: NCCL_DEBUG lines (INFO, TRACE, WARN) through ``collsim.nccl.log.parse_lines``; a line it
   cannot read is left out and named in ``notes``;
-* ``topology`` (nvidia-smi topo -m), ``ib-status`` (ibstatus, ibstat, ibv_devinfo), ``environment``
-  (NCCL_* settings, launcher command lines) and ``host-pairs``: ``collsim.diagnose.parsers``;
+* ``topology`` (nvidia-smi topo -m or NCCL's XML topology dump), ``ib-status`` (ibstatus, ibstat,
+  ibv_devinfo), ``environment`` (NCCL_* settings, launcher command lines) and ``host-pairs``:
+  ``collsim.diagnose.parsers``;
 * ``lspci`` (``lspci -vvv``: ACSCtl, LnkSta) and ``kernel`` (``/proc/cmdline``, dmesg's IOMMU lines), read
-  only by the causes' line patterns, and ``gpu-list`` (``nvidia-smi -L`` or ``nvlink -s``: ``GPU 0: NAME (UUID``).
+  only by the causes' line patterns, ``post`` (what a user wrote about the machine: a stated rate, or a line
+  naming GPUDirect, RDMA, ACS, NCCL, NVLink, InfiniBand, PCIe, IOMMU, a NIC or HCA), and ``gpu-list``
+  (``nvidia-smi -L`` or ``nvlink -s``: ``GPU 0: NAME (UUID``).
 
 Files are read only through ``collsim.inputs.read_text`` (bounded; bytes that are not UTF-8 read as
 U+FFFD). A file that cannot be read, is empty, is binary or holds none of these kinds raises a one-line
@@ -26,7 +29,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collsim.diagnose import parsers
+from collsim.diagnose import parsers, runs
 from collsim.errors import CollsimError, CollsimWarning
 from collsim.inputs import read_text
 from collsim.measure import parse_jsonl
@@ -34,12 +37,12 @@ from collsim.measure.nccl_tests import DTYPES, import_nccl_tests
 from collsim.measure.public_log import is_public_log, load_public_log
 from collsim.nccl.log import VERSION_PATTERN, parse_lines
 
-_TAG = re.compile(r"\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?|^\s*\d+:(?=\s)")
 _HEADER = re.compile(r"#\s*nThread\s+\d+\s+nGpus\s+\d+")
 _RANK = re.compile(r"#\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+"
                    r"\[[^\]]*\]\s*(.*)$")
 _AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([\d.]+)")
 _NCCL_LINE = re.compile(r"NCCL (?:INFO|WARN|TRACE)|NCCL version \d")
+_PROSE = re.compile(r"\b(?:GPU ?Direct|RDMA|ACS|NCCL|NVLink|InfiniBand|PCIe|IOMMU|NIC|HCA)\b", re.I)
 _GPU_LIST = re.compile(r"^GPU \d+: (.+?) \(UUID")
 _BAD_LINE = re.compile(r":(?:line )?(\d+): ")
 # kinds read only by the causes' line patterns: lspci -vvv (ACS, link status), kernel command line and log
@@ -59,9 +62,15 @@ class Run:
     groups: list = field(default_factory=list)     # [[host, ...], ...] one per "Rank 0" block
     group_lines: list = field(default_factory=list)  # the line of each block's "Rank 0"
     headers: list = field(default_factory=list)    # lines of "# nThread ..." headers
+    ranks: list = field(default_factory=list)      # (rank, line) of each "# Rank" line
     averages: list = field(default_factory=list)   # lines of "# Avg bus bandwidth" footers
     meta: dict = field(default_factory=dict)
     version: tuple | None = None                   # (version, line)
+    label: str = ""                                # "name#k" when the file holds several runs
+
+    @property
+    def name(self) -> str:
+        return self.label or self.source
 
 
 @dataclass
@@ -79,6 +88,9 @@ class Source:
     env: dict = field(default_factory=dict)
     commands: list = field(default_factory=list)
     pairs: list = field(default_factory=list)
+    channels: list = field(default_factory=list)
+    stated: list = field(default_factory=list)     # (Gb/s, line) rates the user states in prose
+    rows_ranks: tuple | None = None                # (ranks, line) another collective's rows imply
     gpus: list = field(default_factory=list)
     notes: list = field(default_factory=list)
 
@@ -104,13 +116,14 @@ def read_source(path, name: str | None = None) -> Source:
         _nccl_tests(src, path)
     if any(_NCCL_LINE.search(line) for line in src.lines):
         _nccl_log(src)
-    if (topo := parsers.topo_matrix(src.lines)) is not None:
+    if (topo := parsers.topo_matrix(src.lines) or parsers.topo_xml(src.lines)) is not None:
         src.topo = topo
         src.kinds.append("topology")
     if ports := parsers.ib_ports(src.lines):
         src.ports = ports
         src.kinds.append("ib-status")
     src.env, src.commands = parsers.nccl_env(src.lines), parsers.commands(src.lines)
+    src.channels, src.stated = parsers.channels(src.lines), parsers.stated_rates(src.lines)
     if (src.env or src.commands) and "environment" not in src.kinds:
         src.kinds.append("environment")
     if pairs := parsers.host_pairs(src.lines):
@@ -122,6 +135,8 @@ def read_source(path, name: str | None = None) -> Source:
     src.gpus = [(m.group(1), n) for n, line in enumerate(src.lines, 1) if (m := _GPU_LIST.match(line.strip()))]
     if src.gpus:
         src.kinds.append("gpu-list")
+    if not src.kinds and (src.stated or any(_PROSE.search(line) and len(line.split()) >= 3 for line in src.lines)):
+        src.kinds.append("post")   # what the user wrote: read by the causes' line patterns
     if not src.kinds:
         raise CollsimError(f"file {path}: no nccl-tests output, NCCL log, nvidia-smi output, ibstatus, lspci, "
                            "kernel log, NCCL_* settings or command line found in it")
@@ -174,15 +189,11 @@ def _row(rec: dict, line: int, meta: dict) -> dict:
             "line": line}
 
 
-def _clean(line: str) -> str:
-    return _TAG.sub(" ", line)
-
-
 def _row_lines(lines) -> list[int]:
     """Lines that look like nccl-tests result rows (size count type ...), tags removed."""
     out = []
     for n, line in enumerate(lines, 1):
-        t = _clean(line).split()
+        t = runs.clean(line).split()
         if len(t) >= 8 and t[0].isdigit() and t[1].isdigit() and t[2] in DTYPES:
             out.append(n)
     return out
@@ -204,13 +215,13 @@ def _nccl_tests(src: Source, path) -> None:
         src.notes.append(f"nccl-tests rows not read by the importer: {str(e)[:160]}")
         parsed, meta = [], {}
     if not parsed and rows:
-        parsed = _loose_rows(src.lines, rows)
+        parsed = runs.loose_rows(src.lines, rows)
         if parsed:
             src.notes.append(f"{len(parsed)} nccl-tests rows read loosely (their columns are broken by tags)")
-    parsed = _allreduce_rows(src, parsed, records if parsed and meta else [])
+    parsed = runs.allreduce_rows(src, parsed, records if parsed and meta else [])
     run = Run(src.name, rows=parsed, meta={k: meta.get(k) for k in ("timing", "gpus_per_process", "graph")})
     for n, line in enumerate(src.lines, 1):
-        c = _clean(line)
+        c = runs.clean(line)
         if _HEADER.search(c):
             run.headers.append(n)
         elif r := _RANK.search(c):
@@ -218,6 +229,7 @@ def _nccl_tests(src: Source, path) -> None:
                 run.groups.append([])
                 run.group_lines.append(n)
             run.groups[-1].append(r.group(2))
+            run.ranks.append((int(r.group(1)), n))
             run.gpus.append((r.group(4).strip(), n))
         elif _AVG.search(c):
             run.averages.append(n)
@@ -226,42 +238,8 @@ def _nccl_tests(src: Source, path) -> None:
     if run.version is None and meta.get("nccl_library_version"):
         run.version = (meta["nccl_library_version"], run.headers[0] if run.headers else 1)
     run.hosts = sorted({h for g in run.groups for h in g})
-    src.runs.append(run)
+    src.runs += runs.split(src, run)
     src.kinds.append("nccl-tests")
-
-
-ITEMSIZE = {"float32": 4, "float16": 2, "float64": 8, "bfloat16": 2, "int8": 1, "uint8": 1, "int32": 4,
-            "uint32": 4, "int64": 8, "uint64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1}
-
-
-def _allreduce_rows(src: Source, rows: list, records: list) -> list:
-    """``rows`` unless their records are not AllReduce's: an AllReduce row holds size = count x type size
-    (ReduceScatter, AllGather and AlltoAll rows count per rank); such rows are dropped and said so."""
-    odd = [r for r in records if ITEMSIZE.get(r.get("dtype"), 0) and r["size"] != r["count"] * ITEMSIZE[r["dtype"]]]
-    if odd and len(odd) * 2 >= len(records):
-        src.notes.append(f"{len(odd)} rows are not AllReduce's (size != count x type size: another collective's "
-                         "test): not compared")
-        return []
-    return rows
-
-
-def _loose_rows(lines, candidates) -> list[dict]:
-    """Rows whose columns were cut by tags: size, then the out-of-place time, algbw and busbw after the
-    type, redop and root columns."""
-    out = []
-    for n in candidates:
-        t = _clean(lines[n - 1]).split()
-        numbers = []
-        for tok in t[3:]:
-            try:
-                numbers.append(float(tok))
-            except ValueError:
-                continue
-        if numbers and numbers[0] == -1:   # the root column of AllReduce (nccl-tests 2.10 and later)
-            numbers = numbers[1:]
-        if len(numbers) >= 3:
-            out.append({"bytes": int(t[0]), "busbw_GBps": numbers[2], "time_us": numbers[0], "line": n})
-    return out
 
 
 def _nccl_log(src: Source) -> None:

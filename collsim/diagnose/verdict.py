@@ -77,7 +77,7 @@ def bands(points: list, run: Run) -> list[dict]:
             continue
         pts = [p for p in points if lo <= p["bytes"] < hi]
         band = {"band": name, "sizes": f"{format_size(min(r['bytes'] for r in rows))}-"
-                f"{format_size(max(r['bytes'] for r in rows))}", "points": len(rows), "run": run.source,
+                f"{format_size(max(r['bytes'] for r in rows))}", "points": len(rows), "run": run.name,
                 "measured_busbw_GBps": statistics.median(p["measured"] for p in pts) if pts else
                 statistics.median(r["busbw_GBps"] for r in rows)}
         if pts:
@@ -201,10 +201,12 @@ def diagnose_sources(sources: list, cluster=None, measured=None, skipped=()) -> 
     return {"verdict": ctx.verdict, "ratio": ctx.ratio, "decided_by": decided, "bands": all_bands,
             "causes": causes,
             "machine": {"cluster": first.cluster.describe() if first.cluster else None, "why_not": first.why_not,
-                        "seen": first.seen, "assumed": first.assumed, "env": first.env},
+                        "seen": first.seen, "assumed": first.assumed, "env": first.env,
+                        "conflicts": [c for r in results for c in r.machine.conflicts],
+                        "spec": first.cluster.to_dict() if first.cluster else None},
             "files": [{"name": s.name, "kinds": s.kinds, "notes": s.notes} for s in sources],
-            "skipped": list(skipped), "points": [{**p, "run": r.run.source} for r in ctx.results for p in r.points],
-            "measured": [{"run": r.run.source, "bytes": x["bytes"], "busbw_GBps": x["busbw_GBps"]}
+            "skipped": list(skipped), "points": [{**p, "run": r.run.name} for r in ctx.results for p in r.points],
+            "measured": [{"run": r.run.name, "bytes": x["bytes"], "busbw_GBps": x["busbw_GBps"]}
                          for r in ctx.results for x in r.run.rows]}
 
 

@@ -8,7 +8,8 @@ from collsim.diagnose import diagnose
 from collsim.units import parse_size
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "diagnose"
-PUBLIC = sorted(p for p in DATA.iterdir() if p.is_dir() and p.name != "synthetic")
+PUBLIC = sorted(p for p in DATA.iterdir() if p.is_dir() and p.name not in ("synthetic", "pastes"))
+PASTES = DATA / "pastes"   # single public pastes, one per input kind (tests/diagnose/test_pastes.py)
 SYNTHETIC = sorted(p for p in (DATA / "synthetic").iterdir() if p.is_dir())
 
 

@@ -93,9 +93,9 @@ def test_most_public_cases_rank_the_named_cause_in_the_first_three():
     ranks = {f.name: run(f)[2] for f in PUBLIC}
     top3 = sorted(n for n, r in ranks.items() if r is not None and r <= 3)
     missed = sorted(set(ranks) - set(top3))
-    assert len(PUBLIC) >= 15 and len(top3) * 2 > len(PUBLIC), ranks
-    # the misses, and why (docs/diagnose.md): the excerpt lacks the evidence or names a GPU collsim lacks
-    assert missed == ["nccl-307", "nccl-489", "nccl-tests-128", "nccl-tests-251", "nccl-tests-93"], ranks
+    assert len(PUBLIC) >= 15 and len(top3) >= 13, ranks   # issue 35's goal: 13 of 15
+    # the miss, and why (docs/diagnose.md): a V100 machine collsim does not describe, its 2 nodes only in prose
+    assert missed == ["nccl-tests-251"], ranks
 
 
 def test_nccl_tests_297_hit_rests_on_the_prediction():
