@@ -51,9 +51,6 @@ LAUNCH_US = {"nccl-tests-eager": (14.52 - 2 * (34.9 - 14.52) / 6, (34.9 - 14.52)
 # Sockets (tcp): what our emulated 2-node runs over loopback took per network step (the base
 # parameters' socket path, net/Ring/LL: (base + 2 hops) / 2 network steps; ``socket_step_us``).
 RDMA_STEP_US = 25.0
-# Networks whose steps go through TCP connections: NCCL's sockets, and GPUDirect-TCPX/TCPXO (device-memory TCP:
-# the payload skips host copies, each step still a TCP exchange; assumed to cost what a socket step does).
-TCP_NETS = ("tcp", "tcpx")
 
 
 def socket_step_us(base: ModelParams) -> float:
@@ -103,7 +100,7 @@ def cluster_params(cluster: Cluster, channels: int | None = None, nvls_channels:
     ``REFERENCE_CHANNELS`` and 16)."""
     base = base or simulation_params()
     gpu, net = cluster.gpu_info, cluster.net_info
-    net_step = socket_step_us(base) if cluster.net in TCP_NETS else RDMA_STEP_US
+    net_step = socket_step_us(base) if net.tcp else RDMA_STEP_US     # TCPX: a socket step too
     channels = channels or REFERENCE_CHANNELS
     intra = cluster.intra if cluster.intra == "pcie" else "nvlink"
     lat = gpu.latency_scale

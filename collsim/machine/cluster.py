@@ -8,7 +8,7 @@ known one; free text goes under ``notes``)::
     gpus_per_node: 8     # GPUs of one host
     nodes: 2
     intra: nvswitch      # nvswitch | nvlink (direct links or a PCIe card's NVLink bridge) | pcie
-                         #   (default: pcie for PCIe cards, nvswitch otherwise)
+                         #   (default: pcie for PCIe cards and GPUs without NVLink, else nvswitch)
     p2p: true            # optional, intra pcie: peer-to-peer over PCIe (default: the GPU's driver allows it;
                          #   GeForce: false, and NCCL goes through host memory, its SHM transport)
     pcie_gen: 4          # optional: PCIe generation of the GPUs' x16 links (default: the GPU table)
@@ -18,7 +18,7 @@ known one; free text goes under ``notes``)::
                          #   gpus_per_node); NCCL then sees each domain as one node (MNNVL)
     nics_per_node: 8     # needed when nodes > 1; more than gpus_per_node only for efa (p5: 32)
     nic_Gbps: 400        # needed when nodes > 1: line rate of one NIC, Gb/s
-    net: ib              # ib | roce | tcp | efa | tcpx (collsim.machine.networks.NETS)
+    net: ib              # ib | roce | tcp | efa | tcpx | slingshot (collsim.machine.networks.NETS)
     sharp: false         # optional: the InfiniBand switches reduce (SHARP, NCCL's CollNet; net ib only)
     fabric_efficiency: 1 # optional: share of the NICs' line rate the fabric delivers, 0 < x <= 1
     fabric:              # optional: the switches above the NICs (collsim.machine.fabric; default: non-blocking,
@@ -28,8 +28,10 @@ known one; free text goes under ``notes``)::
       - {node: 3, nic: 2, nic_Gbps: 200}   # index from 0; the simulation then runs the machine whole
     nvls: true           # optional: NVLink SHARP available (default: the GPU has it and intra is nvswitch)
     nccl: "2.28"         # optional: the NCCL version whose tuning logic to follow (default the newest;
-                         #   2.18-2.28 are ported, another 2.x follows the closest and says so: nccl_asked)
-    cpu: intel           # optional: intel | amd (NCCL's network overhead and multi-node LL caps use it)
+                         #   2.18-2.30 are ported, another 2.x follows the closest, nccl_asked)
+    cpu: intel           # optional: intel | amd | arm (NCCL's network overhead, multi-node LL
+                         #   caps and, from 2.29, NVLSTree's x86 size correction use it; default
+                         #   arm for superchips)
     call_us: 25          # optional: fixed cost of every collective call, microseconds (default ``CALL_US``)
     name: ..., source: ..., notes: ...   # optional free text (notes: any text, list or mapping)
 
@@ -53,8 +55,8 @@ from collsim.machine.linkview import CALL_US, to_topology
 from collsim.machine.rules import check_intra, check_network, view_degraded
 
 INTRA = ("nvswitch", "nvlink", "pcie")
-CPUS = ("intel", "amd")
-NCCL_VERSIONS = ("2.18", "2.19", "2.20", "2.21", "2.22", "2.23", "2.24", "2.25", "2.26", "2.27", "2.28")
+CPUS = ("intel", "amd", "arm")
+NCCL_VERSIONS = tuple(f"2.{m}" for m in range(18, 31))
 NEWEST_NCCL = NCCL_VERSIONS[-1]
 KEYS = ("name", "source", "notes", "gpu", "gpus_per_node", "nodes", "intra", "p2p", "pcie_gen", "nvlink_GBps",
         "pcie_GBps", "nvlink_domain", "nics_per_node", "nic_Gbps", "net", "sharp", "fabric_efficiency", "fabric",
@@ -93,7 +95,7 @@ class Cluster:
     net: str = "ib"
     nvls: bool | None = None
     nccl: str = NEWEST_NCCL
-    cpu: str = "intel"
+    cpu: str | None = None
     call_us: float | None = None
     name: str = ""
     source: str = ""
@@ -113,11 +115,13 @@ class Cluster:
         if self.gpu not in GPUS:
             raise CollsimError(f"cluster gpu {self.gpu!r:.40} is not known (known: {', '.join(GPUS)})")
         info = GPUS[self.gpu]
+        if self.cpu is None:                      # Grace beside the GPU; x86 hosts otherwise
+            set_(self, "cpu", "arm" if info.form == "superchip" else "intel")
         for key in ("intra", "net", "cpu"):
             if isinstance(getattr(self, key), str):
                 set_(self, key, getattr(self, key).lower())
         if self.intra is None:
-            set_(self, "intra", "pcie" if info.form == "pcie" else "nvswitch")
+            set_(self, "intra", "pcie" if info.form == "pcie" or not info.nvlinks else "nvswitch")
         g = check_int("gpus_per_node", self.gpus_per_node, 1, MAX_GPUS_PER_NODE)
         check_int("nodes", self.nodes, 1, MAX_NODES)
         set_(self, "nccl", ".".join(str(self.nccl).split("-")[0].split(".")[:2]))  # 2.26.2-1 -> 2.26

@@ -17,9 +17,11 @@ from collsim.machine.topology import Link, Topology
 # peer-to-peer, through host memory): NCCL's PCI figure too (its tuning has no SHM class; assumed).
 # InfiniBand and RoCE (NCCL's IB verbs transport): NCCL's NET per-hop latency of a Ring LL128, 4.0 us
 # (same table), which with CALL_US[1] fits the 2-node ring log L15 from 1 MiB up. TCP sockets, EFA (SRD
-# through the Nitro card) and TCPX (TCP with device memory): an assumed 15 us.
+# through the Nitro card) and TCPX (TCP with device memory): an assumed 15 us. Slingshot (RDMA
+# through the CXI provider): IB's, assumed.
 ALPHA_US = {"nvswitch": (0.6 + 3.4) / 2, "nvlink": (0.6 + 3.4) / 2, "pcie": (1.0 + 5.7) / 2,
-            "shm": (1.0 + 5.7) / 2, "ib": 4.0, "roce": 4.0, "tcp": 15.0, "efa": 15.0, "tcpx": 15.0}
+            "shm": (1.0 + 5.7) / 2, "ib": 4.0, "roce": 4.0, "tcp": 15.0, "efa": 15.0, "tcpx": 15.0,
+            "slingshot": 4.0}
 # Fixed cost of one collective call (microseconds, ``Topology.call_us``): NCCL's own base latency of a
 # Simple ring is 8.4 us (baseLat, src/graph/tuning.cc:143-144: the kernel launch and setup NCCL models);
 # a host-timed nccl-tests loop pays more per call (one process launching 8 GPUs' kernels; across nodes

@@ -4,7 +4,10 @@
 ``tcp`` NCCL's socket transport through host memory (net_socket.cc); ``efa`` AWS's Elastic Fabric
 Adapter through the libfabric net plugin aws-ofi-nccl (GPUDirect RDMA on p4d/p5); ``tcpx`` Google's
 GPUDirect-TCPX/TCPXO net plugins (nccl-plugin-gpudirecttcpx: TCP whose payload goes between GPU memory
-and the NIC without host copies). ``efficiency`` is the share of a NIC's line rate NCCL's ring reaches on a
+and the NIC without host copies); ``slingshot`` HPE Slingshot 11 (Cassini NICs) through
+libfabric's CXI provider and the same aws-ofi-nccl plugin. ``Net.transport`` says whose code moves
+the bytes: NCCL's IB verbs (``verbs``), NCCL's sockets (``socket``) or a net plugin (``plugin``).
+``efficiency`` is the share of a NIC's line rate NCCL's ring reaches on a
 healthy fabric; a fabric that delivers less is described by ``Cluster.fabric_efficiency``.
 """
 from __future__ import annotations
@@ -25,7 +28,10 @@ class Net:
     groups_nics: the plugin presents the NICs nearest a GPU as one device of their summed speed (so a
     node may have more NICs than GPUs); hop_us: the time one small message takes to cross the network from
     GPU to GPU on this transport (None: NCCL's own NET latency per hop for RDMA, the socket step measured on
-    our emulated nodes for sockets); source: where each number comes from.
+    our emulated nodes for sockets); transport: "verbs" (NCCL's net_ib.cc: NCCL_IB_DISABLE
+    turns it into sockets), "socket" (net_socket.cc) or "plugin" (a net plugin NCCL loads); tcp:
+    every network step is a TCP exchange (sockets, and TCPX's device-memory TCP); source: where each
+    number comes from.
     """
 
     name: str
@@ -35,6 +41,8 @@ class Net:
     groups_nics: bool
     source: str
     hop_us: float | None = None
+    transport: str = "verbs"
+    tcp: bool = False
 
 
 # L15: 392.69 GB/s ring busbw at 8 GiB across 8 x 400 Gb/s NICs = 49.1 GB/s per 50 GB/s NIC;
@@ -51,11 +59,25 @@ NETS: dict[str, Net] = {
     "roce": Net("roce", IB_EFFICIENCY, True, 0.0, False,
                 "RoCE v2 uses NCCL's IB (verbs) transport; no maintainer figure per NIC, user reports of "
                 "320-430 GB/s busbw on 8 x 400G RoCE (NVIDIA/nccl#1221): InfiniBand's efficiency assumed"),
+    # Slingshot 11: 200 Gb/s Cassini NICs, libfabric's CXI provider under aws-ofi-nccl, GPU
+    # memory registered with FI_HMEM (GPUDirect RDMA). Off AWS the plugin reports
+    # OFI_NCCL_NET_LATENCY, default 0 (nccl_ofi_param.h:221, nccl_ofi_net.cpp:481 at
+    # aws/aws-ofi-nccl 2daf7d3). Raw fi_write ceiling ~24.3 GB/s per 25 GB/s NIC
+    # (uccl-project/uccl#956); NCCL's ring assumed to reach it.
+    "slingshot": Net("slingshot", round(24.3 / 25.0, 3), True, 0.0, False,
+                     "HPE Slingshot 11 through libfabric's CXI provider and the aws-ofi-nccl net "
+                     "plugin (GPUDirect RDMA through FI_HMEM); plugin latency 0, the "
+                     "OFI_NCCL_NET_LATENCY default off AWS (aws-ofi-nccl nccl_ofi_param.h:221, "
+                     "nccl_ofi_net.cpp:481); efficiency 0.972, the raw fi_write ceiling of "
+                     "~24.3 GB/s per 200 Gb/s NIC (uccl-project/uccl#956), NCCL's ring assumed to "
+                     "reach it; "
+                     "per-message latency NCCL's own NET figures (no public NCCL log on Slingshot "
+                     "found)", transport="plugin"),
     # NCCL's socket transport copies through host memory with NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
     # connections; no published per-NIC figure: an assumed half of line rate.
     "tcp": Net("tcp", 0.5, False, 0.0, False,
                "NCCL socket transport (TCP through host memory): no published per-NIC figure; half the line "
-               "rate assumed"),
+               "rate assumed", transport="socket", tcp=True),
     # aws-ofi-nccl: platform-aws.cpp:83-160 (p4d, p5/p5e: latency 75 us, GPUDirect RDMA required; p5en and
     # p6-b200: 35 us); on p5 the RDMA protocol groups the 4 EFA NICs nearest each GPU into one NCCL device
     # (nccl_ofi_topo.cpp:1092-1143) and reports 4 x their speed (nccl_ofi_rdma.cpp:410-413).
@@ -68,13 +90,13 @@ NETS: dict[str, Net] = {
                "speed (nccl_ofi_topo.cpp:1092-1143, nccl_ofi_rdma.cpp:410-413); efficiency 0.614 of line rate "
                "calibrated on the public 2 x p4d log P03 (NVIDIA/nccl#527, NCCL 2.9.9; data/public/README.md); a "
                "network hop of a small message 30 us, calibrated on the public 4 x p4d log P05's 64 B-16 KiB rows "
-               "(NVIDIA/nccl#527: 164 us at 64 B)", hop_us=30.0),
+               "(NVIDIA/nccl#527: 164 us at 64 B)", hop_us=30.0, transport="plugin"),
     "tcpx": Net("tcpx", 0.85, True, 0.0, False,
                 "GPUDirect-TCPX / TCPXO net plugins (Google Cloud A3 / A3 Mega: 4 or 8 x 200 Gb/s per node, payload "
                 "between GPU memory and the NIC without host copies): efficiency 0.85 of line rate and no plugin "
                 "latency assumed (no published per-NIC figure; see data/public/README.md); a network hop of a "
                 "small message 55 us, calibrated on the public 2 x 8 H100 A3 Mega log P01's 8 B-4 KiB rows "
-                "(123 us at 8 B-512 B)", hop_us=55.0),
+                "(123 us at 8 B-512 B)", hop_us=55.0, transport="plugin", tcp=True),
 }
 
 # SHARP (``sharp: true``: InfiniBand switches that reduce, NCCL's CollNet): the latency the switches add to a

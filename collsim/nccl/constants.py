@@ -1,4 +1,4 @@
-"""NCCL's tuning constants for AllReduce, per NCCL version (2.18 to 2.28).
+"""NCCL's tuning constants for AllReduce, per NCCL version (2.18 to 2.30).
 
 ``constants(version)`` returns a ``Constants`` record; ``since(version, table)`` reads a
 "from this version on" table. Each version is read at the newest tag of its minor release
@@ -31,6 +31,10 @@ What changes between versions (earlier value -> later value):
   (topo.h:17@v2.19.4 -> :17@v2.20.5); SM100 links and speed arrays from 2.25 (topo.h:19@v2.25.1,
   search.cc:940-941@v2.25.1; 40.1 GB/s and a 96 GB/s inter speed from 2.27, topo.h:21@v2.27.7,
   search.cc:962-963@v2.27.7).
+- Blackwell Ring LL128 per-channel caps 73.4/34.6/73.4 -> 40/40/40 (tuning.cc:179@v2.28.9 ->
+  :180@v2.29.7); NVLSTree bandwidth x treeCorrectionFactor on Blackwell x86 hosts from 2.29
+  (tuning.cc:596@v2.29.7, 24 sizes up to 512 MiB); Blackwell NVLSTree cap beyond 2 nodes 43.8 ->
+  80.0 (tuning.cc:198@v2.29.7 -> :210@v2.30.7). 2.29-2.30 otherwise choose as 2.28.
 """
 from __future__ import annotations
 
@@ -38,9 +42,10 @@ from dataclasses import dataclass
 
 from collsim.errors import CollsimError
 
-VERSIONS = ("2.18", "2.19", "2.20", "2.21", "2.22", "2.23", "2.24", "2.25", "2.26", "2.27", "2.28")
-TAGS = dict(zip(VERSIONS, ("v2.18.6-1", "v2.19.4-1", "v2.20.5-1", "v2.21.5-1", "v2.22.3-1", "v2.23.4-1",
-                           "v2.24.3-1", "v2.25.1-1", "v2.26.6-1", "v2.27.7-1", "v2.28.9-1")))
+VERSIONS = tuple(f"2.{m}" for m in range(18, 31))
+TAGS = dict(zip(VERSIONS, ("v2.18.6-1", "v2.19.4-1", "v2.20.5-1", "v2.21.5-1", "v2.22.3-1",
+                           "v2.23.4-1", "v2.24.3-1", "v2.25.1-1", "v2.26.6-1", "v2.27.7-1",
+                           "v2.28.9-1", "v2.29.7-1", "v2.30.7-1")))
 ARCHS = ("Volta", "Ampere", "Hopper", "Blackwell")  # compCapIndex order (tuning.cc:249@v2.28.9)
 
 
@@ -98,7 +103,9 @@ LL_MAX_BW = (("2.18", ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (87.7, 22.5, 19.0
 _OLD = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0))
 RING_LL128_BW = (("2.18", _OLD + ((36.7, 36.7, 36.7),)),                                  # tuning.cc:92-96@v2.18.6
                  ("2.25", _OLD + ((36.7, 36.7, 36.7), (73.4, 73.4, 73.4))),               # tuning.cc:158-163@v2.25.1
-                 ("2.28", _OLD + ((36.7, 36.7, 36.7), (73.4, 34.6, 73.4))))               # tuning.cc:175-180@v2.28.9
+                 # tuning.cc:175-180@v2.28.9, :176-181@v2.29.7
+                 ("2.28", _OLD + ((36.7, 36.7, 36.7), (73.4, 34.6, 73.4))),
+                 ("2.29", _OLD + ((36.7, 36.7, 36.7), (40.0, 40.0, 40.0))))
 TREE_LL128_BW = (("2.18", _OLD + ((36.7, 36.7, 29.0),)),                                  # tuning.cc:97-101@v2.18.6
                  ("2.25", _OLD + ((36.7, 36.7, 29.0), (73.4, 73.4, 58.0))),               # tuning.cc:164-169@v2.25.1
                  ("2.28", _OLD + ((36.7, 36.7, 29.0), (55.6, 31.67, 20.0))))              # tuning.cc:181-186@v2.28.9
@@ -106,14 +113,20 @@ _TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0))
 TREE_BW = (("2.18", _TREE),                                                                # tuning.cc:102-106@v2.18.6
            ("2.25", _TREE + ((77.4, 82.8, 72.0),)),                                        # tuning.cc:170-175@v2.25.1
            ("2.28", _TREE + ((70.0, 42.8, 24.0),)))                                        # tuning.cc:187-192@v2.28.9
-NVLS_TREE_BW = (("2.28", _TREE[:2] + ((0.0, 57.7, 45.5), (0.0, 96.0, 43.8))),)             # tuning.cc:193-198@v2.28.9
+# tuning.cc:193-198@v2.28.9, :205-210@v2.30.7
+NVLS_TREE_BW = (("2.28", _TREE[:2] + ((0.0, 57.7, 45.5), (0.0, 96.0, 43.8))),
+                ("2.30", _TREE[:2] + ((0.0, 57.7, 45.5), (0.0, 96.0, 80.0))))
 NVLS_EFFICIENCY = (0.0, 0.0, 0.85, 0.74)                                                   # tuning.cc:134-139@v2.28.9
 # treeCorrectionFactor[proto][log2(nBytes >> 6)], 64 B to 256 MiB, same in every version
-# (tuning.cc:375-379@v2.18.6, :578-582@v2.28.9).
+# (tuning.cc:375-379@v2.18.6, :578-582@v2.28.9); the 24th column (512 MiB), read by NVLSTree only,
+# from 2.29 (tuning.cc:581-585@v2.29.7).
 TREE_CORRECTION = (
-    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0),
-    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0),
-    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9),
+    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0,
+     1.0, 1.0),
+    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0,
+     1.0, 1.0),
+    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9,
+     .9),
 )
 # Threads: NCCL_SIMPLE/LL/LL128_MAX_NTHREADS 512/512/640, NCCL_MAX_NTHREADS 640 (device.h); Ring Simple
 # 256 when ring bwIntra x nCh <= PCI_BW 12 (tuning.cc:231-243@v2.28.9); thresholds in bytes per thread
@@ -153,7 +166,7 @@ class Constants:
 
 
 def constants(version: str) -> Constants:
-    """The ``Constants`` of NCCL ``version`` ("2.18" .. "2.28")."""
+    """The ``Constants`` of NCCL ``version`` ("2.18" .. "2.30")."""
     return Constants(
         version,
         {a: since(version, t) for a, t in BASE_LAT.items()},

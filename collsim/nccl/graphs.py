@@ -117,7 +117,7 @@ def hw_of(c, s: Settings) -> Hw:
     """``Hw`` of cluster ``c`` (as NCCL sees it) under settings ``s`` (layout assumptions in the module
     docstring)."""
     v, info = c.nccl, c.gpu_info
-    gdr = c.net_info.rdma and not (s.ib_disable and c.net in ("ib", "roce"))
+    gdr = c.net_info.rdma and not (s.ib_disable and c.net_info.transport == "verbs")
     G, K = c.gpus_per_node, c.nics_per_node
     via_pcie = c.intra == "pcie" or s.p2p_disable
     p2p = c.p2p and not s.p2p_disable

@@ -99,7 +99,7 @@ class TuningTable:
     (algorithm bandwidth; 0 means disabled), plus what ``ncclTopoGetAlgoTime`` and the channel and
     thread choice read: coll_channels (Ring/Tree CTAs), comm_channels (``comm->nChannels``, the
     ring plateau's divisor; default coll_channels), nvls_channels, max_threads and thread_threshold
-    per (algo, proto), collnet_heads, version."""
+    per (algo, proto), collnet_heads, version, cpu (the host: "arm" is not x86)."""
     lat: dict
     bw: dict
     n_ranks: int
@@ -112,6 +112,7 @@ class TuningTable:
     nvls_channels: int = 0
     thread_threshold: dict = field(default_factory=dict)
     collnet_heads: int = 0
+    cpu: str = "intel"
 
     def rows(self) -> dict:
         """``{algo: {proto: (lat_us, bw_GBps)}}``, the printed table's layout."""
@@ -162,7 +163,7 @@ def tune(setup: Setup) -> TuningTable:
     thresholds.update({(a, "Simple"): 512 for a in COLLNET})
     heads = min(setup.collnet_direct.channels, setup.nics_per_node) if setup.collnet_direct else 0
     return TuningTable(lat, bw, n, nodes, setup.coll_channels, setup.compcap, threads, setup.version,
-                       setup.comm_channels, setup.nvls_channels, thresholds, heads)
+                       setup.comm_channels, setup.nvls_channels, thresholds, heads, setup.cpu)
 
 
 def tuning_table(hw: Hardware) -> TuningTable:
@@ -201,7 +202,8 @@ def table_from_printed(rows: dict, n_ranks: int, n_nodes: int = 1, coll_channels
 def algo_time_us(table: TuningTable, algo: str, proto: str, nbytes, num_pipe_ops: int = 1) -> np.ndarray:
     """``ncclTopoGetAlgoTime`` for AllReduce (tuning.cc:584-601): us per size, nan if disabled.
 
-    Tree: bandwidth x treeCorrectionFactor[proto][log2i(nBytes >> 6)] below 512 MiB; Ring Simple
+    Tree: bandwidth x treeCorrectionFactor[proto][log2i(nBytes >> 6)] below 512 MiB (NVLSTree too,
+    below 1 GiB, from 2.29 on Blackwell x86 hosts, tuning.cc:596@v2.29.7); Ring Simple
     across nodes: latency x1.4 (x1.9 before SM80) once nBytes / (comm->nChannels x nRanks) >= 64.
     latCount = num_pipe_ops for Ring, else ceil(num_pipe_ops / NCCL_MAX_DEV_WORK_BATCH_COLLS = 10)
     (1024 B / 96 B, device.h:362-363; tags before 2.22 divide by NCCL_MAX_WORK_ELEMENTS instead: one
@@ -212,10 +214,13 @@ def algo_time_us(table: TuningTable, algo: str, proto: str, nbytes, num_pipe_ops
         raise CollsimError(f"the tuning table has no {algo}/{proto} entry")
     bw = np.full(nb.shape, table.bw[(algo, proto)], dtype=float)
     lat = np.full(nb.shape, table.lat[(algo, proto)], dtype=float)
-    if algo == "Tree":
+    nvls_tree = (algo == "NVLSTree" and vnum(table.version) >= (2, 29) and table.compcap >= 100
+                 and table.cpu != "arm")
+    if algo == "Tree" or nvls_tree:
         log_size = np.array([max(int(x >> 6).bit_length() - 1, 0) for x in nb], dtype=int)
         factors = np.asarray(TREE_CORRECTION[PROTOS.index(proto)])
-        bw = np.where(log_size < 23, bw * factors[np.clip(log_size, 0, 22)], bw)
+        top = 24 if nvls_tree else 23
+        bw = np.where(log_size < top, bw * factors[np.clip(log_size, 0, top - 1)], bw)
     if algo == "Ring" and proto == "Simple" and table.n_nodes > 1:
         plateau = nb // ((table.comm_channels or table.coll_channels) * table.n_ranks) >= 64
         lat = np.where(plateau, lat * (1.9 if table.compcap < 80 else 1.4), lat)

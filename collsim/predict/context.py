@@ -69,7 +69,7 @@ def nccl_context(cluster: Cluster, algo: str = "default", proto: str = "default"
             env[key] = canonical(value, names)   # forced: NCCL's argmin over what is left
     described, seen = cluster, cluster.nccl_view()
     setup = search(seen, env)
-    if setup.settings.ib_disable and seen.nodes > 1 and seen.net in ("ib", "roce"):
+    if setup.settings.ib_disable and seen.nodes > 1 and seen.net_info.transport == "verbs":
         seen = replace(seen, net="tcp", sharp=False)   # sockets carry the inter-node traffic
     if setup.settings.p2p_disable and seen.gpus_per_node > 1:
         seen = replace(seen, intra="pcie", p2p=False, nvls=False)   # SHM through host memory

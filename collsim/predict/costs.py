@@ -30,7 +30,6 @@ from dataclasses import replace
 from collsim.fitted.layout import Config, layout
 from collsim.fitted.model import shared_rate
 from collsim.fitted.params import NVLS_PRIOR, OPTIONAL, ModelParams
-from collsim.fitted.rescale import TCP_NETS
 from collsim.machine.cluster import Cluster, to_topology
 from collsim.machine.networks import SHARP_US
 from collsim.machine.protocols import PathCosts, ProtocolCosts
@@ -89,7 +88,7 @@ def _net_path(params: ModelParams, cluster: Cluster, algo: str, proto: str, thre
     ``Topology.sharp_us``) / 2 each and the switches' own latency between them."""
     p = _path(params, "net", algo, proto, threads, factor, 1)
     hop = cluster.net_info.hop_us
-    if cluster.net in TCP_NETS:                          # every step a TCP exchange
+    if cluster.net_info.tcp:                             # every step a TCP exchange
         return p if hop is None else replace(p, latency=hop * 1e-6)
     lat = NVLS_PRIOR[algo][1] if algo in NVLS_PRIOR else NET_LAT[algo][PROTOS.index(proto)]
     if algo in COLLNET or algo == "NVLS":                      # NVLS across nodes runs with CollNet

@@ -40,7 +40,7 @@ def test_names_in_any_case_and_device_names(gpu, intra, net, name):
     assert Cluster(gpu=gpu, gpus_per_node=8).gpu == name
 
 
-@pytest.mark.parametrize("asked, followed", [("2.12.12", "2.18"), ("2.29.1-1", "2.28"), ("2.9", "2.18")])
+@pytest.mark.parametrize("asked, followed", [("2.12.12", "2.18"), ("2.31.1-1", "2.30"), ("2.9", "2.18")])
 def test_an_nccl_version_not_ported_follows_the_closest_and_says_so(asked, followed):
     c = Cluster.from_dict({**SPEC, "nccl": asked})
     short = ".".join(asked.split("-")[0].split(".")[:2])
@@ -50,7 +50,7 @@ def test_an_nccl_version_not_ported_follows_the_closest_and_says_so(asked, follo
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"gpu": "V100"}, "gpu 'V100' is not known"),
+    ({"gpu": "P100"}, "gpu 'P100' is not known"),            # Pascal: before Volta
     ({"gpu": "GB300"}, "gpu 'GB300' is not known"),                 # not B200
     ({"gpu": "H100 or H200"}, "gpu 'H100 OR H200' is not known"),   # two names: no guess
     ({"nodes": 0}, "nodes must be >= 1"),

@@ -11,9 +11,25 @@ def test_every_part_users_run_is_in_the_table_with_its_source():
     assert set(ISSUE_25) <= set(GPUS)
     for name, g in GPUS.items():
         assert g.name == name and len(g.source) > 80, name
-        assert g.compcap in (80, 86, 89, 90, 100) and g.pcie_gen in (4, 5) and g.form in ("sxm", "pcie", "superchip")
+        assert g.compcap in (70, 75, 80, 86, 89, 90, 100, 120, 121) and g.pcie_gen in (3, 4, 5)
+        assert g.form in ("sxm", "pcie", "superchip")
         assert (g.nvlinks == 0) == (g.link_GBps == 0) and (g.ring_efficiency > 0) == (g.nvlinks > 0)
-        assert 0 < g.latency_scale <= REFERENCE_MHZ / 1410 and g.sms > 0 and g.l2_bytes >= 4 << 20
+        assert 0 < g.latency_scale <= REFERENCE_MHZ / 1380 and g.sms > 0 and g.l2_bytes >= 4 << 20
+
+
+SINCE_VOLTA = ("V100", "V100-PCIE", "V100S", "T4", "RTX2080TI", "RTX8000", "A30", "A40", "A6000", "A10G", "L40",
+               "RTX5090", "GB10")
+
+
+@pytest.mark.parametrize("name, cc, sms, gen, nvlink", [
+    ("V100", 70, 80, 3, 150), ("V100-PCIE", 70, 80, 3, 0), ("T4", 75, 40, 3, 0),   # V100: 'NVLink 300 GB/s'
+    ("RTX2080TI", 75, 68, 3, 50), ("A30", 80, 56, 4, 100), ("A40", 86, 84, 4, 56.25),
+    ("A6000", 86, 84, 4, 56.25), ("L40", 89, 142, 4, 0), ("RTX5090", 120, 170, 5, 0), ("GB10", 121, 48, 5, 0),
+])
+def test_every_generation_since_volta_with_its_datasheet_figures(name, cc, sms, gen, nvlink):
+    g = GPUS[name]
+    assert (g.compcap, g.sms, g.pcie_gen, g.nvlink_GBps) == (cc, sms, gen, pytest.approx(nvlink))
+    assert set(SINCE_VOLTA) <= set(GPUS)
 
 
 @pytest.mark.parametrize("name, nvlink, links, nvls, p2p", [
@@ -39,12 +55,16 @@ def test_only_superchips_reach_other_hosts_over_nvlink():
     ("NVIDIA H100 NVL", "H100-NVL"), ("NVIDIA H800", "H800"), ("NVIDIA H20", "H20"), ("NVIDIA H200", "H200"),
     ("NVIDIA GH200 480GB", "GH200"), ("NVIDIA GB200", "GB200"), ("NVIDIA B200", "B200"), ("NVIDIA L40S", "L40S"),
     ("NVIDIA L4", "L4"), ("NVIDIA A10", "A10"), ("NVIDIA GeForce RTX 4090", "RTX4090"), ("rtx 3090", "RTX3090"),
-    ("RTX-4080", "RTX4080"), ("h100-pcie", "H100-PCIE"),
+    ("RTX-4080", "RTX4080"), ("h100-pcie", "H100-PCIE"), ("Tesla V100-SXM2-32GB", "V100"),
+    ("Tesla V100-PCIE-16GB", "V100-PCIE"), ("Tesla V100S-PCIE-32GB", "V100S"), ("Tesla T4", "T4"),
+    ("NVIDIA GeForce RTX 2080 Ti", "RTX2080TI"), ("Quadro RTX 8000", "RTX8000"), ("NVIDIA RTX A6000", "A6000"),
+    ("NVIDIA A40", "A40"), ("NVIDIA A10G", "A10G"), ("NVIDIA L40", "L40"), ("NVIDIA GB10", "GB10"),
+    ("NVIDIA GeForce RTX 5090", "RTX5090"),
 ])
 def test_device_names_mean_one_part(text, name):
     assert gpu_name(text) == name
 
 
-@pytest.mark.parametrize("text", ["H100 or H200", "A100 and L40S", "GB300", "V100"])
+@pytest.mark.parametrize("text", ["H100 or H200", "A100 and L40S", "GB300", "P100"])
 def test_two_names_or_an_unknown_one_are_not_guessed(text):
     assert gpu_name(text) not in GPUS

@@ -322,3 +322,22 @@ def test_ll128_on_sm86_links_follows_the_version():
     assert cluster_table(replace(pair, nccl="2.26")).bw[("Ring", "LL128")] == 0
     assert cluster_table(pair).bw[("Ring", "LL128")] > 0
     assert cluster_table(Cluster("L40S", 2)).bw[("Ring", "LL128")] == 0              # PCIe paths: never by default
+
+
+def test_what_2_29_and_2_30_change_on_blackwell():
+    # Ring LL128 per-channel cap on 2 nodes 34.6 -> 40 (tuning.cc:179@v2.28.9 -> :180@v2.29.7); NVLSTree x
+    # treeCorrectionFactor on x86 hosts from 2.29 (tuning.cc:596@v2.29.7: 0.8 at 64 MiB, Simple); NVLSTree cap
+    # beyond 2 nodes 43.8 -> 80 per channel (tuning.cc:198@v2.29.7 -> :210@v2.30.7); Hopper unchanged
+    two, four = (Cluster("B200", 8, n, nics_per_node=8, nic_Gbps=400) for n in (2, 4))
+    old, new = (cluster_table(replace(two, nccl=v)) for v in ("2.28", "2.29"))
+    assert new.bw[("Ring", "LL128")] / old.bw[("Ring", "LL128")] == pytest.approx(40.0 / 34.6)
+    lat, bw = new.rows()["NVLSTree"]["Simple"]
+    assert algo_time_us(new, "NVLSTree", "Simple", [1 << 26])[0] == pytest.approx(lat + (1 << 26) / (1e3 * bw * .8))
+    assert algo_time_us(old, "NVLSTree", "Simple", [1 << 26])[0] == pytest.approx(lat + (1 << 26) / (1e3 * bw))
+    grace = cluster_table(Cluster("GB200", 4, 2, nics_per_node=4, nic_Gbps=400))     # Grace: ARM, no correction
+    lat, bw = grace.rows()["NVLSTree"]["Simple"]
+    assert grace.cpu == "arm" and algo_time_us(grace, "NVLSTree", "Simple", [1 << 26])[0] == pytest.approx(
+        lat + (1 << 26) / (1e3 * bw))
+    v29, v30 = (cluster_table(replace(four, nccl=v)).bw[("NVLSTree", "Simple")] for v in ("2.29", "2.30"))
+    assert v30 > v29
+    assert cluster_table(h100(2, nccl="2.30")).rows() == cluster_table(h100(2, nccl="2.28")).rows()

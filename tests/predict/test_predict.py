@@ -106,7 +106,7 @@ def test_cli_text_json_plot_and_errors(tmp_path, capsys):
     assert d["cluster"]["gpu"] == "H100" and [r["bytes"] for r in d["rows"]] == [1 << 20, 4 << 30]
     assert {"bytes", "time_us", "busbw_GBps", "algo", "proto", "channels"} <= set(d["rows"][0])
     spec = tmp_path / "bad.yaml"
-    for text, message in (("gpu: V100\ngpus_per_node: 8\n", "not known"), ("gpu: A100\ngpus_per_node: 8\nnvls: true\n",
+    for text, message in (("gpu: P100\ngpus_per_node: 8\n", "not known"), ("gpu: A100\ngpus_per_node: 8\nnvls: true\n",
                           "no NVLink SHARP"), ("gpu: H100\ngpus_per_node: 8\nnodes: 0\n", "nodes must be >= 1"),
                           ("gpu: H100\ngpus_per_node: 4\nnodes: 2\nnics_per_node: 8\nnic_Gbps: 400\n", "exceeds"),
                           ("gpu: H100\ngpus_per_node: 8\nnvlink_GBps: -5\n", "nvlink_GBps must be >= 0.1")):
