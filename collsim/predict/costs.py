@@ -88,7 +88,7 @@ def _net_path(params: ModelParams, cluster: Cluster, algo: str, proto: str, thre
     trip through the switches (tuning.cc:164-165,386-392); the simulation pays it as two NIC crossings of (that -
     ``Topology.sharp_us``) / 2 each and the switches' own latency between them."""
     p = _path(params, "net", algo, proto, threads, factor, 1)
-    hop = cluster.net_info.hop_us
+    hop = cluster.hop_us
     if cluster.net in TCP_NETS:                          # every step a TCP exchange
         return p if hop is None else replace(p, latency=hop * 1e-6)
     lat = NVLS_PRIOR[algo][1] if algo in NVLS_PRIOR else NET_LAT[algo][PROTOS.index(proto)]
