@@ -46,6 +46,9 @@ MAX_RANKS = 1 << 20         # ranks, nodes, GPUs per node
 MAX_CHANNELS = 64           # NCCL's MAXCHANNELS (src/include/device.h)
 BUFFSIZE_RANGE = (1 << 15, 1 << 32)  # NCCL_BUFFSIZE bytes (collsim.fitted.layout.Config's floor; 4 GiB)
 MAX_CALLS = 1 << 30         # calls, iterations, warm-up calls per measurement
+# a quick run's sizes (runners/allreduce_bench.py --quick, collsim fit --cluster): one per regime, from a call's
+# latency (8 B) through LL's and LL128's ranges to the bandwidth plateau (1 GiB)
+QUICK_SIZES = (8, 64 << 10, 8 << 20, 256 << 20, 1 << 30)
 MAX_SECONDS = 3600.0        # a latency (alpha), seconds
 MAX_SECONDS_PER_BYTE = 1.0  # beta, gamma: seconds per byte (1 B/s)
 MAX_MEMORY_BYTES = 4 * 10**9  # what one command may hold by collsim's estimate (COLLSIM_MAX_MEMORY lifts it)

@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO))
 
 from collsim import cli  # noqa: E402
 from collsim.errors import CollsimError  # noqa: E402
-from collsim.inputs import MAX_CALLS  # noqa: E402
+from collsim.inputs import MAX_CALLS, QUICK_SIZES  # noqa: E402
 from collsim.nccl.log import canonical_algo, canonical_proto  # noqa: E402
 from collsim.sweep import sizes as size_range  # noqa: E402
 from collsim.units import parse_size  # noqa: E402
@@ -96,13 +96,17 @@ def build_parser() -> OneLineParser:
                    help="call i uses slice i mod (max size // size) of the buffer, like nccl-tests (no L2 reuse)")
     p.add_argument("--algo", help="NCCL_ALGO, e.g. Ring, Tree, ^NVLS")
     p.add_argument("--proto", help="NCCL_PROTO, e.g. LL, LL128, Simple")
+    p.add_argument("--quick", action="store_true", help="the quick run collsim fit --cluster calibrates on: "
+                   "8 B, 64 KiB, 8 MiB, 256 MiB and 1 GiB, NCCL's own choice (no --sizes, -b/-e, --algo, --proto)")
     return p
 
 
 def sweep(args) -> list[int]:
     """Sizes in bytes: nccl-tests' -b/-e/-f sweep, or --sizes; floored to whole elements."""
     itemsize = DTYPES[args.dtype][0]
-    if args.sizes is not None:
+    if getattr(args, "quick", False):
+        raw = list(QUICK_SIZES)
+    elif args.sizes is not None:
         raw = _sizes_arg(args.sizes)
     else:
         lo, hi = parse_size(args.minbytes), parse_size(args.maxbytes)
@@ -142,6 +146,10 @@ def parse_args(argv):
     parser = build_parser()
     args = parser.parse_args(argv)
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    given = [o for o, v in (("--sizes", args.sizes), ("--algo", args.algo), ("--proto", args.proto)) if v]
+    given += [o for o in ("-b", "-e", "--minbytes", "--maxbytes") if o in (sys.argv[1:] if argv is None else argv)]
+    if args.quick and given:
+        parser.error(f"--quick runs its own five sizes with NCCL's choice: drop {', '.join(given)}")
     try:
         args.size_list = sweep(args)
         for name in ("algo", "proto"):

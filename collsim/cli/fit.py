@@ -2,7 +2,7 @@
 
     collsim fit FILES... -o PARAMS.json [--holdout odd|even|timing|run] [--label ALGO/PROTO]
                 [--out-of-place] [--overhead-from AB_FILES...]
-    collsim fit --cluster SPEC [--nodes N] FILES... [-o FITTED.yaml]   # its fabric_efficiency
+    collsim fit --cluster SPEC [--nodes N] QUICK... [-o FITTED.yaml]   # calibrate it on a quick run
     collsim compare --params PARAMS.json --measured FILE... [--algo A --proto P --ranks N]
                     [--holdout auto|all|odd|even|timing] [--nccl-log LOG] [--out-of-place]
                     [--overhead-from AB_FILES...] [--plot PNG] [--json]
@@ -56,19 +56,23 @@ def _pct(x) -> str:
 
 
 def _fit_cluster(args) -> int:
-    """``collsim fit --cluster SPEC FILES... [-o FITTED.yaml]``: the fabric_efficiency of SPEC's network."""
-    from collsim.fit.fabric import FROM_BYTES, fit_fabric
+    """``collsim fit --cluster SPEC QUICK... [-o FITTED.yaml]``: the description's uncertain inputs fitted on a
+    quick run of the machine (``collsim.fit.quick``)."""
+    from collsim.fit.quick import fit_quick
     if args.output:
         check_output(args.output, [*args.files, *([args.cluster] if Path(args.cluster).suffix else [])], "cluster file")
-    res = fit_fabric(load_cluster(args.cluster, args.nodes), args.files, args.label, not args.out_of_place)
-    print(f"fabric_efficiency: {res['fabric_efficiency']:g}   (fitted on {res['points']} sizes from "
-          f"{FROM_BYTES >> 20} MiB; median |error| from 1 MiB {_pct(res['before']['median_abs_rel_error'])} "
-          f"-> {_pct(res['after']['median_abs_rel_error'])}; check it on another measurement with compare)")
+    res = fit_quick(load_cluster(args.cluster, args.nodes), args.files, args.label, not args.out_of_place)
+    print(f"fitted on {res['points']} measured sizes through the simulation:")
+    for k, v in res["values"].items():
+        print(f"  {k:17s} {res['start'][k]:9.4g} -> {v:.4g}")
+    print(f"median |time error| on them {_pct(res['before']['median_abs_rel_error'])} -> "
+          f"{_pct(res['after']['median_abs_rel_error'])} (p90 {_pct(res['before']['p90_abs_rel_error'])} -> "
+          f"{_pct(res['after']['p90_abs_rel_error'])}); check it on other sizes or algorithms with compare")
     if args.output:
-        d = {k: v for k, v in res["cluster"].items() if v is not None and k != "nccl_asked"}
+        d = {k: v for k, v in res["cluster"].to_dict().items() if v is not None and k != "nccl_asked"}
         with atomic_write(args.output, "cluster file") as f:
             f.write(yaml.safe_dump(d, sort_keys=False))
-        print(f"cluster with fabric_efficiency -> {args.output}")
+        print(f"calibrated cluster -> {args.output} (predict-nccl, simulate and diagnose read it)")
     return 0
 
 
@@ -77,7 +81,7 @@ def _fit(args) -> int:
     if args.cluster:
         return _fit_cluster(args)
     if not args.output:
-        raise CollsimError("fit needs -o PARAMS.json (or --cluster SPEC to fit its fabric_efficiency)")
+        raise CollsimError("fit needs -o PARAMS.json (or --cluster SPEC to calibrate it on a quick run)")
     check_output(args.output, [*args.files, *(args.overhead_from or [])], "parameters file")
     overhead = load_points(args.overhead_from, "default", not args.out_of_place) if args.overhead_from else None
     params, report = fit(load_points(args.files, args.label, not args.out_of_place, args.nodes), args.holdout,
@@ -129,11 +133,12 @@ def _compare_cluster(args) -> int:
     print(f"{cluster.describe()}: predicted from the description alone; |relative error| median / p90")
     for f in result["files"]:
         print(f"# {f['file']} ({f['harness']}, {f['timing']}, {f['gpus_per_process']} GPU(s) per process)")
-        print(f"  {'size':>11s} {'measured us':>12s} {'collsim us':>11s} {'err':>6s} {'NCCL model us':>14s} {'err':>6s}"
-              f"  NCCL runs")
+        print(f"  {'size':>11s} {'measured us':>12s} {'collsim us':>11s} {'err':>6s} {'80% range us':>21s} "
+              f"{'NCCL model us':>14s} {'err':>6s}  NCCL runs")
         for r in f["rows"]:
+            span = f"{r['low_us']:.1f}-{r['high_us']:.1f}" + (" " if r["inside"] else "!")
             print(f"  {r['bytes']:11d} {r['measured_us']:12.2f} {r['simulated_us']:11.2f} "
-                  f"{100 * (r['simulated_us'] / r['measured_us'] - 1):+5.0f}% {r['nccl_us']:14.2f} "
+                  f"{100 * (r['simulated_us'] / r['measured_us'] - 1):+5.0f}% {span:>21s} {r['nccl_us']:14.2f} "
                   f"{100 * (r['nccl_us'] / r['measured_us'] - 1):+5.0f}%  "
                   f"{r['algo']}/{r['proto']} x{r['channels']}")
     for scope, suffix in (("all sizes", ""), ("from 1 MiB", "_from_1MiB")):
@@ -141,6 +146,8 @@ def _compare_cluster(args) -> int:
         print(f"{scope:11s}: collsim {_pct(ours['median_abs_rel_error'])} / {_pct(ours['p90_abs_rel_error'])}, "
               f"NCCL's model {_pct(theirs['median_abs_rel_error'])} / {_pct(theirs['p90_abs_rel_error'])} "
               f"({ours['n']} points)")
+    inside = result["inside_range"]
+    print(f"inside collsim's 80% range: {inside['inside']} of {inside['n']} (! marks those outside)")
     return 0
 
 
@@ -232,12 +239,13 @@ def _overhead_argument(p) -> None:
 
 def register(sub) -> None:
     p = sub.add_parser("fit", help="fit the NCCL-shaped model to measurements, report held-out error; with "
-                                      "--cluster, the cluster's fabric_efficiency")
+                                      "--cluster, calibrate the cluster on a quick run of it")
     p.add_argument("files", nargs="+", help="runner .jsonl files or nccl-tests output")
     p.add_argument("-o", "--output", help="parameters JSON to write (with --cluster: the cluster YAML with "
-                                          "its fitted fabric_efficiency)")
-    p.add_argument("--cluster", help="fit this cluster description's fabric_efficiency (the share of the NICs' "
-                                     "line rate its fabric delivers) to the measured multi-node runs")
+                                          "its calibrated inputs)")
+    p.add_argument("--cluster", help="calibrate this cluster description on a quick run of the machine (nccl-tests "
+                                     "output or runners/allreduce_bench.py --quick): its intra-node and per-NIC "
+                                     "efficiency, network hop and per-step cost (collsim.fit.quick)")
     p.add_argument("--holdout", default="odd", choices=["odd", "even", "timing", "run"],
                    help="fit even powers of two/test odd (odd), the reverse (even), eager->graph "
                         "(timing), first file->others (run)")

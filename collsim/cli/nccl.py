@@ -12,9 +12,12 @@ SPEC is a preset (``collsim simulate --list-presets``) or a cluster file (YAML/J
 harness's terms), algbw and busbw, NCCL's choice of algorithm, protocol and channels, NCCL's own predicted
 time, and the resource the simulation kept busiest (``collsim.predict``); ``--json`` prints ``{"predictor":
 "simulated_us", "cluster": {...}, "rows": [{"bytes", "time_us", "simulated_us", "kernel_us", "busbw_GBps",
-"algo", "proto", "channels", "nccl_us", "busiest", "busy", "timed_by"}]}``. Every row is simulated (CollNet
-too, on a cluster with ``sharp: true``); a row of an algorithm collsim does not simulate would be timed by NCCL's
-own model, ``timed_by: "nccl"`` (marked * in the text). A list of node counts (``--nodes 2,4,...,2048``) sweeps
+"algo", "proto", "channels", "nccl_us", "busiest", "busy", "timed_by", "low_us", "high_us",
+"bandwidth_share"}], "inputs": {...}, "range": {...}}``: each time's 80% range comes from where the
+description's inputs come (``collsim.predict.ranges``; the text names the least sure input of each
+regime). Every row is simulated (CollNet too, on a cluster with ``sharp: true``); a row of an
+algorithm collsim does not simulate would be timed by NCCL's own model, ``timed_by: "nccl"`` (marked *
+in the text). A list of node counts (``--nodes 2,4,...,2048``) sweeps
 the cluster's size instead: ``collsim.cli.nccl_scale``.
 """
 from __future__ import annotations
@@ -28,6 +31,7 @@ from collsim.machine import load_cluster
 from collsim.nccl.settings import env_arguments
 from collsim.outputs import check_output
 from collsim.predict import predict_nccl
+from collsim.predict.ranges import range_note
 from collsim.predictors import PREDICTORS
 from collsim.sweep import sizes as size_range
 from collsim.units import format_size
@@ -72,13 +76,16 @@ def cmd_predict_nccl(args) -> int:
           f"{result['gpus_per_process']} GPU(s) per process)")
     if result["settings"]["ignored"]:
         print("not modelled (no effect here): " + ", ".join(result["settings"]["ignored"]))
-    print(f"{'bytes':>8} {'time us':>12} {'algbw':>8} {'busbw':>8}  {'NCCL chooses':<16} {'ch':>3} "
-          f"{'NCCL model us':>13}  busiest resource")
+    print(f"{'bytes':>8} {'time us':>12} {'80% range us':>21} {'algbw':>8} {'busbw':>8}  {'NCCL chooses':<16} "
+          f"{'ch':>3} {'NCCL model us':>13}  busiest resource")
     for r in result["rows"]:
         mark = "*" if r["timed_by"] == "nccl" else " "
         where = f"{r['busiest']} {100 * r['busy']:.0f}%" if r["busiest"] else "-"
-        print(f"{format_size(r['bytes']):>8} {r['time_us']:11.2f}{mark} {r['algbw_GBps']:8.2f} {r['busbw_GBps']:8.2f}  "
+        span = f"{r['low_us']:.1f}-{r['high_us']:.1f}"
+        print(f"{format_size(r['bytes']):>8} {r['time_us']:11.2f}{mark} {span:>21} {r['algbw_GBps']:8.2f} "
+              f"{r['busbw_GBps']:8.2f}  "
               f"{r['algo'] + '/' + r['proto']:<16} {r['channels']:>3} {r['nccl_us']:13.2f}  {where}")
+    print(range_note(result))
     if any(r["timed_by"] == "nccl" for r in result["rows"]):
         print("* timed by NCCL's own model: collsim does not simulate this algorithm")
     if args.plot:

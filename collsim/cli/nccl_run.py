@@ -7,7 +7,8 @@ collsim's own (``--slices``, ``--chunks``), NCCL's schedule of that algorithm (`
 forced if given, else NCCL's). It prints the kernel's simulated time (what ``predict-nccl`` adds the harness
 to), busbw, the busiest resource, and which reductions the simulation used (``--json``: ``symmetry``,
 ``collsim.predict.simulation``: the nodes and channels simulated, what became of the fabric, why a ring ran
-whole).
+whole) and the time's 80% range (``low_us``, ``high_us``: ``collsim.predict.ranges``, from where the
+cluster's inputs come).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from collsim.cli.args import cluster_from_args, element_count, finite_json, roun
 from collsim.errors import CollsimError
 from collsim.nccl.settings import env_arguments
 from collsim.predict import nccl_context, simulate_nccl
+from collsim.predict.ranges import SMALLEST, bandwidth_share, regime_kinds, time_range
 from collsim.predictors import SIMULATED
 from collsim.units import bandwidths
 
@@ -67,10 +69,15 @@ def cmd_simulate_nccl(args, cluster) -> int:
     sim = simulate_nccl(ctx, d.algo, d.proto, nbytes, args.channels or d.channels)
     alg, bus = bandwidths(nbytes, sim.time_s * 1e6, cluster.ranks)
     busiest = sim.busiest()
+    s8 = ctx.decisions([SMALLEST])[0]
+    smallest = simulate_nccl(ctx, s8.algo, s8.proto, SMALLEST, s8.channels).time_s * 1e6
+    share = bandwidth_share(sim.time_s * 1e6, smallest)
+    low, high = time_range(sim.time_s * 1e6, share, regime_kinds(cluster.inputs))
     obj = {"predictor": SIMULATED, "algo": d.algo, "proto": d.proto, "chosen_by": "you" if args.algo else "NCCL",
            "ranks": cluster.ranks, "bytes": nbytes, "cluster": cluster.name or cluster.gpu, "channels": sim.channels,
            "channel_classes": sim.classes, "loops": sim.loops, "simulated_loops": sim.simulated_loops,
-           "time_s": round_seconds(sim.time_s), "algbw_GBps": alg, "busbw_GBps": bus, "nccl_us": d.time_us,
+           "time_s": round_seconds(sim.time_s),
+           "low_us": low, "high_us": high, "algbw_GBps": alg, "busbw_GBps": bus, "nccl_us": d.time_us,
            "busiest": busiest and {k: busiest[k] for k in ("name", "busy")}, "symmetry": sim.symmetry,
            "resources": [{k: x[k] for k in ("name", "busy", "bytes")} for x in sim.result.resource_table()]}
     if args.json:
@@ -78,7 +85,8 @@ def cmd_simulate_nccl(args, cluster) -> int:
         return 0
     who = "you forced" if args.algo else "NCCL chooses"
     print(f"{cluster.describe()}: {who} {d.algo}/{d.proto} on {sim.channels} channel(s) for {nbytes} B")
-    print(f"simulated {sim.time_s * 1e6:.3f} us (the kernel; predict-nccl adds the harness)  algbw {alg:.2f} GB/s  "
+    print(f"simulated {sim.time_s * 1e6:.3f} us (80% range {low:.3f}-{high:.3f}; the kernel, predict-nccl adds the "
+          f"harness)  algbw {alg:.2f} GB/s  "
           f"busbw {bus:.2f} GB/s  (NCCL's own model: {d.time_us:.3f} us)")
     if busiest:
         print(f"busiest resource: {busiest['name']}, busy {100 * busiest['busy']:.0f}% of the run")

@@ -23,6 +23,7 @@ from collsim.machine import Cluster, load_cluster
 from collsim.machine.cluster import gpu_name
 from collsim.machine.hardware import GPUS
 from collsim.predict import predict_nccl
+from collsim.predict.ranges import busbw_range
 
 NIC_GBPS = {"A100": 200.0, "A800": 200.0, "H100": 400.0, "H800": 400.0, "H20": 400.0, "H200": 400.0,
             "B200": 400.0}   # the HGX reference NIC of each
@@ -185,7 +186,8 @@ def _network(ev: Evidence, gpu: str, per_node: int, m: Machine) -> dict:
 
 
 def expect(machine: Machine, run: Run) -> list[dict]:
-    """Per measured size of ``run``: ``bytes``, ``measured``, ``expected`` (collsim's busbw), ``nccl``
+    """Per measured size of ``run``: ``bytes``, ``measured``, ``expected`` (collsim's busbw) and its 80%
+    range (``expected_range``: low, high GB/s, ``collsim.predict.ranges.busbw_range``), ``nccl``
     (NCCL's own model's busbw), ``algo``, ``proto``, ``channels``, ``line``. Empty without a cluster."""
     rows = {}
     for r in run.rows:
@@ -208,6 +210,7 @@ def expect(machine: Machine, run: Run) -> list[dict]:
         r = rows[size]   # busbw from the time where there is one: nccl-tests prints busbw with 2 decimals
         measured = size / 1e3 / r["time_us"] * factor if r["time_us"] > 0 else r["busbw_GBps"]
         out.append({"bytes": size, "measured": measured, "expected": p["busbw_GBps"],
+                    "expected_range": busbw_range(p, c.ranks),
                     "nccl": size / 1e3 / p["nccl_us"] * factor if p["nccl_us"] > 0 else 0.0,
                     "algo": p["algo"], "proto": p["proto"], "channels": p["channels"], "line": r["line"],
                     "time_us": p["time_us"]})

@@ -53,8 +53,8 @@ Hold-out (``points.split``): "odd", "even", "timing", "run"; errors on the test 
 Modules: ``points`` (measured points and harness keys), ``overheads`` (harness terms), ``compare``
 (measured vs collsim's fitted model vs NCCL's own; executed schedules vs their simulation),
 ``cluster_compare`` (the same from a cluster description), ``simulated`` (the event simulation's per-transfer
-costs fitted with the simulation in the loop, on the sets of ``sim_sets``: ``sim_params.json``), ``fabric`` (a
-cluster's fabric_efficiency fitted to one measurement), ``alpha_beta`` (the course's alpha-beta fit).
+costs fitted with the simulation in the loop, on the sets of ``sim_sets``: ``sim_params.json``), ``quick`` (a
+cluster description calibrated on a quick run of the machine), ``alpha_beta`` (the course's alpha-beta fit).
 """
 from __future__ import annotations
 

@@ -6,16 +6,20 @@ algorithm and protocol it forced (its label or NCCL_ALGO/NCCL_PROTO), its NCCL_*
 harness (nccl-tests or the runner), timing and GPUs per process; ``collsim.predict`` gives
 collsim's time (``simulated_us``: the simulation of the schedule NCCL runs, CollNet's too; ``timed_by`` says
 which) and NCCL's own (``nccl_us``). Errors are |predicted / measured - 1| per size (fractions), summed up
-as median and p90 over all sizes and over sizes from 1 MiB up.
+as median and p90 over all sizes and over sizes from 1 MiB up; each row says whether the measured time is
+inside collsim's 80% range (``collsim.predict.ranges``), ``inside_range`` counts them.
 """
 from __future__ import annotations
+
+import re
+from dataclasses import replace
 
 import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.fit import abs_rel_errors, summary
 from collsim.fit.points import harness_key
-from collsim.machine.cluster import Cluster
+from collsim.machine.cluster import Cluster, nearest_ported
 from collsim.measure.files import load_file
 from collsim.predict import predict_nccl
 
@@ -47,6 +51,17 @@ def nccl_args(meta: dict) -> tuple[str, dict]:
     return ("nccl-tests" if meta.get("harness") == "nccl-tests" else "runner"), env
 
 
+def as_ran(cluster: Cluster, meta: dict) -> Cluster:
+    """``cluster`` as a measured file ran it: where the file's NCCL (its meta's ``nccl`` or
+    ``nccl_library_version``) is a version whose choices collsim does not port, the cluster follows the closest
+    ported one and says so (``nccl_asked``: its range then counts NCCL's choice as assumed)."""
+    ran = str(meta.get("nccl") or meta.get("nccl_library_version") or "")
+    m = re.match(r"2\.\d+", ran)
+    if not m or "nccl_asked" in cluster.extra or nearest_ported(m.group(0)) == m.group(0):
+        return cluster
+    return replace(cluster, extra={**cluster.extra, "nccl_asked": m.group(0)})
+
+
 def compare_cluster(cluster: Cluster, paths, label: str | None = None, inplace: bool = False, base=None) -> dict:
     """{"files": [{"file", "rows": [...], "simulated": summary, "nccl": summary, ...}], "simulated": ...,
     "nccl": ...} over every file's sizes (module docstring); ``base``: the parameters to rescale
@@ -64,17 +79,20 @@ def compare_cluster(cluster: Cluster, paths, label: str | None = None, inplace: 
         except CollsimError as e:
             raise CollsimError(f"{path}: {e}") from None
         harness, env = nccl_args(meta)
-        result = predict_nccl(cluster, sizes, meta.get("algo") or "default", meta.get("proto") or "default",
-                              env, harness, meta.get("timing") or "eager",
+        result = predict_nccl(as_ran(cluster, meta), sizes, meta.get("algo") or "default",
+                              meta.get("proto") or "default", env, harness, meta.get("timing") or "eager",
                               meta.get("gpus_per_process"), base)
         pred = np.array([r["time_us"] for r in result["rows"]])
         nccl = np.array([r["nccl_us"] for r in result["rows"]])
         e_ours, e_theirs = abs_rel_errors(pred, times), abs_rel_errors(nccl, times)
         rows = [{"bytes": int(s), "measured_us": float(t), "simulated_us": float(p), "nccl_us": float(n),
-                 "algo": r["algo"], "proto": r["proto"], "channels": r["channels"], "timed_by": r["timed_by"]}
+                 "algo": r["algo"], "proto": r["proto"], "channels": r["channels"], "timed_by": r["timed_by"],
+                 "low_us": r["low_us"], "high_us": r["high_us"], "bandwidth_share": r["bandwidth_share"],
+                 "inside": bool(r["low_us"] <= t <= r["high_us"])}
                 for s, t, p, n, r in zip(sizes, times, pred, nccl, result["rows"])]
         large = sizes >= MIB
-        files.append({"file": str(path), "harness": harness, "timing": result["timing"],
+        files.append({"file": str(path), "harness": harness, "timing": result["timing"], "range": result["range"],
+                      "inputs": result["inputs"],
                       "gpus_per_process": result["gpus_per_process"], "rows": rows,
                       "simulated": summary(e_ours), "nccl": summary(e_theirs),
                       "simulated_from_1MiB": summary(e_ours[large]), "nccl_from_1MiB": summary(e_theirs[large])})
@@ -82,5 +100,7 @@ def compare_cluster(cluster: Cluster, paths, label: str | None = None, inplace: 
         theirs.append(e_theirs)
         big.append(large)
     e_ours, e_theirs, large = np.concatenate(ours), np.concatenate(theirs), np.concatenate(big)
-    return {"cluster": cluster.to_dict(), "files": files, "simulated": summary(e_ours), "nccl": summary(e_theirs),
+    inside = [r["inside"] for f in files for r in f["rows"]]
+    return {"inside_range": {"n": len(inside), "inside": int(sum(inside))}, "cluster": cluster.to_dict(),
+            "files": files, "simulated": summary(e_ours), "nccl": summary(e_theirs),
             "simulated_from_1MiB": summary(e_ours[large]), "nccl_from_1MiB": summary(e_theirs[large])}

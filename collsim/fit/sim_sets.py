@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from collsim.fit import summary
-from collsim.fit.cluster_compare import MIB, _series, nccl_args
+from collsim.fit.cluster_compare import MIB, _series, as_ran, nccl_args
 from collsim.machine import load_cluster
 from collsim.machine.cluster import Cluster
 from collsim.measure.files import load_file
@@ -82,14 +82,21 @@ def load_series(names=None) -> list[Series]:
             continue
         cluster = _cluster(spec)
         for path in sorted(p for pat in patterns for p in glob.glob(str(ROOT / pat))):
-            m = load_file(path, None)
-            meta = m.meta
-            sizes, times = _series(m, inplace)
-            harness, env = nccl_args(meta)
-            args = (meta.get("algo") or "default", meta.get("proto") or "default", env, harness,
-                    meta.get("timing") or "eager", meta.get("gpus_per_process"))
-            out.append(Series(name, str(Path(path).relative_to(ROOT)), cluster, args, sizes, times))
+            out.append(file_series(name, cluster, path, inplace, str(Path(path).relative_to(ROOT))))
     return out
+
+
+def file_series(name: str, cluster: Cluster, path, inplace: bool, shown: str | None = None,
+                label: str | None = None) -> Series:
+    """The measured file ``path`` (``label``: its ALGO/PROTO where its name does not say) as a ``Series`` of set
+    ``name`` on ``cluster`` as the file ran it (``collsim.fit.cluster_compare.as_ran``); ``shown``: its name."""
+    m = load_file(path, label)
+    meta = m.meta
+    sizes, times = _series(m, inplace)
+    harness, env = nccl_args(meta)
+    args = (meta.get("algo") or "default", meta.get("proto") or "default", env, harness,
+            meta.get("timing") or "eager", meta.get("gpus_per_process"))
+    return Series(name, shown or str(path), as_ran(cluster, meta), args, sizes, times)
 
 
 def score(series: list[Series], base=None, predicted: dict | None = None) -> dict:

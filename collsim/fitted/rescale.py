@@ -12,8 +12,10 @@ collsim/fitted/sim_params.json``). It changes only what differs physically:
   Ring Simple AllReduce on the cluster's coll channels plateaus at the GPU's NVLink (or PCIe) bandwidth x
   ``Cluster.intra_efficiency`` (``collsim.machine.hardware``: 368 GB/s busbw on 8 x H100, calibration
   log L01; PCIe with and without peer-to-peer from the PCIe logs of data/public).
-* GPU latencies (base, per step, per hop, barriers): x ``GPU.latency_scale`` (SM clock ratio).
-* Network: one NIC moves ``nic_GBps x Net.efficiency x fabric_efficiency`` (L15 for InfiniBand); a channel
+* GPU latencies (base, per step, per hop, barriers): x ``GPU.latency_scale`` (SM clock ratio) x
+  ``Cluster.step_scale`` (1 unless fitted on a run of the machine, ``collsim fit --cluster``).
+* Network: one NIC moves ``nic_GBps x Cluster.nic_efficiency`` (the network's efficiency x
+  fabric_efficiency, L15 for InfiniBand, or the value fitted on a run of the machine); a channel
   through a NIC
   moves up to NCCL's per-channel inter-node speed (48 GB/s, search.cc:982 sm90SpeedArrayInter);
   per network step NCCL's NET latency (tuning.cc:149-168), at least the transport's own step
@@ -103,7 +105,7 @@ def cluster_params(cluster: Cluster, channels: int | None = None, nvls_channels:
     net_step = socket_step_us(base) if net.tcp else RDMA_STEP_US     # TCPX: a socket step too
     channels = channels or REFERENCE_CHANNELS
     intra = cluster.intra if cluster.intra == "pcie" else "nvlink"
-    lat = gpu.latency_scale
+    lat = gpu.latency_scale * cluster.step_scale
     paths = {}
     for (link, algo, proto), v in base.paths.items():
         if link != "nvlink":
@@ -124,7 +126,7 @@ def cluster_params(cluster: Cluster, channels: int | None = None, nvls_channels:
                                           "hop_us": max(net_us, net_step)}
     links = {**base.link_GBps, intra: base.link_GBps["nvlink"],
              "nvls": NVLS_BUSBW_GBPS * 9 / 14 * nvls_relative(cluster),   # refined by _at_plateau
-             "net": max(cluster.nic_GBps * net.efficiency * cluster.fabric_efficiency, 1e-3)}
+             "net": max(cluster.nic_GBps * cluster.nic_efficiency, 1e-3)}
     if intra != "nvlink":
         links["nvlink"] = links[intra]
     meta = {"source": f"collsim.fitted.rescale.cluster_params({cluster.name or cluster.gpu})",

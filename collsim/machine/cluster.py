@@ -33,6 +33,8 @@ known one; free text goes under ``notes``)::
                          #   caps and, from 2.29, NVLSTree's x86 size correction use it; default
                          #   arm for superchips)
     call_us: 25          # optional: fixed cost of every collective call, microseconds (default ``CALL_US``)
+    calibrated:          # optional: inputs fitted on a run of this machine (collsim fit --cluster writes it;
+      source: quick.txt  #   collsim.machine.provenance: intra_efficiency, nic_efficiency, hop_us, step_scale)
     name: ..., source: ..., notes: ...   # optional free text (notes: any text, list or mapping)
 
 ``sharp: true`` describes switches that reduce with NCCL's SHARP plugin set up as NVIDIA's SHARP guide
@@ -52,6 +54,7 @@ from collsim.machine.bounds import BOUNDS, MAX_GPUS_PER_NODE, MAX_NODES, check, 
 from collsim.machine.fabric import Fabric
 from collsim.machine.hardware import GPU, GPUS, NETS, PCIE_RING_EFFICIENCY, SHM_RING_EFFICIENCY, Net, gpu_name
 from collsim.machine.linkview import CALL_US, to_topology
+from collsim.machine.provenance import Input, calibrated_record, inputs
 from collsim.machine.rules import check_intra, check_network, view_degraded
 
 INTRA = ("nvswitch", "nvlink", "pcie")
@@ -60,7 +63,7 @@ NCCL_VERSIONS = tuple(f"2.{m}" for m in range(18, 31))
 NEWEST_NCCL = NCCL_VERSIONS[-1]
 KEYS = ("name", "source", "notes", "gpu", "gpus_per_node", "nodes", "intra", "p2p", "pcie_gen", "nvlink_GBps",
         "pcie_GBps", "nvlink_domain", "nics_per_node", "nic_Gbps", "net", "sharp", "fabric_efficiency", "fabric",
-        "degraded_nics", "nvls", "nccl", "cpu", "call_us")
+        "degraded_nics", "nvls", "nccl", "cpu", "call_us", "calibrated")
 _STRINGS = ("gpu", "intra", "net", "cpu", "nccl", "name", "source")
 _BOOLS = ("p2p", "sharp", "nvls")
 _FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
@@ -108,6 +111,7 @@ class Cluster:
     notes: object = field(default=None, compare=False)
     fabric: Fabric | None = None
     degraded_nics: tuple = ()
+    calibrated: dict | None = field(default=None, compare=False)
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -136,6 +140,7 @@ class Cluster:
         for key in _BOOLS:
             if getattr(self, key) is not None and not isinstance(getattr(self, key), bool):
                 raise CollsimError(f"cluster {key} must be true or false, got {getattr(self, key)!r:.40}")
+        set_(self, "calibrated", calibrated_record(self.calibrated))
         check_intra(self, info, g)
         check_network(self, g)
         if self.call_us is not None:
@@ -174,10 +179,34 @@ class Cluster:
     @property
     def intra_efficiency(self) -> float:
         """Ring busbw plateau / ``intra_GBps``: the GPU's NVLink ring efficiency, or PCIe's with and
-        without peer-to-peer (``collsim.machine.hardware``)."""
+        without peer-to-peer (``collsim.machine.hardware``); the ``calibrated`` value where one was fitted."""
+        if "intra_efficiency" in (self.calibrated or {}):
+            return self.calibrated["intra_efficiency"]
         if self.intra != "pcie":
             return self.gpu_info.ring_efficiency
         return PCIE_RING_EFFICIENCY if self.p2p else SHM_RING_EFFICIENCY
+
+    @property
+    def nic_efficiency(self) -> float:
+        """Share of a NIC's line rate NCCL's ring moves: the network's efficiency x ``fabric_efficiency``, or
+        the ``calibrated`` value."""
+        return (self.calibrated or {}).get("nic_efficiency", self.net_info.efficiency * self.fabric_efficiency)
+
+    @property
+    def hop_us(self) -> float | None:
+        """One network step of a small message (us): the ``calibrated`` value, else the network's own
+        (``Net.hop_us``; None: NCCL's NET latency)."""
+        return (self.calibrated or {}).get("hop_us", self.net_info.hop_us)
+
+    @property
+    def step_scale(self) -> float:
+        """The GPU-side per-step costs x this (1 unless ``calibrated``)."""
+        return (self.calibrated or {}).get("step_scale", 1.0)
+
+    @property
+    def inputs(self) -> dict[str, Input]:
+        """Where each uncertain input comes from (``collsim.machine.provenance.inputs``)."""
+        return inputs(self)
 
     def nic_of_local(self, local):
         """NIC index of local GPU ``local`` (int or array): local x nics_per_node // gpus_per_node."""
@@ -223,7 +252,7 @@ class Cluster:
                        nics_per_node=nics, nvlink_domain=None)
 
     def to_dict(self) -> dict:
-        d = {k: getattr(self, k) for k in KEYS if k not in ("notes", "fabric", "degraded_nics")
+        d = {k: getattr(self, k) for k in KEYS if k not in ("notes", "fabric", "degraded_nics", "calibrated")
              or getattr(self, k) not in (None, ())}
         if self.fabric is not None:
             d["fabric"] = self.fabric.to_dict()

@@ -54,13 +54,15 @@ def to_topology(cluster) -> Topology:
         source += (f". NVLS: {intra_GBps:.4g} GB/s x nvlsEfficiency {info.nvls_efficiency:g} = "
                    f"{intra_GBps * info.nvls_efficiency:.4g} GB/s")
     if c.nodes > 1 or c.nic_Gbps > 0:
-        inter_GBps = c.nic_GBps * net.efficiency * c.fabric_efficiency
+        inter_GBps = c.nic_GBps * c.nic_efficiency
         inter = Link.from_GBps(inter_GBps, ALPHA_US[c.net])
         fabric = f" x fabric {c.fabric_efficiency:g}" if c.fabric_efficiency != 1 else ""
+        eff = (f"{c.nic_efficiency:.3f} (calibrated on a run of this machine)" if "nic_efficiency" in
+               (c.calibrated or {}) else f"{net.efficiency:.3f}{fabric}")
         grouped = (f" ({cluster.nics_per_node} NICs grouped into {c.nics_per_node})"
                    if c.nics_per_node != cluster.nics_per_node * c.nvlink_domain // cluster.gpus_per_node else "")
-        source += (f". Inter: {c.nic_Gbps:g} Gb/s {c.net}{grouped} = {c.nic_GBps:g} GB/s x {net.efficiency:.3f}"
-                   f"{fabric} = {inter_GBps:.4g} GB/s, alpha {ALPHA_US[c.net]:.3g} us [{net.source}]")
+        source += (f". Inter: {c.nic_Gbps:g} Gb/s {c.net}{grouped} = {c.nic_GBps:g} GB/s x {eff}"
+                   f" = {inter_GBps:.4g} GB/s, alpha {ALPHA_US[c.net]:.3g} us [{net.source}]")
     else:
         inter = intra
     if c.sharp:

@@ -21,8 +21,10 @@ NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS, NCCL_BUFFSIZE, NCCL_NVLS_ENAB
 and aws-ofi-nccl's OFI_NCCL_NET_LATENCY. Others are reported as not modelled.
 
 The machine is taken as NCCL sees it (``Cluster.nccl_view``). Every algorithm NCCL picks for an AllReduce is
-simulated (``timed_by`` "simulated"); one collsim did not simulate (``simulated``: none NCCL 2.18-2.28 picks)
-would be timed by NCCL's own model and say so: ``timed_by`` "nccl", ``simulated_us`` None.
+simulated (``timed_by`` "simulated"); every row carries its 80% range (``low_us``, ``high_us``:
+``collsim.predict.ranges``, from where each input of the cluster comes); one collsim did not simulate
+(``simulated``: none NCCL 2.18-2.28 picks) would be timed by NCCL's own model and say so: ``timed_by``
+"nccl", ``simulated_us`` None.
 
 ``simulate_nccl`` is the simulation alone (``collsim simulate --cluster`` prints it). Modules: ``context``
 (the cluster as NCCL runs on it, the harness), ``schedules`` (the schedule NCCL runs), ``costs`` (what its
@@ -31,7 +33,7 @@ transfers cost on the cluster), ``simulation`` (its simulation, with the reducti
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -40,6 +42,7 @@ from collsim.machine.cluster import Cluster
 from collsim.nccl import ALGOS
 from collsim.predict.context import UNDERSTOOD, NcclContext, harness_config, nccl_context
 from collsim.predict.costs import fitted_algo
+from collsim.predict.ranges import SMALLEST, bandwidth_share, packaged_widths, regime_kinds, time_range
 from collsim.predict.schedules import COLLNET
 from collsim.predict.simulation import NcclSim, simulate_nccl
 from collsim.predictors import SIMULATED
@@ -54,7 +57,8 @@ class Row:
     the schedule NCCL runs plus the harness's terms, then ``time_us`` = ``simulated_us`` and ``kernel_us`` is the
     simulation alone; "nccl" where collsim does not simulate NCCL's choice (``simulated``), then ``time_us`` is
     NCCL's own model and ``simulated_us`` None), algbw/busbw (GB/s), NCCL's choice, the channels it runs, NCCL's
-    own predicted time (``nccl_us``), the busiest resource of the simulation and its share of the run."""
+    own predicted time (``nccl_us``), the busiest resource of the simulation and its share of the run; the 80%
+    range of the time (``low_us``..``high_us``, ``collsim.predict.ranges``) and the share of it the bytes take."""
 
     bytes: int
     time_us: float
@@ -69,6 +73,9 @@ class Row:
     busiest: str
     busy: float
     timed_by: str = "simulated"
+    low_us: float = 0.0
+    high_us: float = 0.0
+    bandwidth_share: float = 0.0
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -83,18 +90,38 @@ def simulated(algo: str) -> bool:
 def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "default", env: dict | None = None,
                  harness: str = "nccl-tests", timing: str = "eager", gpus_per_process: int | None = None,
                  base=None) -> dict:
-    """``{"predictor": "simulated_us", "cluster": ..., "settings": ..., "rows": [Row.to_dict(), ...]}`` for
-    ``sizes`` (bytes); ``base``: the parameters to rescale (``nccl_context``)."""
+    """``{"predictor": "simulated_us", "cluster": ..., "settings": ..., "inputs": where each uncertain input
+    comes from, "range": how sure each regime is, "rows": [Row.to_dict(), ...]}`` for ``sizes`` (bytes);
+    ``base``: the parameters to rescale (``nccl_context``)."""
     sizes = [int(s) for s in np.atleast_1d(sizes)]
     if not sizes or min(sizes) < 1:
         raise CollsimError("sizes must be positive byte counts")
     ctx = nccl_context(cluster, algo, proto, env, base)
-    decisions = ctx.decisions(sizes)
-    params = ctx.params
     cfg = harness_config(ctx.cluster, harness, timing, gpus_per_process, sizes, ctx.setup.settings, ctx.described,
                          ctx.env)
+    rows = _rows(ctx, cfg, sizes if SMALLEST in sizes else [SMALLEST, *sizes])
+    smallest = rows[0].time_us if SMALLEST not in sizes else rows[sizes.index(SMALLEST)].time_us
+    rows = rows if SMALLEST in sizes else rows[1:]
+    inputs = ctx.described.inputs
+    kinds = regime_kinds(inputs)
+    widths = packaged_widths()
+    for i, r in enumerate(rows):
+        share = bandwidth_share(r.time_us, smallest)
+        low, high = time_range(r.time_us, share, kinds, widths)
+        rows[i] = replace(r, low_us=low, high_us=high, bandwidth_share=share)
+    settings = {"coll_channels": ctx.setup.coll_channels, "nvls_channels": ctx.setup.nvls_channels, "env": ctx.env,
+                "ignored": sorted(set(ctx.env) - UNDERSTOOD)}
+    return {"predictor": SIMULATED, "cluster": ctx.described.to_dict(), "settings": settings, "harness": harness,
+            "timing": timing, "gpus_per_process": cfg.gpus_per_process,
+            "inputs": {k: v.to_dict() for k, v in inputs.items()}, "range": kinds,
+            "rows": [r.to_dict() for r in rows]}
+
+
+def _rows(ctx: NcclContext, cfg, sizes: list[int]) -> list[Row]:
+    """The predicted ``Row`` of each size (bytes) on ``ctx`` measured by ``cfg``, without its range."""
+    params = ctx.params
     rows = []
-    for size, d in zip(sizes, decisions):
+    for size, d in zip(sizes, ctx.decisions(sizes)):
         if not simulated(d.algo):                                         # not simulated: NCCL's model
             alg, bus = bandwidths(size, d.time_us, ctx.cluster.ranks)
             rows.append(Row(size, d.time_us, None, None, alg, bus, d.algo, d.proto, d.channels, d.time_us, "", 0.0,
@@ -110,7 +137,4 @@ def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "d
         alg, bus = bandwidths(size, t_us, ctx.cluster.ranks)
         rows.append(Row(size, t_us, t_us, r.time_s * 1e6, alg, bus, d.algo, d.proto, d.channels, d.time_us,
                         busiest["name"] if busiest else "", busiest["busy"] if busiest else 0.0))
-    settings = {"coll_channels": ctx.setup.coll_channels, "nvls_channels": ctx.setup.nvls_channels, "env": ctx.env,
-                "ignored": sorted(set(ctx.env) - UNDERSTOOD)}
-    return {"predictor": SIMULATED, "cluster": ctx.described.to_dict(), "settings": settings, "harness": harness,
-            "timing": timing, "gpus_per_process": cfg.gpus_per_process, "rows": [r.to_dict() for r in rows]}
+    return rows

@@ -82,18 +82,22 @@ def _net_path(params: ModelParams, cluster: Cluster, algo: str, proto: str, thre
     """The network's costs: over RDMA NCCL's own per-hop latency (tuning.cc:149-168; NVLSTree's network latency
     of its NVLS constants), or the transport's own where it is slower (``Net.hop_us``: EFA), and the proxy's time
     per network transfer (``PROXY_US``); over TCP (sockets, TCPX) the socket transport's step, measured on our
-    emulated nodes (``collsim.fitted.rescale.socket_step_us``), or the transport's own (``Net.hop_us``). CollNet:
+    emulated nodes (``collsim.fitted.rescale.socket_step_us``), or the transport's own (``Net.hop_us``); a hop
+    fitted on a run of the machine (``Cluster.calibrated``) replaces them. CollNet:
     NCCL charges its network once a call, 31 us (Direct), 30 (Chain), 18 (NVLS across nodes) for the heads' round
     trip through the switches (tuning.cc:164-165,386-392); the simulation pays it as two NIC crossings of (that -
     ``Topology.sharp_us``) / 2 each and the switches' own latency between them."""
     p = _path(params, "net", algo, proto, threads, factor, 1)
-    hop = cluster.net_info.hop_us
+    hop = cluster.hop_us
     if cluster.net_info.tcp:                             # every step a TCP exchange
         return p if hop is None else replace(p, latency=hop * 1e-6)
     lat = NVLS_PRIOR[algo][1] if algo in NVLS_PRIOR else NET_LAT[algo][PROTOS.index(proto)]
     if algo in COLLNET or algo == "NVLS":                      # NVLS across nodes runs with CollNet
         lat = max(0.0, (lat - SHARP_US) / 2)
-    lat = lat if hop is None else max(lat, hop)
+    if "hop_us" in (cluster.calibrated or {}):            # fitted on a run of this machine: it is the hop
+        lat = hop
+    elif hop is not None:
+        lat = max(lat, hop)
     return PathCosts(lat * 1e-6, p.overhead, p.channel_beta, PROXY_US * 1e-6, p.fill)
 
 

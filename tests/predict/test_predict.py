@@ -200,26 +200,39 @@ def test_new_machines_behave_as_their_hardware_says():
         "busbw_GBps"]                                                  # 200 vs 450 GB/s of NVLink
 
 
-def test_fabric_efficiency_is_shown_and_fitted_back_from_a_measurement(tmp_path, capsys):
-    """Self-consistency, not validation: a 'measurement' made by collsim with fabric_efficiency 0.6 is fitted
-    back to 0.6 by collsim fit --cluster (the real-log checks are in data/public/README.md)."""
+def test_a_quick_run_calibrates_the_description_and_narrows_its_ranges(tmp_path, capsys):
+    """Self-consistency, not validation: a 'quick run' made by collsim on a 2-node description whose NICs move
+    0.6 of line rate and whose hop is 20 us is fitted back by collsim fit --cluster (the real-log checks,
+    leaving sizes and files out, are docs/accuracy.md's "Quick run" table)."""
     from dataclasses import replace
+
+    from collsim.inputs import QUICK_SIZES
     base = load_cluster("dgx-h100")
-    sizes = [1 << k for k in range(20, 31)]
-    rows = predict_nccl(replace(base, fabric_efficiency=0.6), sizes, algo="Ring", gpus_per_process=1)["rows"]
-    f = tmp_path / "ring.jsonl"
+    truth = replace(base, calibrated={"nic_efficiency": 0.6, "hop_us": 20.0})
+    rows = predict_nccl(truth, list(QUICK_SIZES), gpus_per_process=1)["rows"]
+    f = tmp_path / "quick.jsonl"
     meta = {"kind": "meta", "id": "synthetic", "ranks": 16, "nodes": 2, "gpus_per_node": 8,
-            "env": {"NCCL_ALGO": "Ring", "launch": "-g 1"}}
+            "env": {"launch": "-g 1"}}
     f.write_text("\n".join(json.dumps(x) for x in [meta] + [
         {"size": r["bytes"], "time_us": r["time_us"]} for r in rows]) + "\n")
     out_yaml = tmp_path / "fitted.yaml"
     assert main(["fit", "--cluster", "dgx-h100", str(f), "-o", str(out_yaml), "--out-of-place"]) == 0
-    assert "fabric_efficiency: 0.6 " in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "nic_efficiency" in out and "calibrated cluster ->" in out
     fitted = load_cluster(out_yaml)
-    assert fitted.fabric_efficiency == pytest.approx(0.6, abs=0.01)
+    assert fitted.calibrated["nic_efficiency"] == pytest.approx(0.6, rel=0.08)
+    assert fitted.calibrated["hop_us"] == pytest.approx(20.0, rel=0.25)
+    assert {fitted.inputs[k].kind for k in ("intra", "nic", "hop", "step")} == {"machine"}
+    before = predict_nccl(base, [1 << 30], gpus_per_process=1)["rows"][0]
+    after = predict_nccl(fitted, [1 << 30], gpus_per_process=1)["rows"][0]
+    assert after["time_us"] == pytest.approx(rows[-1]["time_us"], rel=0.03)
+    assert after["high_us"] / after["low_us"] < before["high_us"] / before["low_us"]   # a run of this machine
     assert main(["predict-nccl", "--cluster", str(out_yaml), "--bytes", "1G"]) == 0
-    assert "(fabric efficiency 0.6" in capsys.readouterr().out
-    assert main(["fit", "--cluster", "h100-nvlink", str(f)]) == 2        # one node: no fabric to fit
+    assert "bandwidth from a run of this machine" in capsys.readouterr().out
+    one = tmp_path / "one.jsonl"
+    one.write_text("\n".join(json.dumps(x) for x in [meta, {"size": 8, "time_us": 30.0}]) + "\n")
+    assert main(["fit", "--cluster", "dgx-h100", str(one)]) == 2        # one size cannot calibrate anything
+    assert capsys.readouterr().err.count("\n") == 1
 
 
 @pytest.mark.parametrize("log, spec, nodes, small, large", [

@@ -151,6 +151,8 @@ def test_a_full_disk_leaves_no_torn_line(tmp_path):
     (["--sizes", ""], "--sizes '' names no size"),
     (["--sizes", " , "], "--sizes ' , ' names no size"),
     (["--sizes", "1,3", "--dtype", "float32"], "no size holds a whole float32 element"),
+    (["--quick", "--algo", "Ring"], "--quick runs its own five sizes with NCCL's choice: drop --algo"),
+    (["--quick", "-e", "1M"], "drop -e"),
 ])
 def test_bad_arguments_one_line_exit_2(args, message):
     p = subprocess.run([sys.executable, str(BENCH), *args], capture_output=True, text=True, timeout=60,
@@ -215,3 +217,11 @@ def test_graph_timing_turns_off_nccl_graph_mixing_unless_set():
     assert bench_support.rank_env(graph, 0, 2, {})["NCCL_GRAPH_MIXING_SUPPORT"] == "0"
     assert "NCCL_GRAPH_MIXING_SUPPORT" not in bench_support.rank_env(eager, 0, 2, {})
     assert "NCCL_GRAPH_MIXING_SUPPORT" not in bench_support.rank_env(graph, 0, 2, {"NCCL_GRAPH_MIXING_SUPPORT": "1"})
+
+
+def test_quick_measures_the_five_sizes_collsim_fit_calibrates_on(monkeypatch):
+    from collsim.inputs import QUICK_SIZES
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    args = bench_support.parse_args(["--quick"])
+    assert tuple(args.size_list) == QUICK_SIZES == (8, 64 << 10, 8 << 20, 256 << 20, 1 << 30)
+    assert args.algo is None and args.proto is None
