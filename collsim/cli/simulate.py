@@ -24,7 +24,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from collsim.algorithms import get, resolve
+from collsim.algorithms import get, resolve, validate
 from collsim.cli.args import (
     add_algo_args,
     add_topology_args,
@@ -75,11 +75,12 @@ def cmd_simulate(args) -> int:
     ranks = args.ranks = args.ranks or topo.ranks
     fit_to_topology(args, topo)
     cluster, args.cluster = args.cluster, None          # the topology is built: the schedule takes it as is
-    q = resolve(args.algo, ranks, element_count(args), args.itemsize, **algo_params(args))
-    shift = ring_shift(ranks, element_count(args), args.itemsize, q, topo) if args.algo == "ring" else None
+    shift = ring_shift(ranks, element_count(args), args.itemsize, validate(args.algo, ranks, **algo_params(args)),
+                       topo) if args.algo == "ring" else None
     if shift is not None and shift.schedule is not None and not args.transfers:     # (collsim.simulate.shift)
         s = shift.schedule
     else:
+        q = resolve(args.algo, ranks, element_count(args), args.itemsize, **algo_params(args))
         require_simulation_bound(args.algo, ranks, args.channels or 1, get(args.algo).transfer_bound(ranks, q))
         s = build_from_args(args)
         shift = shift and replace(shift, schedule=None, whole=shift.whole or "--transfers: every transfer asked for")

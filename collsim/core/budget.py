@@ -23,11 +23,12 @@ import numpy as np
 
 from collsim.inputs import check_memory
 
-BASE_BYTES = 100e6                 # python, numpy and collsim imported
+BASE_BYTES = 50e6                  # python, numpy and collsim imported (numba and scipy only when used)
 SCHEDULE_BYTES_PER_TRANSFER = 80   # 45 B of columns, and the builder's pieces beside them
 CHECK_BYTES_PER_MOVE = 160         # per (transfer, atom) moved: the schedule, the plan's rows, sorts
 STEP_COPIES = 4                    # a step's moved state: gathered, merged, compared, written back
 SIMULATE_BASE_BYTES = 120e6        # numba and its compiled engine loaded (collsim.simulate.jit)
+COMPILE_FROM = 40_000              # transfers from which the engine runs compiled (below: plain Python, no numba)
 SIMULATE_BYTES_PER_TRANSFER = 520  # the schedule, routes, costs, jobs and their ports' state, deps, heaps, times
 SIMULATE_BYTES_PER_CELL = 44       # per (endpoint, segment): its last writers and the segment tables
 
@@ -43,8 +44,9 @@ def check_bytes(moved: int, state_bytes: int, step_bytes: int) -> float:
 
 
 def simulation_bytes(endpoints: int, channels: int, transfers: int, segments: int) -> float:
-    """Channels count through the routes (a row per channel and link), a small term."""
-    return (BASE_BYTES + SIMULATE_BASE_BYTES + SIMULATE_BYTES_PER_TRANSFER * transfers
+    """Channels count through the routes (a row per channel and link), a small term; numba's share only where
+    the engine runs compiled (``COMPILE_FROM`` transfers or more)."""
+    return (BASE_BYTES + SIMULATE_BASE_BYTES * (transfers >= COMPILE_FROM) + SIMULATE_BYTES_PER_TRANSFER * transfers
             + SIMULATE_BYTES_PER_CELL * (endpoints * (segments + 1) + 4 * endpoints * channels))
 
 

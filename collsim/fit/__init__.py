@@ -125,8 +125,6 @@ def _with(params: ModelParams, key, values: dict) -> ModelParams:
 def _fit_path(params: ModelParams, key, data: dict, names) -> tuple[ModelParams, tuple]:
     """(params with the best values of ``names`` for one (link, algo, proto), the others fixed;
     the names the data cannot tell apart, ``_unseen``). Method: module docstring."""
-    from scipy.optimize import least_squares  # heavy: imported by a fit, not by every command
-
     layouts = [(layout(key[1], key[2], s, cfg, params.channels), np.log(t)) for cfg, (s, t) in data.items()]
     current = {**params.path(*key), "link_GBps": params.link_GBps[key[0]], "link_exp": params.link_exp or 2.0}
     floor = min(np.exp(lt).min() for _, lt in layouts)

@@ -3,12 +3,13 @@
 ``collsim.simulate.events``, ``collsim.simulate.heaps`` and ``collsim.simulate.deps`` are written in the subset
 of Python numba compiles (numpy arrays, scalars, loops) and marked ``@jit``: kernels. Called, a kernel runs as
 plain Python; ``pick(kernel, work)`` hands back its compiled version when ``work`` (transfers, or cells) is
-at least ``COMPILE_FROM``, where compiled code's well under a microsecond a transfer pays for loading numba and
-its cached code (about 0.6 s and 120 MB on a 2-core machine), else the plain function (tens of microseconds a
-transfer). Both give the same times. numba is imported on the first compiled call only, so that start-up and
-small runs never pay for it; compiled code is cached on disk (numba's ``cache=True``: beside the module, or
-numba's user cache when the package is read-only), so only the first large simulation on a machine compiles,
-a few seconds. Without numba (or with ``COLLSIM_NO_JIT=1``) every run is plain Python.
+at least ``COMPILE_FROM`` (``collsim.core.budget``), where compiled code (well under a microsecond a transfer)
+pays for loading numba and its cached code (about 0.6 s and 120 MB on a 2-core machine), else the plain
+function (tens of microseconds a transfer). Both give the same times. numba is imported on the first compiled
+call only, so that start-up and small runs never pay for it; compiled code is cached on disk (numba's
+``cache=True``: beside the module, or numba's user cache when the package is read-only), so only the first
+large simulation on a machine compiles, a few seconds. Without numba (or with ``COLLSIM_NO_JIT=1``) every run
+is plain Python.
 """
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ import importlib.util
 import os
 import types
 
+from collsim.core.budget import COMPILE_FROM
+
 COMPILED = not os.environ.get("COLLSIM_NO_JIT") and importlib.util.find_spec("numba") is not None
-COMPILE_FROM = 40_000   # transfers (or cells) from which compiled code is faster, numba's loading included
 
 
 _TWINS: dict = {}        # kernel -> its compiled twin
