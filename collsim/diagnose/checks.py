@@ -54,6 +54,14 @@ def nic_far(ctx):
             where = f"{src}:{topo['rows'].get(g, topo['header'])}"
             hits.append(Hit(where, f"{len(far)} of {len(topo['gpus'])} GPUs reach every NIC through a CPU ({g}: "
                             f"{rel})", 1.5))
+        near = {n: [g for g in topo["gpus"] if topo["cells"].get((g, n)) in ("PIX", "PXB")] for n in topo["nics"]}
+        shared = {n: gs for n, gs in near.items() if len(gs) > 1}
+        if shared and len(topo["nics"]) < len(topo["gpus"]) and not far:
+            n, gs = min(shared.items())
+            name = topo["names"].get(n, n)
+            hits.append(Hit(f"{src}:{topo['rows'].get(n, topo['header'])}", f"{name} is the nearest NIC of "
+                            f"{' and '.join(gs)}: {len(topo['nics'])} NICs for {len(topo['gpus'])} GPUs, so GPUs "
+                            "share a NIC's bandwidth", 0.5))
     per_node = ctx.gpus_per_node or 0
     active = [p for p in ev.ports if (p["state"] or "").startswith("ACTIVE")]
     if len(ev.nics) == 1 and len(active) <= 1 and per_node > 2 and ctx.nodes and ctx.nodes > 1:
@@ -119,17 +127,29 @@ def nvls(ctx):
     return [Hit(where, "0 nvls channels on an NVSwitch node with NVLink SHARP", 1.5)] if n == 0 else []
 
 
+def _network_bound(ctx) -> tuple:
+    """(nodes, NICs per node, Gb/s each): the cluster's, else what the files show (NCCL's NIC list, active
+    ports, the topology's NICs; the ports' rate), None where they do not say."""
+    c, ev = ctx.cluster, ctx.ev
+    if c is not None:
+        return c.nodes, c.nics_per_node, c.nic_Gbps
+    active = [p for p in ev.ports if (p["state"] or "").startswith("ACTIVE")]
+    nics = len(ev.nics) or len(active) or (len(ev.topo[0]["nics"]) if ev.topo else 0)
+    rate = max((p["rate_Gbps"] or 0 for p in active), default=0)
+    return (ev.nodes[0] if ev.nodes else None), nics or None, rate or None
+
+
 def two_nodes(ctx):
-    c = ctx.cluster
     algo = ctx.ev.env.get("NCCL_ALGO", ("", ""))[0].lower()
-    if algo.strip() == "ring" or c is None or c.nodes != 2 or c.nics_per_node < 1:
+    nodes, nics, rate = _network_bound(ctx)
+    if algo.strip() == "ring" or nodes != 2 or not nics or not rate:
         return []
-    bound = c.nics_per_node * c.nic_GBps
+    bound = nics * rate / 8
     for res in ctx.results:
         busbw, row = _large_max(res.run.rows)
         if busbw and busbw > bound:
             return [Hit(_where(res.run, row), f"busbw {busbw:.1f} GB/s is above the network's line rate, "
-                        f"{c.nics_per_node} x {c.nic_Gbps:g} Gb/s = {bound:.1f} GB/s, on 2 nodes", 3.0)]
+                        f"{nics} x {rate:g} Gb/s = {bound:.1f} GB/s, on 2 nodes", 3.0)]
     return []
 
 
