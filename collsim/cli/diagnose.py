@@ -4,15 +4,16 @@
 
 FILEs are whatever a user has, in any order, recognised by content (``collsim.diagnose.sources``):
 nccl-tests output (any version, launcher tags, truncated), NCCL_DEBUG lines, ``nvidia-smi topo -m``,
-ibstatus/ibstat/ibv_devinfo, NCCL_* settings and command lines, collsim records. A file that cannot be
-read is named and skipped. Without ``--cluster`` the machine comes from what the files reveal, and the
-report says what was assumed. Prints per size band the measured busbw against collsim's expected range
-(and NCCL's own model), a verdict and the likely causes ranked with their evidence lines, the fix, the
-file that would settle each and its source; then the five answers (``collsim.diagnose.answers``: expected
-busbw per band, why below, NCCL's choice against the simulated best, ``--nccl A,B`` version against version,
-how to model it; ``--json`` key ``answers``); ``--json`` prints ``{"verdict", "bands", "causes": [{"label",
-"score", "evidence", "fix", "source", ...}], ...}``, most likely first; ``--plot`` writes the measured busbw
-against the expected range (``collsim.viz.diagnose``).
+ibstatus/ibstat/ibv_devinfo, NCCL_* settings and command lines, collsim records. A file that cannot
+be read is named and skipped. Without ``--cluster`` the machine comes from what the files reveal,
+and the report says what was assumed. Prints per size band the measured busbw against collsim's
+expected range (and NCCL's own model), a verdict and the likely causes ranked with their evidence
+lines, the fix, the file that would settle each and its source; then the five answers
+(``collsim.diagnose.answers``: expected busbw per band, why below, NCCL's choice against the
+simulated best, ``--nccl A,B`` version against version, how to model it; ``--json`` key
+``answers``); ``--json`` prints ``{"verdict", "bands", "causes": [{"label", "score", "evidence",
+"fix", "source", ...}], ...}``, most likely first; ``--plot`` writes the measured busbw against the
+expected range (``collsim.viz.diagnose``).
 """
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ def _versions(text):
         raise CollsimError(f"--nccl {text!r:.40}: expected two versions, e.g. 2.22,2.25")
     for v in pair:
         if not v.replace(".", "").isdigit() or v not in VERSIONS:
-            raise CollsimError(f"--nccl {v!r:.20}: not one of the ported NCCL versions ({', '.join(VERSIONS)})")
+            raise CollsimError(f"--nccl {v!r:.20}: not one of the ported NCCL versions "
+                               f"({', '.join(VERSIONS)})")
     return pair
 
 
@@ -80,7 +82,8 @@ def register(sub) -> None:
                    "ibstatus, env dumps, command lines, collsim records (any order)")
     p.add_argument("--cluster", help="preset name or cluster file (default: what the files reveal)")
     p.add_argument("--measured", nargs="+", metavar="SIZE=BUSBW_GBps", help="busbw you measured, e.g. 1G=42.5")
-    p.add_argument("--nccl", metavar="A,B", help="two NCCL versions to compare on this machine, e.g. 2.22,2.25")
+    p.add_argument("--nccl", metavar="A,B", help="two NCCL versions to compare on this machine, "
+                                                 "e.g. 2.22,2.25")
     p.add_argument("--top", type=positive_int, default=5, help="causes to print (default 5)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", type=plot_path, help="write a figure (.png, .pdf, .svg, ...): measured busbw against "

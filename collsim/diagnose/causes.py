@@ -59,7 +59,8 @@ CAUSES = (
            P(r"NCCL_IB_CUDA_SUPPORT" + SET + r"0\b", 1.5, "NCCL_IB_CUDA_SUPPORT=0 forbids GDR"),
            P(r"nvidia[-_]peermem.*(?:not found|not loaded|failed)|nv_peer_mem.*(?:not|fail)", 1.5,
              "the peer-memory kernel module is missing"),
-           P(r"(?i)(?:haven'?t|have not|did not|didn'?t|not)\s+(?:yet\s+)?(?:enabled?|installed?|loaded?|using)\s+"
+           P(r"(?i)(?:haven'?t|have not|did "
+             r"not|didn'?t|not)\s+(?:yet\s+)?(?:enabled?|installed?|loaded?|using)\s+"
              r"(?:the\s+)?(?:GPU ?Direct(?: RDMA)?|GDR(?:DMA)?|nvidia[-_]peermem|nv_peer_mem)", 1.5,
              "the user says GPUDirect RDMA is not enabled")),
           (P(r"use ring PXN \d GDR 1|/GDRDMA|GPU Direct RDMA Enabled", -1.5, "GDR is in use"),),

@@ -1,9 +1,11 @@
-"""Evidence computed from parsed facts, for the causes of ``collsim.diagnose.causes`` whose sign is not one
-line but a relation: ports slower than their neighbours, a node common to every slow pair, two NCCL
-versions at the same sizes, busbw above the network bound on two nodes, separate runs in one file.
+"""Evidence computed from parsed facts, for the causes of ``collsim.diagnose.causes`` whose sign is
+not one line but a relation: ports slower than their neighbours, a node common to every slow pair,
+two NCCL versions at the same sizes, busbw above the network bound on two nodes, separate runs in
+one file.
 
 ``CHECKS[label](ctx)`` returns ``Hit`` s (where, why, weight); ``ctx`` is the ``Context`` of
-``collsim.diagnose.verdict``: the evidence, each run's comparison with its expected range, the cluster.
+``collsim.diagnose.verdict``: the evidence, each run's comparison with its expected range, the
+cluster.
 """
 from __future__ import annotations
 
@@ -54,14 +56,28 @@ def nic_far(ctx):
             where = f"{src}:{topo['rows'].get(g, topo['header'])}"
             hits.append(Hit(where, f"{len(far)} of {len(topo['gpus'])} GPUs reach every NIC through a CPU ({g}: "
                             f"{rel})", 1.5))
+        near = {n: [g for g in topo["gpus"] if topo["cells"].get((g, n)) in ("PIX", "PXB")]
+                for n in topo["nics"]}
+        shared = {n: gs for n, gs in near.items() if len(gs) > 1}
+        if shared and len(topo["nics"]) < len(topo["gpus"]) and not far:
+            n, gs = min(shared.items())
+            name = topo["names"].get(n, n)
+            hits.append(Hit(f"{src}:{topo['rows'].get(n, topo['header'])}", f"{name} is the "
+                                                                            "nearest NIC of "
+                            f"{' and '.join(gs)}: {len(topo['nics'])} NICs for {len(topo['gpus'])} "
+                            "GPUs, so GPUs "
+                            "share a NIC's bandwidth", 0.5))
     per_node = ctx.gpus_per_node or 0
     active = [p for p in ev.ports if (p["state"] or "").startswith("ACTIVE")]
     if len(ev.nics) == 1 and len(active) <= 1 and per_node > 2 and ctx.nodes and ctx.nodes > 1:
         hits.append(Hit(ev.nics[0][2], f"NCCL uses one NIC ({ev.nics[0][0]}) for {per_node} GPUs: most of them "
                         "are not on its PCI switch", 1.0))
-    elif len(ev.nics) == 1 and len(active) <= 1 and not per_node and ev.rows_ranks and ev.rows_ranks[0] > 2:
-        hits.append(Hit(ev.nics[0][2], f"NCCL lists one NIC ({ev.nics[0][0]}) for the {ev.rows_ranks[0]} ranks "
-                        f"the rows imply ({ev.rows_ranks[1]}): unless each has a node of its own, GPUs share it and "
+    elif (len(ev.nics) == 1 and len(active) <= 1 and not per_node and ev.rows_ranks
+          and ev.rows_ranks[0] > 2):
+        hits.append(Hit(ev.nics[0][2], f"NCCL lists one NIC ({ev.nics[0][0]}) for the "
+                                       f"{ev.rows_ranks[0]} ranks "
+                        f"the rows imply ({ev.rows_ranks[1]}): unless each has a node of its own, "
+                        "GPUs share it and "
                         "those off its PCI switch reach it through the CPU", 1.0))
     return hits + _shared_nic(ev)
 
@@ -78,8 +94,15 @@ def link_rate(ctx):
     stated = max(ctx.ev.stated_rates, default=None)
     total = sum(p["rate_Gbps"] for p in active)
     if stated and active and not hits and stated[0] > 1.5 * total:
-        hits.append(Hit(stated[1], f"you state {stated[0]:g} Gb/s; the {len(active)} active port(s) listed run at "
-                        f"{total:g} Gb/s in all ({active[0]['device']}: {active[0]['rate_Gbps']:g})", 1.5))
+        hits.append(
+            Hit(
+                stated[1],
+                f"you state {stated[0]:g} Gb/s; the {len(active)} active "
+                "port(s) listed run at "
+                f"{total:g} Gb/s in all ({active[0]['device']}: {active[0]['rate_Gbps']:g})",
+                1.5,
+            )
+        )
     return hits[:3]
 
 
@@ -94,8 +117,10 @@ def _shared_nic(ev) -> list:
         if shared and len(ev.nics) > len(nics):
             n, devs = min(shared.items())
             where = next(c["where"] for c in ev.channels if c["host"] == host and c["nic"] == n)
-            return [Hit(where, f"GPUs {', '.join(map(str, sorted(devs)))} of {host} go through NET/IB/{n} while "
-                        f"{len(ev.nics) - len(nics)} of the {len(ev.nics)} NICs NCCL lists carry no channel", 1.5)]
+            return [Hit(where, f"GPUs {', '.join(map(str, sorted(devs)))} of {host} go through "
+                               f"NET/IB/{n} while "
+                        f"{len(ev.nics) - len(nics)} of the {len(ev.nics)} NICs NCCL lists carry "
+                        "no channel", 1.5)]
     return []
 
 
@@ -119,17 +144,30 @@ def nvls(ctx):
     return [Hit(where, "0 nvls channels on an NVSwitch node with NVLink SHARP", 1.5)] if n == 0 else []
 
 
+def _network_bound(ctx) -> tuple:
+    """(nodes, NICs per node, Gb/s each): the cluster's, else what the files show (NCCL's NIC list,
+    active ports, the topology's NICs; the ports' rate), None where they do not say.
+    """
+    c, ev = ctx.cluster, ctx.ev
+    if c is not None:
+        return c.nodes, c.nics_per_node, c.nic_Gbps
+    active = [p for p in ev.ports if (p["state"] or "").startswith("ACTIVE")]
+    nics = len(ev.nics) or len(active) or (len(ev.topo[0]["nics"]) if ev.topo else 0)
+    rate = max((p["rate_Gbps"] or 0 for p in active), default=0)
+    return (ev.nodes[0] if ev.nodes else None), nics or None, rate or None
+
+
 def two_nodes(ctx):
-    c = ctx.cluster
     algo = ctx.ev.env.get("NCCL_ALGO", ("", ""))[0].lower()
-    if algo.strip() == "ring" or c is None or c.nodes != 2 or c.nics_per_node < 1:
+    nodes, nics, rate = _network_bound(ctx)
+    if algo.strip() == "ring" or nodes != 2 or not nics or not rate:
         return []
-    bound = c.nics_per_node * c.nic_GBps
+    bound = nics * rate / 8
     for res in ctx.results:
         busbw, row = _large_max(res.run.rows)
         if busbw and busbw > bound:
             return [Hit(_where(res.run, row), f"busbw {busbw:.1f} GB/s is above the network's line rate, "
-                        f"{c.nics_per_node} x {c.nic_Gbps:g} Gb/s = {bound:.1f} GB/s, on 2 nodes", 3.0)]
+                        f"{nics} x {rate:g} Gb/s = {bound:.1f} GB/s, on 2 nodes", 3.0)]
     return []
 
 
@@ -139,13 +177,17 @@ def _containers(ev) -> list:
         return []
     topo, name = ev.topo
     gpus = topo["gpus"]
-    nvlinked = all(topo["cells"].get((a, b), "").startswith("NV") for a in gpus for b in gpus if a != b)
+    nvlinked = all(topo["cells"].get((a, b), "").startswith("NV")
+                   for a in gpus for b in gpus if a != b)
     for c in ev.commands:
         slots = re.findall(r"([A-Za-z][\w.-]*):(\d+)", c["text"].split("_perf")[0])
         if len(slots) > 1 and nvlinked and sum(int(n) for _, n in slots) == len(gpus) > 1:
-            return [Hit(c["where"], f"hosts {', '.join(h for h, _ in slots)} hold {len(gpus)} GPUs in all, the "
-                        f"{len(gpus)} NVLink-connected GPUs of one topology matrix ({name}): containers on one "
-                        "machine, each seeing only its GPUs, so NCCL cannot use NVLink or IPC between them", 2.0)]
+            return [Hit(c["where"], f"hosts {', '.join(h for h, _ in slots)} hold {len(gpus)} GPUs "
+                                    "in all, the "
+                        f"{len(gpus)} NVLink-connected GPUs of one topology matrix ({name}): "
+                        "containers on one "
+                        "machine, each seeing only its GPUs, so NCCL cannot use NVLink or IPC "
+                        "between them", 2.0)]
     return []
 
 
@@ -211,7 +253,8 @@ def version(ctx):
         named = sorted(ctx.ev.versions.items())
         if len(named) < 2:
             return []
-        return [Hit(named[-1][1], f"the files name NCCL {' and '.join(v for v, _ in named)}: two versions of one "
+        return [Hit(named[-1][1], f"the files name NCCL {' and '.join(v for v, _ in named)}: two "
+                                  "versions of one "
                     "test, with no rows of both to compare", 1.0)]
     best = {}
     for res, v in runs:
@@ -234,13 +277,17 @@ def version(ctx):
 
 
 def _headers_together(src, run) -> list:
-    """Two nccl-tests headers with only comments between them: processes that each ran their own test."""
+    """Two nccl-tests headers with only comments between them: processes that each ran their own
+    test.
+    """
     h = run.headers
     if len(h) < 2 or not all(not t.strip() or t.lstrip().startswith("#") and _RANK_TEXT not in t
                              for t in src.lines[h[0]:h[1] - 1]):
         return []
-    return [Hit(f"{run.source}:{h[1]}", f"{len(h)} nccl-tests headers one after the other: {len(h)} processes each "
-                "ran a test of its own (nccl-tests without MPI=1, or one launch per node), not one run across "
+    return [Hit(f"{run.source}:{h[1]}", f"{len(h)} nccl-tests headers one after the other: "
+                                        f"{len(h)} processes each "
+                "ran a test of its own (nccl-tests without MPI=1, or one launch per node), not one "
+                "run across "
                 "the nodes", 3.0)]
 
 
@@ -249,7 +296,8 @@ _RANK_TEXT = "Rank "
 
 def measurement(ctx):
     hits = []
-    for src, run in [(src, r) for src in ctx.ev.sources for r in src.runs[:1] if r.source == src.name]:
+    firsts = [(src, r) for src in ctx.ev.sources for r in src.runs[:1] if r.source == src.name]
+    for src, run in firsts:
         hits += _headers_together(src, run)
         a = run.averages
         between = src.lines[a[0]:a[1] - 1] if len(a) > 1 else ["-"]

@@ -1,5 +1,5 @@
-"""What the files reveal, joined across files: GPUs, hosts, ranks and nodes, NICs and their ports, the
-transports NCCL chose, the NCCL_* settings, NCCL's version and channels, and the measured runs.
+"""What the files reveal, joined across files: GPUs, hosts, ranks and nodes, NICs and their ports,
+the transports NCCL chose, the NCCL_* settings, NCCL's version and channels, and the measured runs.
 
 Every fact keeps where it was seen (``file:line``) so that a cause can show its evidence line;
 ``Evidence.lines`` walks every line of every file for the patterns of ``collsim.diagnose.causes``.
@@ -49,7 +49,7 @@ class Evidence:
     channels: list = field(default_factory=list)        # parsers.channels records with "where"
     stated_rates: list = field(default_factory=list)    # (Gb/s, where) the user states
     versions: dict = field(default_factory=dict)        # NCCL version -> where first named
-    rows_ranks: tuple | None = None                     # (ranks, where) from another collective's rows
+    rows_ranks: tuple | None = None                     # (ranks, where): another collective's rows
 
     def lines(self):
         """``(where, text)`` for every line of every file."""
@@ -70,7 +70,8 @@ class Evidence:
 
 
 def gather(sources: list[Source], measured: list | None = None) -> Evidence:
-    """The ``Evidence`` of ``sources``; ``measured``: ``(bytes, busbw_GBps)`` pairs given by hand."""
+    """The ``Evidence`` of ``sources``; ``measured``: ``(bytes, busbw_GBps)`` pairs given by hand.
+    """
     ev = Evidence(sources=list(sources))
     gpus, per_host = Counter(), Counter()
     for src in sources:
@@ -146,7 +147,9 @@ def _gpu_sites(sources):
 
 
 def _log_facts(ev: Evidence, src: Source) -> None:
-    """Facts of NCCL's own lines: hosts, NICs, transports, GDR, version, communicator shape, channels."""
+    """Facts of NCCL's own lines: hosts, NICs, transports, GDR, version, communicator shape,
+    channels.
+    """
     for n, line in enumerate(src.lines, 1):
         where = f"{src.name}:{n}"
         if h := _HOST.search(line):

@@ -1,15 +1,15 @@
-"""What this hardware should give: a ``collsim.machine.Cluster`` for each measured run, from ``--cluster``
-or from what the files reveal (saying what was assumed), and ``collsim.predict.predict_nccl``'s busbw
-for the run's sizes beside NCCL's own model's.
+"""What this hardware should give: a ``collsim.machine.Cluster`` for each measured run, from
+``--cluster`` or from what the files reveal (saying what was assumed), and
+``collsim.predict.predict_nccl``'s busbw for the run's sizes beside NCCL's own model's.
 
 From the files: the GPU (``collsim.machine.cluster.gpu_name`` of the names nccl-tests or nvidia-smi
-print), nodes = the run's distinct hosts (else NCCL's nNodes), GPUs per node (the run's ranks per host,
-NCCL's localRanks, the topology matrix), NVSwitch unless the GPU is a PCIe part or the matrix shows no
-NVLink, NICs = the HCAs NCCL's ``NET/IB : Using`` line lists (else the active IB ports, the matrix's
-NICs, one per GPU), their rate from ibstatus (else the GPU generation's usual NIC: ``NIC_GBPS``), RoCE
-when a port or NCCL says so, NCCL's version from its log. Only the NCCL_* variables a user sets on
-purpose to choose what runs (``CHOSEN``) reach the prediction; those that are causes do not (the range is
-what the hardware allows).
+print), nodes = the run's distinct hosts (else NCCL's nNodes), GPUs per node (the run's ranks per
+host, NCCL's localRanks, the topology matrix), NVSwitch unless the GPU is a PCIe part or the matrix
+shows no NVLink, NICs = the HCAs NCCL's ``NET/IB : Using`` line lists (else the active IB ports, the
+matrix's NICs, one per GPU), their rate from ibstatus (else the GPU generation's usual NIC:
+``NIC_GBPS``), RoCE when a port or NCCL says so, NCCL's version from its log. Only the NCCL_*
+variables a user sets on purpose to choose what runs (``CHOSEN``) reach the prediction; those that
+are causes do not (the range is what the hardware allows).
 """
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ CHOSEN = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_MIN_NCHANNELS", "NCC
 
 @dataclass
 class Machine:
-    """The cluster a run is compared with (None, and ``why_not``, when collsim cannot describe it)."""
+    """The cluster a run is compared with (None, and ``why_not``, when collsim cannot describe it).
+    """
 
     cluster: Cluster | None
     why_not: str = ""
@@ -60,8 +61,10 @@ def _shape(ev: Evidence, run: Run) -> tuple:
 
 
 def _proven(ev: Evidence, run: Run) -> bool:
-    """Whether the files prove the run's shape: NCCL's own nRanks/nNodes line, or a whole rank list (ranks
-    0..n-1 in each "Rank 0" group, the line after the last one a ``#`` line, as nccl-tests prints it)."""
+    """Whether the files prove the run's shape: NCCL's own nRanks/nNodes line, or a whole rank list
+    (ranks 0..n-1 in each "Rank 0" group, the line after the last one a ``#`` line, as nccl-tests
+    prints it).
+    """
     if ev.ranks and ev.nodes:
         return True
     groups = []
@@ -77,8 +80,10 @@ def _proven(ev: Evidence, run: Run) -> bool:
 
 
 def _stated(cluster, spec, ev: Evidence, run: Run, env: dict) -> Machine:
-    """The stated machine (``--cluster``), resized to the run's shape where the files prove it; a shape the
-    files show but do not prove (a rank list cut short) is named in ``conflicts`` and the stated one kept."""
+    """The stated machine (``--cluster``), resized to the run's shape where the files prove it; a
+    shape the files show but do not prove (a rank list cut short) is named in ``conflicts`` and the
+    stated one kept.
+    """
     nodes, per_node, where_nodes, _ = _shape(ev, run)
     m = Machine(cluster, seen=[f"--cluster {spec}"], env=env)
     per_node = per_node if per_node and per_node <= cluster.gpus_per_node else None
@@ -86,14 +91,18 @@ def _stated(cluster, spec, ev: Evidence, run: Run, env: dict) -> Machine:
         return m
     shown = f"{nodes} node(s){f' x {per_node} GPUs' if per_node else ''}"
     if nodes < cluster.nodes and not _proven(ev, run):
-        m.conflicts.append(f"{run.name} shows {shown} ({where_nodes}) where you stated {cluster.nodes} x "
-                           f"{cluster.gpus_per_node}: the rank list is not whole (cut, or ranks missing), so the "
+        m.conflicts.append(f"{run.name} shows {shown} ({where_nodes}) where you stated "
+                           f"{cluster.nodes} x "
+                           f"{cluster.gpus_per_node}: the rank list is not whole (cut, or ranks "
+                           "missing), so the "
                            "stated machine is kept")
         return m
     m.cluster = cluster.resized(nodes, per_node)
-    m.seen.append(f"resized to {m.cluster.nodes} node(s) x {m.cluster.gpus_per_node} GPUs as {run.name} ran "
+    m.seen.append(f"resized to {m.cluster.nodes} node(s) x {m.cluster.gpus_per_node} GPUs as "
+                  f"{run.name} ran "
                   f"({where_nodes})")
-    m.conflicts.append(f"you stated {cluster.nodes} x {cluster.gpus_per_node}; {run.name} ran on {shown} "
+    m.conflicts.append(f"you stated {cluster.nodes} x {cluster.gpus_per_node}; {run.name} ran on "
+                       f"{shown} "
                        f"({where_nodes}): compared with what ran")
     return m
 
@@ -177,7 +186,8 @@ def _network(ev: Evidence, gpu: str, per_node: int, m: Machine) -> dict:
         m.seen.append(f"{rate:g} Gb/s ports ({active[0]['where']})")
     else:
         rate = NIC_GBPS.get(gpu, NIC_GBPS.get(gpu.split("-")[0], 100.0))
-        m.assumed.append(f"{rate:g} Gb/s NICs (no ibstatus{'' if gpu in NIC_GBPS else ', nor a reference NIC'})")
+        m.assumed.append(f"{rate:g} Gb/s NICs (no "
+                         f"ibstatus{'' if gpu in NIC_GBPS else ', nor a reference NIC'})")
     roce = any(layer == "RoCE" for _, layer, _ in ev.nics) or any(
         (p["link_layer"] or "").lower() == "ethernet" for p in active)
     if not ev.nics and not active:

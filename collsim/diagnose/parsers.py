@@ -1,26 +1,31 @@
-"""Small parsers for what users paste beside nccl-tests output: each takes a file's lines and returns plain
-data with the line numbers (1-based) it came from, or nothing when the lines hold none of it.
+"""Small parsers for what users paste beside nccl-tests output: each takes a file's lines and
+returns plain data with the line numbers (1-based) it came from, or nothing when the lines hold none
+of it.
 
-* ``topo_matrix``: ``nvidia-smi topo -m`` (the device header ``GPU0 GPU1 ... NIC0 ... CPU Affinity``, one row
-  per device of ``X``, ``NV#``, ``PIX``, ``PXB``, ``PHB``, ``NODE``, ``SYS``, then the ``NIC Legend``);
-* ``ib_ports``: ``ibstatus`` (``Infiniband device 'mlx5_0' port 1 status:`` with ``rate: 200 Gb/sec``),
-  ``ibstat`` (``CA 'mlx5_0'``, ``Port 1:``, ``Rate: 200``) and ``ibv_devinfo`` (``hca_id:``, ``port:``,
-  ``active_width: 4X``, ``active_speed: 50.0 Gbps``): one record per port, its state and rate in Gb/s;
-* ``nccl_env``: NCCL_* variables as NCCL's log says it read them (``NCCL_IB_HCA set by environment to
-  mlx5_0``), as a launcher passes them (``-x NCCL_ALGO=Ring``, ``--env``), as a shell sets them
-  (``export NCCL_P2P_DISABLE=1``, ``NCCL_DEBUG=INFO ./all_reduce_perf``) or as an env dump lists them;
-* ``commands``: launcher and nccl-tests command lines (mpirun, mpiexec, srun, torchrun, ``*_perf``) with
-  the flags that matter here: ``--bind-to``, hosts, process counts, ``-g``;
-* ``host_pairs``: tables of one busbw per set of hosts (``node1,node2  49.36``), what users write after
-  testing nodes pair by pair (three such lines at least);
-* ``topo_xml``: NCCL's topology dump (``NCCL_TOPO_DUMP_FILE``: ``<cpu numaid>``, ``<pci busid>``, ``<gpu dev
-  sm gdr>`` with ``<nvlink count>``, ``<nic><net name speed gdr>``), fragments and unclosed tags included,
-  read into the same dict as ``topo_matrix`` (GPU-NIC cells from the PCI tree: PIX under one bridge, PXB
-  further down one CPU, NODE on one CPU, SYS across CPUs);
+* ``topo_matrix``: ``nvidia-smi topo -m`` (the device header ``GPU0 GPU1 ... NIC0 ... CPU
+  Affinity``, one row per device of ``X``, ``NV#``, ``PIX``, ``PXB``, ``PHB``, ``NODE``, ``SYS``,
+  then the ``NIC Legend``);
+* ``ib_ports``: ``ibstatus`` (``Infiniband device 'mlx5_0' port 1 status:`` with ``rate: 200
+  Gb/sec``), ``ibstat`` (``CA 'mlx5_0'``, ``Port 1:``, ``Rate: 200``) and ``ibv_devinfo``
+  (``hca_id:``, ``port:``, ``active_width: 4X``, ``active_speed: 50.0 Gbps``): one record per port,
+  its state and rate in Gb/s;
+* ``nccl_env``: NCCL_* variables as NCCL's log says it read them (``NCCL_IB_HCA set by environment
+  to mlx5_0``), as a launcher passes them (``-x NCCL_ALGO=Ring``, ``--env``), as a shell sets them
+  (``export NCCL_P2P_DISABLE=1``, ``NCCL_DEBUG=INFO ./all_reduce_perf``) or as an env dump lists
+  them;
+* ``commands``: launcher and nccl-tests command lines (mpirun, mpiexec, srun, torchrun, ``*_perf``)
+  with the flags that matter here: ``--bind-to``, hosts, process counts, ``-g``;
+* ``host_pairs``: tables of one busbw per set of hosts (``node1,node2  49.36``), what users write
+  after testing nodes pair by pair (three such lines at least);
+* ``topo_xml``: NCCL's topology dump (``NCCL_TOPO_DUMP_FILE``: ``<cpu numaid>``, ``<pci busid>``,
+  ``<gpu dev sm gdr>`` with ``<nvlink count>``, ``<nic><net name speed gdr>``), fragments and
+  unclosed tags included, read into the same dict as ``topo_matrix`` (GPU-NIC cells from the PCI
+  tree: PIX under one bridge, PXB further down one CPU, NODE on one CPU, SYS across CPUs);
 * ``channels``: NCCL's connection lines (``Channel 01/0 : 2[c7000] -> 0[87000] [receive] via
-  NET/IB/5/GDRDMA``, ``via P2P/IPC/read``, ``via SHM/direct/direct``): host, local device, transport, NIC;
-* ``stated_rates``: network rates a user states in prose (``There is 400 Gb/sec of bandwidth available``),
-  not the fields of ibstatus or ib_send_bw tables.
+  NET/IB/5/GDRDMA``, ``via P2P/IPC/read``, ``via SHM/direct/direct``): host, local device,
+  transport, NIC;
+* ``stated_rates``: network rates a user states in prose (``There is 400 Gb/sec of bandwidth
+  available``), not the fields of ibstatus or ib_send_bw tables.
 """
 from __future__ import annotations
 
@@ -33,8 +38,9 @@ _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 
 
 def topo_matrix(lines) -> dict | None:
-    """``{"devices", "gpus", "nics", "cells": {(row, col): rel}, "rows": {device: line}, "names": {NIC0:
-    mlx5_0}, "numa": {gpu: text}}`` of an ``nvidia-smi topo -m`` table, or None."""
+    """``{"devices", "gpus", "nics", "cells": {(row, col): rel}, "rows": {device: line}, "names":
+    {NIC0: mlx5_0}, "numa": {gpu: text}}`` of an ``nvidia-smi topo -m`` table, or None.
+    """
     devices, out = None, None
     for lineno, line in enumerate(lines, 1):
         tokens = line.split()
@@ -73,8 +79,10 @@ _WIDTH = {"1X": 1, "2X": 2, "4X": 4, "8X": 8, "12X": 12}
 
 
 def ib_ports(lines) -> list[dict]:
-    """One ``{"device", "port", "state", "rate_Gbps", "link_layer", "line"}`` per IB/RoCE port listed by
-    ibstatus, ibstat or ibv_devinfo (``state`` upper case: ACTIVE, DOWN, INIT, ...; rate None if unread)."""
+    """One ``{"device", "port", "state", "rate_Gbps", "link_layer", "line"}`` per IB/RoCE port
+    listed by ibstatus, ibstat or ibv_devinfo (``state`` upper case: ACTIVE, DOWN, INIT, ...; rate
+    None if unread).
+    """
     ports, device, current = [], None, None
     for lineno, line in enumerate(lines, 1):
         start = None
@@ -135,8 +143,9 @@ _GPUS = re.compile(r"_perf\S*\s.*?(?:^|\s)-g\s+(\d+)")
 
 
 def commands(lines) -> list[dict]:
-    """One ``{"line", "launcher", "bind_to", "hosts", "np", "per_node", "gpus_per_process", "text"}`` per
-    launcher or nccl-tests command line (None where the line does not say)."""
+    """One ``{"line", "launcher", "bind_to", "hosts", "np", "per_node", "gpus_per_process",
+    "text"}`` per launcher or nccl-tests command line (None where the line does not say).
+    """
     out = []
     for lineno, line in enumerate(lines, 1):
         found = _LAUNCH.findall(line)
@@ -160,8 +169,9 @@ _PAIR = re.compile(r"^\s*([A-Za-z][\w.-]*(?:\s*[,+&/]\s*[A-Za-z][\w.-]*)+)\s*[:=
 
 
 def host_pairs(lines) -> list[dict]:
-    """``[{"hosts": [a, b], "busbw_GBps", "line"}]`` from a table of host sets and one busbw each (at least
-    three rows, else [])."""
+    """``[{"hosts": [a, b], "busbw_GBps", "line"}]`` from a table of host sets and one busbw each
+    (at least three rows, else []).
+    """
     rows = []
     for lineno, line in enumerate(lines, 1):
         if m := _PAIR.match(line):
@@ -176,7 +186,9 @@ _ATTR = re.compile(r'(\w+)="([^"]*)"')
 
 
 def _xml_cell(gpu: dict, nic: dict) -> str:
-    """nvidia-smi's relation of a GPU and a NIC from their PCI paths (lists of bridge bus ids, CPU first)."""
+    """nvidia-smi's relation of a GPU and a NIC from their PCI paths (lists of bridge bus ids, CPU
+    first).
+    """
     if gpu["cpu"] != nic["cpu"]:
         return "SYS"
     common = 0
@@ -184,12 +196,16 @@ def _xml_cell(gpu: dict, nic: dict) -> str:
         if a != b:
             break
         common += 1
-    return "NODE" if common == 0 else "PIX" if common == min(len(gpu["path"]), len(nic["path"])) else "PXB"
+    if common == 0:
+        return "NODE"
+    return "PIX" if common == min(len(gpu["path"]), len(nic["path"])) else "PXB"
 
 
 def topo_xml(lines) -> dict | None:
-    """The ``topo_matrix`` dict of an NCCL topology dump (module docstring) plus ``"xml": {"gpus", "nics"}``
-    (each with its line, attributes and PCI path; NIC ``speed_Gbps`` from the dump's Mb/s), or None."""
+    """The ``topo_matrix`` dict of an NCCL topology dump (module docstring) plus ``"xml": {"gpus",
+    "nics"}`` (each with its line, attributes and PCI path; NIC ``speed_Gbps`` from the dump's
+    Mb/s), or None.
+    """
     stack, gpus, nics, cpu = [], [], [], None
     for lineno, line in enumerate(lines, 1):
         for close, tag, attrs, empty in _TAG_XML.findall(line):
@@ -202,14 +218,31 @@ def topo_xml(lines) -> dict | None:
             if tag == "cpu":
                 cpu = a.get("numaid", cpu)
             elif tag == "gpu" and a.get("dev", "").isdigit():
-                gpus.append({"dev": int(a["dev"]), "sm": a.get("sm"), "gdr": a.get("gdr"), "line": lineno,
-                             "path": path[:-1], "cpu": cpu, "nvlinks": 0})
+                gpus.append(
+                    {
+                        "dev": int(a["dev"]),
+                        "sm": a.get("sm"),
+                        "gdr": a.get("gdr"),
+                        "line": lineno,
+                        "path": path[:-1],
+                        "cpu": cpu,
+                        "nvlinks": 0,
+                    }
+                )
             elif tag == "nvlink" and gpus and a.get("count", "").isdigit():
                 gpus[-1]["nvlinks"] += int(a["count"])
             elif tag == "net" and a.get("name"):
                 speed = a.get("speed", "")
-                nics.append({"name": a["name"], "gdr": a.get("gdr"), "line": lineno, "path": path[:-1], "cpu": cpu,
-                             "speed_Gbps": int(speed) / 1000 if speed.isdigit() else None})
+                nics.append(
+                    {
+                        "name": a["name"],
+                        "gdr": a.get("gdr"),
+                        "line": lineno,
+                        "path": path[:-1],
+                        "cpu": cpu,
+                        "speed_Gbps": int(speed) / 1000 if speed.isdigit() else None,
+                    }
+                )
             if not empty and tag not in ("net", "nvlink"):
                 stack.append((tag, a))
     if not gpus and not nics:
@@ -217,35 +250,55 @@ def topo_xml(lines) -> dict | None:
     names = {f"GPU{g['dev']}": g for g in gpus}
     nic_names = {f"NIC{i}": n for i, n in enumerate(nics)}
     cells = {(g, n): _xml_cell(gd, nd) for g, gd in names.items() for n, nd in nic_names.items()}
-    cells.update({(g, h): f"NV{min(gd['nvlinks'], hd['nvlinks'])}" if gd["nvlinks"] and hd["nvlinks"] else
-                  _xml_cell(gd, hd) for g, gd in names.items() for h, hd in names.items() if g != h})
+    cells.update(
+        {
+            (g, h): f"NV{min(gd['nvlinks'], hd['nvlinks'])}"
+            if gd["nvlinks"] and hd["nvlinks"]
+            else _xml_cell(gd, hd)
+            for g, gd in names.items()
+            for h, hd in names.items()
+            if g != h
+        }
+    )
     first = min([g["line"] for g in gpus] + [n["line"] for n in nics])
-    return {"devices": list(names) + list(nic_names), "gpus": list(names), "nics": list(nic_names), "cells": cells,
-            "rows": {d: x["line"] for d, x in {**names, **nic_names}.items()}, "header": first,
-            "names": {k: n["name"] for k, n in nic_names.items()}, "numa": {g: x["cpu"] for g, x in names.items()},
-            "xml": {"gpus": gpus, "nics": nics}}
+    return {
+        "devices": list(names) + list(nic_names),
+        "gpus": list(names),
+        "nics": list(nic_names),
+        "cells": cells,
+        "rows": {d: x["line"] for d, x in {**names, **nic_names}.items()},
+        "header": first,
+        "names": {k: n["name"] for k, n in nic_names.items()},
+        "numa": {g: x["cpu"] for g, x in names.items()},
+        "xml": {"gpus": gpus, "nics": nics},
+    }
 
 
-_CHANNEL = re.compile(r"(?:^|[\s\]])([^\s:\[\]]+):\d+:\d+ \[(\d+)\] NCCL INFO Channel (\d+)(?:/\d+)? : (\d+)\[\w+\] -> "
-                      r"(\d+)\[\w+\](?: \[(send|receive)\])? via (\S+(?: pointer)?)")
+_CHANNEL = re.compile(
+    r"(?:^|[\s\]])([^\s:\[\]]+):\d+:\d+ \[(\d+)\] NCCL INFO Channel "
+    r"(\d+)(?:/\d+)? : (\d+)\[\w+\] -> "
+    r"(\d+)\[\w+\](?: \[(send|receive)\])? via (\S+(?: pointer)?)"
+)
 
 
 def channels(lines) -> list[dict]:
-    """One ``{"host", "dev", "channel", "src", "dst", "dir", "via", "nic", "line"}`` per NCCL connection line;
-    ``nic``: the NIC index of ``NET/IB/<n>`` (or another NET transport), else None."""
+    """One ``{"host", "dev", "channel", "src", "dst", "dir", "via", "nic", "line"}`` per NCCL
+    connection line; ``nic``: the NIC index of ``NET/IB/<n>`` (or another NET transport), else None.
+    """
     out = []
     for lineno, line in enumerate(lines, 1):
         if m := _CHANNEL.search(line):
             via = m.group(7)
             nic = re.match(r"NET/[^/]+/(\d+)", via)
             out.append({"host": m.group(1), "dev": int(m.group(2)), "channel": int(m.group(3)),
-                        "src": int(m.group(4)), "dst": int(m.group(5)), "dir": m.group(6), "via": via,
-                        "nic": int(nic.group(1)) if nic else None, "line": lineno})
+                        "src": int(m.group(4)), "dst": int(m.group(5)), "dir": m.group(6),
+                        "via": via, "nic": int(nic.group(1)) if nic else None, "line": lineno})
     return out
 
 
 _RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:Gb/sec|Gb/s|Gbps|Gbit/s)\b", re.I)
-_TOOL_FIELD = re.compile(r"^\s*(?:rate|active_speed|Rate|speed|link_speed)\s*:|^\s*#|NCCL (?:INFO|WARN)|^\s*\d+\s+\d+")
+_TOOL_FIELD = re.compile(r"^\s*(?:rate|active_speed|Rate|speed|link_speed)\s*:|^\s*#|NCCL "
+                         r"(?:INFO|WARN)|^\s*\d+\s+\d+")
 
 
 def stated_rates(lines) -> list[tuple]:

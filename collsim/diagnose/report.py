@@ -1,8 +1,8 @@
-"""The text ``collsim diagnose`` prints for a report of ``collsim.diagnose.verdict.diagnose``: the files read
-and skipped, the machine compared with (what the files showed, what was assumed), one row per size band
-(measured busbw, collsim's expected busbw and range, NCCL's own model's, the ratio, the verdict), the
-verdict, and the likely causes ranked with their evidence lines, fix, the file that would settle them and
-their source.
+"""The text ``collsim diagnose`` prints for a report of ``collsim.diagnose.verdict.diagnose``: the
+files read and skipped, the machine compared with (what the files showed, what was assumed), one row
+per size band (measured busbw, collsim's expected busbw and range, NCCL's own model's, the ratio,
+the verdict), the verdict, and the likely causes ranked with their evidence lines, fix, the file
+that would settle them and their source.
 """
 from __future__ import annotations
 
@@ -73,26 +73,35 @@ def text(report: dict, top: int = 5) -> list[str]:
 
 def answers_text(a: dict) -> list[str]:
     """The five answers (``collsim.diagnose.answers``) as lines of text, one section each."""
-    out = ["1. what busbw should this hardware give (busbw GB/s; % of achievable = of collsim's expected):"]
+    out = ["1. what busbw should this hardware give (busbw GB/s; % of achievable = of collsim's "
+           "expected):"]
     for e in a["expected"]:
-        rate = f", {e['pct_of_line_rate']:.0f}% of line rate ({e['line_rate']})" if e["pct_of_line_rate"] else ""
-        out.append(f"   {e['band']} {e['sizes']}: {_gbps(e['range_GBps'][0])}-{_gbps(e['range_GBps'][1])} expected; "
-                   f"measured {_gbps(e['measured_busbw_GBps'])} = {e['pct_of_achievable']:.0f}% of achievable{rate}")
+        rate = (f", {e['pct_of_line_rate']:.0f}% of line rate ({e['line_rate']})"
+                if e["pct_of_line_rate"] else "")
+        out.append(f"   {e['band']} {e['sizes']}: "
+                   f"{_gbps(e['range_GBps'][0])}-{_gbps(e['range_GBps'][1])} expected; "
+                   f"measured {_gbps(e['measured_busbw_GBps'])} = {e['pct_of_achievable']:.0f}% of "
+                   f"achievable{rate}")
     if not a["expected"]:
         out.append("   - (no machine or no measurement to compare)")
     causes = a["why_below"]["causes"]
     out.append(f"2. why below: {VERDICTS[a['why_below']['verdict']]}; causes ranked above: "
                f"{', '.join(causes[:3]) or 'none'}")
-    out.append("3. why did NCCL pick this (NCCL's choice against the simulated best, per band of its choice):")
+    out.append(
+        "3. why did NCCL pick this (NCCL's choice against the simulated best, per band of "
+        "its choice):"
+    )
     for c in a["nccl_choice"]:
-        gain = f"best {c['best']}, {c['gain']:.2f}x faster (simulated) at {c['at_bytes']} B" if c["gain"] > 1.0 \
-            else "the simulated best"
+        gain = "the simulated best"
+        if c["gain"] > 1.0:
+            gain = f"best {c['best']}, {c['gain']:.2f}x faster (simulated) at {c['at_bytes']} B"
         out.append(f"   {c['sizes']}: NCCL {c['nccl']}: {gain}")
     v = a["versions"]
     if v:
         x, y = v["versions"]
         out.append(f"4. NCCL {x} against {y}: {len(v['changes'])} of {v['sizes']} sizes change")
-        out += [f"   {c['bytes']} B: {c[x]} -> {c[y]}, time x{c['time_ratio']:.2f}" for c in v["changes"][:12]]
+        out += [f"   {c['bytes']} B: {c[x]} -> {c[y]}, time x{c['time_ratio']:.2f}"
+                for c in v["changes"][:12]]
     else:
         out.append("4. version against version: give --nccl A,B (e.g. --nccl 2.22,2.25)")
     out.append("5. how do I model it:")

@@ -1,26 +1,27 @@
-"""Recognise and read each file a user gives ``collsim diagnose``, by its content, whatever its name.
+"""Recognise and read each file a user gives ``collsim diagnose``, by its content, whatever its
+name.
 
-A file may hold several kinds at once (nccl-tests output with NCCL INFO lines and the command line in
-it): ``read_source`` looks for each and keeps what it finds in one ``Source``:
+A file may hold several kinds at once (nccl-tests output with NCCL INFO lines and the command line
+in it): ``read_source`` looks for each and keeps what it finds in one ``Source``:
 
 * ``nccl-tests``: the text table of any nccl-tests version, launcher tags and truncation included
-  (``collsim.measure.nccl_tests.import_nccl_tests``, lenient), split into ``Run`` s: one per header, so
-  that two single-node runs printed into one file show as two; rows whose columns are broken by
+  (``collsim.measure.nccl_tests.import_nccl_tests``, lenient), split into ``Run`` s: one per header,
+  so that two single-node runs printed into one file show as two; rows whose columns are broken by
   interleaved tags (``[0]`` inside a row) are read loosely when the importer keeps none;
 * ``nccl-tests-json`` (``-J``) and ``collsim-records`` (runner JSON Lines, published logs);
-* ``nccl-log``: NCCL_DEBUG lines (INFO, TRACE, WARN) through ``collsim.nccl.log.parse_lines``; a line it
-  cannot read is left out and named in ``notes``;
+* ``nccl-log``: NCCL_DEBUG lines (INFO, TRACE, WARN) through ``collsim.nccl.log.parse_lines``; a
+  line it cannot read is left out and named in ``notes``;
 * ``topology`` (nvidia-smi topo -m or NCCL's XML topology dump), ``ib-status`` (ibstatus, ibstat,
   ibv_devinfo), ``environment`` (NCCL_* settings, launcher command lines) and ``host-pairs``:
   ``collsim.diagnose.parsers``;
-* ``lspci`` (``lspci -vvv``: ACSCtl, LnkSta) and ``kernel`` (``/proc/cmdline``, dmesg's IOMMU lines), read
-  only by the causes' line patterns, ``post`` (what a user wrote about the machine: a stated rate, or a line
-  naming GPUDirect, RDMA, ACS, NCCL, NVLink, InfiniBand, PCIe, IOMMU, a NIC or HCA), and ``gpu-list``
-  (``nvidia-smi -L`` or ``nvlink -s``: ``GPU 0: NAME (UUID``).
+* ``lspci`` (``lspci -vvv``: ACSCtl, LnkSta) and ``kernel`` (``/proc/cmdline``, dmesg's IOMMU
+  lines), read only by the causes' line patterns, ``post`` (what a user wrote about the machine: a
+  stated rate, or a line naming GPUDirect, RDMA, ACS, NCCL, NVLink, InfiniBand, PCIe, IOMMU, a NIC
+  or HCA), and ``gpu-list`` (``nvidia-smi -L`` or ``nvlink -s``: ``GPU 0: NAME (UUID``).
 
 Files are read only through ``collsim.inputs.read_text`` (bounded; bytes that are not UTF-8 read as
-U+FFFD). A file that cannot be read, is empty, is binary or holds none of these kinds raises a one-line
-``CollsimError`` naming it, which the caller turns into a skip.
+U+FFFD). A file that cannot be read, is empty, is binary or holds none of these kinds raises a
+one-line ``CollsimError`` naming it, which the caller turns into a skip.
 """
 from __future__ import annotations
 
@@ -52,8 +53,10 @@ OTHER_KINDS = (("lspci", re.compile(r"ACSCtl:|LnkSta:|LnkCap:")),
 
 @dataclass
 class Run:
-    """One measured run: its rows (``bytes``, ``busbw_GBps``, ``time_us``, ``line``) and what it says of
-    itself; ``groups`` lists the hosts of each ``Rank 0...`` block (more than one: separate runs)."""
+    """One measured run: its rows (``bytes``, ``busbw_GBps``, ``time_us``, ``line``) and what it
+    says of itself; ``groups`` lists the hosts of each ``Rank 0...`` block (more than one: separate
+    runs).
+    """
 
     source: str
     rows: list = field(default_factory=list)
@@ -96,7 +99,8 @@ class Source:
 
 
 def read_text_file(path) -> str:
-    """The text of ``path`` (``read_text``, bad bytes replaced), refused when it is binary or empty."""
+    """The text of ``path`` (``read_text``, bad bytes replaced), refused when it is binary or empty.
+    """
     text = read_text(path, "file", errors="replace")
     if "\x00" in text or text.count("\ufffd") > max(16, len(text) // 100):
         raise CollsimError(f"file {path}: not a text file (binary content)")
@@ -135,7 +139,8 @@ def read_source(path, name: str | None = None) -> Source:
     src.gpus = [(m.group(1), n) for n, line in enumerate(src.lines, 1) if (m := _GPU_LIST.match(line.strip()))]
     if src.gpus:
         src.kinds.append("gpu-list")
-    if not src.kinds and (src.stated or any(_PROSE.search(line) and len(line.split()) >= 3 for line in src.lines)):
+    prose = any(_PROSE.search(line) and len(line.split()) >= 3 for line in src.lines)
+    if not src.kinds and (src.stated or prose):
         src.kinds.append("post")   # what the user wrote: read by the causes' line patterns
     if not src.kinds:
         raise CollsimError(f"file {path}: no nccl-tests output, NCCL log, nvidia-smi output, ibstatus, lspci, "

@@ -1,23 +1,25 @@
-"""Bands, the expected range, the verdict and the ranked causes: ``diagnose(paths, cluster, measured)``.
+"""Bands, the expected range, the verdict and the ranked causes: ``diagnose(paths, cluster,
+measured)``.
 
 Sizes fall in three bands: small (< 64 KiB, latency-bound), mid, large (>= 64 MiB, bandwidth-bound).
-Per band: the median measured busbw, collsim's expected busbw (``predict-nccl``) with its range, NCCL's
-own model's, and the median of measured / expected. The range is expected x [1/(1+t), 1+t] with
-``TOLERANCE`` t per band, set above the worst band median that healthy runs leave against their own
-description (``KNOWN_GOOD``: the bundled 2 x H200 nccl-tests runs and the public logs L01 and L15, each
-diagnosed from its files alone): 1.26x small (2 x H200, CUDA graphs: faster than predicted), 1.21x mid
-(2 x H200 eager, slower), 1.09x large (2 x H200 eager, slower); ``tests/diagnose/test_verdict.py``
-recomputes them. A run inside the range is as good as this model can tell. The verdict is the large band's
-(else mid's, else small's), and below expected whenever a band falls under half its expected busbw; the
-report's ``ratio`` is the large (else mid, else small) band's, and ``decided_by`` names the band that decided
-the verdict (band, run, ratio, rule: "main band" or "under half its expected", and the main band's name).
+Per band: the median measured busbw, collsim's expected busbw (``predict-nccl``) with its range,
+NCCL's own model's, and the median of measured / expected. The range is expected x [1/(1+t), 1+t]
+with ``TOLERANCE`` t per band, set above the worst band median that healthy runs leave against their
+own description (``KNOWN_GOOD``: the bundled 2 x H200 nccl-tests runs and the public logs L01 and
+L15, each diagnosed from its files alone): 1.26x small (2 x H200, CUDA graphs: faster than
+predicted), 1.21x mid (2 x H200 eager, slower), 1.09x large (2 x H200 eager, slower);
+``tests/diagnose/test_verdict.py`` recomputes them. A run inside the range is as good as this model
+can tell. The verdict is the large band's (else mid's, else small's), and below expected whenever a
+band falls under half its expected busbw; the report's ``ratio`` is the large (else mid, else small)
+band's, and ``decided_by`` names the band that decided the verdict (band, run, ratio, rule: "main
+band" or "under half its expected", and the main band's name).
 
-Each cause (``collsim.diagnose.causes.CAUSES``) scores the weights of its evidence lines and computed
-hits (``collsim.diagnose.checks``), minus its counter-evidence, plus 1 when the measured shortfall falls
-in its ``effect`` range (less when it does not); a cause no line speaks for scores only its ``prior``, and
-only when the shortfall fits its effect. ``expected_performance`` scores 1 plus half a point per band in
-range when the verdict is as expected. Causes are ranked by score, most likely first. ``diagnose_text``
-takes pasted text instead of paths.
+Each cause (``collsim.diagnose.causes.CAUSES``) scores the weights of its evidence lines and
+computed hits (``collsim.diagnose.checks``), minus its counter-evidence, plus 1 when the measured
+shortfall falls in its ``effect`` range (less when it does not); a cause no line speaks for scores
+only its ``prior``, and only when the shortfall fits its effect. ``expected_performance`` scores 1
+plus half a point per band in range when the verdict is as expected. Causes are ranked by score,
+most likely first. ``diagnose_text`` takes pasted text instead of paths.
 """
 from __future__ import annotations
 
@@ -68,18 +70,25 @@ class Context:
 
 
 def bands(points: list, run: Run) -> list[dict]:
-    """Per band with measurements: sizes, medians of measured / expected / NCCL's busbw, the range, the
-    median ratio and the band's verdict (``"no prediction"`` without expected values)."""
+    """Per band with measurements: sizes, medians of measured / expected / NCCL's busbw, the range,
+    the median ratio and the band's verdict (``"no prediction"`` without expected values).
+    """
     out = []
     for name, lo, hi in BANDS:
         rows = [r for r in run.rows if lo <= r["bytes"] < hi]
         if not rows:
             continue
         pts = [p for p in points if lo <= p["bytes"] < hi]
-        band = {"band": name, "sizes": f"{format_size(min(r['bytes'] for r in rows))}-"
-                f"{format_size(max(r['bytes'] for r in rows))}", "points": len(rows), "run": run.name,
-                "measured_busbw_GBps": statistics.median(p["measured"] for p in pts) if pts else
-                statistics.median(r["busbw_GBps"] for r in rows)}
+        band = {
+            "band": name,
+            "sizes": f"{format_size(min(r['bytes'] for r in rows))}-"
+            f"{format_size(max(r['bytes'] for r in rows))}",
+            "points": len(rows),
+            "run": run.name,
+            "measured_busbw_GBps": statistics.median(p["measured"] for p in pts)
+            if pts
+            else statistics.median(r["busbw_GBps"] for r in rows),
+        }
         if pts:
             t = TOLERANCE[name]
             expected = statistics.median(p["expected"] for p in pts)
@@ -95,8 +104,10 @@ def bands(points: list, run: Run) -> list[dict]:
 
 
 def _overall(all_bands: list) -> tuple:
-    """(verdict, the main band's ratio, the band that decided the verdict) of every run's bands: the main band
-    is the lowest large (else mid, else small) band; a band under half its expected busbw decides instead."""
+    """(verdict, the main band's ratio, the band that decided the verdict) of every run's bands: the
+    main band is the lowest large (else mid, else small) band; a band under half its expected busbw
+    decides instead.
+    """
     judged = [b for b in all_bands if "ratio" in b]
     if not judged:
         return "not_judged", None, None
@@ -198,21 +209,36 @@ def diagnose_sources(sources: list, cluster=None, measured=None, skipped=()) -> 
     pts = [p for r in ctx.results for p in r.points]
     ctx.predicted_channels = max(pts, key=lambda p: p["bytes"])["channels"] if pts else None
     causes = score_causes(ctx)
-    return {"verdict": ctx.verdict, "ratio": ctx.ratio, "decided_by": decided, "bands": all_bands,
-            "causes": causes,
-            "machine": {"cluster": first.cluster.describe() if first.cluster else None, "why_not": first.why_not,
-                        "seen": first.seen, "assumed": first.assumed, "env": first.env,
-                        "conflicts": [c for r in results for c in r.machine.conflicts],
-                        "spec": first.cluster.to_dict() if first.cluster else None},
-            "files": [{"name": s.name, "kinds": s.kinds, "notes": s.notes} for s in sources],
-            "skipped": list(skipped), "points": [{**p, "run": r.run.name} for r in ctx.results for p in r.points],
-            "measured": [{"run": r.run.name, "bytes": x["bytes"], "busbw_GBps": x["busbw_GBps"]}
-                         for r in ctx.results for x in r.run.rows]}
+    return {
+        "verdict": ctx.verdict,
+        "ratio": ctx.ratio,
+        "decided_by": decided,
+        "bands": all_bands,
+        "causes": causes,
+        "machine": {
+            "cluster": first.cluster.describe() if first.cluster else None,
+            "why_not": first.why_not,
+            "seen": first.seen,
+            "assumed": first.assumed,
+            "env": first.env,
+            "conflicts": [c for r in results for c in r.machine.conflicts],
+            "spec": first.cluster.to_dict() if first.cluster else None,
+        },
+        "files": [{"name": s.name, "kinds": s.kinds, "notes": s.notes} for s in sources],
+        "skipped": list(skipped),
+        "points": [{**p, "run": r.run.name} for r in ctx.results for p in r.points],
+        "measured": [
+            {"run": r.run.name, "bytes": x["bytes"], "busbw_GBps": x["busbw_GBps"]}
+            for r in ctx.results
+            for x in r.run.rows
+        ],
+    }
 
 
 def diagnose_text(texts: dict, cluster=None, measured=None) -> dict:
-    """``diagnose`` of pasted text: ``{name: text}``, each written to a file of that name in a temporary
-    folder (what a notebook or an upload gives)."""
+    """``diagnose`` of pasted text: ``{name: text}``, each written to a file of that name in a
+    temporary folder (what a notebook or an upload gives).
+    """
     with tempfile.TemporaryDirectory(prefix="collsim-diagnose-") as tmp:
         paths = []
         for name, text in texts.items():
@@ -223,8 +249,10 @@ def diagnose_text(texts: dict, cluster=None, measured=None) -> dict:
 
 
 def diagnose(paths, cluster=None, measured=None) -> dict:
-    """Read ``paths`` (each named and skipped when unreadable), compare with ``cluster`` (a preset or file;
-    None: from the files) and ``measured`` ``(bytes, busbw_GBps)`` pairs, and rank the causes."""
+    """Read ``paths`` (each named and skipped when unreadable), compare with ``cluster`` (a preset
+    or file; None: from the files) and ``measured`` ``(bytes, busbw_GBps)`` pairs, and rank the
+    causes.
+    """
     sources, skipped = [], []
     for path in paths:
         try:

@@ -105,3 +105,34 @@ def test_a_cut_rank_list_keeps_the_stated_machine_and_says_so(tmp_path):
     report = diagnose([whole], str(spec))
     assert report["machine"]["cluster"].startswith("stated: 2 node(s) x 4 A100")
     assert "compared with what ran" in report["machine"]["conflicts"][0]
+
+
+def test_a_nic_shared_by_two_gpus_in_topology_and_connection_lines(tmp_path):
+    """NVIDIA/nccl-tests#251's topo -m (NIC0 on GPU0's and GPU1's switch, 2 NICs for 4 GPUs) and
+    NVIDIA/nccl#707's connection lines (GPUs 2 and 3 both through NET/IB/2, 0 and 1 through NET/IB/5) beside
+    a six-NIC list."""
+    from tests.diagnose.cases import DATA
+    report = diagnose([DATA / "nccl-tests-251" / "topo.txt"])
+    (cause,) = [c for c in report["causes"] if c["label"] == "nic_on_cpu_or_wrong_numa"]
+    assert "NIC0 is the nearest NIC of GPU0 and GPU1" in cause["evidence"][0]["why"]
+    listed = "10-90-43-152:120890:120890 [0] NCCL INFO NET/IB : Using " + " ".join(
+        f"[{i}]mlx5_{i}:1/IB" for i in range(6)) + " ; OOB eth0:10.90.43.152<0>\n"
+    log = tmp_path / "nccl.log"
+    log.write_text(listed + (PASTES / "nccl-707_net_channels.txt").read_text())
+    (cause,) = [c for c in diagnose([log])["causes"] if c["label"] == "nic_on_cpu_or_wrong_numa"]
+    assert cause["evidence"][0]["why"].startswith("GPUs 2, 3 of 10-90-43-152 go through NET/IB/2 while 3 of the 6")
+
+
+def test_two_nodes_above_line_rate_without_a_description(tmp_path):
+    """NVIDIA/nccl#837's numbers with what files show: NCCL's comm line (2 nodes), two 200 Gb/s ports, and a
+    GPU collsim does not describe: busbw above 2 x 200 Gb/s on 2 nodes is Tree's, not an error."""
+    from tests.diagnose.cases import DATA
+    comm = tmp_path / "nccl.log"
+    comm.write_text("h1:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n")
+    ib = (DATA / "nccl-489" / "ibstatus.txt").read_text().replace("1: DOWN", "4: ACTIVE").replace(
+        "10 Gb/sec (4X)", "200 Gb/sec (4X HDR)")
+    (tmp_path / "ibstatus.txt").write_text(ib)
+    report = diagnose([comm, tmp_path / "ibstatus.txt"], None, [(1 << 30, 53.95)])
+    assert report["machine"]["cluster"] is None or "2 node" in report["machine"]["cluster"]
+    assert report["causes"][0]["label"] == "two_node_tree_anomaly"
+    assert "2 x 200 Gb/s = 50.0 GB/s, on 2 nodes" in report["causes"][0]["evidence"][0]["why"]
