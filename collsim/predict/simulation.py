@@ -40,8 +40,8 @@ CHAIN_LOOPS = (24, 48)  # CollNetChain's pipeline is 2G + 2 steps deep (up the c
 class NcclSim:
     """One simulated AllReduce: ``time_s`` (the kernel, seconds), ``result`` (the simulation of the last run
     simulated: all of it, or ``LOOPS[1]`` of its ``loops``), ``channels`` (NCCL's channels) of which ``classes``
-    were simulated, each standing for channels / classes. A Tree across nodes takes at least the time
-    NCCL's per-channel tree ceiling allows (``collsim.predict.costs.tree_ceiling_GBps``)."""
+    were simulated, each standing for channels / classes. A Tree across nodes takes at least the
+    time NCCL's per-channel tree ceiling allows (``collsim.predict.costs.tree_ceiling_GBps``)."""
 
     time_s: float
     result: SimResult
