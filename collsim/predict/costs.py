@@ -101,6 +101,23 @@ def _net_path(params: ModelParams, cluster: Cluster, algo: str, proto: str, thre
     return PathCosts(lat * 1e-6, p.overhead, p.channel_beta, PROXY_US * 1e-6, p.fill)
 
 
+def tree_ceiling_GBps(setup, proto: str) -> float:
+    """NCCL's per-channel ceiling of Tree beyond two nodes, nccl-tests busbw GB/s (inf where
+    none): the tree's search channels x perChMaxTreeBw (Simple) or perChMaxTreeLL128Bw (LL128) of
+    the architecture, column N4 (tuning.cc:181-192,314-316@v2.28.9). One CTA a channel splits its
+    threads between reducing up and broadcasting down (device/all_reduce.h:149-161, runTreeSplit),
+    and from 3 nodes on an interior rank serves its parent, two children across the network and its
+    chain from it: sjeaugey (NVIDIA/nccl#1649) says Tree needs 32 SMs for the peak 16 reach with
+    NVLSTree, so NCCL's 16 channels stop near half the NICs; these caps are NVIDIA's figures of it.
+    On two nodes every rank has one network peer a tree (the root one child), and a public 2 x 8
+    H100 run beats NCCL's N2 cap (nccl-tests#297: 362 GB/s against 8 x 41.4): no ceiling there."""
+    k = constants(setup.version)
+    table = {"Simple": k.tree_bw, "LL128": k.tree_ll128_bw}.get(proto)
+    if table is None or setup.n_nodes <= 2:
+        return float("inf")
+    return setup.tree.channels * table[k.arch_index(setup.compcap)][2]
+
+
 def l2_factor(params: ModelParams, algo: str, proto: str, nbytes: int, cfg: Config) -> float:
     """How much longer the bytes take at this size for the L2 (module docstring), 1 when they fit as measured."""
     if algo in ("NVLS", "NVLSTree") or algo in COLLNET:       # the layout knows Ring and Tree only

@@ -26,7 +26,7 @@ import numpy as np
 from collsim.fitted.layout import Config
 from collsim.nccl.chunking import DEFAULT_BUFFSIZE
 from collsim.predict.context import NcclContext, harness_config
-from collsim.predict.costs import l2_factor, nccl_topology, with_window
+from collsim.predict.costs import l2_factor, nccl_topology, tree_ceiling_GBps, with_window
 from collsim.predict.schedules import nccl_run
 from collsim.simulate import SimResult, simulate
 from collsim.simulate.symmetry import collapse_channels, fabric_binds, permute_channels, stand_for, without_fabric
@@ -40,7 +40,8 @@ CHAIN_LOOPS = (24, 48)  # CollNetChain's pipeline is 2G + 2 steps deep (up the c
 class NcclSim:
     """One simulated AllReduce: ``time_s`` (the kernel, seconds), ``result`` (the simulation of the last run
     simulated: all of it, or ``LOOPS[1]`` of its ``loops``), ``channels`` (NCCL's channels) of which ``classes``
-    were simulated, each standing for channels / classes."""
+    were simulated, each standing for channels / classes. A Tree across nodes takes at least the
+    time NCCL's per-channel tree ceiling allows (``collsim.predict.costs.tree_ceiling_GBps``)."""
 
     time_s: float
     result: SimResult
@@ -93,11 +94,14 @@ def simulate_nccl(ctx: NcclContext, algo: str, proto: str, nbytes: int, channels
 
     a, b = CHAIN_LOOPS if algo == "CollNetChain" else LOOPS
     first, loops, used, classes, sym = once(b)
-    if loops <= b:
-        return NcclSim(first.time_s, first, loops, loops, used, classes, sym)
-    short = once(a)[0]
-    time = first.time_s + (loops - b) * (first.time_s - short.time_s) / (b - a)
-    return NcclSim(time, first, loops, b, used, classes, sym)
+    time = first.time_s
+    if loops > b:
+        short = once(a)[0]
+        time = first.time_s + (loops - b) * (first.time_s - short.time_s) / (b - a)
+    n = ctx.setup.n_ranks
+    ceiling = tree_ceiling_GBps(ctx.setup, proto) if algo == "Tree" else float("inf")
+    floor = nbytes * 2 * (n - 1) / n / (ceiling * 1e9)
+    return NcclSim(max(time, floor), first, loops, min(loops, b), used, classes, sym)
 
 
 def _fabric(topo, run) -> str:

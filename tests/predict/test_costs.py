@@ -26,3 +26,16 @@ def test_protocol_costs_per_link_class():
     rail = nccl_topology(c, p, "Ring", "Simple", 512, channels=16).costs("Ring/Simple").intra.channel_beta
     tree = nccl_topology(c, p, "Tree", "Simple", 512, channels=16).costs("Tree/Simple").intra.channel_beta
     assert rail < tree        # a rail ring's NVLink port carries 14 of the 16 channels, a tree chain all of them
+
+
+def test_nccls_tree_ceiling_by_hand():
+    from dataclasses import replace
+
+    from collsim.nccl.search import search
+    from collsim.predict.costs import tree_ceiling_GBps
+    c = load_cluster("b200-nvlink")
+    one, two, four = (search(replace(c, nodes=n).nccl_view(), {}) for n in (1, 2, 4))
+    assert four.tree.channels == 8 and tree_ceiling_GBps(four, "Simple") == pytest.approx(8 * 24.0)
+    assert tree_ceiling_GBps(two, "Simple") == float("inf")       # one network peer a tree (see the docstring)
+    assert tree_ceiling_GBps(four, "LL128") == pytest.approx(8 * 20.0)          # perChMaxTreeLL128Bw
+    assert tree_ceiling_GBps(four, "LL") == float("inf") and tree_ceiling_GBps(one, "Simple") == float("inf")

@@ -99,3 +99,17 @@ def test_a_degraded_nic_takes_the_full_path_and_says_so(monkeypatch, algo):
     assert whole.symmetry["channels_simulated"] == 16 and whole.time_s == sim.time_s
     plain = simulate_nccl(nccl_context(load_cluster("ib-400g", 4), algo), algo, "Simple", 1 << 28, 16)
     assert sim.time_s > 1.3 * plain.time_s and sim.busiest()["name"].startswith("node2.nic5")
+
+
+def test_tree_across_nodes_stops_at_nccls_per_channel_ceiling():
+    # 8 x B200, 8 x 400G: the tree's 8 search channels x perChMaxTreeBw (Blackwell 24 GB/s beyond 2 nodes;
+    # tuning.cc:187-192@v2.28.9) bound its busbw; one and two nodes have no such cap. Issue 33 quotes public
+    # 8 x B200 logs (not in data/public) at 192-196 GB/s on 4-64 nodes, where collsim gave 337-348.
+    busbw = {}
+    for nodes in (1, 4, 16):
+        ctx = nccl_context(load_cluster("b200-nvlink", nodes), "Tree", "Simple")
+        n, size = 8 * nodes, 32 << 30
+        sim = simulate_nccl(ctx, "Tree", "Simple", size, ctx.decisions([size])[0].channels)
+        busbw[nodes] = size / sim.time_s / 1e9 * 2 * (n - 1) / n
+    assert busbw[4] == pytest.approx(8 * 24.0) and busbw[16] == pytest.approx(8 * 24.0)
+    assert all(abs(busbw[n] / 194 - 1) < 0.05 for n in (4, 16)) and busbw[1] > 2.5 * busbw[4]
