@@ -48,21 +48,24 @@ MAX_ENUMERATED_CYCLES = 720   # up to 7 GPUs a node: every Hamiltonian cycle; be
 
 
 def ring_phases(b: ScheduleBuilder, groups: np.ndarray, offset, length, slices: int = 1,
-                reduce_scatter: bool = True, all_gather: bool = True, channel=0, steps: int | None = None) -> None:
+                reduce_scatter: bool = True, all_gather: bool = True, channel=0, steps: int | None = None,
+                chunks: tuple | None = None) -> None:
     """Append ring reduce-scatter and/or all-gather steps to ``b``.
 
     groups: (G, n) rank matrix; row g is one ring (position i sends to i+1).
-    offset, length: (G,) element range each ring reduces (its own buffer part).
+    offset, length: (G,) element range each ring reduces (its own buffer part), cut in n chunks;
+    or ``chunks``: (offsets, lengths), (G, n) arrays, chunk j of each ring where they lie elsewhere.
     channel: (G,) or scalar, the channel of each ring.
     steps: steps per phase (default n - 1; ``ring_quotient`` runs a longer ring's on n positions).
-    After the reduce-scatter, position i owns chunk (i + 1) mod n of its range.
+    Reduce-scatter step k: position i sends chunk (i - k) mod n, and owns chunk (i + 1) mod n after
+    the phase; all-gather step k: position i sends chunk (i + 1 - k) mod n.
     """
     groups = np.atleast_2d(np.asarray(groups, np.int64))
     n = groups.shape[1]
     steps = n - 1 if steps is None else steps
     if n < 2:
         return
-    chunk_off, chunk_len = split_ranges(offset, length, n)          # (G, n)
+    chunk_off, chunk_len = split_ranges(offset, length, n) if chunks is None else chunks    # (G, n)
     g = groups.shape[0]
     phases = ([(REDUCE, 0)] if reduce_scatter else []) + ([(COPY, 1)] if all_gather else [])
     # step (phase, k, slice) x transfer (group, position): chunk (position + shift - k) mod n of the group
