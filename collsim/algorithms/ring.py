@@ -167,7 +167,8 @@ def ring(ranks: int, count: int, itemsize: int = 4, slices: int = 1, channels: i
 
 
 def ring_quotient(ranks: int, count: int, itemsize: int = 4, slices: int = 1, channels: int = 1,
-                  gpus_per_node: int = 1, loops: int = 1, nodes: int = 2, nics_per_node: int | None = None) -> Schedule:
+                  gpus_per_node: int = 1, loops: int = 1, nodes: int = 2, nics_per_node: int | None = None,
+                  reduce_scatter: bool = True, all_gather: bool = True) -> Schedule:
     """The rail rings of ``ring(ranks, count, ..., gpus_per_node=G)`` seen from ``nodes`` consecutive nodes: the
     quotient by the shift of every rank ``nodes`` nodes on, which maps NCCL's rings onto themselves when the
     rings repeat every ``nodes`` nodes and the node count is a multiple of it (``collsim.simulate.symmetry``).
@@ -177,7 +178,9 @@ def ring_quotient(ranks: int, count: int, itemsize: int = 4, slices: int = 1, ch
     (position i sends label (i - k) mod M at reduce-scatter step k), so each transfer waits for the one its
     predecessor sent a step before, as in the whole ring; a label's earlier use M steps back is a wait the
     ring's own chain already implies. Each chunk has the whole ring's size when the parts split evenly (then
-    every transfer is the image of its whole ring's one, exactly), else the nearest whole count of elements."""
+    every transfer is the image of its whole ring's one, exactly), else the nearest whole count of elements.
+    ``reduce_scatter``/``all_gather``: the phases it runs (one of them: the quotient of a ring ReduceScatter or
+    AllGather, ``collsim.algorithms.ring_halves``, whose chunks are the segments' channel parts alike)."""
     m = nodes * gpus_per_node
     off, ln = split_ranges(np.array([0]), np.array([count]), channels)
     chunk = np.maximum(np.rint(split_ranges(off[0], ln[0], loops)[1] / ranks), 1).astype(np.int64)   # (C, L)
@@ -188,7 +191,8 @@ def ring_quotient(ranks: int, count: int, itemsize: int = 4, slices: int = 1, ch
     b = ScheduleBuilder(m, int(part.sum()), itemsize, name="ring", meta=meta)
     orders = ring_orders(ranks, channels, gpus_per_node, nics_per_node=nics_per_node)[:, :m]
     for i in range(loops):
-        ring_phases(b, orders, starts[i], m * chunk[:, i], slices, channel=np.arange(channels), steps=ranks - 1)
+        ring_phases(b, orders, starts[i], m * chunk[:, i], slices, reduce_scatter, all_gather,
+                    channel=np.arange(channels), steps=ranks - 1)
     return b.build()
 
 

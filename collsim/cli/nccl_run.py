@@ -14,11 +14,19 @@ from __future__ import annotations
 import re
 
 from collsim.algorithms import get
-from collsim.cli.args import cluster_from_args, element_count, finite_json, round_seconds, topology_from_args
-from collsim.core.collective import ALLREDUCE
+from collsim.cli.args import (
+    cluster_from_args,
+    coll_of,
+    element_count,
+    finite_json,
+    round_seconds,
+    topology_from_args,
+)
+from collsim.core.collective import get as get_collective
 from collsim.errors import CollsimError
 from collsim.nccl.settings import env_arguments
-from collsim.predict import nccl_context, simulate_nccl
+from collsim.predict import nccl_context, simulate_nccl, simulated
+from collsim.predict.context import FORCED_ALGOS
 from collsim.predictors import SIMULATED
 
 
@@ -40,7 +48,7 @@ def nccl_cluster(args):
     """The described cluster when ``simulate`` should run NCCL's schedule on it (module docstring), else None."""
     if not args.cluster or args.alpha is not None or args.beta is not None:
         return None
-    algo = get(args.algo) if args.algo else None
+    algo = get(args.algo, coll_of(args)) if args.algo else None
     own = args.slices != 1 or args.chunks is not None or args.gamma or args.policy != "fair"
     if algo is not None and (algo.nccl_name is None or own):
         return None
@@ -61,13 +69,19 @@ def cmd_simulate_nccl(args, cluster) -> int:
     if args.bytes is None:
         raise CollsimError("give --bytes: the AllReduce size NCCL runs")
     nbytes = element_count(args) * args.itemsize
-    forced = get(args.algo).nccl_name if args.algo else "default"
-    ctx = nccl_context(cluster, forced, args.proto or "default", env_arguments(args.env))
-    d = ctx.decisions([nbytes])[0]
-    sim = simulate_nccl(ctx, d.algo, d.proto, nbytes, args.channels or d.channels)
-    alg, bus = ALLREDUCE.bandwidths(nbytes, sim.time_s * 1e6, cluster.ranks)
+    c = get_collective(coll_of(args))
+    forced = get(args.algo, c.name).nccl_name if args.algo else "default"
+    ctx = nccl_context(cluster, forced if forced in FORCED_ALGOS else "default", args.proto or "default",
+                       env_arguments(args.env))
+    d = ctx.decisions([nbytes], c.name)[0]
+    if not simulated(d.algo, c.name):
+        raise CollsimError(f"NCCL runs {c.nccl_name} as {d.algo} here, which collsim does not simulate "
+                           "(predict-nccl gives NCCL's own model)")
+    sim = simulate_nccl(ctx, d.algo, d.proto, nbytes, args.channels or d.channels, coll=c.name)
+    alg, bus = c.bandwidths(nbytes, sim.time_s * 1e6, cluster.ranks)
     busiest = sim.busiest()
-    obj = {"predictor": SIMULATED, "algo": d.algo, "proto": d.proto, "chosen_by": "you" if args.algo else "NCCL",
+    obj = {"predictor": SIMULATED, "collective": c.name, "algo": d.algo, "proto": d.proto,
+           "chosen_by": "you" if args.algo else "NCCL",
            "ranks": cluster.ranks, "bytes": nbytes, "cluster": cluster.name or cluster.gpu, "channels": sim.channels,
            "channel_classes": sim.classes, "loops": sim.loops, "simulated_loops": sim.simulated_loops,
            "time_s": round_seconds(sim.time_s), "algbw_GBps": alg, "busbw_GBps": bus, "nccl_us": d.time_us,
