@@ -1,4 +1,5 @@
-"""AllReduce schedules: one ``Algorithm`` record per algorithm in ``REGISTRY``; ``build_schedule``.
+"""Schedules of every collective: one ``Algorithm`` record per algorithm; ``REGISTRY`` holds AllReduce's,
+``BY_COLLECTIVE`` every collective's (``collsim.core.collective``); ``build_schedule``.
 
 Every algorithm works for any P >= 1, any count >= 0 (uneven splits use
 ``split_even``) and any number of channels C >= 1 (the buffer cut into C
@@ -16,7 +17,8 @@ Modules: ``ring`` (rail rings, Hamiltonian cycles), ``tree`` + ``tree_shapes`` +
 (pipelined; NCCL's tree across nodes), ``nvls`` (NVLS, NVLSTree, NVLS across nodes), ``collnet`` (CollNetDirect,
 CollNetChain: the network's switches reduce), ``classic`` (halving-doubling, recursive
 doubling, direct), ``lecture`` (the lecture's ring, tree and hierarchical AllReduce, teaching only), ``timing``
-(the closed forms' step chains).
+(the closed forms' step chains); the other collectives: ``ring_halves`` (ring AllGather and ReduceScatter),
+``chain`` (Broadcast and Reduce), ``pat`` (PAT AllGather and ReduceScatter), ``p2p`` (AlltoAll, SendRecv).
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from collsim.core.budget import require_schedule
+from collsim.core.collective import get as get_collective
 from collsim.core.schedule import Schedule
 from collsim.errors import CollsimError
 from collsim.inputs import MAX_CHANNELS, MAX_RANKS
@@ -71,20 +74,31 @@ class Algorithm:
     switches: bool = False
     nccl_name: str | None = None
     network: bool = False
+    collective: str = "all_reduce"
 
 
+from collsim.algorithms.chain import CHAIN_BROADCAST, CHAIN_REDUCE  # noqa: E402
 from collsim.algorithms.classic import DIRECT, HALVING_DOUBLING, RECURSIVE_DOUBLING  # noqa: E402
 from collsim.algorithms.collnet import COLLNET_CHAIN, COLLNET_DIRECT  # noqa: E402
 from collsim.algorithms.hierarchical import HIERARCHICAL, NCCL_TREE  # noqa: E402
 from collsim.algorithms.lecture import LECTURE_HIERARCHICAL, LECTURE_RING, LECTURE_TREE  # noqa: E402
 from collsim.algorithms.nvls import NVLS, NVLS_SHARP, NVLSTREE  # noqa: E402
+from collsim.algorithms.p2p import P2P_ALLTOALL, P2P_SENDRECV  # noqa: E402
+from collsim.algorithms.pat import PAT_ALLGATHER, PAT_REDUCESCATTER  # noqa: E402
 from collsim.algorithms.ring import RING  # noqa: E402
+from collsim.algorithms.ring_halves import RING_ALLGATHER, RING_REDUCESCATTER  # noqa: E402
 from collsim.algorithms.tree import BINARY_TREE, TREE  # noqa: E402
 
 REGISTRY: dict[str, Algorithm] = {a.name: a for a in (
     RING, TREE, BINARY_TREE, HIERARCHICAL, NCCL_TREE, NVLS, NVLSTREE, NVLS_SHARP, COLLNET_DIRECT, COLLNET_CHAIN,
     HALVING_DOUBLING, RECURSIVE_DOUBLING, DIRECT, LECTURE_RING, LECTURE_TREE, LECTURE_HIERARCHICAL)}
 ALGORITHMS: dict[str, Algorithm] = {n: a for n, a in REGISTRY.items() if not a.teaching_only}
+# every collective's algorithms, the first its default (``REGISTRY``: AllReduce's)
+BY_COLLECTIVE: dict[str, dict[str, Algorithm]] = {"all_reduce": REGISTRY, **{
+    c: {a.name: a for a in algos} for c, algos in (
+        ("all_gather", (RING_ALLGATHER, PAT_ALLGATHER)), ("reduce_scatter", (RING_REDUCESCATTER, PAT_REDUCESCATTER)),
+        ("broadcast", (CHAIN_BROADCAST,)), ("reduce", (CHAIN_REDUCE,)), ("alltoall", (P2P_ALLTOALL,)),
+        ("sendrecv", (P2P_SENDRECV,)))}}
 
 
 def _int(what: str, value, minimum: int) -> int:
@@ -95,14 +109,17 @@ def _int(what: str, value, minimum: int) -> int:
     return int(value)
 
 
-def get(name: str) -> Algorithm:
-    """The record of ``name``, or the one-line "unknown algorithm" error."""
-    if name not in REGISTRY:
-        raise CollsimError(f"unknown algorithm {name!r}; choose from {', '.join(REGISTRY)}")
-    return REGISTRY[name]
+def get(name: str, collective: str = "all_reduce") -> Algorithm:
+    """The record of ``collective``'s algorithm ``name``, or the one-line "unknown algorithm" error."""
+    coll = get_collective(collective).name
+    algos = BY_COLLECTIVE[coll]
+    if name not in algos:
+        what = "algorithm" if coll == "all_reduce" else f"{coll} algorithm"
+        raise CollsimError(f"unknown {what} {name!r}; choose from {', '.join(algos)}")
+    return algos[name]
 
 
-def validate(name: str, ranks, **given) -> dict:
+def validate(name: str, ranks, collective: str = "all_reduce", **given) -> dict:
     """Check an algorithm name and its parameters; return the parameters it takes (defaults filled in,
     chunks only when given).
 
@@ -110,7 +127,7 @@ def validate(name: str, ranks, **given) -> dict:
     algorithm does not take (with a value other than its default), a missing needed one, or
     gpus_per_node that does not divide P.
     """
-    algo = get(name)
+    algo = get(name, collective)
     ranks = _int("ranks", ranks, 1)
     for key, value in given.items():
         if key not in DEFAULTS:
@@ -155,15 +172,16 @@ def transfer_limit() -> int:
         raise CollsimError(f"COLLSIM_MAX_TRANSFERS must be an integer, got {text!r}") from None
 
 
-def resolve(name: str, ranks: int, count: int, itemsize: int = 4, **given) -> dict:
+def resolve(name: str, ranks: int, count: int, itemsize: int = 4, collective: str = "all_reduce", **given) -> dict:
     """The parameters ``build_schedule`` uses: validated, chunks defaulted for ``count * itemsize`` bytes,
     the transfer bound checked against ``transfer_limit`` (one-line error naming it and how to lift it)."""
-    params = validate(name, ranks, **given)
+    params = validate(name, ranks, collective, **given)
     count = _int("count", count, 0)
     itemsize = _int("itemsize", itemsize, 1)
     if count * itemsize > MAX_BYTES:
         raise CollsimError(f"buffer of {count} x {itemsize} bytes is too large (limit {MAX_BYTES} bytes)")
-    algo = REGISTRY[name]
+    get_collective(collective).check_count(int(ranks), count)
+    algo = get(name, collective)
     if algo.default_chunks is not None and "chunks" not in params:
         params["chunks"] = algo.default_chunks(count * itemsize, int(ranks), params)
     bound, limit = algo.transfer_bound(int(ranks), params), transfer_limit()
@@ -176,13 +194,16 @@ def resolve(name: str, ranks: int, count: int, itemsize: int = 4, **given) -> di
 
 
 def build_schedule(name: str, ranks: int, count: int, itemsize: int = 4, *, gpus_per_node=None, slices=1,
-                   chunks=None, inter="ring", channels=1, direct=False, loops=1, nics_per_node=None) -> Schedule:
-    """The AllReduce schedule of algorithm ``name`` for ``count`` elements of ``itemsize``
-    bytes per rank on ``ranks`` ranks (the keyword parameters are ``DEFAULTS``; each algorithm
+                   chunks=None, inter="ring", channels=1, direct=False, loops=1, nics_per_node=None,
+                   collective: str = "all_reduce") -> Schedule:
+    """The schedule of ``collective``'s algorithm ``name`` (default AllReduce) for ``count`` elements of
+    ``itemsize`` bytes per rank on ``ranks`` ranks (the keyword parameters are ``DEFAULTS``; each algorithm
     takes those of its record); chunks default to the record's ``default_chunks``."""
-    q = resolve(name, ranks, count, itemsize, gpus_per_node=gpus_per_node, slices=slices, chunks=chunks,
-                inter=inter, channels=channels, direct=direct, loops=loops, nics_per_node=nics_per_node)
-    return REGISTRY[name].build(int(ranks), int(count), int(itemsize), **q)
+    q = resolve(name, ranks, count, itemsize, collective, gpus_per_node=gpus_per_node, slices=slices,
+                chunks=chunks, inter=inter, channels=channels, direct=direct, loops=loops,
+                nics_per_node=nics_per_node)
+    return get(name, collective).build(int(ranks), int(count), int(itemsize), **q)
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "REGISTRY", "build_schedule", "get", "resolve", "transfer_limit", "validate"]
+__all__ = ["ALGORITHMS", "Algorithm", "BY_COLLECTIVE", "REGISTRY", "build_schedule", "get", "resolve",
+           "transfer_limit", "validate"]

@@ -48,21 +48,24 @@ MAX_ENUMERATED_CYCLES = 720   # up to 7 GPUs a node: every Hamiltonian cycle; be
 
 
 def ring_phases(b: ScheduleBuilder, groups: np.ndarray, offset, length, slices: int = 1,
-                reduce_scatter: bool = True, all_gather: bool = True, channel=0, steps: int | None = None) -> None:
+                reduce_scatter: bool = True, all_gather: bool = True, channel=0, steps: int | None = None,
+                chunks: tuple | None = None) -> None:
     """Append ring reduce-scatter and/or all-gather steps to ``b``.
 
     groups: (G, n) rank matrix; row g is one ring (position i sends to i+1).
-    offset, length: (G,) element range each ring reduces (its own buffer part).
+    offset, length: (G,) element range each ring reduces (its own buffer part), cut in n chunks;
+    or ``chunks``: (offsets, lengths), (G, n) arrays, chunk j of each ring where they lie elsewhere.
     channel: (G,) or scalar, the channel of each ring.
     steps: steps per phase (default n - 1; ``ring_quotient`` runs a longer ring's on n positions).
-    After the reduce-scatter, position i owns chunk (i + 1) mod n of its range.
+    Reduce-scatter step k: position i sends chunk (i - k) mod n, and owns chunk (i + 1) mod n after
+    the phase; all-gather step k: position i sends chunk (i + 1 - k) mod n.
     """
     groups = np.atleast_2d(np.asarray(groups, np.int64))
     n = groups.shape[1]
     steps = n - 1 if steps is None else steps
     if n < 2:
         return
-    chunk_off, chunk_len = split_ranges(offset, length, n)          # (G, n)
+    chunk_off, chunk_len = split_ranges(offset, length, n) if chunks is None else chunks    # (G, n)
     g = groups.shape[0]
     phases = ([(REDUCE, 0)] if reduce_scatter else []) + ([(COPY, 1)] if all_gather else [])
     # step (phase, k, slice) x transfer (group, position): chunk (position + shift - k) mod n of the group
@@ -164,7 +167,8 @@ def ring(ranks: int, count: int, itemsize: int = 4, slices: int = 1, channels: i
 
 
 def ring_quotient(ranks: int, count: int, itemsize: int = 4, slices: int = 1, channels: int = 1,
-                  gpus_per_node: int = 1, loops: int = 1, nodes: int = 2, nics_per_node: int | None = None) -> Schedule:
+                  gpus_per_node: int = 1, loops: int = 1, nodes: int = 2, nics_per_node: int | None = None,
+                  reduce_scatter: bool = True, all_gather: bool = True) -> Schedule:
     """The rail rings of ``ring(ranks, count, ..., gpus_per_node=G)`` seen from ``nodes`` consecutive nodes: the
     quotient by the shift of every rank ``nodes`` nodes on, which maps NCCL's rings onto themselves when the
     rings repeat every ``nodes`` nodes and the node count is a multiple of it (``collsim.simulate.symmetry``).
@@ -174,7 +178,9 @@ def ring_quotient(ranks: int, count: int, itemsize: int = 4, slices: int = 1, ch
     (position i sends label (i - k) mod M at reduce-scatter step k), so each transfer waits for the one its
     predecessor sent a step before, as in the whole ring; a label's earlier use M steps back is a wait the
     ring's own chain already implies. Each chunk has the whole ring's size when the parts split evenly (then
-    every transfer is the image of its whole ring's one, exactly), else the nearest whole count of elements."""
+    every transfer is the image of its whole ring's one, exactly), else the nearest whole count of elements.
+    ``reduce_scatter``/``all_gather``: the phases it runs (one of them: the quotient of a ring ReduceScatter or
+    AllGather, ``collsim.algorithms.ring_halves``, whose chunks are the segments' channel parts alike)."""
     m = nodes * gpus_per_node
     off, ln = split_ranges(np.array([0]), np.array([count]), channels)
     chunk = np.maximum(np.rint(split_ranges(off[0], ln[0], loops)[1] / ranks), 1).astype(np.int64)   # (C, L)
@@ -185,7 +191,8 @@ def ring_quotient(ranks: int, count: int, itemsize: int = 4, slices: int = 1, ch
     b = ScheduleBuilder(m, int(part.sum()), itemsize, name="ring", meta=meta)
     orders = ring_orders(ranks, channels, gpus_per_node, nics_per_node=nics_per_node)[:, :m]
     for i in range(loops):
-        ring_phases(b, orders, starts[i], m * chunk[:, i], slices, channel=np.arange(channels), steps=ranks - 1)
+        ring_phases(b, orders, starts[i], m * chunk[:, i], slices, reduce_scatter, all_gather,
+                    channel=np.arange(channels), steps=ranks - 1)
     return b.build()
 
 

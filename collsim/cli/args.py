@@ -14,7 +14,8 @@ import argparse
 import json
 import math
 
-from collsim.algorithms import REGISTRY, build_schedule
+from collsim.algorithms import BY_COLLECTIVE, build_schedule
+from collsim.core.collective import get as get_collective
 from collsim.core.document import MAX_ITEMSIZE
 from collsim.errors import CollsimError, require_number
 from collsim.inputs import MAX_BYTES, MAX_CHANNELS, MAX_RANKS, MAX_SECONDS, MAX_SECONDS_PER_BYTE, int_text
@@ -78,8 +79,20 @@ def _figure(text: str) -> str:
 plot_path = _argument_type(_figure)  # a figure file of a known format (collsim.outputs)
 
 
+def collective_name(text: str) -> str:
+    """--coll's value: a collective's nccl-tests name (``collsim.core.collective``), one-line error otherwise."""
+    try:
+        return get_collective(text).name
+    except CollsimError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def add_algo_args(p: argparse.ArgumentParser, required: bool = True) -> None:
-    p.add_argument("--algo", required=required, help="algorithm name (see `collsim schedule --list`)")
+    p.add_argument("--coll", type=collective_name, default=None,
+                   help="the collective, as nccl-tests names it: all_reduce (default), all_gather, reduce_scatter, "
+                        "broadcast, reduce, alltoall, sendrecv")
+    p.add_argument("--algo", required=required, help="algorithm name (see `collsim schedule --list`; default "
+                                                     "with --coll: the collective's first)")
     p.add_argument("--ranks", type=positive_int, help="number of ranks P >= 1")
     p.add_argument("--gpus-per-node", type=positive_int, help="GPUs per node (hierarchical algorithms)")
     p.add_argument("--slices", type=positive_int, default=1, help="ring pipeline slices per chunk")
@@ -100,7 +113,7 @@ def algo_params(args) -> dict:
 def fit_to_topology(args, topo) -> None:
     """Defaults the topology implies: gpus_per_node for algorithms that need it (and for ``ring`` across
     nodes: NCCL's rail rings), ``direct`` rings on boards without NVSwitch."""
-    algo = REGISTRY.get(args.algo)
+    algo = BY_COLLECTIVE[coll_of(args)].get(args.algo)
     if algo is None or args.gpus_per_node is not None:
         pass
     elif "gpus_per_node" in algo.needs or ("gpus_per_node" in algo.params and topo.nodes > 1):
@@ -127,13 +140,26 @@ def require_ranks(args) -> int:
     return args.ranks
 
 
+def coll_of(args) -> str:
+    """The collective the arguments name (--coll; all_reduce without it)."""
+    return getattr(args, "coll", None) or "all_reduce"
+
+
+def algo_of(args) -> str | None:
+    """--algo, or with --coll and no --algo that collective's first algorithm (all_reduce: ring)."""
+    if args.algo is None and getattr(args, "coll", None):
+        return next(iter(BY_COLLECTIVE[args.coll]))
+    return args.algo
+
+
 def build_from_args(args):
     """The schedule the arguments ask for; with --cluster, ranks and the layout come from the machine."""
     if getattr(args, "cluster", None):
         topo = topology_from_args(args, args.ranks)
         fit_to_topology(args, topo)
         args.ranks = topo.ranks
-    return build_schedule(args.algo, require_ranks(args), element_count(args), args.itemsize, **algo_params(args))
+    return build_schedule(args.algo, require_ranks(args), element_count(args), args.itemsize,
+                          collective=coll_of(args), **algo_params(args))
 
 
 CLUSTER_HELP = ("the machine: a preset name (`collsim simulate --list-presets`), a cluster YAML/JSON file "

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collsim.cli.args import argument_type, finite_json, plot_path, positive_int, size_arg
+from collsim.cli.args import argument_type, collective_name, finite_json, plot_path, positive_int, size_arg
 from collsim.cli.nccl_scale import cmd_scale, parse_nodes
 from collsim.errors import CollsimError
 from collsim.machine import load_cluster
@@ -66,7 +66,7 @@ def cmd_predict_nccl(args) -> int:
         return 0
     cluster = load_cluster(args.cluster, args.nodes[0] if args.nodes else None)
     result = predict_nccl(cluster, sizes, args.algo, args.proto, env_arguments(args.env), args.harness, args.timing,
-                          args.gpus_per_process)
+                          args.gpus_per_process, coll=args.coll)
     if args.plot:
         predicted_busbw_figure(result, args.plot)
     if args.json:
@@ -97,6 +97,8 @@ def register(sub) -> None:
     p = sub.add_parser("predict-nccl", help="NCCL AllReduce time and busbw on a cluster, from its description",
                        description=PREDICTORS)
     p.add_argument("--cluster", required=True, help="preset name or cluster file (YAML/JSON)")
+    p.add_argument("--coll", type=collective_name, default="all_reduce",
+                   help="the collective, as nccl-tests names it (default all_reduce; sizes are its size column)")
     p.add_argument("--nodes", type=argument_type(parse_nodes), help="resize the cluster to this many nodes; a list "
                    "(2,4,8 or 2,4,...,2048) sweeps the cluster's size, busbw per node count")
     p.add_argument("--algos", help="with a list of --nodes: NCCL's algorithms to simulate forced beside NCCL's "

@@ -15,13 +15,21 @@ from __future__ import annotations
 import re
 
 from collsim.algorithms import get
-from collsim.cli.args import cluster_from_args, element_count, finite_json, round_seconds, topology_from_args
+from collsim.cli.args import (
+    cluster_from_args,
+    coll_of,
+    element_count,
+    finite_json,
+    round_seconds,
+    topology_from_args,
+)
+from collsim.core.collective import get as get_collective
 from collsim.errors import CollsimError
 from collsim.nccl.settings import env_arguments
-from collsim.predict import nccl_context, simulate_nccl
+from collsim.predict import nccl_context, simulate_nccl, simulated
+from collsim.predict.context import FORCED_ALGOS
 from collsim.predict.ranges import SMALLEST, bandwidth_share, regime_kinds, time_range
 from collsim.predictors import SIMULATED
-from collsim.units import bandwidths
 
 
 def print_utilisation(rows: list[dict], time_s: float) -> None:
@@ -42,7 +50,7 @@ def nccl_cluster(args):
     """The described cluster when ``simulate`` should run NCCL's schedule on it (module docstring), else None."""
     if not args.cluster or args.alpha is not None or args.beta is not None:
         return None
-    algo = get(args.algo) if args.algo else None
+    algo = get(args.algo, coll_of(args)) if args.algo else None
     own = args.slices != 1 or args.chunks is not None or args.gamma or args.policy != "fair"
     if algo is not None and (algo.nccl_name is None or own):
         return None
@@ -63,17 +71,23 @@ def cmd_simulate_nccl(args, cluster) -> int:
     if args.bytes is None:
         raise CollsimError("give --bytes: the AllReduce size NCCL runs")
     nbytes = element_count(args) * args.itemsize
-    forced = get(args.algo).nccl_name if args.algo else "default"
-    ctx = nccl_context(cluster, forced, args.proto or "default", env_arguments(args.env))
-    d = ctx.decisions([nbytes])[0]
-    sim = simulate_nccl(ctx, d.algo, d.proto, nbytes, args.channels or d.channels)
-    alg, bus = bandwidths(nbytes, sim.time_s * 1e6, cluster.ranks)
+    c = get_collective(coll_of(args))
+    forced = get(args.algo, c.name).nccl_name if args.algo else "default"
+    ctx = nccl_context(cluster, forced if forced in FORCED_ALGOS else "default", args.proto or "default",
+                       env_arguments(args.env))
+    d = ctx.decisions([nbytes], c.name)[0]
+    if not simulated(d.algo, c.name):
+        raise CollsimError(f"NCCL runs {c.nccl_name} as {d.algo} here, which collsim does not simulate "
+                           "(predict-nccl gives NCCL's own model)")
+    sim = simulate_nccl(ctx, d.algo, d.proto, nbytes, args.channels or d.channels, coll=c.name)
+    alg, bus = c.bandwidths(nbytes, sim.time_s * 1e6, cluster.ranks)
     busiest = sim.busiest()
-    s8 = ctx.decisions([SMALLEST])[0]
-    smallest = simulate_nccl(ctx, s8.algo, s8.proto, SMALLEST, s8.channels).time_s * 1e6
+    s8 = ctx.decisions([SMALLEST], c.name)[0]
+    smallest = simulate_nccl(ctx, s8.algo, s8.proto, SMALLEST, s8.channels, coll=c.name).time_s * 1e6
     share = bandwidth_share(sim.time_s * 1e6, smallest)
     low, high = time_range(sim.time_s * 1e6, share, regime_kinds(cluster.inputs))
-    obj = {"predictor": SIMULATED, "algo": d.algo, "proto": d.proto, "chosen_by": "you" if args.algo else "NCCL",
+    obj = {"predictor": SIMULATED, "collective": c.name, "algo": d.algo, "proto": d.proto,
+           "chosen_by": "you" if args.algo else "NCCL",
            "ranks": cluster.ranks, "bytes": nbytes, "cluster": cluster.name or cluster.gpu, "channels": sim.channels,
            "channel_classes": sim.classes, "loops": sim.loops, "simulated_loops": sim.simulated_loops,
            "time_s": round_seconds(sim.time_s),

@@ -72,7 +72,7 @@ def cmd_scale(args, cluster, sizes, env) -> dict:
     bar = _bar(total)
     try:
         result = scale_nccl(cluster, args.nodes, sizes, algos, args.algo, args.proto, env, args.harness, args.timing,
-                            args.gpus_per_process, bar and bar.update)
+                            args.gpus_per_process, bar and bar.update, coll=args.coll)
     finally:
         if bar is not None:
             bar.close()

@@ -18,12 +18,14 @@ JSON, bandwidths in GB/s (1e9 bytes/s) with nccl-tests' algbw/busbw.
 """
 from __future__ import annotations
 
-from collsim.algorithms import DEFAULTS, REGISTRY
+from collsim.algorithms import BY_COLLECTIVE, DEFAULTS
 from collsim.cli.args import (
     add_algo_args,
     add_cluster_args,
+    algo_of,
     algo_params,
     build_from_args,
+    coll_of,
     emit,
     finite_json,
     int_in,
@@ -36,20 +38,21 @@ from collsim.cli.args import (
     size_arg,
 )
 from collsim.core.checker import check
+from collsim.core.collective import ALLREDUCE
 from collsim.core.schedule import read_schedule
 from collsim.cost import closed_form
 from collsim.errors import CollsimError
-from collsim.units import bandwidths
 
 
 # ------------------------------------------------------------------ commands
 def cmd_schedule(args) -> int:
     if args.list:
         print(f"{'schedule':20s} {'NCCL':13s} description")
-        for name, algo in REGISTRY.items():
+        for name, algo in BY_COLLECTIVE[coll_of(args)].items():
             print(f"{name:20s} {algo.nccl_name or '-':13s} {'(teaching only) ' if algo.teaching_only else ''}"
                   f"{algo.description}")
         return 0
+    args.algo = algo_of(args)
     if args.algo is None or args.count is None:
         raise CollsimError("schedule needs --algo, --ranks (or --cluster) and --count (or --list)")
     s = build_from_args(args)
@@ -59,7 +62,7 @@ def cmd_schedule(args) -> int:
     print(f"{s!r}")
     for k in range(min(s.n_steps, args.max_steps)):   # only the transfers shown become Python objects
         lo, hi = int(s.step_ptr[k]), int(s.step_ptr[k + 1])
-        moves = ", ".join(f"{t.src}->{t.dst}[{t.offset}:{t.offset + t.count}]{'+' if t.op == 'reduce' else '='}"
+        moves = ", ".join(f"{t.src}->{t.dst}[{t.offset}:{t.offset + t.count}]{_at(t)}{'+' if t.op == 'reduce' else '='}"
                           for t in map(s.transfer, range(lo, min(hi, lo + 8))))
         more = f" ... (+{hi - lo - 8})" if hi - lo > 8 else ""
         print(f"step {k:4d}: {moves}{more}")
@@ -68,7 +71,13 @@ def cmd_schedule(args) -> int:
     return 0
 
 
+def _at(t) -> str:
+    """Where a transfer writes, when elsewhere than it reads (alltoall): "@offset"."""
+    return f"@{t.dst_offset}" if t.dst_offset is not None and t.dst_offset != t.offset else ""
+
+
 def cmd_check(args) -> int:
+    args.algo = algo_of(args) if not args.file else args.algo
     if args.file:
         if args.algo:
             raise CollsimError("give either --file or --algo, not both")
@@ -97,7 +106,7 @@ def cmd_predict(args) -> int:
     params.update((k, v) for k, v in (("alpha_inter", args.alpha_inter), ("beta_inter", args.beta_inter))
                   if v is not None)
     t = closed_form(args.algo, ranks, nbytes, args.alpha, args.beta, args.gamma, **params)
-    alg, bus = bandwidths(nbytes, t * 1e6, ranks)
+    alg, bus = ALLREDUCE.bandwidths(nbytes, t * 1e6, ranks)
     obj = {"algo": args.algo, "ranks": ranks, "bytes": nbytes, "alpha": args.alpha, "beta": args.beta,
            "gamma": args.gamma, **params, "time_s": round_seconds(t), "algbw_GBps": alg, "busbw_GBps": bus}
     emit(args, obj, f"{args.algo} P={ranks} {nbytes} B: {t * 1e6:.3f} us  algbw {alg:.2f} GB/s  busbw {bus:.2f} GB/s")
@@ -115,7 +124,7 @@ def register(sub) -> None:
     p.add_argument("--max-steps", type=int_in(1, 2**63 - 1), default=20, help="steps shown in text mode")
     p.set_defaults(func=cmd_schedule)
 
-    p = sub.add_parser("check", help="execute a schedule on random integers and prove every rank gets the sum")
+    p = sub.add_parser("check", help="execute a schedule on random integers and prove it computes its collective")
     add_algo_args(p, required=False)
     add_cluster_args(p)
     p.add_argument("--count", type=nonneg_int, help="elements per rank buffer")

@@ -53,17 +53,18 @@ def _sizes(sizes) -> np.ndarray:
     return nb.astype(np.int64)
 
 
-def cluster_table(cluster, env: dict | None = None) -> TuningTable:
-    """NCCL's AllReduce table for ``cluster`` with NCCL_* settings ``env`` (CollsimError if one is
-    bad); a single GPU has no table (NCCL runs a copy)."""
+def cluster_table(cluster, env: dict | None = None, coll: str = "AllReduce") -> TuningTable:
+    """NCCL's table of function ``coll`` (NCCL's name) for ``cluster`` with NCCL_* settings ``env``
+    (CollsimError if one is bad); a single GPU has no table (NCCL runs a copy)."""
     if cluster.ranks < 2:
         raise CollsimError("NCCL's tuning model needs at least 2 ranks")
-    return tune(search(cluster, env))
+    return tune(search(cluster, env), coll)
 
 
-def nccl_decision(cluster, sizes, env: dict | None = None) -> list[Decision]:
-    """NCCL's choice per size (bytes) for ``cluster`` under ``env``."""
-    table = cluster_table(cluster, env)
+def nccl_decision(cluster, sizes, env: dict | None = None, coll: str = "AllReduce") -> list[Decision]:
+    """NCCL's choice per size (bytes: nccl-tests' size column, the nBytes NCCL costs) of function ``coll``
+    for ``cluster`` under ``env``."""
+    table = cluster_table(cluster, env, coll)
     nb = _sizes(sizes)
     out = []
     for size, (a, p, t) in zip(nb.tolist(), choose(table, nb)):

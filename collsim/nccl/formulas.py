@@ -14,6 +14,25 @@ from collsim.nccl.graphs import Graph
 from collsim.nccl.search import Setup
 
 COLLNET = ("CollNetDirect", "CollNetChain")
+# the algorithms NCCL costs per function (tuning.cc:271-277@v2.28.9); AlltoAll and SendRecv have no cost table
+FUNC_ALGOS = {"AllReduce": ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"),
+              "AllGather": ("Ring", "CollNetDirect", "NVLS", "PAT"),
+              "ReduceScatter": ("Ring", "CollNetDirect", "NVLS", "PAT"),
+              "Broadcast": ("Ring",), "Reduce": ("Ring",)}
+HALVES = ("AllGather", "ReduceScatter")
+PAT_BASE_US = 8.0                                         # tuning.cc:147@v2.28.9 (hard-coded 8 from 2.23)
+PAT_HW_US = {"nvlink": 4.0, "pcie": 4.0, "net": 14.0}     # Simple; tuning.cc:154,160,166@v2.28.9
+
+
+def nsteps(coll: str, n: int) -> int:
+    """Ring steps NCCL counts per function (tuning.cc:267-269@v2.28.9)."""
+    return 2 * (n - 1) if coll == "AllReduce" else n - 1 if coll in HALVES else n
+
+
+def pat_enabled(k, setup: Setup, p: str) -> bool:
+    """``ncclPatEnable`` (tuning.cc:202-209@v2.28.9): from 2.23, Simple, SM60+, one GPU per node (NCCL_PAT_ENABLE
+    is left at its default; a host network device is assumed)."""
+    return k.v >= (2, 23) and p == "Simple" and setup.compcap >= 60 and setup.gpus_per_node == 1
 
 
 def log2i(n: int) -> int:
@@ -21,13 +40,14 @@ def log2i(n: int) -> int:
     return max(int(n).bit_length() - 1, 0)
 
 
-def bus_bw(k, a: str, p: str, g: Graph, setup: Setup, caps: dict) -> float:
-    """Bus bandwidth of (a, p) before the algorithm-bandwidth ratio (tuning.cc:284-323)."""
+def bus_bw(k, a: str, p: str, g: Graph, setup: Setup, caps: dict, coll: str = "AllReduce") -> float:
+    """Bus bandwidth of (a, p) for function ``coll`` before the algorithm-bandwidth ratio (tuning.cc:284-344)."""
     nodes, ppn, ci = setup.n_nodes, setup.gpus_per_node, k.arch_index(setup.compcap)
     bw = g.bw_intra if nodes <= 2 or a in COLLNET else g.bw_inter
     if a in ("NVLS", "NVLSTree"):
         if k.v >= (2, 28):                                                # tuning.cc:285-300
-            intra = g.bw_intra * NVLS_EFFICIENCY[ci] * (g.channels - 1) / g.channels * 2.0
+            intra = g.bw_intra * NVLS_EFFICIENCY[ci] * (g.channels - 1) / g.channels
+            intra *= 2.0 if coll == "AllReduce" else (ppn - 1) / ppn      # AllReduce pipelines two operations
             inter = g.bw_inter * (2 if nodes <= 2 and a == "NVLSTree" else 1)
             bw = min(intra, inter, k.nvls_tree_bw[ci][caps["i2"]] if a == "NVLSTree" else np.inf)
         elif k.v >= (2, 19):                                              # tuning.cc:175-176@v2.19.4
@@ -37,6 +57,12 @@ def bus_bw(k, a: str, p: str, g: Graph, setup: Setup, caps: dict) -> float:
         bus = min(caps["ll"], bus * (.5 if k.v >= (2, 21) else .25))
     if a == "Ring" and p == "LL128":
         bus = min(bus * (.7 if k.v < (2, 23) and ppn < 2 else .92), g.channels * k.ring_ll128_bw[ci][caps["i2"]])
+    if a == "PAT":
+        return bus * (.85 if k.v < (2, 24) else .75)                      # tuning.cc:310
+    if a == "CollNetDirect" and p == "Simple" and coll in HALVES:          # tuning.cc:314-316
+        return ppn * min(g.bw_intra, g.bw_inter * .9) if _one_nic_each(setup) else 0.0
+    if a == "NVLS" and coll in HALVES and nodes > 1 and not _one_nic_each(setup):
+        return 0.0                                                        # tuning.cc:327-343
     if a == "Tree":
         bus = min(bus * .92, g.channels * k.tree_bw[ci][caps["i2"]])
         if p == "LL":
@@ -53,9 +79,20 @@ def bus_bw(k, a: str, p: str, g: Graph, setup: Setup, caps: dict) -> float:
     return bus
 
 
-def algbw_ratio(k, a: str, setup: Setup) -> float:
-    """Bus -> algorithm bandwidth (tuning.cc:345-351; NVLS 5/6 up to 2.27, tuning.cc:196-199@v2.18.6)."""
+def _one_nic_each(setup: Setup) -> bool:
+    """AllGather/ReduceScatter through CollNet need CollNet and no more local ranks than heads ("requires 1:1
+    GPU:NIC", tuning.cc:324-343)."""
+    return setup.collnet_chain is not None and setup.gpus_per_node <= max(setup.nics_per_node, 1)
+
+
+def algbw_ratio(k, a: str, setup: Setup, coll: str = "AllReduce") -> float:
+    """Bus -> algorithm bandwidth (tuning.cc:345-351: none for AllGather/ReduceScatter but Ring's; NVLS 5/6 up to
+    2.27, tuning.cc:196-199@v2.18.6)."""
     n, nodes = setup.n_ranks, setup.n_nodes
+    if coll != "AllReduce" and (a == "Ring" or coll not in HALVES):
+        return n / nsteps(coll, n) if a in ("Ring", "NVLS", "NVLSTree") else .5
+    if coll != "AllReduce":
+        return 1.0
     if a == "Ring" or (a in ("NVLS", "NVLSTree") and k.v >= (2, 28)):
         return n / (2.0 * (n - 1))
     if a == "NVLSTree" and k.v < (2, 19):
@@ -63,17 +100,30 @@ def algbw_ratio(k, a: str, setup: Setup) -> float:
     return 5.0 / 6.0 if a in ("NVLS", "NVLSTree") else .5
 
 
-def latency(k, a: str, p: str, g: Graph, setup: Setup, overhead: float) -> float:
-    """tuning.cc:353-401 (NVLS/NVLSTree before 2.19: tuning.cc:235-238@v2.18.6)."""
+def latency(k, a: str, p: str, g: Graph, setup: Setup, overhead: float, coll: str = "AllReduce") -> float:
+    """tuning.cc:353-401 for function ``coll`` (NVLS/NVLSTree before 2.19: tuning.cc:235-238@v2.18.6). Broadcast
+    and Reduce pay one hop where the ring's channels are all alike (``sameChannels``: taken as one node, where
+    every channel is the same ring), else n hops, Simple's on the Tree row (tuning.cc:361-369)."""
     pi, nodes, ppn = PROTOS.index(p), setup.n_nodes, setup.gpus_per_node
+    link = "nvlink" if g.type_intra == "NVL" else "pcie"
+    if a == "PAT":                                                        # tuning.cc:396-400
+        inter = k.hw_lat["net"]["Tree"][pi] + 2 * g.latency_inter
+        return PAT_BASE_US + log2i(nodes) * (inter / 3.5) + setup.n_ranks * 2.8
     lat = k.base_lat[a][pi]
-    intra = k.hw_lat["nvlink" if g.type_intra == "NVL" else "pcie"][a][pi]
+    intra = k.hw_lat[link][a][pi]
     inter = k.hw_lat["net"]["Tree" if ppn == 1 and k.v >= (2, 23) else a][pi] + g.latency_inter
     inter += g.latency_inter if p == "Simple" else 0.0
+    if a == "Ring" and coll in ("Broadcast", "Reduce"):
+        hw = link if nodes == 1 else "net"
+        if nodes == 1:
+            return lat + k.hw_lat[hw]["Ring"][pi]
+        return lat + setup.n_ranks * k.hw_lat[hw]["Tree" if p == "Simple" else "Ring"][pi]
     if a == "Ring":
-        n_inter = 0 if nodes == 1 else 2 * (nodes - 1) if k.v >= (2, 23) else 2 * nodes
+        steps = nsteps(coll, setup.n_ranks)
+        n_inter = 0 if nodes == 1 else (2 * (nodes - 1) if k.v >= (2, 23) else 2 * nodes) // (2 if coll in HALVES
+                                                                                               else 1)
         ov = overhead * (3 if p == "Simple" else 1) if nodes > 1 else 0.0
-        return lat + (2 * (setup.n_ranks - 1) - n_inter) * max(intra, ov) + n_inter * inter
+        return lat + (steps - n_inter) * max(intra, ov) + n_inter * inter
     if a == "Tree":
         return lat + 2 * ((ppn - 1) * intra + log2i(nodes) * inter)
     if a == "CollNetDirect":

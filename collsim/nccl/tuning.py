@@ -44,7 +44,7 @@ from collsim.nccl.constants import (
     constants,
     vnum,
 )
-from collsim.nccl.formulas import COLLNET, algbw_ratio, bus_bw, enabled, latency
+from collsim.nccl.formulas import COLLNET, FUNC_ALGOS, algbw_ratio, bus_bw, enabled, latency, pat_enabled
 from collsim.nccl.graphs import Graph
 from collsim.nccl.search import Setup
 from collsim.nccl.settings import algo_names, read_settings
@@ -113,6 +113,7 @@ class TuningTable:
     thread_threshold: dict = field(default_factory=dict)
     collnet_heads: int = 0
     cpu: str = "intel"
+    func: str = "AllReduce"     # NCCL's function the table costs (``collsim.nccl.formulas.FUNC_ALGOS``)
 
     def rows(self) -> dict:
         """``{algo: {proto: (lat_us, bw_GBps)}}``, the printed table's layout."""
@@ -122,8 +123,9 @@ class TuningTable:
         return out
 
 
-def tune(setup: Setup) -> TuningTable:
-    """NCCL's AllReduce table for ``setup`` (``ncclTopoTuneModel``, tuning.cc:230-574)."""
+def tune(setup: Setup, coll: str = "AllReduce") -> TuningTable:
+    """NCCL's table of function ``coll`` (NCCL's name, ``FUNC_ALGOS``) for ``setup`` (``ncclTopoTuneModel``,
+    tuning.cc:230-574): only the algorithms NCCL costs for it, PAT where ``pat_enabled``."""
     k, st = constants(setup.version), setup.settings
     nodes, n = setup.n_nodes, setup.n_ranks
     graphs = {"Tree": setup.tree, "Ring": setup.ring, "CollNetDirect": setup.collnet_direct or EMPTY,
@@ -134,20 +136,22 @@ def tune(setup: Setup) -> TuningTable:
     caps = {"i2": i2, "ll": k.ll_max_bw[row][i2]}
     overhead = st.net_overhead_us if st.net_overhead_us is not None else (2.0 if setup.cpu == "amd" else 1.0)
     lat, bw = {}, {}
-    for a in algo_names(setup.version):
+    for a in (a for a in algo_names(setup.version) if a in FUNC_ALGOS[coll]):
         for p in PROTOS:
             g = graphs[a]
             nvls_skip = a in ("NVLS", "NVLSTree") and (p != "Simple" or (k.v >= (2, 28) and g.channels < 2))
-            if a == "PAT" or nvls_skip:                                  # left at 0 (tuning.cc:277-288)
+            pat_skip = a == "PAT" and (coll == "AllReduce" or not pat_enabled(k, setup, p))
+            if pat_skip or nvls_skip:                                    # left at 0 (tuning.cc:277-288)
                 lat[(a, p)], bw[(a, p)] = 0.0, 0.0
                 continue
-            bw[(a, p)] = bus_bw(k, a, p, g, setup, caps) * algbw_ratio(k, a, setup)
-            lat[(a, p)] = latency(k, a, p, g, setup, overhead)
+            bw[(a, p)] = bus_bw(k, a, p, g, setup, caps, coll) * algbw_ratio(k, a, setup, coll)
+            lat[(a, p)] = latency(k, a, p, g, setup, overhead, coll)
     algo_on, proto_on = enabled(k, setup, graphs)
     # Ring's backup bandwidths, zeroed for disabled protocols from 2.22 (tuning.cc:318@v2.22.3)
     backup = {p: bw[("Ring", p)] * (proto_on[("Ring", p)] or k.v < (2, 22)) for p in PROTOS}
     for (a, p), on in proto_on.items():
-        bw[(a, p)] *= on and algo_on[a]
+        if (a, p) in bw:
+            bw[(a, p)] *= on and algo_on[a]
     if (2, 19) <= k.v < (2, 24) and not any(bw.values()):            # tuning.cc:303-318@v2.19.4
         bw.update({("Ring", p): b for p, b in backup.items()})
     threads = dict(MAX_THREADS)
@@ -163,7 +167,7 @@ def tune(setup: Setup) -> TuningTable:
     thresholds.update({(a, "Simple"): 512 for a in COLLNET})
     heads = min(setup.collnet_direct.channels, setup.nics_per_node) if setup.collnet_direct else 0
     return TuningTable(lat, bw, n, nodes, setup.coll_channels, setup.compcap, threads, setup.version,
-                       setup.comm_channels, setup.nvls_channels, thresholds, heads, setup.cpu)
+                       setup.comm_channels, setup.nvls_channels, thresholds, heads, setup.cpu, func=coll)
 
 
 def tuning_table(hw: Hardware) -> TuningTable:
@@ -216,12 +220,12 @@ def algo_time_us(table: TuningTable, algo: str, proto: str, nbytes, num_pipe_ops
     lat = np.full(nb.shape, table.lat[(algo, proto)], dtype=float)
     nvls_tree = (algo == "NVLSTree" and vnum(table.version) >= (2, 29) and table.compcap >= 100
                  and table.cpu != "arm")
-    if algo == "Tree" or nvls_tree:
+    if (algo == "Tree" and table.func == "AllReduce") or nvls_tree:
         log_size = np.array([max(int(x >> 6).bit_length() - 1, 0) for x in nb], dtype=int)
         factors = np.asarray(TREE_CORRECTION[PROTOS.index(proto)])
         top = 24 if nvls_tree else 23
         bw = np.where(log_size < top, bw * factors[np.clip(log_size, 0, top - 1)], bw)
-    if algo == "Ring" and proto == "Simple" and table.n_nodes > 1:
+    if algo == "Ring" and proto == "Simple" and table.n_nodes > 1 and table.func == "AllReduce":
         plateau = nb // ((table.comm_channels or table.coll_channels) * table.n_ranks) >= 64
         lat = np.where(plateau, lat * (1.9 if table.compcap < 80 else 1.4), lat)
     lat_count = num_pipe_ops if algo == "Ring" else -(-num_pipe_ops // 10)

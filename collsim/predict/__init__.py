@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from collsim.core.collective import get as get_collective
 from collsim.errors import CollsimError
 from collsim.machine.cluster import Cluster
 from collsim.nccl import ALGOS
@@ -46,7 +47,6 @@ from collsim.predict.ranges import SMALLEST, bandwidth_share, packaged_widths, r
 from collsim.predict.schedules import COLLNET
 from collsim.predict.simulation import NcclSim, simulate_nccl
 from collsim.predictors import SIMULATED
-from collsim.units import bandwidths
 
 __all__ = ["NcclContext", "NcclSim", "Row", "harness_config", "nccl_context", "predict_nccl", "simulate_nccl"]
 
@@ -81,25 +81,29 @@ class Row:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def simulated(algo: str) -> bool:
-    """Whether collsim simulates NCCL's ``algo``: Ring, Tree, NVLS (across nodes too: with CollNet), NVLSTree,
-    CollNetDirect and CollNetChain; not PAT."""
+def simulated(algo: str, coll: str = "all_reduce") -> bool:
+    """Whether collsim simulates NCCL's ``algo`` for ``coll``: AllReduce's Ring, Tree, NVLS (across nodes too:
+    with CollNet), NVLSTree, CollNetDirect and CollNetChain; the other collectives' Ring, PAT and p2p (not
+    their NVLS and CollNetDirect)."""
+    if coll != "all_reduce":
+        return algo in ("Ring", "PAT", "P2P")
     return algo in ALGOS or algo in COLLNET
 
 
 def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "default", env: dict | None = None,
                  harness: str = "nccl-tests", timing: str = "eager", gpus_per_process: int | None = None,
-                 base=None) -> dict:
-    """``{"predictor": "simulated_us", "cluster": ..., "settings": ..., "inputs": where each uncertain input
-    comes from, "range": how sure each regime is, "rows": [Row.to_dict(), ...]}`` for ``sizes`` (bytes);
-    ``base``: the parameters to rescale (``nccl_context``)."""
+                 base=None, coll: str = "all_reduce") -> dict:
+    """``{"predictor": "simulated_us", "collective": ..., "cluster": ..., "settings": ..., "rows": [Row.to_dict(),
+    ...]}`` for ``sizes`` (bytes, nccl-tests' size column) of collective ``coll`` (busbw with its nccl-tests
+    factor); ``base``: the parameters to rescale (``nccl_context``)."""
     sizes = [int(s) for s in np.atleast_1d(sizes)]
     if not sizes or min(sizes) < 1:
         raise CollsimError("sizes must be positive byte counts")
+    c = get_collective(coll)
     ctx = nccl_context(cluster, algo, proto, env, base)
     cfg = harness_config(ctx.cluster, harness, timing, gpus_per_process, sizes, ctx.setup.settings, ctx.described,
                          ctx.env)
-    rows = _rows(ctx, cfg, sizes if SMALLEST in sizes else [SMALLEST, *sizes])
+    rows = _rows(ctx, cfg, sizes if SMALLEST in sizes else [SMALLEST, *sizes], c)
     smallest = rows[0].time_us if SMALLEST not in sizes else rows[sizes.index(SMALLEST)].time_us
     rows = rows if SMALLEST in sizes else rows[1:]
     inputs = ctx.described.inputs
@@ -111,30 +115,32 @@ def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "d
         rows[i] = replace(r, low_us=low, high_us=high, bandwidth_share=share)
     settings = {"coll_channels": ctx.setup.coll_channels, "nvls_channels": ctx.setup.nvls_channels, "env": ctx.env,
                 "ignored": sorted(set(ctx.env) - UNDERSTOOD)}
-    return {"predictor": SIMULATED, "cluster": ctx.described.to_dict(), "settings": settings, "harness": harness,
+    return {"predictor": SIMULATED, **({"collective": c.name} if c.name != "all_reduce" else {}),
+            "cluster": ctx.described.to_dict(), "settings": settings, "harness": harness,
             "timing": timing, "gpus_per_process": cfg.gpus_per_process,
             "inputs": {k: v.to_dict() for k, v in inputs.items()}, "range": kinds,
             "rows": [r.to_dict() for r in rows]}
 
 
-def _rows(ctx: NcclContext, cfg, sizes: list[int]) -> list[Row]:
-    """The predicted ``Row`` of each size (bytes) on ``ctx`` measured by ``cfg``, without its range."""
+def _rows(ctx: NcclContext, cfg, sizes: list[int], c) -> list[Row]:
+    """The predicted ``Row`` of each size (bytes) of collective ``c`` on ``ctx`` measured by ``cfg``,
+    without its range."""
     params = ctx.params
     rows = []
-    for size, d in zip(sizes, ctx.decisions(sizes)):
-        if not simulated(d.algo):                                         # not simulated: NCCL's model
-            alg, bus = bandwidths(size, d.time_us, ctx.cluster.ranks)
+    for size, d in zip(sizes, ctx.decisions(sizes, c.name)):
+        if not simulated(d.algo, c.name):                                         # not simulated: NCCL's model
+            alg, bus = c.bandwidths(size, d.time_us, ctx.cluster.ranks)
             rows.append(Row(size, d.time_us, None, None, alg, bus, d.algo, d.proto, d.channels, d.time_us, "", 0.0,
                             "nccl"))
             continue
-        r = simulate_nccl(ctx, d.algo, d.proto, size, d.channels, cfg)
+        r = simulate_nccl(ctx, d.algo, d.proto, size, d.channels, cfg, c.name)
         busiest = r.busiest()
         main = params.path("nvls" if d.algo in ("NVLS", "NVLSTree") else cfg.intra, fitted_algo(d.algo),
                            "Simple" if d.algo in ("NVLS", "NVLSTree") else d.proto)
         t_us = r.time_s * 1e6 + params.harness_time(cfg)
         if cfg.timing == "eager":
             t_us = max(t_us, params.host_floor(cfg, main))
-        alg, bus = bandwidths(size, t_us, ctx.cluster.ranks)
+        alg, bus = c.bandwidths(size, t_us, ctx.cluster.ranks)
         rows.append(Row(size, t_us, t_us, r.time_s * 1e6, alg, bus, d.algo, d.proto, d.channels, d.time_us,
                         busiest["name"] if busiest else "", busiest["busy"] if busiest else 0.0))
     return rows

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from collsim.core.collective import get as get_collective
 from collsim.errors import CollsimError
 from collsim.fitted.layout import Config
 from collsim.fitted.params import ModelParams
 from collsim.fitted.rescale import cluster_params
 from collsim.machine.cluster import Cluster
 from collsim.nccl import NCCL_ALGOS, PROTOS, canonical
-from collsim.nccl.decision import nccl_decision
+from collsim.nccl.constants import NCCL_MAX_NTHREADS
+from collsim.nccl.decision import Decision, nccl_decision
 from collsim.nccl.search import Setup, search
 from collsim.nccl.settings import Settings
 
@@ -48,10 +50,17 @@ class NcclContext:
     params: ModelParams
     simulated: dict = field(default_factory=dict, compare=False, repr=False)   # collsim.predict.simulation's
 
-    def decisions(self, sizes) -> list:
-        """NCCL's choice (``collsim.nccl.decision.Decision``) per size (bytes)."""
+    def decisions(self, sizes, coll: str = "all_reduce") -> list:
+        """NCCL's choice (``collsim.nccl.decision.Decision``) per size (bytes) for collective ``coll``
+        (``collsim.core.collective``): the argmin of its cost table, or for AlltoAll and SendRecv, which NCCL
+        runs as grouped p2p operations outside the table, "P2P" on ``P2P_CHUNKS`` channels per peer of the
+        collective channels (NCCL's own time: nan)."""
+        c = get_collective(coll)
+        if not c.algorithms:
+            return [Decision(int(n), "P2P", "Simple", self.setup.coll_channels, NCCL_MAX_NTHREADS, float("nan"))
+                    for n in sizes]
         try:
-            return nccl_decision(self.described, sizes, self.env)
+            return nccl_decision(self.described, sizes, self.env, c.nccl_name)
         except CollsimError as e:
             raise _unavailable(self.described, self.env, e) from None
 

@@ -52,8 +52,9 @@ INTRA_LAT = {k: constants("2.28").hw_lat[k] for k in ("nvlink", "pcie")}   # and
 def fitted_algo(algo: str) -> str:
     """The algorithm whose fitted paths stand for ``algo``: CollNet is not fitted (no calibration log runs it), so
     its GPUs' paths are the tree's, whose warps split between reducing up and broadcasting down as CollNet's do
-    (NCCL's CollNetChain runs the tree's chain, all_reduce.h:628-660@v2.28.9); the rest are their own."""
-    return "Tree" if algo in COLLNET else algo
+    (NCCL's CollNetChain runs the tree's chain, all_reduce.h:628-660@v2.28.9); PAT and the p2p operations (no log
+    runs them) the ring's; the rest are their own."""
+    return "Tree" if algo in COLLNET else "Ring" if algo in ("PAT", "P2P") else algo
 
 
 def channel_GBps(params: ModelParams, link: str, algo: str, proto: str, channels: int) -> float:

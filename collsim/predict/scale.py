@@ -19,15 +19,15 @@ from collsim.predict import predict_nccl
 
 def scale_nccl(cluster: Cluster, nodes: list[int], sizes, algos=(), algo: str = "default", proto: str = "default",
                env: dict | None = None, harness: str = "nccl-tests", timing: str = "eager",
-               gpus_per_process: int | None = None, progress=None) -> dict:
+               gpus_per_process: int | None = None, progress=None, coll: str = "all_reduce") -> dict:
     """``{"predictor", "cluster" (as given), "nodes", "sizes", "algos", "rows": [...]}``: per node count, size and
     algorithm a row of ``predict_nccl`` plus ``nodes``, ``ranks`` and ``nccl_choice`` (module docstring);
-    ``progress``: called once per simulation done (a tqdm bar's ``update``), or None."""
+    ``progress``: called once per simulation done (a tqdm bar's ``update``), or None; ``coll``: the collective."""
     extra = list(dict.fromkeys(ALGOS if list(algos) == ["all"] else [canonical(a, ALGOS) for a in algos]))
     rows, out = [], None
     for n in nodes:
         c = cluster.with_nodes(n)
-        out = predict_nccl(c, sizes, algo, proto, env, harness, timing, gpus_per_process)
+        out = predict_nccl(c, sizes, algo, proto, env, harness, timing, gpus_per_process, coll=coll)
         chosen = out["rows"]
         rows += [{"nodes": n, "ranks": c.ranks, **r, "nccl_choice": True, "unavailable": None} for r in chosen]
         _tick(progress)
@@ -36,14 +36,15 @@ def scale_nccl(cluster: Cluster, nodes: list[int], sizes, algos=(), algo: str = 
             if not need:
                 continue
             try:
-                forced = predict_nccl(c, need, a, proto, env, harness, timing, gpus_per_process)["rows"]
+                forced = predict_nccl(c, need, a, proto, env, harness, timing, gpus_per_process, coll=coll)["rows"]
                 rows += [{"nodes": n, "ranks": c.ranks, **r, "nccl_choice": False, "unavailable": None}
                          for r in forced]
             except CollsimError as e:
                 rows += [{"nodes": n, "ranks": c.ranks, "bytes": int(s), "algo": a, "nccl_choice": False,
                           "busbw_GBps": None, "time_us": None, "unavailable": str(e)} for s in need]
             _tick(progress)
-    return {"predictor": out["predictor"] if out else "simulated_us", "cluster": cluster.to_dict(), "nodes": nodes,
+    return {"predictor": out["predictor"] if out else "simulated_us", "collective": coll,
+            "cluster": cluster.to_dict(), "nodes": nodes,
             "sizes": [int(s) for s in sizes], "algos": extra, "harness": harness, "timing": timing, "rows": rows}
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from collsim.fitted.layout import Config
 from collsim.nccl.chunking import DEFAULT_BUFFSIZE
+from collsim.predict.collective_runs import collective_run
 from collsim.predict.context import NcclContext, harness_config
 from collsim.predict.costs import l2_factor, nccl_topology, tree_ceiling_GBps, with_window
 from collsim.predict.schedules import nccl_run
@@ -57,22 +58,25 @@ class NcclSim:
 
 
 def simulate_nccl(ctx: NcclContext, algo: str, proto: str, nbytes: int, channels: int,
-                  cfg: Config | None = None) -> NcclSim:
-    """The event simulation of NCCL's ``algo``/``proto`` AllReduce of ``nbytes`` on up to ``channels`` channels
-    (module docstring); ``cfg``: the measurement around it (L2 state, NCCL_BUFFSIZE; default a bare call with
-    NCCL's defaults)."""
+                  cfg: Config | None = None, coll: str = "all_reduce") -> NcclSim:
+    """The event simulation of NCCL's ``algo``/``proto`` run of ``coll`` (default AllReduce; the others:
+    ``collsim.predict.collective_runs``) of ``nbytes`` on up to ``channels`` channels (module docstring); ``cfg``:
+    the measurement around it (L2 state, NCCL_BUFFSIZE; default a bare call with NCCL's defaults). PAT and the
+    p2p operations run on the Ring's costs (no calibration log runs them)."""
     cfg = cfg or harness_config(ctx.cluster, "runner", "graph", 1, [nbytes], ctx.setup.settings)
     buff = cfg.buffsize or DEFAULT_BUFFSIZE["Simple"]
-    factor = l2_factor(ctx.params, algo, proto, nbytes, cfg)
+    cost = "Ring" if algo in ("PAT", "P2P") else algo
+    factor = l2_factor(ctx.params, cost, proto, nbytes, cfg)
 
     def once(loops: int | None) -> tuple[SimResult, int, int, int]:
-        run = nccl_run(ctx.cluster, algo, proto, nbytes, channels, buff, loops)
-        key = (algo, proto, run.channels, run.threads, run.window, factor, run.schedule.count, min(loops, run.pipeline),
-               run.nodes)
+        run = (nccl_run(ctx.cluster, algo, proto, nbytes, channels, buff, loops) if coll == "all_reduce" else
+               collective_run(ctx.cluster, coll, algo, proto, nbytes, channels, buff, loops))
+        key = (coll, algo, proto, run.channels, run.threads, run.window, factor, run.schedule.count,
+               min(loops, run.pipeline), run.nodes)
         if key in ctx.simulated:                         # larger sizes repeat the same loops
             return ctx.simulated[key][0], run.pipeline, *ctx.simulated[key][1:]
         seen = replace(ctx.cluster, nodes=run.nodes) if run.nodes else ctx.cluster    # a quotient's nodes
-        topo = with_window(nccl_topology(seen, ctx.params, algo, proto, run.threads, factor, run.channels),
+        topo = with_window(nccl_topology(seen, ctx.params, cost, proto, run.threads, factor, run.channels),
                            run.window)
         fabric, s = _fabric(topo, run), run.schedule
         topo = topo if fabric.startswith("simulated") else without_fabric(topo)
@@ -84,7 +88,7 @@ def simulate_nccl(ctx: NcclContext, algo: str, proto: str, nbytes: int, channels
         if quotient is not None:
             s, topo, k = quotient
             g *= k
-        r = simulate(s, topo, protocol=f"{algo}/{proto}", progress=False, merged=quotient is not None)
+        r = simulate(s, topo, protocol=f"{cost}/{proto}", progress=False, merged=quotient is not None)
         slow = ", ".join(f"node{n}.nic{k} at {r:g} Gb/s" for n, k, r in ctx.cluster.degraded_nics)
         sym = {"nodes": ctx.cluster.nodes, "nodes_simulated": run.nodes or ctx.cluster.nodes, "channels": run.channels,
                "channels_simulated": run.channels // g, "fabric": fabric, "whole_because": run.whole or None,

@@ -41,7 +41,7 @@ from collsim.core.schedule import Schedule
 from collsim.errors import CollsimError
 from collsim.machine.topology import Topology
 from collsim.simulate.costs import port_share, transfer_costs
-from collsim.simulate.deps import data_deps, segments, structural
+from collsim.simulate.deps import data_deps, ranges, structural
 from collsim.simulate.events import run
 from collsim.simulate.reference import POLICIES
 from collsim.simulate.resources import NVLS, Routes, fabric_names, nic_factor, port_names, route
@@ -206,8 +206,8 @@ def _progress(total: int, wanted: bool = True):
 def _run(schedule: Schedule, routes: Routes, c, policy: str, progress, topology: Topology):
     """(start, end, arrive) of every transfer (``collsim.simulate.events``)."""
     s = schedule
-    sa, sb, nseg = segments(s.offset, s.offset + s.length)
-    ptr, dep = data_deps(s, sa, sb, nseg)
+    sa, sb, da, db, nseg = ranges(s)
+    ptr, dep = data_deps(s, sa, sb, nseg, da, db)
     engine_pred, window_pred = structural(s, c.window)
     rows, sizes, caps, n_rows = jobs(s, routes, c, topology)
     return run(s.n_transfers, ptr, dep, engine_pred, window_pred, rows, sizes, caps, n_rows, c, policy, progress)
@@ -238,7 +238,8 @@ def _plan_checks(s: Schedule) -> None:
     n, ends = s.n_transfers, s.offset + s.length
     if n and (s.src.min() < 0 or s.dst.min() < 0 or max(s.src.max(), s.dst.max()) >= s.endpoints):
         raise CollsimError(f"schedule names a rank outside 0..{s.endpoints - 1}")
-    if n and (s.offset.min() < 0 or s.length.min() < 0 or ends.max() > s.count):
+    if n and (min(s.offset.min(), s.dst_offset.min()) < 0 or s.length.min() < 0
+              or max(ends.max(), (s.dst_offset + s.length).max()) > s.count):
         raise CollsimError(f"schedule has an element range outside its buffer of {s.count} elements")
 
 

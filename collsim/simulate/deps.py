@@ -83,14 +83,25 @@ def structural(s: Schedule, window: int) -> tuple[np.ndarray, np.ndarray]:
     return _previous(engine_keys(s), 1), _previous(conn, window)
 
 
+def ranges(s: Schedule) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Every transfer's segment range read (sa, sb) and written (da, db: the same arrays unless it has a
+    ``dst_offset``), and the number of segments (``segments`` of all of them)."""
+    if not s.shifted:
+        sa, sb, nseg = segments(s.offset, s.offset + s.length)
+        return sa, sb, sa, sb, nseg
+    a, b, nseg = segments(np.r_[s.offset, s.dst_offset], np.r_[s.offset, s.dst_offset] + np.r_[s.length, s.length])
+    n = s.n_transfers
+    return a[:n], b[:n], a[n:], b[n:], nseg
+
+
 @jit
-def _deps(step_ptr, src, dst, reduce, sa, sb, nseg, cells):
+def _deps(step_ptr, src, dst, reduce, sa, sb, da, db, nseg, cells):
     """(owner, dep) pairs in transfer order (module docstring): steps in order, each step's reads against the
     writes of earlier steps, then its writes. A cell keeps the step that last wrote it and that step's writers
     (a list through ``nxt``); a transfer's deps are counted once (``mark``)."""
     n, writes = len(src), 0
     for i in range(n):
-        writes += sb[i] - sa[i]
+        writes += db[i] - da[i]
     head = np.full(cells, -1, np.int64)
     last = np.full(cells, -1, np.int64)
     who, nxt = np.empty(writes, np.int64), np.empty(writes, np.int64)
@@ -102,8 +113,8 @@ def _deps(step_ptr, src, dst, reduce, sa, sb, nseg, cells):
             for side in range(2):
                 if side == 1 and not reduce[i]:
                     break
-                end = src[i] if side == 0 else dst[i]
-                for g in range(sa[i], sb[i]):
+                end, lo, hi = (src[i], sa[i], sb[i]) if side == 0 else (dst[i], da[i], db[i])
+                for g in range(lo, hi):
                     r = head[end * nseg + g]
                     while r >= 0:
                         w = who[r]
@@ -116,7 +127,7 @@ def _deps(step_ptr, src, dst, reduce, sa, sb, nseg, cells):
                             used += 1
                         r = nxt[r]
         for i in range(step_ptr[step], step_ptr[step + 1]):
-            for g in range(sa[i], sb[i]):
+            for g in range(da[i], db[i]):
                 cell = dst[i] * nseg + g
                 if last[cell] != step:
                     last[cell], head[cell] = step, -1
@@ -125,11 +136,14 @@ def _deps(step_ptr, src, dst, reduce, sa, sb, nseg, cells):
     return owner[:used], dep[:used]
 
 
-def data_deps(s: Schedule, sa: np.ndarray, sb: np.ndarray, nseg: int) -> tuple[np.ndarray, np.ndarray]:
+def data_deps(s: Schedule, sa: np.ndarray, sb: np.ndarray, nseg: int, da=None, db=None) -> tuple[np.ndarray,
+                                                                                                np.ndarray]:
     """CSR (ptr, deps) of every transfer's data dependencies (module docstring); ``sa``/``sb``: its segment
-    range; compiled (``collsim.simulate.jit``), one pass over the steps."""
-    owner, dep = pick(_deps, s.n_transfers)(s.step_ptr, s.src, s.dst, s.op == REDUCE, sa.astype(np.int64),
-                                            sb.astype(np.int64), nseg, s.endpoints * max(nseg, 1))
+    range read, ``da``/``db`` written (default: the same, ``ranges``); compiled (``collsim.simulate.jit``),
+    one pass over the steps."""
+    da, db = (sa, sb) if da is None else (da, db)
+    cols = (a.astype(np.int64) for a in (sa, sb, da, db))
+    owner, dep = pick(_deps, s.n_transfers)(s.step_ptr, s.src, s.dst, s.op == REDUCE, *cols, nseg, s.endpoints * max(nseg, 1))
     ptr = np.zeros(s.n_transfers + 1, np.int64)                 # owners come in order: a CSR as they are
     np.cumsum(np.bincount(owner, minlength=s.n_transfers), out=ptr[1:])
     return ptr, dep

@@ -90,12 +90,12 @@ def _channel(s: Schedule, i: int) -> str:
     return f"gpu{gpu}.ch{int(s.channel[i])}.block"
 
 
-def _latest_writes(s: Schedule, step, i: int, rank: int) -> list[int]:
-    """The transfers of the last earlier step that wrote each element of i's range on ``rank``."""
-    out = set()
-    for x in range(int(s.offset[i]), int(s.offset[i] + s.length[i])):
-        writers = [j for j in range(s.step_ptr[step[i]]) if s.dst[j] == rank and s.offset[j] <= x < s.offset[j]
-                   + s.length[j]]
+def _latest_writes(s: Schedule, step, i: int, rank: int, at) -> list[int]:
+    """The transfers of the last earlier step that wrote each element of i's range at ``at`` (its read
+    offsets, or its written ones) on ``rank``."""
+    out, to = set(), s.dst_offset
+    for x in range(int(at[i]), int(at[i] + s.length[i])):
+        writers = [j for j in range(s.step_ptr[step[i]]) if s.dst[j] == rank and to[j] <= x < to[j] + s.length[j]]
         if writers:
             last = step[writers[-1]]
             out.update(j for j in writers if step[j] == last)
@@ -114,7 +114,8 @@ def simulate_reference(s: Schedule, topo: Topology, gamma: float = 0.0, protocol
     deps, last_on_engine, sent_on = [], {}, {}
     for i in range(n):
         src, dst, ch = int(s.src[i]), int(s.dst[i]), int(s.channel[i])
-        d = _latest_writes(s, step, i, src) + (_latest_writes(s, step, i, dst) if s.op[i] == REDUCE else [])
+        d = _latest_writes(s, step, i, src, s.offset) + (_latest_writes(s, step, i, dst, s.dst_offset)
+                                                         if s.op[i] == REDUCE else [])
         engine = (dst if src >= s.ranks else src, ch, int(s.lane[i]))
         before = last_on_engine.get(engine)
         on_conn = sent_on.setdefault((src, dst, ch), [])
