@@ -21,11 +21,12 @@ import numpy as np
 
 from collsim.algorithms import build_schedule, get
 from collsim.core.budget import simulable
+from collsim.core.collective import ALLREDUCE
 from collsim.cost import closed_form
 from collsim.errors import CollsimError, require_int
 from collsim.machine.topology import Topology
 from collsim.simulate import simulate_times
-from collsim.units import algbw_GBps, busbw_factor
+from collsim.units import algbw_GBps
 
 
 def sizes(min_bytes: int = 8, max_bytes: int = 16 * 2**30, factor: int = 2) -> np.ndarray:
@@ -103,7 +104,7 @@ def sweep(algos, ranks: int, sizes, *, alpha: float | None = None, beta: float |
     alg = algbw_GBps(size_col, time_s)
     return {"algo": np.repeat(np.array(algos, dtype=object), len(nbytes)), "bytes": size_col,
             "count": np.tile(counts, len(algos)), "time_s": time_s, "algbw_GBps": alg,
-            "busbw_GBps": alg * busbw_factor(ranks)}
+            "busbw_GBps": alg * ALLREDUCE.busbw_factor(ranks)}
 
 
 def to_records(table: dict[str, np.ndarray]) -> list[dict]:

@@ -3,8 +3,8 @@
 * sizes: bytes; text forms ``"8"``, ``"64K"``, ``"1M"``, ``"4G"`` (binary multiples, as nccl-tests'
   ``-b``/``-e``) through ``parse_size`` and ``format_size``;
 * ``algbw_GBps = bytes / 1e9 / seconds`` (GB/s = 1e9 bytes/s);
-* ``busbw_GBps = algbw x 2(n-1)/n`` (``busbw_factor``: nccl-tests' AllReduce bus bandwidth, the
-  same factor for every algorithm); ``bandwidths`` gives both for one measurement.
+* ``busbw_GBps = algbw x`` the collective's factor (nccl-tests' bus bandwidth, the same for every
+  algorithm: ``collsim.core.collective.Collective.busbw``, which gives both for one measurement).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from collsim.errors import CollsimError, require_int
+from collsim.errors import CollsimError
 from collsim.inputs import MAX_BYTES
 
 _SUFFIX = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -40,23 +40,6 @@ def format_size(nbytes: int) -> str:
         if nbytes >= _SUFFIX[suffix] and nbytes % _SUFFIX[suffix] == 0:
             return f"{nbytes // _SUFFIX[suffix]}{suffix}"
     return str(nbytes)
-
-
-def bandwidths(size: int, time_us: float, ranks: int) -> tuple[float, float]:
-    """nccl-tests AllReduce (algbw, busbw) in GB/s (1e9 B/s) for ``size`` bytes in ``time_us``
-    microseconds on ``ranks`` ranks: algbw = size / time (``algbw_GBps``: 0 for 0
-    bytes, inf for a zero time, NaN for a negative one), busbw = algbw x 2(n-1)/n (NaN for
-    ranks < 1, and for one rank with a zero time)."""
-    algbw = algbw_GBps(size, time_us / 1e6)
-    return algbw, (algbw * busbw_factor(ranks) if ranks >= 1 else math.nan)
-
-
-
-
-def busbw_factor(ranks: int) -> float:
-    """nccl-tests' AllReduce bus bandwidth factor 2(n-1)/n (0 for one rank)."""
-    n = require_int("ranks", ranks, 1)
-    return 2.0 * (n - 1) / n
 
 
 def algbw_GBps(nbytes, time_s):

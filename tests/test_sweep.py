@@ -2,11 +2,12 @@
 import numpy as np
 import pytest
 
+from collsim.core.collective import ALLREDUCE
 from collsim.errors import CollsimError
 from collsim.machine.topology import Link, Topology
 from collsim.simulate import simulate
 from collsim.sweep import sizes, sweep, to_records
-from collsim.units import algbw_GBps, busbw_factor
+from collsim.units import algbw_GBps
 
 
 def test_sizes_like_nccl_tests():
@@ -20,12 +21,12 @@ def test_sizes_like_nccl_tests():
 
 
 def test_bandwidth_definitions():
-    assert busbw_factor(8) == pytest.approx(1.75) and busbw_factor(1) == 0.0
+    assert ALLREDUCE.busbw_factor(8) == pytest.approx(1.75) and ALLREDUCE.busbw_factor(1) == 0.0
     assert algbw_GBps(2e9, 0.5) == pytest.approx(4.0)
     np.testing.assert_allclose(algbw_GBps(np.array([1e9, 0]), np.array([1.0, 0.0])), [1.0, 0.0])
     assert algbw_GBps(8, 0.0) == np.inf
     with pytest.raises(CollsimError):
-        busbw_factor(0)
+        ALLREDUCE.busbw_factor(0)
 
 
 def test_simulated_sweep_matches_single_simulations_and_formula():

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from collsim.cli.args import positive_int
+from collsim.core.collective import ALLREDUCE
 from collsim.errors import CollsimError
 from collsim.fit.points import load_points
 from collsim.fitted.params import load_params
@@ -29,7 +30,7 @@ from collsim.machine import load_machine
 from collsim.measure.bundled import data_path
 from collsim.outputs import check_output, plot_format, save_figure
 from collsim.sweep import sizes as size_range, sweep
-from collsim.units import busbw_factor, format_size
+from collsim.units import format_size
 from collsim.viz.curves import busbw
 
 # (row label, algorithm, parameters): every algorithm on one channel, then NCCL's layouts on 16 channels
@@ -138,7 +139,7 @@ def figure(path: str, grid, times: dict, topo, result: dict, params, points) -> 
     top = fig.add_subplot(grid_spec[0, 1])
     bottom = fig.add_subplot(grid_spec[1, 1], sharex=top)
     for a in times:
-        left.semilogx(grid, busbw(grid, times[a], busbw_factor(topo.ranks)), label=a)
+        left.semilogx(grid, busbw(grid, times[a], ALLREDUCE.busbw_factor(topo.ranks)), label=a)
     left.set(xlabel="message size (bytes)", ylabel="busbw (GB/s)",
              title=f"simulated on {topo.name} ({topo.nodes} x {topo.gpus_per_node} GPUs)")
     left.legend(fontsize=8)

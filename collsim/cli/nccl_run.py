@@ -15,11 +15,11 @@ import re
 
 from collsim.algorithms import get
 from collsim.cli.args import cluster_from_args, element_count, finite_json, round_seconds, topology_from_args
+from collsim.core.collective import ALLREDUCE
 from collsim.errors import CollsimError
 from collsim.nccl.settings import env_arguments
 from collsim.predict import nccl_context, simulate_nccl
 from collsim.predictors import SIMULATED
-from collsim.units import bandwidths
 
 
 def print_utilisation(r) -> None:
@@ -65,7 +65,7 @@ def cmd_simulate_nccl(args, cluster) -> int:
     ctx = nccl_context(cluster, forced, args.proto or "default", env_arguments(args.env))
     d = ctx.decisions([nbytes])[0]
     sim = simulate_nccl(ctx, d.algo, d.proto, nbytes, args.channels or d.channels)
-    alg, bus = bandwidths(nbytes, sim.time_s * 1e6, cluster.ranks)
+    alg, bus = ALLREDUCE.bandwidths(nbytes, sim.time_s * 1e6, cluster.ranks)
     busiest = sim.busiest()
     obj = {"predictor": SIMULATED, "algo": d.algo, "proto": d.proto, "chosen_by": "you" if args.algo else "NCCL",
            "ranks": cluster.ranks, "bytes": nbytes, "cluster": cluster.name or cluster.gpu, "channels": sim.channels,

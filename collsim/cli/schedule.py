@@ -36,10 +36,10 @@ from collsim.cli.args import (
     size_arg,
 )
 from collsim.core.checker import check
+from collsim.core.collective import ALLREDUCE
 from collsim.core.schedule import read_schedule
 from collsim.cost import closed_form
 from collsim.errors import CollsimError
-from collsim.units import bandwidths
 
 
 # ------------------------------------------------------------------ commands
@@ -97,7 +97,7 @@ def cmd_predict(args) -> int:
     params.update((k, v) for k, v in (("alpha_inter", args.alpha_inter), ("beta_inter", args.beta_inter))
                   if v is not None)
     t = closed_form(args.algo, ranks, nbytes, args.alpha, args.beta, args.gamma, **params)
-    alg, bus = bandwidths(nbytes, t * 1e6, ranks)
+    alg, bus = ALLREDUCE.bandwidths(nbytes, t * 1e6, ranks)
     obj = {"algo": args.algo, "ranks": ranks, "bytes": nbytes, "alpha": args.alpha, "beta": args.beta,
            "gamma": args.gamma, **params, "time_s": round_seconds(t), "algbw_GBps": alg, "busbw_GBps": bus}
     emit(args, obj, f"{args.algo} P={ranks} {nbytes} B: {t * 1e6:.3f} us  algbw {alg:.2f} GB/s  busbw {bus:.2f} GB/s")

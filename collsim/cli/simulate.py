@@ -41,6 +41,7 @@ from collsim.cli.args import (
 )
 from collsim.cli.nccl_run import cmd_simulate_nccl, nccl_cluster, print_utilisation
 from collsim.core.budget import require_simulation, require_simulation_bound
+from collsim.core.collective import ALLREDUCE
 from collsim.errors import CollsimError
 from collsim.inputs import MAX_CHANNELS
 from collsim.machine.presets import CLUSTERS, PRESETS
@@ -48,7 +49,6 @@ from collsim.outputs import check_output, save_figure
 from collsim.predictors import PREDICTORS
 from collsim.simulate import simulate
 from collsim.sweep import sizes, sweep
-from collsim.units import bandwidths, busbw_factor
 from collsim.viz.curves import CurvesView
 
 
@@ -79,7 +79,7 @@ def cmd_simulate(args) -> int:
     args.cluster = cluster
     require_simulation(s)
     r = simulate(s, topo, gamma=args.gamma, progress=not args.json, policy=args.policy)
-    alg, bus = bandwidths(s.nbytes, r.time_s * 1e6, ranks)
+    alg, bus = ALLREDUCE.bandwidths(s.nbytes, r.time_s * 1e6, ranks)
     obj = {"algo": args.algo, "ranks": ranks, "bytes": s.nbytes, "topology": topo.name, "channels": s.n_channels,
            "steps": s.n_steps, "transfers": s.n_transfers, "time_s": round_seconds(r.time_s), "algbw_GBps": alg,
            "busbw_GBps": bus, "resources": [{k: x[k] for k in ("name", "busy", "bytes")} for x in r.resource_table()]}
@@ -139,7 +139,7 @@ def _plot_sweep(path: str, algos: list[str], ranks: int, size_list, rows: list[d
     series = {a: np.array([r["time_s"] for r in rows if r["algo"] == a]) for a in algos}
     fig = Figure(figsize=(13, 4.6), layout="constrained")
     for ax, kind in zip(fig.subplots(1, 2), ("time", "busbw")):
-        CurvesView(algos, kind, ax=ax).update(size_list, series, factor=busbw_factor(ranks),
+        CurvesView(algos, kind, ax=ax).update(size_list, series, factor=ALLREDUCE.busbw_factor(ranks),
                                               title=f"AllReduce on {ranks} ranks")
     save_figure(fig, path)
 

@@ -1,4 +1,10 @@
-"""Prove a schedule is an AllReduce by executing it, or name the first transfer that breaks it.
+"""Prove a schedule computes its collective by executing it, or name the first transfer that breaks it.
+
+The collective (``Schedule.collective``, ``collsim.core.collective``) says which cells start with
+their rank's input (the others start empty: no contribution, value 0) and what every checked cell
+must hold at the end; the AllReduce's terms below (every rank ends with the sum) are the
+general rule's first case: a cell ends complete when it holds exactly the contributions the
+collective puts there, each once, and its value is their sum at the place they came from.
 
 Execution follows the step semantics of ``collsim.core.schedule``: every send of a
 step reads the sender's buffer as at the start of the step, then all receives
@@ -59,6 +65,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from collsim.core.collective import ALL, Atoms
 from collsim.core.execution import NONE, Execution
 from collsim.core.schedule import Schedule
 from collsim.errors import CollsimError
@@ -82,9 +89,10 @@ class CheckReport:
     bytes_sent: np.ndarray
     bytes_recv: np.ndarray
     link_bytes: dict = field(default_factory=dict)
+    done: str = "every rank ends with the elementwise sum"   # what the collective computes
 
     def summary(self) -> str:
-        head = "OK: every rank ends with the elementwise sum" if self.ok else f"WRONG: {self.error}"
+        head = f"OK: {self.done}" if self.ok else f"WRONG: {self.error}"
         sent = self.bytes_sent
         lines = [head, f"steps {self.n_steps}, transfers {self.n_transfers}, links {len(self.link_bytes)}",
                  f"bytes sent per rank: min {int(sent.min())}, max {int(sent.max())}, "
@@ -123,7 +131,7 @@ def check(schedule: Schedule, seed: int = 0) -> CheckReport:
     e = s.endpoints
     links = {(int(k) // e, int(k) % e): int(b) for k, b in zip(key, per)}
     report = dict(n_steps=s.n_steps, n_transfers=s.n_transfers, bytes_sent=sent, bytes_recv=recv,
-                  link_bytes=links)
+                  link_bytes=links, done=execution.collective.description)
     for st in execution.steps():
         pass
     error = st.error or _final_error(st)
@@ -175,7 +183,7 @@ def contribution_states(schedule: Schedule) -> ContributionStates:
     shape = (s.n_steps + 1, s.ranks * st.atoms)
     distinct = np.empty(shape, np.uint8 if s.ranks < 256 else np.int32)
     over = np.empty(shape, bool)
-    distinct[0], over[0] = 1, False
+    distinct[0], over[0] = st.held(slice(0, st.gpu_cells)), False
     for k, st in enumerate(run, start=1):
         cells = st.written[st.written < st.gpu_cells]                # the ranks' cells (not the switches')
         distinct[k], over[k] = distinct[k - 1], over[k - 1]
@@ -187,12 +195,23 @@ def contribution_states(schedule: Schedule) -> ContributionStates:
 
 
 def _final_error(st: Execution):
-    """None if every rank ends with the sum, else (step, index within step, reason)."""
+    """None if every checked cell ends as the collective defines (all_reduce: every rank with the
+    sum), else (step, index within step, reason)."""
     s, gpus = st.s, slice(0, st.gpu_cells)                 # the end check covers the ranks only
-    complete = (st.bits[gpus] == st.full).all(axis=1)
-    tainted = st.twice[gpus] < NONE
+    end = st.collective.complete(Atoms(s.ranks, st.bounds))
+    checked = end.checked.ravel()
+    source, atom = end.source.ravel(), end.atom.ravel()
+    one = np.uint64(1) << (source % 64).astype(np.uint64)
+    target = np.where((source == ALL)[:, None], st.full, 0).astype(np.uint64)
+    single = np.flatnonzero(source != ALL)
+    target[single, source[single] // 64] = one[single]
+    bits = st.bits[gpus]
+    complete = (bits == target).all(axis=1) | ~checked
+    tainted = (st.twice[gpus] < NONE) & checked
     if complete.all() and not tainted.any():
-        wrong = np.flatnonzero(st.value[gpus] != np.tile(st.data.reshape(s.ranks, -1).sum(axis=0), s.ranks))
+        data = st.data.reshape(s.ranks, -1)
+        want = np.where(source == ALL, data.sum(axis=0)[atom], data[np.maximum(source, 0), atom])
+        wrong = np.flatnonzero((st.value[gpus] != want) & checked)
         if len(wrong):
             rank, atom = divmod(int(wrong[0]), st.atoms)
             return None, None, f"rank {rank} {st.span(atom, atom + 1)} hold a wrong value"
@@ -210,12 +229,17 @@ def _final_error(st: Execution):
         return (*st.locate(int(first)), reason)
     cell = int(np.flatnonzero(~complete)[0])
     rank, atom = divmod(cell, st.atoms)
-    lacking = _bits(st.full & ~st.bits[cell], s.ranks)
     end = atom + 1
-    while end < st.atoms and np.array_equal(st.bits[cell + end - atom], st.bits[cell]):
+    while end < st.atoms and np.array_equal(bits[cell + end - atom], bits[cell]) \
+            and np.array_equal(target[cell + end - atom], target[cell]):
         end += 1
-    reason = (f"rank {rank} {st.span(atom, end)} end without the contribution of rank(s) "
-              f"{_ranks_text(lacking)}")
+    lacking, extra = _bits(target[cell] & ~bits[cell], s.ranks), _bits(bits[cell] & ~target[cell], s.ranks)
+    what = []
+    if len(lacking):
+        what.append(f"without the contribution of rank(s) {_ranks_text(lacking)}")
+    if len(extra):
+        what.append(f"with data of rank(s) {_ranks_text(extra)} that {st.collective.name} does not put there")
+    reason = f"rank {rank} {st.span(atom, end)} end {' and '.join(what)}"
     w = int(st.writer[cell])
     if w < 0:
         return None, None, reason + " (never written)"

@@ -9,7 +9,8 @@ from typing import Sequence
 
 import numpy as np
 
-from collsim.core.schedule import DTYPES, Schedule, ScheduleError, op_code
+from collsim.core.document import op_code
+from collsim.core.schedule import DTYPES, Schedule, ScheduleError
 
 
 def concat(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) -> Schedule:
@@ -17,10 +18,11 @@ def concat(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) 
     if not parts:
         raise ScheduleError("concat needs at least one schedule")
     first = parts[0]
+    shape = lambda p: (p.ranks, p.count, p.itemsize, p.switches, p.network, p.collective)  # noqa: E731
     for p in parts[1:]:
-        if (p.ranks, p.count, p.itemsize, p.switches, p.network) != (first.ranks, first.count, first.itemsize,
-                                                                     first.switches, first.network):
-            raise ScheduleError("concat: schedules differ in ranks, count, itemsize, switches or network")
+        if shape(p) != shape(first):
+            raise ScheduleError("concat: schedules differ in ranks, count, itemsize, switches, network or "
+                                "collective")
     ptrs, base = [np.zeros(1, np.int64)], 0
     for p in parts:
         ptrs.append(p.step_ptr[1:] + base)
@@ -29,7 +31,9 @@ def concat(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) 
     return Schedule(first.ranks, first.count, first.itemsize, cat("src"), cat("dst"), cat("offset"),
                     cat("length"), cat("op"), np.concatenate(ptrs), name=name or first.name,
                     meta=meta if meta is not None else first.meta, channel=cat("channel"),
-                    switches=first.switches, lane=cat("lane"), network=first.network)
+                    switches=first.switches, lane=cat("lane"), network=first.network,
+                    dst_offset=cat("dst_offset") if any(p.shifted for p in parts) else None,
+                    collective=first.collective)
 
 
 class ScheduleBuilder:
@@ -43,22 +47,25 @@ class ScheduleBuilder:
 
     Zero-length transfers are dropped (they move nothing); a step left empty is
     kept only if ``keep_empty`` is true. ``channel`` and ``lane`` broadcast like the other
-    columns (default 0).
+    columns (default 0), ``dst_offset`` too (default: ``offset``, where the transfer reads).
     """
 
     def __init__(self, ranks: int, count: int, itemsize: int = 4, name: str = "",
-                 meta: dict | None = None, switches: int = 0, network: int = 0):
+                 meta: dict | None = None, switches: int = 0, network: int = 0, collective: str = "all_reduce"):
         self.ranks, self.count, self.itemsize = int(ranks), int(count), int(itemsize)
         self.name, self.meta, self.switches, self.network = name, meta, int(switches), int(network)
-        self._cols: list[list[np.ndarray]] = [[], [], [], [], [], [], []]
+        self.collective = collective
+        self._cols: list[list[np.ndarray]] = [[], [], [], [], [], [], [], []]
         self._ptr = [0]
 
-    def add_step(self, src, dst, offset, length, op, keep_empty: bool = False, channel=0, lane=0) -> None:
+    def add_step(self, src, dst, offset, length, op, keep_empty: bool = False, channel=0, lane=0,
+                 dst_offset=None) -> None:
         src = np.atleast_1d(np.asarray(src, dtype=np.int64))
         n = len(src)
         op = op_code(op) if isinstance(op, str) else op
+        to = offset if dst_offset is None else dst_offset
         cols = [src] + [np.broadcast_to(np.asarray(x, dtype=t), (n,))
-                        for x, t in zip((dst, offset, length, op, channel, lane), DTYPES[1:])]
+                        for x, t in zip((dst, offset, length, op, channel, lane, to), DTYPES[1:])]
         keep = cols[3] > 0
         if not keep.all():
             cols = [c[keep] for c in cols]
@@ -68,10 +75,11 @@ class ScheduleBuilder:
             store.append(c)
         self._ptr.append(self._ptr[-1] + len(cols[0]))
 
-    def add_steps(self, src, dst, offset, length, op, channel=0, lane=0) -> None:
+    def add_steps(self, src, dst, offset, length, op, channel=0, lane=0, dst_offset=None) -> None:
         """Append many steps at once: 2-D arrays (steps x transfers per step), broadcastable
         to one shape; zero-length transfers are dropped and steps left empty skipped."""
-        cols = [np.asarray(x, dtype=t) for x, t in zip((src, dst, offset, length, op, channel, lane), DTYPES)]
+        to = offset if dst_offset is None else dst_offset
+        cols = [np.asarray(x, dtype=t) for x, t in zip((src, dst, offset, length, op, channel, lane, to), DTYPES)]
         shape = np.broadcast_shapes(*(c.shape for c in cols))
         if len(shape) != 2:
             raise ScheduleError("add_steps needs 2-D arrays (steps x transfers)")
@@ -88,7 +96,7 @@ class ScheduleBuilder:
                 for c, t in zip(self._cols, DTYPES)]
         return Schedule(self.ranks, self.count, self.itemsize, *cols[:5], np.array(self._ptr),
                         name=self.name, meta=self.meta, channel=cols[5], switches=self.switches, lane=cols[6],
-                        network=self.network)
+                        network=self.network, dst_offset=cols[7], collective=self.collective)
 
 
 def split_even(count: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
@@ -137,9 +145,7 @@ def wavefront(schedule: Schedule, lag, oldest_first: bool = True) -> Schedule:
     order = np.lexsort(keys)
     sizes = np.bincount(new_step, minlength=1)
     ptr = np.r_[0, np.cumsum(sizes[sizes > 0])]
-    return Schedule(s.ranks, s.count, s.itemsize, s.src[order], s.dst[order], s.offset[order], s.length[order],
-                    s.op[order], ptr, name=s.name, meta=s.meta, channel=s.channel[order], switches=s.switches,
-                    lane=s.lane[order], network=s.network)
+    return s.take(order, ptr)
 
 
 def interleave(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) -> Schedule:

@@ -13,19 +13,64 @@ from __future__ import annotations
 import numpy as np
 
 from collsim.core.budget import check_bytes
+from collsim.core.collective import Atoms, get as get_collective
 from collsim.core.schedule import COPY, REDUCE, Schedule
 from collsim.errors import CollsimError
 from collsim.inputs import check_memory
 
 NONE = np.iinfo(np.int64).max        # "no mistake recorded"
 MAX_STATE_BYTES = 1 << 32            # execution state check() may allocate: larger schedules are refused
+MAX_SHIFT_ROUNDS = 64                # rounds of carrying atom boundaries across dst_offset shifts
 
 
 def atoms_of(s: Schedule, limit: int | None = None):
-    """Atom boundaries in elements, and each transfer's first and end atom (first ``limit`` transfers)."""
+    """Atom boundaries in elements, and each transfer's first and end atom (first ``limit`` transfers).
+
+    The boundaries are every transfer's, 0 and count, the segment boundaries of a segmented
+    collective, and, where transfers write elsewhere than they read (``dst_offset``), closed under
+    their shifts so that a moved range covers as many atoms as it reads (a one-line error where
+    the shifts never align)."""
     ok_t = slice(0, s.n_transfers if limit is None else limit)
-    bounds = np.unique(np.r_[0, s.count, s.offset[ok_t], s.offset[ok_t] + s.length[ok_t]])
-    return bounds, np.searchsorted(bounds, s.offset[ok_t]), np.searchsorted(bounds, s.offset[ok_t] + s.length[ok_t])
+    off, ln = s.offset[ok_t], s.length[ok_t]
+    parts = [[0, s.count], off, off + ln]
+    if get_collective(s.collective).segmented and s.count:
+        parts.append(np.arange(s.ranks + 1) * (s.count // s.ranks))
+    if s.shifted:
+        to = s.dst_offset[ok_t]
+        parts += [to, to + ln]
+    bounds = np.unique(np.concatenate([np.asarray(p, np.int64) for p in parts]))
+    if s.shifted:
+        bounds = _closed(bounds, off, s.dst_offset[ok_t], ln)
+    return bounds, np.searchsorted(bounds, off), np.searchsorted(bounds, off + ln)
+
+
+def _closed(bounds: np.ndarray, off: np.ndarray, to: np.ndarray, ln: np.ndarray) -> np.ndarray:
+    """``bounds`` with every boundary inside a shifted transfer's read range carried to its write
+    range and back, until nothing new appears (at most ``MAX_SHIFT_ROUNDS`` rounds)."""
+    moved = np.flatnonzero(off != to)
+    off, to, ln = off[moved], to[moved], ln[moved]
+    for _ in range(MAX_SHIFT_ROUNDS):
+        new = [bounds]
+        for a, b in ((off, to), (to, off)):          # read range -> write range, and back
+            lo, hi = np.searchsorted(bounds, a, "right"), np.searchsorted(bounds, a + ln, "left")
+            n = np.maximum(hi - lo, 0)
+            t = np.repeat(np.arange(len(a)), n)
+            inner = lo[t] + np.arange(len(t)) - np.repeat(np.cumsum(n) - n, n)
+            new.append(bounds[inner] - a[t] + b[t])
+        grown = np.unique(np.concatenate(new))
+        if len(grown) == len(bounds):
+            return bounds
+        bounds = grown
+    raise CollsimError(f"the element ranges of transfers with dst_offset do not align after "
+                       f"{MAX_SHIFT_ROUNDS} rounds (collsim.core.execution.MAX_SHIFT_ROUNDS)")
+
+
+def dst_atoms(s: Schedule, bounds: np.ndarray, t: np.ndarray, atom: np.ndarray, a_lo: np.ndarray) -> np.ndarray:
+    """The atom each (transfer ``t``, read atom ``atom``) writes at its destination (``atom`` itself
+    unless the transfer has a ``dst_offset``)."""
+    if not s.shifted:
+        return atom
+    return atom - a_lo[t] + np.searchsorted(bounds, s.dst_offset[t])
 
 
 def expand_atoms(lo: int, hi: int, a_lo, a_hi) -> tuple[np.ndarray, np.ndarray]:
@@ -42,7 +87,8 @@ def expand_atoms(lo: int, hi: int, a_lo, a_hi) -> tuple[np.ndarray, np.ndarray]:
 def static_error(s: Schedule) -> tuple[int, str] | None:
     """First transfer with a bad rank or element range, as (index, reason); None if there is none."""
     bad_rank = (s.src < 0) | (s.src >= s.endpoints) | (s.dst < 0) | (s.dst >= s.endpoints)
-    bad_range = (s.offset < 0) | (s.length < 0) | (s.offset + s.length > s.count)
+    bad_range = ((s.offset < 0) | (s.length < 0) | (s.offset + s.length > s.count)
+                 | (s.dst_offset < 0) | (s.dst_offset + s.length > s.count))
     bad = np.flatnonzero(bad_rank | bad_range)
     if not len(bad):
         return None
@@ -51,7 +97,9 @@ def static_error(s: Schedule) -> tuple[int, str] | None:
     if bad_rank[i]:
         more = f" and switches {s.ranks}..{s.endpoints - 1}" if s.endpoints > s.ranks else ""
         return i, f"bad rank: {t.src} -> {t.dst} with ranks 0..{s.ranks - 1}{more}"
-    return i, f"element range [{t.offset}, {t.offset + t.count}) outside the buffer [0, {s.count})"
+    read_ok = t.count >= 0 and 0 <= t.offset <= s.count - t.count
+    at, what = (t.offset, "element range") if not read_ok else (t.dst_offset, "written element range")
+    return i, f"{what} [{at}, {at + t.count}) outside the buffer [0, {s.count})"
 
 
 def run_steps(schedule: Schedule, data):
@@ -66,16 +114,16 @@ def run_steps(schedule: Schedule, data):
     static = static_error(schedule)
     if static:
         raise CollsimError(f"transfer {static[0]}: {static[1]}")
-    s, (_, a_lo, a_hi) = schedule, atoms_of(schedule)
+    s, (bounds, a_lo, a_hi) = schedule, atoms_of(schedule)
     data = np.asarray(data)
     value = np.concatenate([data, np.zeros((s.endpoints - s.ranks,) + data.shape[1:], data.dtype)])
     yield value[:s.ranks].copy()
     for k in range(s.n_steps):
         t, atom = expand_atoms(int(s.step_ptr[k]), int(s.step_ptr[k + 1]), a_lo, a_hi)
-        dst, cp = s.dst[t], s.op[t] == COPY
+        dst, cp, to = s.dst[t], s.op[t] == COPY, dst_atoms(s, bounds, t, atom, a_lo)
         moved = value[s.src[t], atom]                 # every send reads the start-of-step buffer
-        np.add.at(value, (dst[~cp], atom[~cp]), moved[~cp])
-        value[dst[cp], atom[cp]] = moved[cp]
+        np.add.at(value, (dst[~cp], to[~cp]), moved[~cp])
+        value[dst[cp], to[cp]] = moved[cp]
         yield value[:s.ranks].copy()
 
 
@@ -109,11 +157,14 @@ class Execution:
         per_step = np.bincount(s.step_index[:self.limit], weights=moved, minlength=1) if self.limit else [0]
         check_memory(check_bytes(int(moved.sum()), need, int(max(per_step)) * (5 + words) * 8) + extra_bytes,
                      f"checking this schedule ({p} ranks x {self.atoms} element ranges, {s.n_transfers} transfers)")
+        self.collective = get_collective(s.collective)
         self.data = np.random.default_rng(seed).integers(-2**40, 2**40, size=self.gpu_cells, dtype=np.int64)
-        self.value = np.r_[self.data, np.zeros(cells - self.gpu_cells, np.int64)]
-        one, r = np.uint64(1) << (np.arange(p) % 64).astype(np.uint64), np.repeat(np.arange(p), self.atoms)
+        held = np.flatnonzero(self.collective.start(Atoms(p, self.bounds)).ravel())   # cells with input
+        self.value = np.zeros(cells, np.int64)
+        self.value[held] = self.data[held]
+        one, r = np.uint64(1) << (np.arange(p) % 64).astype(np.uint64), held // self.atoms
         self.bits = np.zeros((cells, words), np.uint64)
-        self.bits[np.arange(self.gpu_cells), r // 64] = one[r]
+        self.bits[held, r // 64] = one[r]
         self.full = np.zeros(words, np.uint64)
         np.bitwise_or.at(self.full, np.arange(p) // 64, one)
         self.writer = np.full(cells, -1, np.int64)
@@ -122,9 +173,10 @@ class Execution:
         self.ev_atom = np.zeros(s.n_transfers, np.int64)
         self.ev_bits: dict[int, np.ndarray] = {}
         self.error, self.written = None, np.zeros(0, np.int64)
-        self._plan(*expand_atoms(0, self.limit, a_lo, a_hi))
+        t, atom = expand_atoms(0, self.limit, a_lo, a_hi)
+        self._plan(t, atom, dst_atoms(s, self.bounds, t, atom, a_lo))
 
-    def _plan(self, t: np.ndarray, atom: np.ndarray) -> None:
+    def _plan(self, t: np.ndarray, atom: np.ndarray, to: np.ndarray) -> None:
         """Every transfer cut into its atoms: step k's copies at ptr[k]..mid[k] and its reduces
         at mid[k]..ptr[k + 1] (each in transfer order), src/dst as cells; per step the first
         copy that shares its cell with another write (``conflict``, -1 if none) and whether
@@ -132,9 +184,9 @@ class Execution:
         s = self.s
         step, red = s.step_index[t], s.op[t] == REDUCE
         order = np.lexsort((red, step))
-        t, atom, step, red = t[order], atom[order], step[order], red[order]
-        self.t, self.atom = t, atom
-        self.src, self.dst = s.src[t] * self.atoms + atom, s.dst[t] * self.atoms + atom
+        t, atom, to, step, red = t[order], atom[order], to[order], step[order], red[order]
+        self.t, self.atom = t, to                  # messages name the elements a transfer writes
+        self.src, self.dst = s.src[t] * self.atoms + atom, s.dst[t] * self.atoms + to
         k = np.arange(s.n_steps + 1)
         self.ptr, self.mid = np.searchsorted(step, k), np.searchsorted(2 * step + red, 2 * k[:-1] + 1)
         by_cell = np.lexsort((self.dst, step))
@@ -215,7 +267,7 @@ class Execution:
             np.minimum.at(self.stale, cells, in_stale[r])
         if lo < mid:                   # a copy out of an NVSwitch is its own reduction: never a stale copy
             nvswitch = (src[c] >= self.gpu_cells) & (src[c] < self.nvswitch_cells)
-            partial = (in_bits[c] != self.full).any(axis=1) & ~nvswitch
+            partial = (in_bits[c] != self.full).any(axis=1) & ~nvswitch & self.collective.reduces
             self._record(t[c], atom[c], partial, self.full & ~in_bits[c])
             cells = dst[c]
             self.value[cells], self.bits[cells], self.twice[cells] = in_val[c], in_bits[c], in_twice[c]

@@ -2,7 +2,7 @@
 
 A schedule is a list of steps; a step is a list of transfers. A transfer moves
 ``count`` elements starting at element ``offset`` from rank ``src`` to rank
-``dst`` and applies them there with ``op``:
+``dst`` and applies them there, at element ``dst_offset`` (default: ``offset``, the same place), with ``op``:
 
 * ``reduce``: the receiver adds the incoming elements to its own;
 * ``copy``:   the receiver overwrites its own elements with the incoming ones.
@@ -34,62 +34,38 @@ Storage is columnar (numpy arrays, one entry per transfer, steps delimited by
 (ring AllReduce on 1024 ranks has ~2.1 M) are cheap to build, check and
 simulate. ``Schedule.steps`` gives the list-of-lists view of ``Transfer``.
 
+The collective a schedule computes is ``Schedule.collective`` (a ``collsim.core.collective`` name,
+default ``all_reduce``): it fixes what each rank holds at the start and must hold at the end.
+
 JSON: ``Schedule.to_dict`` / ``Schedule.from_dict`` (schema and bounds: ``collsim.core.document``).
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
 
-from collsim.core.document import ScheduleError, check_document
+from collsim.core.collective import get as get_collective
+from collsim.core.document import OP_NAMES, ScheduleError, Transfer, check_document, transfer_rows
 from collsim.errors import CollsimError
 from collsim.inputs import parse_json, read_text
 
 REDUCE = 0
 COPY = 1
-DTYPES = (np.int64, np.int64, np.int64, np.int64, np.uint8, np.int32, np.uint8)  # src dst offset length op channel lane
-OP_NAMES = ("reduce", "copy")
-OP_CODES = {name: code for code, name in enumerate(OP_NAMES)}
-
-
-@dataclass(frozen=True)
-class Transfer:
-    """One message: ``count`` elements at ``offset`` from ``src`` to ``dst`` on ``channel`` and ``lane``."""
-
-    src: int
-    dst: int
-    offset: int
-    count: int
-    op: str = "reduce"
-    channel: int = 0
-    lane: int = 0
-
-    def to_dict(self) -> dict:
-        d = {"src": self.src, "dst": self.dst, "offset": self.offset, "count": self.count, "op": self.op,
-             "channel": self.channel}
-        if self.lane:
-            d["lane"] = self.lane
-        return d
-
-
-def op_code(op) -> int:
-    if isinstance(op, str):
-        if op not in OP_CODES:
-            raise ScheduleError(f"unknown op {op!r}: expected 'reduce' or 'copy'")
-        return OP_CODES[op]
-    return int(op)
+DTYPES = (np.int64, np.int64, np.int64, np.int64, np.uint8, np.int32, np.uint8,  # src dst offset length op
+          np.int64)                                                             # channel lane dst_offset
 
 
 class Schedule:
-    """A columnar AllReduce schedule.
+    """A columnar schedule of one collective.
 
     Attributes (numpy int64 arrays of length ``n_transfers`` unless said):
         src, dst, offset, length: who sends to whom, which element range
             (``length`` is the transfer's element count; ``count`` is the
             buffer's).
+        dst_offset: where each transfer writes at ``dst`` (the ``offset`` array itself when every
+            transfer writes where it reads; ``shifted`` says whether one does not).
         op: uint8, ``REDUCE`` (0) or ``COPY`` (1).
         channel: int32, the channel each transfer runs on (>= 0).
         lane: uint8, the lane of its channel (0-255).
@@ -101,17 +77,24 @@ class Schedule:
         network: 1 when endpoint ``ranks + switches`` is the network's reducing switch (0: none).
         name: free text (the algorithm's name).
         meta: free dict (algorithm parameters, e.g. slices, gpus_per_node).
+        collective: the collective's name (``collsim.core.collective``; default ``all_reduce``).
     """
 
     def __init__(self, ranks: int, count: int, itemsize: int, src, dst, offset, length, op,
                  step_ptr, name: str = "", meta: dict | None = None, channel=None, switches: int = 0, lane=None,
-                 network: int = 0):
+                 network: int = 0, *, dst_offset=None, collective: str = "all_reduce"):
         self.ranks = int(ranks)
         self.count = int(count)
         self.itemsize = int(itemsize)
         self.src = np.ascontiguousarray(src, dtype=np.int64)
         self.dst = np.ascontiguousarray(dst, dtype=np.int64)
         self.offset = np.ascontiguousarray(offset, dtype=np.int64)
+        self.dst_offset = self.offset
+        if dst_offset is not None:
+            moved = np.ascontiguousarray(dst_offset, dtype=np.int64)
+            if len(moved) != len(self.offset) or np.any(moved != self.offset):
+                self.dst_offset = moved
+        self.collective = get_collective(collective).name
         self.length = np.ascontiguousarray(length, dtype=np.int64)
         self.op = np.ascontiguousarray(op, dtype=np.uint8)
         self.channel = (np.zeros(len(self.src), np.int32) if channel is None
@@ -138,7 +121,7 @@ class Schedule:
         if self.network not in (0, 1):
             raise ScheduleError(f"network must be 0 or 1, got {self.network}")
         n = len(self.src)
-        for name in ("dst", "offset", "length", "op", "channel", "lane"):
+        for name in ("dst", "offset", "dst_offset", "length", "op", "channel", "lane"):
             if len(getattr(self, name)) != n:
                 raise ScheduleError(f"column {name} has {len(getattr(self, name))} entries, src has {n}")
         sp = self.step_ptr
@@ -148,6 +131,21 @@ class Schedule:
             raise ScheduleError("op codes must be 0 (reduce) or 1 (copy)")
         if n and self.channel.min() < 0:
             raise ScheduleError("channels must be >= 0")
+
+    @property
+    def shifted(self) -> bool:
+        """True when some transfer writes elsewhere than it reads (``dst_offset``)."""
+        return self.dst_offset is not self.offset
+
+    def take(self, index, step_ptr, **changes) -> "Schedule":
+        """The schedule of transfers ``index`` (an index or mask array), in that order, cut in steps
+        by ``step_ptr``; ``changes`` replace the channel column or the keyword attributes."""
+        cols = {k: getattr(self, k)[index] for k in ("src", "dst", "offset", "length", "op", "channel", "lane")}
+        if self.shifted:
+            cols["dst_offset"] = self.dst_offset[index]
+        keep = dict(name=self.name, meta=self.meta, switches=self.switches, network=self.network,
+                    collective=self.collective)
+        return Schedule(self.ranks, self.count, self.itemsize, step_ptr=step_ptr, **{**cols, **keep, **changes})
 
     @property
     def n_steps(self) -> int:
@@ -193,8 +191,9 @@ class Schedule:
         return f"step {step + 1} of {self.n_steps}, transfer {i - lo + 1} of {hi - lo}"
 
     def transfer(self, i: int) -> Transfer:
-        return Transfer(int(self.src[i]), int(self.dst[i]), int(self.offset[i]),
-                        int(self.length[i]), OP_NAMES[int(self.op[i])], int(self.channel[i]), int(self.lane[i]))
+        return Transfer(int(self.src[i]), int(self.dst[i]), int(self.offset[i]), int(self.length[i]),
+                        OP_NAMES[int(self.op[i])], int(self.channel[i]), int(self.lane[i]),
+                        dst_offset=int(self.dst_offset[i]) if self.shifted else None)
 
     @property
     def steps(self) -> list[list[Transfer]]:
@@ -209,49 +208,36 @@ class Schedule:
         more = f", channels={self.n_channels}" if self.n_channels > 1 else ""
         more += f", switches={self.switches}" if self.switches else ""
         more += ", network" if self.network else ""
+        more += f", {self.collective}" if self.collective != "all_reduce" else ""
         return (f"Schedule({self.name or 'unnamed'}, ranks={self.ranks}, count={self.count}, "
                 f"itemsize={self.itemsize}, steps={self.n_steps}, transfers={self.n_transfers}{more})")
 
     # ---------------------------------------------------------- constructors
     @classmethod
     def from_steps(cls, ranks: int, count: int, steps: Iterable[Iterable], itemsize: int = 4,
-                   name: str = "", meta: dict | None = None, switches: int = 0, network: int = 0) -> "Schedule":
+                   name: str = "", meta: dict | None = None, switches: int = 0, network: int = 0,
+                   collective: str = "all_reduce") -> "Schedule":
         """Build from a list of steps of ``Transfer``s, dicts or (src, dst, offset, count[, op[, channel[, lane]]])
-        tuples (op default "reduce", channel and lane default 0)."""
-        rows, ptr = [], [0]
-        for step in steps:
-            for t in step:
-                if isinstance(t, Transfer):
-                    row = (t.src, t.dst, t.offset, t.count, op_code(t.op), t.channel, t.lane)
-                elif isinstance(t, dict):
-                    try:
-                        row = (t["src"], t["dst"], t["offset"], t["count"], op_code(t["op"]), t.get("channel", 0),
-                               t.get("lane", 0))
-                    except KeyError as e:
-                        raise ScheduleError(f"transfer {t} lacks key {e.args[0]!r}") from None
-                else:
-                    src, dst, off, cnt, *rest = t
-                    row = (src, dst, off, cnt, op_code(rest[0] if rest else "reduce"), rest[1] if len(rest) > 1 else 0,
-                           rest[2] if len(rest) > 2 else 0)
-                if row[3] > 0:                      # zero-length transfers move nothing (as the builder)
-                    rows.append(row)
-            if len(rows) > ptr[-1]:                 # steps left empty are dropped
-                ptr.append(len(rows))
-        a = np.array(rows, dtype=np.int64).reshape(-1, 7)
+        tuples (op default "reduce", channel and lane default 0, dst_offset default offset)."""
+        a, ptr = transfer_rows(steps)
         return cls(ranks, count, itemsize, *a[:, :5].T, ptr, name=name, meta=meta, channel=a[:, 5],
-                   switches=switches, lane=a[:, 6], network=network)
+                   switches=switches, lane=a[:, 6], network=network, dst_offset=a[:, 7], collective=collective)
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
         ops = [OP_NAMES[o] for o in self.op.tolist()]
         src, dst, off, ln, ch, la = (a.tolist() for a in (self.src, self.dst, self.offset, self.length, self.channel,
                                                         self.lane))
+        to = self.dst_offset.tolist() if self.shifted else off
         steps = []
         for s in range(self.n_steps):
             lo, hi = int(self.step_ptr[s]), int(self.step_ptr[s + 1])
             steps.append([{"src": src[i], "dst": dst[i], "offset": off[i], "count": ln[i], "op": ops[i],
-                           "channel": ch[i], **({"lane": la[i]} if la[i] else {})} for i in range(lo, hi)])
+                           "channel": ch[i], **({"lane": la[i]} if la[i] else {}),
+                           **({"dst_offset": to[i]} if to[i] != off[i] else {})} for i in range(lo, hi)])
         d = {"ranks": self.ranks, "count": self.count, "itemsize": self.itemsize, "steps": steps}
+        if self.collective != "all_reduce":
+            d["collective"] = self.collective
         if self.switches:
             d["switches"] = self.switches
         if self.network:
@@ -272,7 +258,7 @@ class Schedule:
         check_document(d)
         return cls.from_steps(d["ranks"], d["count"], d["steps"], itemsize=d.get("itemsize", 4),
                               name=d.get("name", ""), meta=d.get("meta"), switches=d.get("switches", 0),
-                              network=d.get("network", 0))
+                              network=d.get("network", 0), collective=d.get("collective", "all_reduce"))
 
     @classmethod
     def from_json(cls, text: str, where: str = "schedule") -> "Schedule":

@@ -26,6 +26,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from collsim.core.collective import ALLREDUCE
 from collsim.diagnose import parsers
 from collsim.errors import CollsimError, CollsimWarning
 from collsim.inputs import read_text
@@ -169,7 +170,7 @@ def _row(rec: dict, line: int, meta: dict) -> dict:
     bus = rec.get("busbw_GBps")
     if bus is None and rec.get("time_us"):
         ranks = rec.get("ranks") or meta.get("world_size") or 1
-        bus = rec["size"] / 1e3 / rec["time_us"] * (2 * (ranks - 1) / ranks)
+        bus = rec["size"] / 1e3 / rec["time_us"] * ALLREDUCE.busbw_factor(ranks)
     return {"bytes": int(rec["size"]), "busbw_GBps": float(bus or 0.0), "time_us": float(rec.get("time_us") or 0),
             "line": line}
 

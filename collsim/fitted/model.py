@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from collsim.core.collective import ALLREDUCE
 from collsim.fitted.layout import EFFICIENCY, Config, Layout, layout
 from collsim.fitted.params import OPTIONAL, ModelParams
-from collsim.units import bandwidths
 
 
 def _total_payload(lay: Layout) -> np.ndarray:
@@ -47,7 +47,7 @@ def _total_payload(lay: Layout) -> np.ndarray:
     buffer, a tree the buffer, NVLS (ppn+1)/ppn of it through the switch."""
     cfg = lay.config
     ppn = cfg.ranks // cfg.nodes
-    factor = {"Ring": 2 * (cfg.ranks - 1) / cfg.ranks, "Tree": 1.0}.get(lay.algo, (ppn + 1) / ppn)
+    factor = {"Ring": ALLREDUCE.busbw_factor(cfg.ranks), "Tree": 1.0}.get(lay.algo, (ppn + 1) / ppn)
     return factor * lay.sizes
 
 
@@ -130,7 +130,7 @@ def explain(params: ModelParams, algo: str, proto: str, sizes, config: Config) -
     for i, nb in enumerate(lay.sizes.tolist()):
         shares = {k: float(v[i] / total[i]) for k, v in terms.items()}
         out.append({
-            "bytes": nb, "time_us": float(total[i]), "busbw_GBps": bandwidths(nb, total[i], config.ranks)[1],
+            "bytes": nb, "time_us": float(total[i]), "busbw_GBps": ALLREDUCE.bandwidths(nb, total[i], config.ranks)[1],
             "channels": int(lay.nc[i]), "threads": int(lay.threads[i]), "steps": int(lay.steps[i]), "shares": shares,
             "dominant": max(shares, key=shares.get),
             "link_utilisation": {k: float(w[i] / (total[i] * params.link_GBps[k] * 1e3)) for k, w in loads.items()},

@@ -29,6 +29,7 @@ import json
 from dataclasses import replace
 from importlib import resources
 
+from collsim.core.collective import ALLREDUCE
 from collsim.fitted.layout import Config
 from collsim.fitted.model import predict
 from collsim.fitted.params import NVLS_PRIOR, ModelParams, params_from_dict
@@ -155,7 +156,7 @@ def _at_plateau(params: ModelParams, cluster: Cluster, algo: str, scaled: set, t
     cfg = Config(ranks, nodes, "pcie" if "pcie" in scaled else "nvlink", nics=cluster.nics_per_node if nodes > 1 else 0)
     for _ in range(PLATEAU_ROUNDS):
         t_us = predict(params, algo, "Simple", [PLATEAU_BYTES], cfg)[0]
-        step = target / (PLATEAU_BYTES / t_us / 1e3 * 2 * (ranks - 1) / ranks)
+        step = target / (PLATEAU_BYTES / t_us / 1e3 * ALLREDUCE.busbw_factor(ranks))
         if abs(step - 1) < 1e-4:
             break
         paths = {k: ({**v, "chan_GBps": v["chan_GBps"] * step} if k[0] in scaled or k in scaled else v)

@@ -61,12 +61,12 @@ from pathlib import Path
 import numpy as np
 
 from collsim.core.budget import BASE_BYTES
+from collsim.core.collective import ALLREDUCE
 from collsim.errors import CollsimError, describe
 from collsim.inputs import MAX_BYTES, MAX_CALLS, MAX_RANKS, check_memory, parse_json, read_field, read_text
 from collsim.measure.table import TABLE_HEADER, format_row  # noqa: F401 - re-exported
 from collsim.nccl.probe import check_probe
 from collsim.outputs import atomic_write
-from collsim.units import bandwidths
 
 RECORD_BYTES = 2500  # a loaded record (a dict of ~20 fields), its point and per-point arrays downstream
 FIELDS = {  # name -> (numpy dtype, required)
@@ -99,7 +99,7 @@ _META_CHECKS = {  # the meta keys collsim reads -> collsim.inputs.read_field arg
 
 def result_record(size, count, dtype, time_us, ranks, wrong, **extra) -> dict:
     """One result record (fields above) with bandwidths computed from ``time_us``."""
-    algbw, busbw = bandwidths(size, time_us, ranks)
+    algbw, busbw = ALLREDUCE.bandwidths(size, time_us, ranks)
     return {"type": "result", "size": int(size), "count": int(count), "dtype": dtype,
             "time_us": float(time_us), "algbw_GBps": algbw, "busbw_GBps": busbw,
             "wrong": None if wrong is None else int(wrong), "ranks": int(ranks), **extra}

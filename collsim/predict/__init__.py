@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collsim.core.collective import ALLREDUCE
 from collsim.errors import CollsimError
 from collsim.machine.cluster import Cluster
 from collsim.nccl import ALGOS
@@ -43,7 +44,6 @@ from collsim.predict.costs import fitted_algo
 from collsim.predict.schedules import COLLNET
 from collsim.predict.simulation import NcclSim, simulate_nccl
 from collsim.predictors import SIMULATED
-from collsim.units import bandwidths
 
 __all__ = ["NcclContext", "NcclSim", "Row", "harness_config", "nccl_context", "predict_nccl", "simulate_nccl"]
 
@@ -96,7 +96,7 @@ def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "d
     rows = []
     for size, d in zip(sizes, decisions):
         if not simulated(d.algo):                                         # not simulated: NCCL's model
-            alg, bus = bandwidths(size, d.time_us, ctx.cluster.ranks)
+            alg, bus = ALLREDUCE.bandwidths(size, d.time_us, ctx.cluster.ranks)
             rows.append(Row(size, d.time_us, None, None, alg, bus, d.algo, d.proto, d.channels, d.time_us, "", 0.0,
                             "nccl"))
             continue
@@ -107,7 +107,7 @@ def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "d
         t_us = r.time_s * 1e6 + params.harness_time(cfg)
         if cfg.timing == "eager":
             t_us = max(t_us, params.host_floor(cfg, main))
-        alg, bus = bandwidths(size, t_us, ctx.cluster.ranks)
+        alg, bus = ALLREDUCE.bandwidths(size, t_us, ctx.cluster.ranks)
         rows.append(Row(size, t_us, t_us, r.time_s * 1e6, alg, bus, d.algo, d.proto, d.channels, d.time_us,
                         busiest["name"] if busiest else "", busiest["busy"] if busiest else 0.0))
     settings = {"coll_channels": ctx.setup.coll_channels, "nvls_channels": ctx.setup.nvls_channels, "env": ctx.env,

@@ -79,9 +79,7 @@ def _keep(s: Schedule, classes: list[list[int]], factor: int) -> Schedule:
     mask = renumber[s.channel] >= 0
     steps = np.repeat(np.arange(s.n_steps), np.diff(s.step_ptr))[mask]
     step_ptr = np.r_[0, np.cumsum(np.bincount(steps, minlength=s.n_steps))]
-    return Schedule(s.ranks, s.count, s.itemsize, s.src[mask], s.dst[mask], s.offset[mask], s.length[mask],
-                    s.op[mask], step_ptr, s.name, {**s.meta, "channels_per_kept": factor}, renumber[s.channel[mask]],
-                    s.switches, s.lane[mask], s.network)
+    return s.take(mask, step_ptr, meta={**s.meta, "channels_per_kept": factor}, channel=renumber[s.channel[mask]])
 
 
 def _slowed(topology: Topology, ports: float, nics: float, merged_nics: int = 1) -> Topology:

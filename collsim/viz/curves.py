@@ -14,6 +14,7 @@ from typing import Mapping
 
 import numpy as np
 
+from collsim.core.collective import get as get_collective
 from collsim.errors import CollsimError
 from collsim.outputs import save_figure
 from collsim.units import algbw_GBps
@@ -81,7 +82,7 @@ def fastest(sizes, series: Mapping[str, np.ndarray]) -> list[str]:
 
 def busbw(sizes, times, factor: float) -> np.ndarray:
     """nccl-tests bus bandwidth in GB/s (1e9 B/s) of ``sizes`` bytes in ``times`` seconds: algbw x
-    ``factor`` (``collsim.sweep.busbw_factor``, 2(P-1)/P for AllReduce)."""
+    ``factor`` (``collsim.core.collective.Collective.busbw_factor``, 2(P-1)/P for AllReduce)."""
     return np.asarray(algbw_GBps(sizes, times)) * factor
 
 
@@ -240,7 +241,7 @@ def draw_predicted_busbw(ax, result: dict, measured: dict | None = None) -> None
     rows = result["rows"]
     sizes = np.array([r["bytes"] for r in rows], float)
     ranks = result["cluster"]["gpus_per_node"] * result["cluster"]["nodes"]
-    factor = 2 * (ranks - 1) / ranks
+    factor = get_collective(result.get("collective", "all_reduce")).busbw_factor(ranks)
     ax.semilogx(sizes, [r["busbw_GBps"] for r in rows], "-", color="0.3", lw=1.2,
                 label="simulated_us (collsim's simulation)")
     ax.semilogx(sizes, busbw(sizes, np.array([r["nccl_us"] for r in rows]) * 1e-6, factor), "--", color="0.6",

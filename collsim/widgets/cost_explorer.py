@@ -19,10 +19,10 @@ import html
 
 import numpy as np
 
+from collsim.core.collective import ALLREDUCE
 from collsim.cost import closed_form, rail_ring
 from collsim.errors import CollsimError
 from collsim.sweep import sweep
-from collsim.units import busbw_factor
 from collsim.viz.curves import CurvesView
 from collsim.viz.render import FramePNG
 from collsim.widgets import settle_heap
@@ -194,7 +194,7 @@ class CostExplorer:
 
         kind = kind or self.kind.value
         view = self.views[kind]
-        self.crossings = view.update(sizes, series, factor=busbw_factor(P), fastest_only=True,
+        self.crossings = view.update(sizes, series, factor=ALLREDUCE.busbw_factor(P), fastest_only=True,
                                      title=f"alpha-beta closed forms, P={P}")
         png = self._png[kind]
         png.use(view.limits())                   # a background per limits: ticks drawn once each

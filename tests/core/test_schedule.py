@@ -89,7 +89,7 @@ def test_the_network_endpoint_travels_through_builder_json_and_concat():
         Schedule(2, 4, 4, [], [], [], [], [], [0], network=2)
     with pytest.raises(ScheduleError, match="'network' must be <= 1"):
         Schedule.from_dict({"ranks": 2, "count": 1, "steps": [], "network": 3})
-    with pytest.raises(ScheduleError, match="differ in ranks, count, itemsize, switches or network"):
+    with pytest.raises(ScheduleError, match="differ in ranks, count, itemsize, switches, network or collective"):
         concat([s, ScheduleBuilder(4, 4, switches=2).build()])
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from collsim.core.collective import ALLREDUCE
 from collsim.errors import CollsimError, CollsimWarning
 from collsim.measure import (
     JsonlWriter,
@@ -18,7 +19,7 @@ from collsim.measure import (
 )
 from collsim.measure.files import to_csv
 from collsim.measure.nccl_tests import import_nccl_tests, parse_env, parse_label
-from collsim.units import bandwidths, parse_size
+from collsim.units import parse_size
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 META = {"type": "meta", "harness": "collsim", "world_size": 4}
@@ -38,19 +39,19 @@ def test_parse_size_suffixes_and_errors():
 
 
 def test_bandwidths_follow_nccl_tests():
-    algbw, busbw = bandwidths(1 << 30, 1e4, 8)
+    algbw, busbw = ALLREDUCE.bandwidths(1 << 30, 1e4, 8)
     assert algbw == pytest.approx((1 << 30) / 1e9 / 1e-2)
     assert busbw == pytest.approx(algbw * 2 * 7 / 8)
 
 
 def test_bandwidths_edge_cases():
-    assert bandwidths(0, 0.0, 4) == (0.0, 0.0) and bandwidths(0, 3.0, 4) == (0.0, 0.0)
-    assert bandwidths(8, 0.0, 4) == (np.inf, np.inf)
-    alg, bus = bandwidths(8, 0.0, 1)  # one rank: no time, no bus traffic
+    assert ALLREDUCE.bandwidths(0, 0.0, 4) == (0.0, 0.0) and ALLREDUCE.bandwidths(0, 3.0, 4) == (0.0, 0.0)
+    assert ALLREDUCE.bandwidths(8, 0.0, 4) == (np.inf, np.inf)
+    alg, bus = ALLREDUCE.bandwidths(8, 0.0, 1)  # one rank: no time, no bus traffic
     assert alg == np.inf and np.isnan(bus)
-    assert all(np.isnan(bandwidths(8, -1.0, 4))) and np.isnan(bandwidths(8, 2.0, 0)[1])
-    assert all(np.isnan(bandwidths(0, -1.0, 4)))  # a negative time is invalid whatever the size
-    assert bandwidths(8, 2.0, 0)[0] == pytest.approx(8 / 1e3 / 2.0)
+    assert all(np.isnan(ALLREDUCE.bandwidths(8, -1.0, 4))) and np.isnan(ALLREDUCE.bandwidths(8, 2.0, 0)[1])
+    assert all(np.isnan(ALLREDUCE.bandwidths(0, -1.0, 4)))  # a negative time is invalid whatever the size
+    assert ALLREDUCE.bandwidths(8, 2.0, 0)[0] == pytest.approx(8 / 1e3 / 2.0)
 
 
 def test_load_arrays_meta_and_csv(tmp_path):
