@@ -1,4 +1,14 @@
-"""AllReduce benchmark in nccl-tests vocabulary, launched by torchrun.
+"""The collectives of nccl-tests (AllReduce by default) in its vocabulary, launched by torchrun.
+
+``--coll NAME`` picks the collective by nccl-tests' name: all_reduce, all_gather, reduce_scatter,
+broadcast and reduce (root 0), alltoall, sendrecv (the ring shift), each as its ``NAME_perf``
+measures it: the same size and count columns (for all_gather, reduce_scatter and alltoall the size
+is the whole buffer of ranks x count elements), redop and root, time, algbw and busbw (nccl-tests'
+factor per collective, ``collsim.core.collective``), #wrong; ``--place both`` out of place then in
+place per size, as nccl-tests; buffers, calls and checks per collective in ``collectives.py``::
+
+    torchrun --standalone --nproc-per-node=2 runners/allreduce_bench.py --coll all_gather \
+        -b 8 -e 1G --place both --timing graph --out out/ag.jsonl
 
 One node, 2 GPUs (NCCL; graph timing; NCCL's own view from a probe)::
 
@@ -43,16 +53,19 @@ and the timed calls, so every clock starts when that all_reduce ends, the same m
 every GPU however far apart the hosts left the barrier, with the first timed call already
 queued (a host barrier alone left the ranks up to a few hundred us apart, and the early
 rank's average carried that skew / calls).
-``--out-of-place``: torch has no out-of-place AllReduce, so each call is a
-device copy into the output then an in-place all_reduce (the copy is timed).
+``--out-of-place`` (``--place out``): torch has no out-of-place AllReduce, Broadcast or Reduce,
+so each call is a device copy into the output then the in-place call (the copy is timed; the
+others have torch's own out-of-place calls: ``collectives.py``).
 ``--rotate``: call i uses slice i mod (max size // size) of the buffer, as nccl-tests
 does ("to avoid cache effects"), so the calls cycle through up to max-size bytes instead of
 reusing one slice that stays in L2. On 2 x H200 this is worth 10-20% at 2-16 MiB for Ring LL
 (data/h200x2/README.md "run5/"); compare with nccl-tests with it, and with the same -e.
 
-Checking. Rank r fills element i with (i + r) % 4; after timing the buffer is
-filled again, reduced once and every element compared with the exact sum;
-``wrong`` is the count of differing elements summed over ranks.
+Checking (``collectives.py``). Rank r fills element i of its input with (i + r) % K (K a prime
+that keeps every result exact); after timing the output is zeroed, the input filled again, the
+collective called once and every element it defines compared with the exact result; ``wrong``
+is the count of differing elements summed over ranks (None, N/A, for in-place alltoall and
+sendrecv, which nccl-tests does not check either).
 
 Output (``--out``): JSON Lines, a meta record then one result record per size,
 flushed as measured (schema in ``collsim/measure/__init__.py``). NCCL runs set
@@ -78,8 +91,10 @@ import signal
 import sys
 import time
 
+import collectives
+
 from common import DTYPES, BenchError, parse_args
-from harness import Session, count_wrong, fill, main as runner_main
+from harness import Session, main as runner_main
 
 FAULTS = {"die": lambda: os._exit(3), "hang": lambda: time.sleep(10**6),
           "stop": lambda: os.kill(os.getpid(), signal.SIGSTOP), "term": lambda: os.kill(os.getpid(), signal.SIGTERM)}
@@ -96,48 +111,35 @@ def parse_fault(spec: str | None):
     return m.group(1), int(m.group(2)), int(m.group(3))
 
 
-def call_buffers(buf, count: int, rotate: bool, calls: int) -> list:
-    """The views of ``buf`` that calls 0, 1, ... use, call i taking entry i mod len: one
-    ``count``-element slice, or with ``rotate`` consecutive slices, as many as fit in ``buf``
-    and at most ``calls`` (nccl-tests: offset = size x (iteration mod max_bytes // size))."""
-    n = min(buf.numel() // count, max(calls, 1)) if rotate and count else 1
-    return [buf[j * count:(j + 1) * count] for j in range(n)]
-
-
 def run(args, argv, rank, world, log_dir) -> int:
     import torch
-    import torch.distributed as dist
     fault = parse_fault(os.environ.get("COLLSIM_TEST_FAULT"))
     session = Session(args, rank, world, log_dir)
-    itemsize, dtype = DTYPES[args.dtype][0], getattr(torch, args.dtype)
-    buf = torch.empty(max(args.size_list) // itemsize, dtype=dtype, device=session.device or "cpu")
-    src = None if args.inplace else torch.empty_like(buf)
-    for size in session.begin(argv, args.size_list, "allreduce"):
+    itemsize, dtype, coll = DTYPES[args.dtype][0], getattr(torch, args.dtype), args.coll
+    device = session.device or "cpu"
+    bufs = [torch.empty(max(args.span_list), dtype=dtype, device=device) for _ in range(2)]
+    redop, root = collectives.columns(coll)
+    for size in session.begin(argv, args.size_list, coll):
         hit = fault is not None and fault[1:] == (rank, size)
         if hit and fault[0] != "corrupt":
             sys.stderr.write(f"allreduce_bench: test fault: rank {rank} {fault[0]}s at size {size}\n")
             sys.stderr.flush()
             FAULTS[fault[0]]()
-        count = size // itemsize
-        calls = max(args.warmup, args.iters, args.graph_calls if args.timing == "graph" else 0)
-        outs = call_buffers(buf, count, args.rotate, calls)
-        ins = None if src is None else call_buffers(src, count, args.rotate, calls)
-        if ins is None:
-            def call(i):
-                dist.all_reduce(outs[i % len(outs)])
-        else:
-            def call(i):
-                outs[i % len(outs)].copy_(ins[i % len(ins)])
-                dist.all_reduce(outs[i % len(outs)])
-        t = outs[0]
-        fill(t if ins is None else ins[0], rank)
-        time_us = session.timer(call, f"all_reduce of {size} B")
-        fill(t if ins is None else ins[0], rank)  # timing changed the data: check a fresh call
-        call(0)
-        if hit:  # corrupt (die/hang never get here)
-            t[:1] += 1
-        session.result(size, count, time_us, count_wrong(t, world), inplace=args.inplace, algo=args.algo,
-                       proto=args.proto)
+        lay = collectives.layout(coll, size, itemsize, world)
+        n_calls = max(args.warmup, args.iters, args.graph_calls if args.timing == "graph" else 0)
+        starts = collectives.slots(bufs[1], lay.span, args.rotate, n_calls)
+        for inplace in args.places:
+            call = collectives.calls(coll, lay, bufs, starts, inplace, rank, world)
+            collectives.fill(coll, call.inp, rank, world, args.dtype)
+            time_us = session.timer(call, f"{coll} of {size} B")
+            call.out.zero_()  # timing changed the data: check a fresh call (nccl-tests zeroes too)
+            collectives.fill(coll, call.inp, rank, world, args.dtype)
+            call(0)
+            if hit:  # corrupt (die/hang never get here)
+                call.out[:1] += 1
+            wrong = collectives.count_wrong(coll, call.out, rank, world, lay.count, args.dtype, inplace)
+            session.result(lay.size, lay.count, time_us, wrong, redop=redop, root=root, inplace=inplace,
+                           algo=args.algo, proto=args.proto)
     session.close()
     return 0
 

@@ -88,10 +88,16 @@ def base_parser(prog: str, description: str) -> OneLineParser:
 
 def build_parser() -> OneLineParser:
     """allreduce_bench's options: ``base_parser``'s, in/out of place, --rotate, NCCL_ALGO/PROTO."""
-    p = base_parser("allreduce_bench", "AllReduce benchmark (see module docstring)")
+    from collectives import NAMES
+    p = base_parser("allreduce_bench", "collective benchmark, AllReduce by default (see module docstring)")
+    p.add_argument("--coll", default="all_reduce", choices=NAMES,
+                   help="the collective, as nccl-tests names it (all_gather for all_gather_perf, ...)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--inplace", dest="inplace", action="store_true", default=True)
-    g.add_argument("--out-of-place", dest="inplace", action="store_false")
+    g.add_argument("--place", choices=("in", "out", "both"),
+                   help="in place, out of place, or both per size as nccl-tests (default: in; "
+                        "out for alltoall and sendrecv, whose in-place results nccl-tests does not check)")
+    g.add_argument("--inplace", dest="place", action="store_const", const="in")
+    g.add_argument("--out-of-place", dest="place", action="store_const", const="out")
     p.add_argument("--rotate", action="store_true",
                    help="call i uses slice i mod (max size // size) of the buffer, like nccl-tests (no L2 reuse)")
     p.add_argument("--algo", help="NCCL_ALGO, e.g. Ring, Tree, ^NVLS")
@@ -99,6 +105,25 @@ def build_parser() -> OneLineParser:
     p.add_argument("--quick", action="store_true", help="the quick run collsim fit --cluster calibrates on: "
                    "8 B, 64 KiB, 8 MiB, 256 MiB and 1 GiB, NCCL's own choice (no --sizes, -b/-e, --algo, --proto)")
     return p
+
+
+def collective_sweep(args, world: int) -> None:
+    """``args.size_list``: the sizes nccl-tests would print for ``args.coll`` on ``world`` ranks
+    (``collectives.layout``: segmented sizes floored, empty and repeated ones left out) and
+    ``args.span_list`` each call's elements per buffer slot; ``args.places`` the in-place flags
+    in nccl-tests' order (out of place first)."""
+    from collectives import UNCHECKED_IN_PLACE, layout
+    itemsize, seen = DTYPES[args.dtype][0], {}
+    for size in sweep(args):
+        lay = layout(args.coll, size, itemsize, world)
+        if lay.count:
+            seen.setdefault(lay.size, lay.span)
+    if not seen:
+        raise CollsimError(f"no size gives {args.coll} on {world} ranks a whole 16-byte segment per rank")
+    args.size_list, args.span_list = list(seen), list(seen.values())
+    place = args.place or ("out" if args.coll in UNCHECKED_IN_PLACE else "in")
+    args.places = {"in": [True], "out": [False], "both": [False, True]}[place]
+    args.inplace = args.places[-1] if len(args.places) == 1 else None
 
 
 def sweep(args) -> list[int]:
@@ -135,7 +160,8 @@ def check_args(parser, args, world: int) -> None:
                 parser.error(f"{option} needs --backend nccl (gloo runs on the CPU: a host clock, no CUDA graphs)")
     if args.emulate_nodes is not None and (args.emulate_nodes < 1 or world % args.emulate_nodes):
         parser.error(f"--emulate-nodes {args.emulate_nodes} does not divide the world size {world}")
-    if FILL_MAX * world > DTYPES[args.dtype][1]:
+    from collectives import SUMS
+    if getattr(args, "coll", "all_reduce") in SUMS and FILL_MAX * world > DTYPES[args.dtype][1]:
         parser.error(f"{args.dtype} cannot hold the exact check sum for {world} ranks")
     if args.backend == "gloo":
         args.timing = "host"
@@ -150,8 +176,10 @@ def parse_args(argv):
     given += [o for o in ("-b", "-e", "--minbytes", "--maxbytes") if o in (sys.argv[1:] if argv is None else argv)]
     if args.quick and given:
         parser.error(f"--quick runs its own five sizes with NCCL's choice: drop {', '.join(given)}")
+    if args.coll == "sendrecv" and world < 2:
+        parser.error("sendrecv needs at least 2 ranks (torch.distributed sends to no rank itself)")
     try:
-        args.size_list = sweep(args)
+        collective_sweep(args, world)
         for name in ("algo", "proto"):
             if getattr(args, name):
                 _name_list(getattr(args, name), canonical_algo if name == "algo" else canonical_proto)

@@ -1,9 +1,7 @@
-"""What the AllReduce runners (``allreduce_bench.py``, ``schedule_bench.py``) do around the calls
-they time: start-up (process group, a gloo group for the host side, the NCCL probe, NCCL's
-version), the exact-sum check, the gated clocks, one result record per size, the error line.
-
-Check. Rank r fills element i with (i + r) % 4 (``fill``); after an AllReduce every element must
-be the exact sum over ranks, which every dtype of ``common.DTYPES`` holds (``count_wrong``).
+"""What the runners (``allreduce_bench.py``, ``schedule_bench.py``) do around the calls they
+time: start-up (process group, a gloo group for the host side, the NCCL probe, NCCL's version),
+the gated clocks, one result record per size, the error line. The fill and the exact check of
+each collective's result are ``collectives.py``'s.
 
 Clocks (``Timer``). gloo: -w untimed calls, a barrier, -n calls on the host clock. NCCL eager:
 -w untimed calls and a GPU sync, then the ranks' clocks start together: a host barrier, a GPU
@@ -40,30 +38,8 @@ from provenance import build_meta, debug_file_version, probe_log_dir, rank_info
 
 from collsim.measure import TABLE_HEADER, JsonlWriter, format_row, result_record
 
-CHUNK = 1 << 26  # elements per fill/check kernel batch (bounds temporary memory)
 PEERS: list = []  # every rank's rank_info once this process's Session knows them (stop_local_peers)
 GATE_CYCLES = 2_000_000  # GPU clock cycles the timed calls wait behind (~1 ms at 2 GHz)
-
-
-def fill(buf, rank: int) -> None:
-    """Element i := (i + rank) % 4."""
-    import torch
-    for s in range(0, buf.numel(), CHUNK):
-        idx = torch.arange(s, min(s + CHUNK, buf.numel()), device=buf.device, dtype=torch.int64)
-        buf[s:s + idx.numel()].copy_((idx + rank) % 4)
-
-
-def count_wrong(buf, world: int) -> int:
-    """Elements differing from sum over r < world of (i + r) % 4."""
-    import torch
-    wrong = 0
-    for s in range(0, buf.numel(), CHUNK):
-        idx = torch.arange(s, min(s + CHUNK, buf.numel()), device=buf.device, dtype=torch.int64)
-        expect = torch.full_like(idx, 6 * (world // 4))
-        for r in range(world % 4):
-            expect += (idx + r) % 4
-        wrong += int((buf[s:s + idx.numel()].double() != expect.double()).sum())
-    return wrong
 
 
 def wait_event(event, timeout: float, what: str) -> None:
@@ -193,12 +169,16 @@ class Session:
 
     def result(self, size: int, count: int, time_us: float, wrong: int, **fields) -> dict:
         """Every rank's time (us per call) and wrong count combined into one record (time_us the
-        max over ranks, time_us_min/time_us_mean the min/mean, wrong the sum); every rank calls it."""
+        max over ranks, time_us_min/time_us_mean the min/mean, wrong the sum, None where a rank
+        checked nothing); every rank calls it."""
         import torch
         stats = [torch.zeros(2, dtype=torch.float64) for _ in range(self.world)]
-        self.dist.all_gather(stats, torch.tensor([time_us, wrong], dtype=torch.float64), group=self.cpu_group)
-        times = [float(x[0]) for x in stats]
-        rec = result_record(size, count, self.args.dtype, max(times), self.world, sum(int(x[1]) for x in stats),
+        mine = torch.tensor([time_us, -1 if wrong is None else wrong], dtype=torch.float64)
+        self.dist.all_gather(stats, mine, group=self.cpu_group)
+        times, wrongs = [float(x[0]) for x in stats], [int(x[1]) for x in stats]
+        rec = result_record(size, count, self.args.dtype, max(times), self.world,
+                            None if min(wrongs) < 0 else sum(wrongs),
+                            collective=getattr(self.args, "coll", "all_reduce"),
                             **fields, timing=self.args.timing, time_us_min=min(times),
                             time_us_mean=sum(times) / self.world)
         if self.rank == 0:

@@ -9,11 +9,11 @@ child process, the same script (``launch_probe``)::
         python runners/allreduce_bench.py ARGS...    # or schedule_bench.py
 
 whose ``main`` sees ``COLLSIM_PROBE`` and calls ``probe_child``: a fresh NCCL
-communicator (rendezvous on rank 0's TCPStore at ADDR:PORT), one all_reduce
-per size of the sweep, nothing timed. ``run_probe`` waits for the child
-(at most 2 x --timeout + 60 s), parses its log (``collsim.nccl.log``) and
-gathers every rank's view on rank 0, which stores it under ``nccl_probe`` in
-the meta record (``nodes_nccl``: NCCL's nNodes). The timed runs never run with
+communicator (rendezvous on rank 0's TCPStore at ADDR:PORT), one in-place call of the
+run's collective (``--coll``; schedule_bench: all_reduce) per size of the sweep, nothing timed.
+``run_probe`` waits for the child (at most 2 x --timeout + 60 s), parses its log
+(``collsim.nccl.log``) and gathers every rank's view on rank 0, which stores it under
+``nccl_probe`` in the meta record (``nodes_nccl``: NCCL's nNodes). The timed runs never run with
 that logging (NCCL_DEBUG=WARN at most, to read the version).
 """
 from __future__ import annotations
@@ -50,10 +50,13 @@ def probe_child(args, rank: int, world: int) -> int:
     store = dist.TCPStore(addr, int(port), world, False, timeout=timedelta(seconds=args.timeout))
     dist.init_process_group("nccl", store=store, rank=rank, world_size=world,
                             timeout=timedelta(seconds=args.timeout), device_id=device)
+    from collectives import calls, layout
+    coll = getattr(args, "coll", "all_reduce")   # schedule_bench: AllReduce
     itemsize = DTYPES[args.dtype][0]
-    buf = torch.zeros(max(args.size_list) // itemsize, dtype=getattr(torch, args.dtype), device=device)
+    spans = getattr(args, "span_list", None) or [size // itemsize for size in args.size_list]
+    bufs = [torch.zeros(max(spans), dtype=getattr(torch, args.dtype), device=device) for _ in range(2)]
     for size in args.size_list:
-        dist.all_reduce(buf[:size // itemsize])
+        calls(coll, layout(coll, size, itemsize, world), bufs, [0], True, rank, world)(0)
     torch.cuda.synchronize()
     dist.destroy_process_group()
     return 0

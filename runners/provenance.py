@@ -73,9 +73,10 @@ def build_meta(args, argv, world: int, infos: list, nccl_version: str | None) ->
     commit = _run(["git", "-C", str(REPO), "rev-parse", "HEAD"])
     dirty = _run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"])
     return {
-        "harness": "collsim", "collective": "allreduce", "backend": args.backend,
+        "harness": "collsim", "collective": getattr(args, "coll", "all_reduce"), "backend": args.backend,
         "timing": args.timing, "graph_calls": args.graph_calls if args.timing == "graph" else None,
         "dtype": args.dtype, "inplace": args.inplace, "rotate": args.rotate,
+        "places": ["in" if p else "out" for p in getattr(args, "places", [args.inplace])],
         "clock_start": "gated" if args.backend == "nccl" else "barrier",
         "warmup": args.warmup, "iters": args.iters,
         "algo": args.algo, "proto": args.proto, "world_size": world, "nodes": nodes,
@@ -91,8 +92,20 @@ def build_meta(args, argv, world: int, infos: list, nccl_version: str | None) ->
         "git_commit": commit, "git_dirty": bool(dirty) if commit else None,
         "time_combine": "time_us: max over ranks of each rank's mean time per call "
                         "(time_us_mean: mean over ranks, as nccl-tests -a 1)",
-        "out_of_place_method": None if args.inplace else "device copy into the output, then in-place all_reduce",
+        "out_of_place_method": out_of_place_method(args),
     }
+
+
+def out_of_place_method(args) -> str | None:
+    """How an out-of-place call is made (``collectives``' module docstring); None in place only."""
+    coll = getattr(args, "coll", "all_reduce")
+    if getattr(args, "inplace", True) is True:
+        return None
+    if coll == "broadcast":
+        return "device copy into the output on the root, then in-place broadcast"
+    if coll in ("all_reduce", "reduce"):
+        return f"device copy into the output, then in-place {coll}"
+    return f"torch.distributed's own out-of-place {coll} (separate input and output buffers)"
 
 
 def debug_file_version(path) -> str | None:

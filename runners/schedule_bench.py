@@ -47,7 +47,7 @@ each, so drift hits all of them; time per call is the mean over the rounds.
 
 Timing and checking as ``allreduce_bench.py`` (``harness.py``): gloo on the host clock (no
 --timing graph), NCCL with CUDA events started together on every rank, eager or CUDA graphs. After
-timing, the buffer is filled again (element i of rank r: (i + r) % 4), each schedule runs once
+timing, the buffer is filled again (element i of rank r: (i + r) % K, ``collectives.py``), each schedule runs once
 and ``wrong`` counts the elements that differ from the exact sum, over ranks. A size with wrong > 0
 also prints ``schedule_bench: wrong: ...`` on stderr with ``collsim check``'s verdict on the
 schedule; the run goes on.
@@ -65,8 +65,10 @@ from __future__ import annotations
 import os
 import sys
 
+from collectives import count_wrong, fill
+
 from common import DTYPES, base_parser, check_args, sweep
-from harness import Session, count_wrong, fill, main as runner_main
+from harness import Session, main as runner_main
 
 from collsim.core.checker import check
 from collsim.core.rank_plan import fit_error, rank_plan
@@ -201,12 +203,12 @@ def run(args, argv, rank, world, log_dir) -> int:
         times = {n: 0.0 for n in calls}
         for _ in range(args.rounds):
             for n, call in calls.items():
-                fill(view, rank)
+                fill("all_reduce", view, rank, world, args.dtype)
                 times[n] += session.timer(call, f"{n or 'all_reduce'} at {size} B") / args.rounds
         for n, call in calls.items():
-            fill(view, rank)
+            fill("all_reduce", view, rank, world, args.dtype)
             call()
-            wrong = count_wrong(view, world)
+            wrong = count_wrong("all_reduce", view, rank, world, count, args.dtype, True)
             if n is None:
                 session.result(size, count, times[n], wrong, inplace=True, algo=None, proto=None, executor="native")
                 continue

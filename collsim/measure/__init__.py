@@ -61,7 +61,7 @@ from pathlib import Path
 import numpy as np
 
 from collsim.core.budget import BASE_BYTES
-from collsim.core.collective import ALLREDUCE
+from collsim.core.collective import ALLREDUCE, get
 from collsim.errors import CollsimError, describe
 from collsim.inputs import MAX_BYTES, MAX_CALLS, MAX_RANKS, check_memory, parse_json, read_field, read_text
 from collsim.measure.table import TABLE_HEADER, format_row  # noqa: F401 - re-exported
@@ -97,9 +97,10 @@ _META_CHECKS = {  # the meta keys collsim reads -> collsim.inputs.read_field arg
 }
 
 
-def result_record(size, count, dtype, time_us, ranks, wrong, **extra) -> dict:
-    """One result record (fields above) with bandwidths computed from ``time_us``."""
-    algbw, busbw = ALLREDUCE.bandwidths(size, time_us, ranks)
+def result_record(size, count, dtype, time_us, ranks, wrong, *, collective=ALLREDUCE, **extra) -> dict:
+    """One result record (fields above) with bandwidths computed from ``time_us`` with
+    ``collective``'s bus bandwidth factor (a ``collsim.core.collective`` record or name)."""
+    algbw, busbw = get(collective).bandwidths(size, time_us, ranks)
     return {"type": "result", "size": int(size), "count": int(count), "dtype": dtype,
             "time_us": float(time_us), "algbw_GBps": algbw, "busbw_GBps": busbw,
             "wrong": None if wrong is None else int(wrong), "ranks": int(ranks), **extra}

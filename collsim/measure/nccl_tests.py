@@ -34,9 +34,12 @@ from __future__ import annotations
 import re
 import warnings
 
+import numpy as np
+
 from collsim.errors import CollsimError, CollsimWarning, describe, require_number
 from collsim.inputs import MAX_BYTES, MAX_CALLS, MAX_RANKS, int_text, parse_json, read_field, read_text
 from collsim.measure import Measurements, check_meta, result_record
+from collsim.measure.perf_names import STARTING, from_program, resolve
 from collsim.nccl.log import VERSION_PATTERN, canonical_algo, canonical_proto
 from collsim.nccl.settings import env_arguments
 
@@ -55,6 +58,11 @@ _OUT_OF_BOUNDS = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)", re.ASCII)
 NEW_LAYOUT = (5, 4, False)
 _TESTS_VERSION = re.compile(r"# nccl-tests version (\S+) nccl-headers=(\d+) nccl-library=(\d+)", re.ASCII)
 _AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*(\S+)")
+
+
+def _itemsize(dtype: str) -> int:
+    """Bytes per element of a collsim dtype name (``DTYPES``' values)."""
+    return {"bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}.get(dtype) or np.dtype(dtype).itemsize
 
 
 def parse_label(label: str | None) -> tuple[str | None, str | None]:
@@ -107,12 +115,15 @@ def _row(tokens, layout, where, ranks, extra) -> list[dict]:
         results.append((_number(t, where, "time"), _number(alg, where, "algbw"), _number(bus, where, "busbw"), wrong))
     size = int_text(tokens[0], f"{where}: size", 0, MAX_BYTES)
     count = int_text(tokens[1], f"{where}: count", 0, MAX_BYTES)
-    return _records(size, count, tokens[2], results, ranks, where, extra)
+    columns = {"redop": tokens[3]} if lead >= 4 else {}
+    if lead == 5:
+        columns["root"] = int_text(tokens[4], f"{where}: root", -1, MAX_RANKS)
+    return _records(size, count, tokens[2], results, ranks, where, {**columns, **extra})
 
 
 def _parse_text(text, source, label, strict) -> Measurements:
     algo, proto = parse_label(label)
-    meta = {"harness": "nccl-tests", "collective": "allreduce", "label": label, "algo": algo,
+    meta = {"harness": "nccl-tests", "collective": None, "label": label, "algo": algo,
             "proto": proto, "hosts": [], "devices": []}
     m = Measurements(meta=meta, metas=[meta])
     layout = NEW_LAYOUT
@@ -123,6 +134,8 @@ def _parse_text(text, source, label, strict) -> Measurements:
         try:
             if meta.get("nccl_version") is None and (v := VERSION_PATTERN.search(line)):
                 meta["nccl_version"] = v.group(1)
+            if (program := STARTING.search(line)) and "program" not in meta:
+                meta["program"] = program.group(1)
             if line.lstrip().startswith("#"):
                 layout = _comment(line, where, meta, layout)
                 continue
@@ -198,7 +211,7 @@ def _parse_json(text, source, label) -> Measurements:
         if not all(isinstance(x, str) for x in items):
             raise CollsimError(f"{source}: field {k!r} must be a list of strings, got {describe(items)}")
     timing = "graph" if graph else "eager"
-    meta = {"harness": "nccl-tests", "collective": "allreduce", "label": label, "algo": algo,
+    meta = {"harness": "nccl-tests", "collective": None, "label": label, "algo": algo,
             "proto": proto, "world_size": len(devices) * per_process[0] * per_process[1] or None, "timing": timing,
             "iters": read_field(cfg, "iterations", at, int, minimum=0, maximum=MAX_CALLS),
             "gpus_per_process": per_process[0] * per_process[1],
@@ -229,19 +242,36 @@ def _parse_json(text, source, label) -> Measurements:
         m.records += _records(read_field(row, "size", where, int, required=True, minimum=0, maximum=MAX_BYTES),
                               read_field(row, "count", where, int, required=True, minimum=0, maximum=MAX_BYTES),
                               read_field(row, "type", where, str, required=True), results, meta["world_size"],
-                              where, {"algo": algo, "proto": proto, "timing": timing})
+                              where, {**_json_columns(row, where), "algo": algo, "proto": proto,
+                                      "timing": timing})
+    meta["program"] = args[0] if args else None
     return m
 
 
+def _json_columns(row: dict, where: str) -> dict:
+    """A ``-J`` result's redop and root (the root printed as text: "-1", "0")."""
+    out = {}
+    if isinstance(row.get("redop"), str):
+        out["redop"] = row["redop"]
+    if isinstance(row.get("root"), (str, int)) and not isinstance(row.get("root"), bool):
+        out["root"] = int_text(row["root"], f"{where}: root", -1, MAX_RANKS)
+    return out
+
+
 def import_nccl_tests(path, label: str | None = None, strict: bool = True,
-                      env: dict | None = None) -> Measurements:
+                      env: dict | None = None, coll: str | None = None) -> Measurements:
     """Read nccl-tests text output or ``-J`` JSON from ``path`` into ``Measurements``;
-    ``env``: NCCL_* variables the run had (``{"NCCL_GRAPH_MIXING_SUPPORT": "0"}``)."""
+    ``env``: NCCL_* variables the run had (``{"NCCL_GRAPH_MIXING_SUPPORT": "0"}``); ``coll``:
+    the collective (nccl-tests' name) when the log does not name its program. The meta's
+    ``collective`` is the program's, else ``coll``, else what the rows fit
+    (``collsim.measure.perf_names.resolve``); a contradiction is a one-line CollsimError."""
     text = read_text(path, "nccl-tests output", errors="replace")
     if text.lstrip().startswith("{"):
         m = _parse_json(text, str(path), label)
     else:
         m = _parse_text(text, str(path), label, strict)
+    found = from_program(m.meta.get("program"))
+    m.meta["collective"] = resolve(found, coll, m.records, _itemsize, str(path))
     if env:
         m.meta["env"] = {**(m.meta.get("env") or {}), **{str(k): str(v) for k, v in env.items()}}
     return m

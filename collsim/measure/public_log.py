@@ -1,21 +1,26 @@
-"""Published nccl-tests AllReduce logs in the project's JSON Lines form (data/public/README.md).
+"""Published nccl-tests logs in the project's JSON Lines form (data/public/README.md).
 
-Line 1 is ``{"kind": "meta", ...}`` (source, gpu, nodes, gpus_per_node, ranks, nccl, env: NCCL_*
+Line 1 is ``{"kind": "meta", ...}`` (source, gpu, nodes, gpus_per_node, ranks, nccl, ``collective``:
+nccl-tests' name, all_reduce when absent; env: NCCL_*
 settings as free text plus a ``launch`` description such as "one process, -g 8, -b 8 -e 8G -f 2,
 -w 5 -n 20"), then one line per size ``{"size", "time_us", "algbw_GBps", "busbw_GBps", "inplace":
 {...}}`` for the out-of-place columns with the in-place triple nested. ``load_public_log`` turns it
 into ``collsim.measure.Measurements`` in nccl-tests vocabulary: the meta says harness nccl-tests,
 nodes, world_size, gpus_per_process (the launch's -g), iters (-n), graph (-G), max_bytes (-e) and
 the NCCL_* values (their first word: "Ring (file named ...)" is Ring); each size gives an
-out-of-place and an in-place record (float32 elements; #wrong not published: None).
+out-of-place and an in-place record (float32 elements, count = size / 4 / ranks for the
+collectives whose size is ranks segments, as nccl-tests prints it; redop and root as nccl-tests
+prints them for the collective; busbw with its factor; #wrong not published: None).
 """
 from __future__ import annotations
 
 import re
 
+from collsim.core.collective import get
 from collsim.errors import CollsimError
 from collsim.inputs import parse_json, read_text
 from collsim.measure import Measurements, check_meta, result_record
+from collsim.measure.perf_names import columns
 from collsim.units import parse_size
 
 NCCL_TESTS_ITERS = 20   # all_reduce_perf's -n when the launch does not say
@@ -59,7 +64,8 @@ def _meta(head: dict, where: str) -> dict:
         raise CollsimError(f"{where}: {ranks} ranks do not split over {nodes} nodes")
     launch = {"iters": NCCL_TESTS_ITERS, **_launch(env.get("launch"))}
     timing = "graph" if launch.get("graph") else "eager"
-    return {"harness": "nccl-tests", "collective": "allreduce", "source": head.get("source"), "id": head.get("id"),
+    return {"harness": "nccl-tests", "collective": get(head.get("collective") or "all_reduce").name,
+            "source": head.get("source"), "id": head.get("id"),
             "gpu": head.get("gpu"), "world_size": ranks, "nodes": nodes, "ranks_per_node": ranks // nodes,
             "env": nccl, "timing": timing, "algo": nccl.get("NCCL_ALGO"), "proto": nccl.get("NCCL_PROTO"),
             "nccl_version": head.get("nccl"), **launch}
@@ -73,6 +79,9 @@ def load_public_log(path) -> Measurements:
     meta = _meta(parse_json(lines[0][1], f"{path}:1"), str(path))
     check_meta(meta, str(path))
     m = Measurements(meta=meta, metas=[meta])
+    coll = get(meta["collective"])
+    segments = meta["world_size"] if coll.segmented else 1
+    redop, root = columns(coll.name)
     for n, line in lines[1:]:
         where = f"{path}:{n}"
         try:
@@ -85,7 +94,8 @@ def load_public_log(path) -> Measurements:
                 t = float(part["time_us"])
                 if not (size >= 1 and t > 0 and t < float("inf")):
                     raise ValueError("size and time must be positive")
-                rec = result_record(size, size // 4, "float32", t, meta["world_size"], None, inplace=inplace,
+                rec = result_record(size, size // 4 // segments, "float32", t, meta["world_size"], None,
+                                    collective=coll, redop=redop, root=root, inplace=inplace,
                                     algo=meta["algo"], proto=meta["proto"], timing=meta["timing"])
                 m.records.append(rec)
         except (KeyError, TypeError, ValueError, OverflowError) as e:
