@@ -1,8 +1,12 @@
-"""Execute every course notebook in notebooks/ top to bottom with nbclient (each under 60 s)."""
+"""Execute every course notebook in notebooks/ top to bottom with nbclient (each under 60 s), with the
+numbers their prose states checked against what the cells compute (``tests/prose.py``)."""
+import re
 import time
 from pathlib import Path
 
 import pytest
+
+from tests import prose
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 ALL = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
@@ -10,6 +14,24 @@ ALL = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 
 def test_every_course_notebook_is_here():
     assert [n[:2] for n in ALL] == ["01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11"], ALL
+
+
+NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:e[+-]?\d+)?%?")
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_prose_numbers_are_tagged_well(name):
+    """Every tag follows a number and holds an f-string; every notebook ties some of its prose to its cells."""
+    import nbformat
+
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    found = [t for c in nb.cells if c.cell_type == "markdown" for t in prose.tags(c.source)]
+    for written, template in found:
+        assert NUMBER.fullmatch(written) and any(ch.isdigit() for ch in written), (name, written, template)
+        compile(f'f"""{template}"""', name, "eval")
+    loose = [c.source for c in nb.cells if c.cell_type == "markdown" and "<!--{" in c.source
+             and len(prose.tags(c.source)) != c.source.count("<!--{")]
+    assert not loose, f"{name}: a tag that follows no number: {loose[0][:200]}"
 
 
 @pytest.mark.slow
@@ -24,11 +46,13 @@ def test_notebook_runs_clean_and_fast(name, tmp_path, monkeypatch):
     assert nb.cells[0].source.strip() == "%matplotlib inline"
     assert "What you will learn" in nb.cells[1].source
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit notebooks clean"
+    injected = prose.inject(nb)
     t = time.perf_counter()
     NotebookClient(nb, timeout=60, kernel_name="python3",
                    resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
     elapsed = time.perf_counter() - t
     assert elapsed < 60, f"{name} took {elapsed:.1f} s"
+    assert not prose.mismatches(nb, injected), prose.mismatches(nb, injected)
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     # the exercise cell checked every (unanswered) exercise
     assert text.count("not answered yet") >= 2

@@ -1,6 +1,7 @@
 """``collsim diagnose``: is this AllReduce as fast as the hardware allows, and if not, why?
 
-    collsim diagnose [FILE ...] [--cluster SPEC] [--measured SIZE=BUSBW_GBps ...] [--json] [--top N] [--plot PNG]
+    collsim diagnose [FILE ...] [--cluster SPEC] [--algo ALGO] [--measured SIZE=BUSBW_GBps ...] [--json]
+                     [--top N] [--plot PNG]
 
 FILEs are whatever a user has, in any order, recognised by content (``collsim.diagnose.sources``):
 nccl-tests output (any version, launcher tags, truncated), NCCL_DEBUG lines, ``nvidia-smi topo -m``,
@@ -44,7 +45,7 @@ def cmd_diagnose(args) -> int:
     measured = _measured(args.measured)
     if args.plot:
         check_output(args.plot, args.files, "figure")
-    report = diagnose(args.files, args.cluster, measured)
+    report = diagnose(args.files, args.cluster, measured, args.algo)
     if args.plot:
         diagnose_figure(report, args.plot)
     if args.json:
@@ -62,6 +63,9 @@ def register(sub) -> None:
                    "ibstatus, env dumps, command lines, collsim records (any order)")
     p.add_argument("--cluster", help="preset name or cluster file (default: what the files reveal)")
     p.add_argument("--measured", nargs="+", metavar="SIZE=BUSBW_GBps", help="busbw you measured, e.g. 1G=42.5")
+    p.add_argument("--algo", help="the algorithm the run used, NCCL's name "
+                   "(default: NCCL_ALGO or NCCL's per-call TUNING lines in the files; else NCCL's choice, with "
+                   "Ring and Tree forced beside it)")
     p.add_argument("--top", type=positive_int, default=5, help="causes to print (default 5)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", type=plot_path, help="write a figure (.png, .pdf, .svg, ...): measured busbw against "
