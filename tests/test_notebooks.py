@@ -144,8 +144,7 @@ answer_2 = one_slice / twenty
 ''',
     "11_clusters_and_scale.ipynb": '''
 answer_1 = 4 * 100 / 8 * 0.614
-per_node = (ring[512]["simulated_us"] - ring[128]["simulated_us"]) / 384
-answer_2 = ring[512]["simulated_us"] + (2048 - 512) * per_node
+answer_2 = ring[512]["simulated_us"] * (2 * (16384 - 1)) / (2 * (4096 - 1))
 ''',
     "10_is_my_busbw_right.ipynb": '''
 answer_1 = "nic_link_rate"
