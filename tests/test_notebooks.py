@@ -113,9 +113,13 @@ answer_2 = 2 * channels["NCCL_MAX_NCHANNELS=2"][1 << 30]
 answer_3 = {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple", "NCCL_MAX_NCHANNELS": "8"}
 ''',
     "07_overlap_graphs.ipynb": '''
-answer_1 = 8 * (1e-3 + 50e-6 + 50e6 / 100e9)
-answer_2 = 8e-3 + 50e-6 + 100e6 / 100e9
-answer_3 = max(r["bytes"] for r in grows if 1 - r["graph_s"] / max(model.host_s, r["graph_s"]) >= 0.10)
+c32 = run.cost("float32")
+compute = run.forward_s + sum(layer.backward_s for layer in run.layers) + run.optimizer_s
+answer_1 = compute + (c32(3 * (64 << 20)) - run.layers[0].backward_s) + c32(64 << 20)
+S = sum(layer.grad_bytes for layer in run.layers[:8])
+answer_2 = run.cost("float32")(S) - run.cost("bfloat16")(S / 2) - 2 * run.casts["bf16"] * S
+host = model.host_s / 2
+answer_3 = max(r["bytes"] for r in grows if 1 - r["graph_s"] / max(host, r["graph_s"]) >= 0.10)
 ''',
     "08_use_nccl.ipynb": '''
 answer_1 = 8
