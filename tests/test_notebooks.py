@@ -157,7 +157,7 @@ answer_3 = 2 * 200 / 8
 answer_4 = "sockets_instead_of_ib"
 ''',
     "04_alpha_beta.ipynb": '''
-answer_1 = 16 * 2e-6 * 360e9
+answer_1 = "hierarchical"
 answer_2 = 524288 * (63 - 9 * (1 + 524288e-11 / 10e-6))
 answer_3 = "larger"
 pts = load_points([my_file])
