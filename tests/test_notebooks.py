@@ -1,8 +1,12 @@
-"""Execute every course notebook in notebooks/ top to bottom with nbclient (each under 60 s)."""
+"""Execute every course notebook in notebooks/ top to bottom with nbclient (each under 60 s), with the
+numbers their prose states checked against what the cells compute (``tests/prose.py``)."""
+import re
 import time
 from pathlib import Path
 
 import pytest
+
+from tests import prose
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 ALL = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
@@ -10,6 +14,24 @@ ALL = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 
 def test_every_course_notebook_is_here():
     assert [n[:2] for n in ALL] == ["01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11"], ALL
+
+
+NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:e[+-]?\d+)?%?")
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_prose_numbers_are_tagged_well(name):
+    """Every tag follows a number and holds an f-string; every notebook ties some of its prose to its cells."""
+    import nbformat
+
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    found = [t for c in nb.cells if c.cell_type == "markdown" for t in prose.tags(c.source)]
+    for written, template in found:
+        assert NUMBER.fullmatch(written) and any(ch.isdigit() for ch in written), (name, written, template)
+        compile(f'f"""{template}"""', name, "eval")
+    loose = [c.source for c in nb.cells if c.cell_type == "markdown" and "<!--{" in c.source
+             and len(prose.tags(c.source)) != c.source.count("<!--{")]
+    assert not loose, f"{name}: a tag that follows no number: {loose[0][:200]}"
 
 
 @pytest.mark.slow
@@ -24,11 +46,13 @@ def test_notebook_runs_clean_and_fast(name, tmp_path, monkeypatch):
     assert nb.cells[0].source.strip() == "%matplotlib inline"
     assert "What you will learn" in nb.cells[1].source
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit notebooks clean"
+    injected = prose.inject(nb)
     t = time.perf_counter()
     NotebookClient(nb, timeout=60, kernel_name="python3",
                    resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
     elapsed = time.perf_counter() - t
     assert elapsed < 60, f"{name} took {elapsed:.1f} s"
+    assert not prose.mismatches(nb, injected), prose.mismatches(nb, injected)
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     # the exercise cell checked every (unanswered) exercise
     assert text.count("not answered yet") >= 2
@@ -89,9 +113,13 @@ answer_2 = 2 * channels["NCCL_MAX_NCHANNELS=2"][1 << 30]
 answer_3 = {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple", "NCCL_MAX_NCHANNELS": "8"}
 ''',
     "07_overlap_graphs.ipynb": '''
-answer_1 = 8 * (1e-3 + 50e-6 + 50e6 / 100e9)
-answer_2 = 8e-3 + 50e-6 + 100e6 / 100e9
-answer_3 = max(r["bytes"] for r in grows if 1 - r["graph_s"] / max(model.host_s, r["graph_s"]) >= 0.10)
+c32 = run.cost("float32")
+compute = run.forward_s + sum(layer.backward_s for layer in run.layers) + run.optimizer_s
+answer_1 = compute + (c32(3 * (64 << 20)) - run.layers[0].backward_s) + c32(64 << 20)
+S = sum(layer.grad_bytes for layer in run.layers[:8])
+answer_2 = run.cost("float32")(S) - run.cost("bfloat16")(S / 2) - 2 * run.casts["bf16"] * S
+host = model.host_s / 2
+answer_3 = max(r["bytes"] for r in grows if 1 - r["graph_s"] / max(host, r["graph_s"]) >= 0.10)
 ''',
     "08_use_nccl.ipynb": '''
 answer_1 = 8
@@ -120,8 +148,7 @@ answer_2 = one_slice / twenty
 ''',
     "11_clusters_and_scale.ipynb": '''
 answer_1 = 4 * 100 / 8 * 0.614
-per_node = (ring[512]["simulated_us"] - ring[128]["simulated_us"]) / 384
-answer_2 = ring[512]["simulated_us"] + (2048 - 512) * per_node
+answer_2 = ring[512]["simulated_us"] * (2 * (16384 - 1)) / (2 * (4096 - 1))
 ''',
     "10_is_my_busbw_right.ipynb": '''
 answer_1 = "nic_link_rate"
@@ -130,7 +157,7 @@ answer_3 = 2 * 200 / 8
 answer_4 = "sockets_instead_of_ib"
 ''',
     "04_alpha_beta.ipynb": '''
-answer_1 = 16 * 2e-6 * 360e9
+answer_1 = "hierarchical"
 answer_2 = 524288 * (63 - 9 * (1 + 524288e-11 / 10e-6))
 answer_3 = "larger"
 pts = load_points([my_file])

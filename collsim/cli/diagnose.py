@@ -1,6 +1,7 @@
 """``collsim diagnose``: is this AllReduce as fast as the hardware allows, and if not, why?
 
-    collsim diagnose [FILE ...] [--cluster SPEC] [--measured SIZE=BUSBW_GBps ...] [--json] [--top N] [--plot PNG]
+    collsim diagnose [FILE ...] [--cluster SPEC] [--algo ALGO] [--measured SIZE=BUSBW_GBps ...] [--json]
+                     [--top N] [--plot PNG]
 
 FILEs are whatever a user has, in any order, recognised by content (``collsim.diagnose.sources``):
 nccl-tests output (any version, launcher tags, truncated), NCCL_DEBUG lines, ``nvidia-smi topo -m``,
@@ -50,7 +51,7 @@ def cmd_diagnose(args) -> int:
     if args.plot:
         check_output(args.plot, args.files, "figure")
     pair = _versions(args.nccl)
-    report = diagnose(args.files, args.cluster, measured)
+    report = diagnose(args.files, args.cluster, measured, args.algo)
     report["answers"] = answer(report, args.cluster, pair)
     if args.plot:
         diagnose_figure(report, args.plot)
@@ -84,6 +85,9 @@ def register(sub) -> None:
     p.add_argument("--measured", nargs="+", metavar="SIZE=BUSBW_GBps", help="busbw you measured, e.g. 1G=42.5")
     p.add_argument("--nccl", metavar="A,B", help="two NCCL versions to compare on this machine, "
                                                  "e.g. 2.22,2.25")
+    p.add_argument("--algo", help="the algorithm the run used, NCCL's name "
+                   "(default: NCCL_ALGO or NCCL's per-call TUNING lines in the files; else NCCL's choice, with "
+                   "Ring and Tree forced beside it)")
     p.add_argument("--top", type=positive_int, default=5, help="causes to print (default 5)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", type=plot_path, help="write a figure (.png, .pdf, .svg, ...): measured busbw against "

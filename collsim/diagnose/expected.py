@@ -195,10 +195,12 @@ def _network(ev: Evidence, gpu: str, per_node: int, m: Machine) -> dict:
     return {"nics_per_node": min(nics, per_node), "nic_Gbps": rate, "net": "roce" if roce else "ib"}
 
 
-def expect(machine: Machine, run: Run) -> list[dict]:
+def expect(machine: Machine, run: Run, ran=None) -> list[dict]:
     """Per measured size of ``run``: ``bytes``, ``measured``, ``expected`` (collsim's busbw) and its 80%
     range (``expected_range``: low, high GB/s, ``collsim.predict.ranges.busbw_range``), ``nccl``
-    (NCCL's own model's busbw), ``algo``, ``proto``, ``channels``, ``line``. Empty without a cluster."""
+    (NCCL's own model's busbw), ``algo``, ``proto``, ``channels``, ``line``. Empty without a cluster.
+    ``ran`` (``collsim.diagnose.judged.Ran``): the algorithm each size is predicted with (default NCCL's
+    choice)."""
     rows = {}
     for r in run.rows:
         if r["bytes"] > 0 and r["bytes"] not in rows:
@@ -209,15 +211,21 @@ def expect(machine: Machine, run: Run) -> list[dict]:
     gpp = run.meta.get("gpus_per_process")
     gpp = gpp if isinstance(gpp, int) and 1 <= gpp <= c.gpus_per_node else None
     timing = "graph" if run.meta.get("timing") == "graph" else "eager"
+    groups = {}
+    for size in sorted(rows):
+        groups.setdefault(ran.for_size(size) if ran is not None else "default", []).append(size)
+    predicted = {}
     try:
-        result = predict_nccl(c, sorted(rows), env=machine.env, timing=timing, gpus_per_process=gpp)
+        for algo, sizes in groups.items():
+            result = predict_nccl(c, sizes, algo=algo, env=machine.env, timing=timing, gpus_per_process=gpp)
+            predicted.update(zip(sizes, result["rows"]))   # rows follow the sizes asked, in order
     except CollsimError as e:
         machine.why_not = f"no prediction: {e}"
         return []
     factor = 2.0 * (c.ranks - 1) / c.ranks if c.ranks > 1 else 1.0
     out = []
-    for size, p in zip(sorted(rows), result["rows"]):   # rows follow the sizes asked, in order
-        r = rows[size]   # busbw from the time where there is one: nccl-tests prints busbw with 2 decimals
+    for size in sorted(rows):
+        r, p = rows[size], predicted[size]   # busbw from the time where there is one: nccl-tests prints 2 decimals
         measured = size / 1e3 / r["time_us"] * factor if r["time_us"] > 0 else r["busbw_GBps"]
         out.append({"bytes": size, "measured": measured, "expected": p["busbw_GBps"],
                     "expected_range": busbw_range(p, c.ranks),

@@ -14,12 +14,16 @@ band falls under half its expected busbw; the report's ``ratio`` is the large (e
 band's, and ``decided_by`` names the band that decided the verdict (band, run, ratio, rule: "main
 band" or "under half its expected", and the main band's name).
 
-Each cause (``collsim.diagnose.causes.CAUSES``) scores the weights of its evidence lines and
-computed hits (``collsim.diagnose.checks``), minus its counter-evidence, plus 1 when the measured
-shortfall falls in its ``effect`` range (less when it does not); a cause no line speaks for scores
-only its ``prior``, and only when the shortfall fits its effect. ``expected_performance`` scores 1
-plus half a point per band in range when the verdict is as expected. Causes are ranked by score,
-most likely first. ``diagnose_text`` takes pasted text instead of paths.
+Each run is predicted with the algorithm that ran (``collsim.diagnose.judged``: ``algo``, NCCL_ALGO, TUNING
+lines); when the files do not say, each band also shows Ring and Tree forced (``forced``) beside NCCL's
+choice. A band of a log the simulation was fitted on carries ``fitted_on`` (in-sample).
+
+Each cause (``collsim.diagnose.causes.CAUSES``) scores the weights of its evidence lines and computed
+hits (``collsim.diagnose.checks``), minus its counter-evidence, plus 1 when the measured shortfall falls
+in its ``effect`` range (less when it does not); a cause no line speaks for scores only its ``prior``, and
+only when the shortfall fits its effect. ``expected_performance`` scores 1 plus half a point per band in
+range when the verdict is as expected. Causes are ranked by score, most likely first. ``diagnose_text``
+takes pasted text instead of paths.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from collsim.diagnose import checks
 from collsim.diagnose.causes import CAUSES, COMPILED
 from collsim.diagnose.evidence import Evidence, gather
 from collsim.diagnose.expected import Machine, expect, machine_for
+from collsim.diagnose.judged import UNKNOWN_SHOWN, Ran, algorithm_that_ran, fitted_on
 from collsim.diagnose.sources import Run, read_source
 from collsim.errors import CollsimError
 from collsim.units import format_size
@@ -190,14 +195,33 @@ def _entry(cause, score: float, evidence: list, ctx: Context) -> dict:
             "fix": cause.fix, "settle": settle, "source": cause.source}
 
 
-def diagnose_sources(sources: list, cluster=None, measured=None, skipped=()) -> dict:
+def _forced(machine: Machine, run: Run, run_bands: list) -> None:
+    """Beside each band of a run whose algorithm is unknown: ``forced`` {algo: expected, range, NCCL's
+    model, ratio, verdict} with Ring and Tree forced (an algorithm the machine cannot run is left out)."""
+    for algo in UNKNOWN_SHOWN:
+        alt = Machine(machine.cluster, env=machine.env)
+        points = expect(alt, run, Ran(algo, where="shown"))
+        for band, other in zip(run_bands, bands(points, run) if points else ()):
+            if "ratio" in other:
+                band.setdefault("forced", {})[algo] = {k: other[k] for k in (
+                    "expected_busbw_GBps", "range_GBps", "nccl_busbw_GBps", "ratio", "verdict")}
+
+
+def diagnose_sources(sources: list, cluster=None, measured=None, skipped=(), algo=None) -> dict:
     """The report of already-read ``sources`` (``diagnose``)."""
     ev = gather(sources, measured)
+    ran = algorithm_that_ran(ev, algo)
     results = []
     for run in ev.measured_runs() or [Run("(no measurements)")]:
         machine = machine_for(ev, run, cluster)
-        points = expect(machine, run) if run.rows else []
-        results.append(RunResult(run, machine, points, bands(points, run)))
+        points = expect(machine, run, ran) if run.rows else []
+        run_bands = bands(points, run)
+        if points and not ran.known:
+            _forced(machine, run, run_bands)
+        fitted = fitted_on(run)
+        for b in run_bands if fitted else ():
+            b["fitted_on"] = fitted
+        results.append(RunResult(run, machine, points, run_bands))
     first = next((r.machine for r in results if r.machine.cluster is not None), results[0].machine)
     ctx = Context(ev, [r for r in results if r.run.rows], cluster=first.cluster, spec_given=cluster is not None)
     ctx.nodes = first.cluster.nodes if first.cluster else (ev.nodes[0] if ev.nodes else None)
@@ -209,50 +233,35 @@ def diagnose_sources(sources: list, cluster=None, measured=None, skipped=()) -> 
     pts = [p for r in ctx.results for p in r.points]
     ctx.predicted_channels = max(pts, key=lambda p: p["bytes"])["channels"] if pts else None
     causes = score_causes(ctx)
-    return {
-        "verdict": ctx.verdict,
-        "ratio": ctx.ratio,
-        "decided_by": decided,
-        "bands": all_bands,
-        "causes": causes,
-        "machine": {
-            "cluster": first.cluster.describe() if first.cluster else None,
-            "why_not": first.why_not,
-            "seen": first.seen,
-            "assumed": first.assumed,
-            "env": first.env,
-            "conflicts": [c for r in results for c in r.machine.conflicts],
-            "spec": first.cluster.to_dict() if first.cluster else None,
-        },
-        "files": [{"name": s.name, "kinds": s.kinds, "notes": s.notes} for s in sources],
-        "skipped": list(skipped),
-        "points": [{**p, "run": r.run.name} for r in ctx.results for p in r.points],
-        "measured": [
-            {"run": r.run.name, "bytes": x["bytes"], "busbw_GBps": x["busbw_GBps"]}
-            for r in ctx.results
-            for x in r.run.rows
-        ],
-    }
+    return {"verdict": ctx.verdict, "ratio": ctx.ratio, "decided_by": decided, "bands": all_bands,
+            "causes": causes, "algorithm": {"ran": ran.algo, "where": ran.where, "per_size": bool(ran.by_size)},
+            "in_sample": sorted({b["fitted_on"] for b in all_bands if "fitted_on" in b}),
+            "machine": {"cluster": first.cluster.describe() if first.cluster else None, "why_not": first.why_not,
+                        "seen": first.seen, "assumed": first.assumed, "env": first.env,
+                        "conflicts": [c for r in results for c in r.machine.conflicts],
+                        "spec": first.cluster.to_dict() if first.cluster else None},
+            "files": [{"name": s.name, "kinds": s.kinds, "notes": s.notes} for s in sources],
+            "skipped": list(skipped), "points": [{**p, "run": r.run.name} for r in ctx.results for p in r.points],
+            "measured": [{"run": r.run.name, "bytes": x["bytes"], "busbw_GBps": x["busbw_GBps"]}
+                         for r in ctx.results for x in r.run.rows]}
 
 
-def diagnose_text(texts: dict, cluster=None, measured=None) -> dict:
-    """``diagnose`` of pasted text: ``{name: text}``, each written to a file of that name in a
-    temporary folder (what a notebook or an upload gives).
-    """
+def diagnose_text(texts: dict, cluster=None, measured=None, algo=None) -> dict:
+    """``diagnose`` of pasted text: ``{name: text}``, each written to a file of that name in a temporary
+    folder (what a notebook or an upload gives)."""
     with tempfile.TemporaryDirectory(prefix="collsim-diagnose-") as tmp:
         paths = []
         for name, text in texts.items():
             path = Path(tmp) / (Path(str(name)).name or "pasted.log")
             path.write_bytes(text if isinstance(text, bytes) else str(text).encode("utf-8"))
             paths.append(path)
-        return diagnose(paths, cluster, measured)
+        return diagnose(paths, cluster, measured, algo)
 
 
-def diagnose(paths, cluster=None, measured=None) -> dict:
-    """Read ``paths`` (each named and skipped when unreadable), compare with ``cluster`` (a preset
-    or file; None: from the files) and ``measured`` ``(bytes, busbw_GBps)`` pairs, and rank the
-    causes.
-    """
+def diagnose(paths, cluster=None, measured=None, algo=None) -> dict:
+    """Read ``paths`` (each named and skipped when unreadable), compare with ``cluster`` (a preset or file;
+    None: from the files) and ``measured`` ``(bytes, busbw_GBps)`` pairs, predicted with the algorithm that
+    ran (``algo``, NCCL's name, else from the files: ``collsim.diagnose.judged``), and rank the causes."""
     sources, skipped = [], []
     for path in paths:
         try:
@@ -261,4 +270,4 @@ def diagnose(paths, cluster=None, measured=None) -> dict:
             skipped.append(str(e))
     if not sources and not measured:
         raise CollsimError("nothing to diagnose: " + ("; ".join(skipped) if skipped else "give files or --measured"))
-    return diagnose_sources(sources, cluster, measured, skipped)
+    return diagnose_sources(sources, cluster, measured, skipped, algo)

@@ -13,11 +13,27 @@
   verdict, the expected curve against the measured one and the ranked causes.
 - ``check_answer`` (``collsim.widgets.exercise``): the checker of notebook exercises.
 
-Also: ``exploration`` (what ScheduleExplorer shows, computed without ipywidgets) and ``notebooks_html``
+``plain`` gives a status as text; ``in_widget`` turns a CLI message's flags into the widget's own
+fields. Also: ``exploration`` (what ScheduleExplorer shows, computed without ipywidgets) and ``notebooks_html``
 (executed HTML of every notebook, widget state kept).
 """
 import asyncio
 import gc
+import html
+import re
+
+
+def plain(status: str) -> str:
+    """The text of a widget's HTML status without its markup: what a printed status shows."""
+    return html.unescape(re.sub(r"<[^>]+>", "", status))
+
+
+def in_widget(message: str, fields: dict) -> str:
+    """``message`` (one line the CLI would print) with each command-line phrase of ``fields`` replaced by
+    what a widget user does instead: a widget has boxes, not flags."""
+    for flag, instead in fields.items():
+        message = message.replace(flag, instead)
+    return message
 
 
 def settle_heap() -> None:

@@ -18,6 +18,12 @@ from collsim.diagnose.report import text
 from collsim.errors import CollsimError
 from collsim.units import parse_size
 from collsim.viz.diagnose import diagnose_figure
+from collsim.widgets import in_widget
+
+# the CLI's phrases in diagnose's messages, as this box says them
+FIELDS = {"give --cluster to": "name a cluster in the cluster box to", "give --cluster": "name a cluster in the "
+          "cluster box", "give files or --measured": "paste a log, upload files or type a busbw in the measured box",
+          "--cluster ": "cluster ", "--measured": "measured"}
 
 
 class DiagnoseBox:
@@ -60,11 +66,13 @@ class DiagnoseBox:
                 measured.append((parse_size(size), float(value)))
             report = diagnose_text(self.texts(), self.cluster.value.strip() or None, measured)
         except (CollsimError, ValueError) as e:
-            self.status.value = f"<span style='color:#b00'>{html.escape(str(e).splitlines()[0])}</span>"
+            message = in_widget(str(e).splitlines()[0], FIELDS)
+            self.status.value = f"<span style='color:#b00'>{html.escape(message)}</span>"
             return None
         self.report = report
         self.status.value = html.escape(f"verdict: {report['verdict'].replace('_', ' ')}")
-        self.text.value = "<pre style='font-size:11px'>" + html.escape("\n".join(text(report, top=3))) + "</pre>"
+        shown = in_widget("\n".join(text(report, top=3)), FIELDS)
+        self.text.value = "<pre style='font-size:11px'>" + html.escape(shown) + "</pre>"
         self.image.value = b""
         if report["measured"]:
             import matplotlib.pyplot as plt

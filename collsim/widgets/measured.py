@@ -25,9 +25,12 @@ from collsim.fit.overheads import with_overheads
 from collsim.fit.points import load_points
 from collsim.fitted.params import load_params
 from collsim.viz.render import FramePNG
-from collsim.widgets import settle_heap
+from collsim.widgets import in_widget, settle_heap
 
 OWN = "your files"
+# the CLI's phrases in the loaders' messages, as this widget says them
+FIELDS = {"(nccl-tests logs: pass --label ALGO/PROTO)": "(nccl-tests logs: the configuration in the file's name)",
+          "pass --label ALGO/PROTO": "put the configuration in the file's name (e.g. graph_Ring_LL.log)"}
 
 
 @dataclass(frozen=True)
@@ -210,7 +213,7 @@ class MeasuredVsPredicted:
         self.load_files(paths)
 
     def _error(self, what: str, e: Exception) -> None:
-        text = str(e).splitlines()[0] if str(e) else type(e).__name__
+        text = in_widget(str(e).splitlines()[0], FIELDS) if str(e) else type(e).__name__
         shown = f"; still showing {self._describe()}" if self.comparison is not None else ""
         self.status.value = f"<span style='color:#b00'>could not show {html.escape(what)}: {html.escape(text)}</span>" \
                             + html.escape(shown)

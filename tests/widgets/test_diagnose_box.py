@@ -32,3 +32,16 @@ def test_errors_are_one_line_and_keep_the_last_report():
     assert box.run()["verdict"] == "below_expected"
     box.cluster.value = "nowhere"
     assert box.run() is None and "not a preset" in box.status.value and box.report["verdict"] == "below_expected"
+
+
+def test_messages_name_the_boxes_not_cli_flags():
+    from collsim.widgets import plain
+
+    box = DiagnoseBox("")
+    assert box.run() is None and "--" not in box.status.value
+    assert "type a busbw in the measured box" in plain(box.status.value)
+    box = DiagnoseBox("", measured="1G=5")                      # no GPU named: no machine to compare with
+    assert box.run()["machine"]["why_not"].endswith("give --cluster")
+    shown = plain(box.text.value)
+    assert "name a cluster in the cluster box" in shown and "--cluster" not in shown and "--measured" not in shown
+    assert plain("<b style='color:#b00'>the timeline&#x27;s 60 µs</b>") == "the timeline's 60 µs"

@@ -82,6 +82,26 @@ def test_check_answer_lines():
     assert "not quite" in check_answer("q", 4.0, 3.0)
     assert "not quite" in check_answer("q", "3", 3.0)
     assert check_answer("q", "larger", "larger").endswith("correct")
+    assert "4 is 33% above the answer (tolerance 2%); try again" in check_answer("q", 4.0, 3.0)
+    assert "is 50% below" in check_answer("q", 1.5, 3.0)
+    assert check_answer("q", 1.5, 3.0, why=[(1.5, "half: one direction only")]).endswith(
+        ": half: one direction only; try again")
+    assert "'smaller': the crossover grows with P" in check_answer("q", "smaller", "larger",
+                                                                    why=[("smaller", "the crossover grows with P")])
+
+
+def test_check_schedules_names_the_failing_P_and_step():
+    from collsim.algorithms import build_schedule
+    from collsim.algorithms.lecture import lecture_ring
+    from collsim.widgets.exercise import check_schedules
+
+    assert check_schedules("q", lambda P: None).endswith("not answered yet (complete the function and run this "
+                                                         "cell again)")
+    assert check_schedules("q", lambda P: build_schedule("ring", P, 24)).endswith(": correct")
+    wrong = check_schedules("q", lambda P: lecture_ring(P, 24) if P > 2 else build_schedule("ring", P, 24))
+    assert wrong.startswith("q: not quite: P=3: WRONG: step ")
+    slow = check_schedules("q", lambda P: build_schedule("ring", P, 24), steps=lambda P: P - 1)
+    assert "P=2: a correct AllReduce, but in 2 steps where the task asks for 1" in slow
 
 
 # ------------------------------------------------------------------ ScheduleExplorer
