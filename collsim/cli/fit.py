@@ -65,6 +65,9 @@ def _fit_cluster(args) -> int:
     print(f"fitted on {res['points']} measured sizes through the simulation:")
     for k, v in res["values"].items():
         print(f"  {k:17s} {res['start'][k]:9.4g} -> {v:.4g}")
+    if res["harness"]:
+        print(f"  {res['harness']} (a harness collsim never measured): {res['harness_us']:+.2f} us a call, "
+              "fitted in place of the per-step cost")
     print(f"median |time error| on them {_pct(res['before']['median_abs_rel_error'])} -> "
           f"{_pct(res['after']['median_abs_rel_error'])} (p90 {_pct(res['before']['p90_abs_rel_error'])} -> "
           f"{_pct(res['after']['p90_abs_rel_error'])}); check it on other sizes or algorithms with compare")

@@ -27,12 +27,14 @@ from collsim.predict.ranges import QUANTILE, REGIMES, half_width, regime_kinds, 
 
 RUN1 = ("h200/nccl-tests graph", "h200/nccl-tests eager", "h200/runner graph", "h200/runner eager")
 # the inputs each log calibrated (data/public/README.md, collsim.fit.simulated, collsim.machine.networks)
-CALIBRATES = {**{s: {"step"} for s in RUN1}, "L01": {"intra", "step"}, "L15": {"nic", "hop", "step"},
+CALIBRATES = {**{s: {"step"} for s in RUN1}, "h200/nccl-tests graph": {"step", "harness"},
+              "h200/nccl-tests eager": {"step", "harness"}, "L01": {"intra", "step", "harness"},
+              "L15": {"nic", "hop", "step"},
               "P01": {"hop"}, "P02": {"intra"}, "P03": {"nic"}, "P05": {"hop"}}
 # what such an input's kind would be without the log: another log of the kind, a maintainer's figure, nothing
 WITHOUT = {("L01", "intra"): "datasheet", ("L15", "nic"): "datasheet", ("L15", "hop"): "datasheet",
            ("P01", "hop"): "assumed", ("P02", "intra"): "assumed", ("P03", "nic"): "assumed",
-           ("P05", "hop"): "assumed"}
+           ("P05", "hop"): "assumed", ("h200/nccl-tests graph", "harness"): "assumed"}
 
 
 def _rows(log: str, s: Series, result: dict, quick: bool = False) -> list[dict]:

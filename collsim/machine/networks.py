@@ -81,7 +81,7 @@ NETS: dict[str, Net] = {
     # aws-ofi-nccl: platform-aws.cpp:83-160 (p4d, p5/p5e: latency 75 us, GPUDirect RDMA required; p5en and
     # p6-b200: 35 us); on p5 the RDMA protocol groups the 4 EFA NICs nearest each GPU into one NCCL device
     # (nccl_ofi_topo.cpp:1092-1143) and reports 4 x their speed (nccl_ofi_rdma.cpp:410-413).
-    # P03 (2 x p4d, NCCL 2.9.9, 1 GiB: 35215 us): collsim fit --cluster p4d gives 0.722 of the 0.85 first
+    # P03 (2 x p4d, NCCL 2.9.9, 1 GiB: 35215 us): a fit of its 1 GiB row gave 0.722 of the 0.85 first
     # assumed, so 0.614 (data/public/README.md; checked on P04-P06, not fitted on them).
     "efa": Net("efa", EFA_EFFICIENCY, True, 75.0, True,
                f"AWS EFA through libfabric and the aws-ofi-nccl net plugin ({AWS_OFI}): GPUDirect RDMA on p4d/p5, "

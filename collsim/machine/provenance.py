@@ -9,7 +9,12 @@ decides:
 - ``hop``: one network step of a small message (latency; several nodes only);
 - ``step``: the GPU-side per-step and per-call costs (latency);
 - ``nccl``: NCCL's choice of algorithm, protocol and channels (both regimes): its version ported, or the
-  closest ported one followed.
+  closest ported one followed;
+- ``harness``: what the measurement around NCCL adds per call (latency): not the machine's, so the predictor
+  adds it (``collsim.predict.ranges.harness_input``).
+
+``nccl`` and ``harness`` limit how sure a regime is only where they are less sure than a log (``NEUTRAL``): a
+ported NCCL and a measured harness do not make a calibrated machine's inputs less its own.
 
 Each input has a ``kind``, best first (``KINDS``): "machine" (fitted on a run of this very machine, ``collsim
 fit --cluster``: the description's ``calibrated`` record), "log" (calibrated on a public or bundled log of the
@@ -24,6 +29,8 @@ A description's ``calibrated`` mapping (written by ``collsim fit --cluster``) ho
       nic_efficiency: 0.93       # replaces the network's efficiency x fabric_efficiency (0 < x <= 1.5)
       hop_us: 14.0               # replaces the network's small-message hop (us, 0 < x <= 1000)
       step_scale: 1.1            # multiplies the GPU-side per-step costs (0.1 <= x <= 10)
+      harness: nccl-tests graph 1   # optional: a harness collsim never measured, as it ran here (harness,
+      harness_us: -1.6              #   timing, GPUs per process), and what it costs a call more (us, |x| <= 50)
 """
 from __future__ import annotations
 
@@ -33,12 +40,14 @@ from collsim.errors import CollsimError, require_number
 from collsim.machine.gpus import HOPPER_RING
 
 KINDS = ("machine", "log", "datasheet", "assumed")
-INPUTS = ("intra", "nic", "hop", "step", "nccl")
-LATENCY = ("hop", "step", "nccl")        # the inputs that decide small sizes
-BANDWIDTH = ("intra", "nic", "nccl")     # and large ones
+INPUTS = ("intra", "nic", "hop", "step", "nccl", "harness")
+LATENCY = ("hop", "step", "nccl", "harness")   # the inputs that decide small sizes
+BANDWIDTH = ("intra", "nic", "nccl")           # and large ones
+NEUTRAL = ("nccl", "harness")
 # the calibrated values, each with its bounds and the input it replaces
 FITTED = {"intra_efficiency": ("intra", 1e-3, 1.5), "nic_efficiency": ("nic", 1e-3, 1.5),
-          "hop_us": ("hop", 1e-3, 1000.0), "step_scale": ("step", 0.1, 10.0)}
+          "hop_us": ("hop", 1e-3, 1000.0), "step_scale": ("step", 0.1, 10.0),
+          "harness_us": ("harness", -50.0, 50.0)}
 
 # inputs calibrated on a log of the same kind (data/public/README.md says which log sets which number)
 HOPPER_INTRA = "Hopper NVSwitch: the ring plateau of L01 (8 x H100)"
@@ -69,13 +78,15 @@ def calibrated_record(d) -> dict | None:
                            "hop_us, step_scale)")
     out = {}
     for key, value in d.items():
-        if key in ("source", "notes"):
+        if key in ("source", "notes", "harness"):
             out[key] = value if key == "notes" else str(value)
             continue
         if key not in FITTED:
             raise CollsimError(f"cluster calibrated: unknown key {str(key)!r:.40} (known: source, "
-                               f"{', '.join(FITTED)}, notes)")
+                               f"{', '.join(FITTED)}, harness, notes)")
         _, low, high = FITTED[key]
+        if key == "harness_us" and "harness" not in d:
+            raise CollsimError("cluster calibrated harness_us needs harness (harness, timing, GPUs per process)")
         x = require_number(f"cluster calibrated {key}", value)
         if not low <= x <= high:
             raise CollsimError(f"cluster calibrated {key} must be within {low:g}..{high:g}, got {x:g}")

@@ -43,7 +43,7 @@ from collsim.machine.cluster import Cluster
 from collsim.nccl import ALGOS
 from collsim.predict.context import UNDERSTOOD, NcclContext, harness_config, nccl_context
 from collsim.predict.costs import fitted_algo
-from collsim.predict.ranges import SMALLEST, bandwidth_share, packaged_widths, regime_kinds, time_range
+from collsim.predict.ranges import SMALLEST, harness_input, harness_key, ranges_of, regime_kinds
 from collsim.predict.schedules import COLLNET
 from collsim.predict.simulation import NcclSim, simulate_nccl
 from collsim.predictors import SIMULATED
@@ -103,16 +103,18 @@ def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "d
     ctx = nccl_context(cluster, algo, proto, env, base)
     cfg = harness_config(ctx.cluster, harness, timing, gpus_per_process, sizes, ctx.setup.settings, ctx.described,
                          ctx.env)
-    rows = _rows(ctx, cfg, sizes if SMALLEST in sizes else [SMALLEST, *sizes], c)
+    cal = ctx.described.calibrated or {}
+    extra = cal.get("harness_us", 0.0) if cal.get("harness") == harness_key(harness, timing, cfg.gpus_per_process) \
+        else 0.0                                        # a harness measured on this machine only
+    rows = _rows(ctx, cfg, sizes if SMALLEST in sizes else [SMALLEST, *sizes], c, extra)
     smallest = rows[0].time_us if SMALLEST not in sizes else rows[sizes.index(SMALLEST)].time_us
     rows = rows if SMALLEST in sizes else rows[1:]
-    inputs = ctx.described.inputs
+    hosts = ctx.described
+    inputs = {**hosts.inputs, "harness": harness_input(harness, cfg.timing, cfg.gpus_per_process,
+                                                       hosts.gpus_per_node, hosts.nodes, hosts.calibrated)}
     kinds = regime_kinds(inputs)
-    widths = packaged_widths()
-    for i, r in enumerate(rows):
-        share = bandwidth_share(r.time_us, smallest)
-        low, high = time_range(r.time_us, share, kinds, widths)
-        rows[i] = replace(r, low_us=low, high_us=high, bandwidth_share=share)
+    rows = [replace(r, low_us=low, high_us=high, bandwidth_share=share)
+            for r, (low, high, share) in zip(rows, ranges_of([r.time_us for r in rows], smallest, kinds))]
     settings = {"coll_channels": ctx.setup.coll_channels, "nvls_channels": ctx.setup.nvls_channels, "env": ctx.env,
                 "ignored": sorted(set(ctx.env) - UNDERSTOOD)}
     return {"predictor": SIMULATED, **({"collective": c.name} if c.name != "all_reduce" else {}),
@@ -122,9 +124,10 @@ def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "d
             "rows": [r.to_dict() for r in rows]}
 
 
-def _rows(ctx: NcclContext, cfg, sizes: list[int], c) -> list[Row]:
+def _rows(ctx: NcclContext, cfg, sizes: list[int], c, extra_us: float = 0.0) -> list[Row]:
     """The predicted ``Row`` of each size (bytes) of collective ``c`` on ``ctx`` measured by ``cfg``,
-    without its range."""
+    ``extra_us`` added to each simulated time (a harness's cost calibrated on the machine), without its
+    range."""
     params = ctx.params
     rows = []
     for size, d in zip(sizes, ctx.decisions(sizes, c.name)):
@@ -137,7 +140,7 @@ def _rows(ctx: NcclContext, cfg, sizes: list[int], c) -> list[Row]:
         busiest = r.busiest()
         main = params.path("nvls" if d.algo in ("NVLS", "NVLSTree") else cfg.intra, fitted_algo(d.algo),
                            "Simple" if d.algo in ("NVLS", "NVLSTree") else d.proto)
-        t_us = r.time_s * 1e6 + params.harness_time(cfg)
+        t_us = max(r.time_s * 1e6 + params.harness_time(cfg) + extra_us, 1e-3)
         if cfg.timing == "eager":
             t_us = max(t_us, params.host_floor(cfg, main))
         alg, bus = c.bandwidths(size, t_us, ctx.cluster.ranks)

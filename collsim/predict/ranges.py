@@ -19,7 +19,7 @@ from importlib import resources
 
 import numpy as np
 
-from collsim.machine.provenance import BANDWIDTH, KINDS, LATENCY, worst
+from collsim.machine.provenance import BANDWIDTH, KINDS, LATENCY, NEUTRAL, Input, worst
 
 REGIMES = {"latency": LATENCY, "bandwidth": BANDWIDTH}
 QUANTILE = 0.8       # the range holds this share of measured rows
@@ -41,7 +41,37 @@ def regime_kinds(inputs: dict) -> dict:
     ``collsim.machine.provenance.Input`` or its dict)."""
     def kind(x):
         return x["kind"] if isinstance(x, dict) else x.kind
-    return {regime: worst(kind(inputs[k]) for k in names if k in inputs) for regime, names in REGIMES.items()}
+
+    def limits(k):
+        return k in inputs and not (k in NEUTRAL and KINDS.index(kind(inputs[k])) <= KINDS.index("log"))
+    return {regime: worst([kind(inputs[k]) for k in names if limits(k)] or ["machine"])
+            for regime, names in REGIMES.items()}
+
+
+def harness_key(harness: str, timing: str, gpus_per_process: int) -> str:
+    """How a calibrated record names a harness as it ran: "nccl-tests graph 1"."""
+    return f"{harness} {timing} {gpus_per_process}"
+
+
+def harness_input(harness: str, timing: str, gpus_per_process: int, gpus_per_node: int, nodes: int,
+                  calibrated: dict | None = None) -> Input:
+    """Where the harness's per-call terms come from. CUDA graphs: nccl-tests' from our 2 x H200 with both GPUs in
+    one process, the runner's from our pairs' runs 1-6. nccl-tests -G with fewer GPUs per process than a node
+    has, or across nodes, was never measured (on runs 2-6 of our pairs, one process per GPU, its 8 B-64 KiB rows
+    are 20-25% slow). Eager timing is an assumption: a call takes at least the host's launch floor (a line
+    through L01's -g 8 and our pair's -g 2 floors), and what launching adds above it is taken as nothing
+    (``collsim.fit.simulated``; our pair's eager 8 B-8 MiB rows are up to 28% off). A quick run of the machine
+    under the harness measures it (``calibrated``: its ``harness`` and ``harness_us``)."""
+    if (calibrated or {}).get("harness") == harness_key(harness, timing, gpus_per_process):
+        return Input("machine", f"{harness} {timing}: per-call cost fitted on {calibrated.get('source', 'a run')}")
+    if harness == "nccl-tests" and timing == "graph" and (gpus_per_process < gpus_per_node or nodes > 1):
+        return Input("assumed", f"nccl-tests -G with {gpus_per_process} GPU(s) per process: its per-call cost "
+                                "measured with all of a node's GPUs in one process only")
+    if timing == "eager":
+        return Input("assumed", f"{harness} eager: the launch floor of L01 (-g 8) and our 2 x H200 (-g 2), "
+                                "and nothing launching adds above it")
+    what = {"nccl-tests": "our 2 x H200 (-g 2)", "runner": "our 2 x H200, runs 1-6"}[harness]
+    return Input("log", f"{harness} {timing}: per-call terms measured on {what}")
 
 
 def bandwidth_share(time_us: float, smallest_us: float) -> float:
@@ -61,11 +91,23 @@ def time_range(time_us: float, share: float, kinds: dict, widths: dict | None = 
     return time_us * math.exp(-w), time_us * math.exp(w)
 
 
+def ranges_of(times_us, smallest_us: float, kinds: dict, widths: dict | None = None) -> list[tuple]:
+    """(low_us, high_us, bandwidth share) of each of ``times_us``, rows of one prediction whose ``SMALLEST``
+    size takes ``smallest_us``, its regimes as sure as ``kinds`` (``regime_kinds``)."""
+    widths = widths or packaged_widths()
+    out = []
+    for t in times_us:
+        share = bandwidth_share(t, smallest_us)
+        out.append((*time_range(t, share, kinds, widths), share))
+    return out
+
+
 def widths_from(rows) -> dict:
     """The widths measured on ``rows`` (each {"log", "error": log(pred / meas), "share", "kinds"}): per regime
     and kind the ``QUANTILE`` of |error| over its rows, where they come from ``MIN_LOGS`` logs or more; a kind
-    measured on fewer takes the next less sure kind's width, the least sure the largest of its regime; a kind
-    is never narrower than a surer one."""
+    measured on fewer takes the next less sure kind's width, the least sure the largest of its regime; a log,
+    datasheet or assumption is never narrower than a surer one of them (a run of the machine is measured as it
+    is: a quick fit can miss a harness's small sizes more than the logs' calibration does)."""
     out = {}
     for regime in REGIMES:
         mine = [r for r in rows if (r["share"] < 0.5) == (regime == "latency")]
@@ -78,8 +120,10 @@ def widths_from(rows) -> dict:
         w, last = {}, 0.0
         for i, kind in enumerate(KINDS):
             later = [measured[k] for k in KINDS[i:] if k in measured]
-            last = max(last, measured.get(kind, later[0] if later else widest))
-            w[kind] = round(last, 4)
+            width = measured.get(kind, later[0] if later else widest)
+            if kind != "machine":          # a run of the machine is measured as it is, may miss more
+                last = max(last, width)
+            w[kind] = round(width if kind == "machine" else last, 4)
         out[regime] = w
     return out
 
