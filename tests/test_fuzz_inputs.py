@@ -266,10 +266,10 @@ PASTES = sorted((ROOT / "tests" / "data" / "diagnose" / "pastes").iterdir())
 def test_pasted_files_through_the_parsers_and_diagnose(data, index):
     """Damaged copies of every public paste (XML topology dumps, connection lines, nccl-tests text with
     doubled headers, version labels, env dumps): the parsers return data, diagnose a report or one line."""
-    from collsim.diagnose import diagnose, parsers
+    from collsim.diagnose import diagnose, parsers, topo_xml
     text = data.draw(text_damage(PASTES[index].read_text()))
     lines = text.split("\n")
-    for parse in (parsers.topo_xml, parsers.channels, parsers.stated_rates, parsers.topo_matrix):
+    for parse in (topo_xml.topo_xml, parsers.channels, parsers.stated_rates, parsers.topo_matrix):
         parse(lines)
     with folder() as d:
         f = d / PASTES[index].name

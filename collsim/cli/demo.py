@@ -24,6 +24,8 @@ import numpy as np
 from collsim.cli.args import positive_int
 from collsim.core.collective import ALLREDUCE
 from collsim.errors import CollsimError
+from collsim.fit import fit
+from collsim.fit.compare import attach_probe, compare
 from collsim.fit.points import load_points
 from collsim.fitted.params import load_params
 from collsim.machine import load_machine
@@ -32,6 +34,7 @@ from collsim.outputs import check_output, plot_format, save_figure
 from collsim.sweep import sizes as size_range, sweep
 from collsim.units import format_size
 from collsim.viz.curves import busbw
+from collsim.viz.measured import draw_measured
 
 # (row label, algorithm, parameters): every algorithm on one channel, then NCCL's layouts on 16 channels
 # (the coll channels NCCL runs on multi-node H100: collsim.nccl.search on ib-400g)
@@ -66,8 +69,6 @@ def data_files(data_dir: Path) -> tuple[list[Path], Path, Path]:
 
 def measured_vs_models(data_dir: Path):
     """(result of collsim.fit.compare.compare on every point, params, points, how params were obtained)."""
-    from collsim.fit import fit
-    from collsim.fit.compare import attach_probe, compare
     files, probe, pfile = data_files(data_dir)
     points = load_points(files)
     attach_probe(points, probe)  # NCCL's printed table
@@ -132,7 +133,6 @@ def figure(path: str, grid, times: dict, topo, result: dict, params, points) -> 
     (``collsim.outputs.save_figure``)."""
     from matplotlib.figure import Figure
 
-    from collsim.viz.measured import draw_measured
     fig = Figure(figsize=(13, 5.5))
     grid_spec = fig.add_gridspec(2, 2, height_ratios=[3, 1.3])
     left = fig.add_subplot(grid_spec[:, 0])

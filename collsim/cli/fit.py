@@ -40,8 +40,12 @@ import yaml
 
 from collsim.cli.args import add_topology_args, finite_json, int_in, plot_path, positive_int, topology_from_args
 from collsim.errors import CollsimError
+from collsim.fit import fit
+from collsim.fit.cluster_compare import compare_cluster
+from collsim.fit.compare import attach_probe, compare, executed, select
 from collsim.fit.overheads import with_overheads
 from collsim.fit.points import load_points
+from collsim.fit.quick import fit_quick
 from collsim.fitted.layout import Config
 from collsim.fitted.model import explain
 from collsim.fitted.params import load_params, save_params
@@ -49,6 +53,7 @@ from collsim.inputs import BUFFSIZE_RANGE, MAX_CALLS, MAX_CHANNELS
 from collsim.machine import load_cluster
 from collsim.outputs import atomic_write, check_output
 from collsim.units import format_size, parse_size
+from collsim.viz.measured import plot_compare
 
 
 def _pct(x) -> str:
@@ -58,7 +63,6 @@ def _pct(x) -> str:
 def _fit_cluster(args) -> int:
     """``collsim fit --cluster SPEC QUICK... [-o FITTED.yaml]``: the description's uncertain inputs fitted on a
     quick run of the machine (``collsim.fit.quick``)."""
-    from collsim.fit.quick import fit_quick
     if args.output:
         check_output(args.output, [*args.files, *([args.cluster] if Path(args.cluster).suffix else [])], "cluster file")
     res = fit_quick(load_cluster(args.cluster, args.nodes), args.files, args.label, not args.out_of_place)
@@ -80,7 +84,6 @@ def _fit_cluster(args) -> int:
 
 
 def _fit(args) -> int:
-    from collsim.fit import fit
     if args.cluster:
         return _fit_cluster(args)
     if not args.output:
@@ -127,7 +130,6 @@ def _compare(args) -> int:
 
 
 def _compare_cluster(args) -> int:
-    from collsim.fit.cluster_compare import compare_cluster
     cluster = load_cluster(args.cluster, args.nodes)
     result = compare_cluster(cluster, args.measured, args.label, not args.out_of_place)
     if args.json:
@@ -159,7 +161,6 @@ def _ratio(a, b) -> str:
 
 
 def _compare_executed(args) -> int:
-    from collsim.fit.compare import executed
     rows = executed(args.files, lambda ranks: topology_from_args(args, ranks), args.gamma, args.schedule)
     if args.json:
         print(finite_json({"rows": rows}))
@@ -180,8 +181,6 @@ def _compare_executed(args) -> int:
 
 
 def _compare_nccl(args) -> int:
-    from collsim.fit.compare import attach_probe, compare, select
-    from collsim.viz.measured import plot_compare
     if args.plot:
         check_output(args.plot, [args.params, *args.measured, *(args.overhead_from or []),
                                  *([args.nccl_log] if args.nccl_log else [])], "figure")

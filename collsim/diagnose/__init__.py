@@ -11,6 +11,9 @@ citation), ``expected`` (the cluster the files describe and ``predict-nccl``'s b
 measured sizes, NCCL's own model beside it), ``checks`` (evidence computed from facts), ``verdict``
 (bands, expected range, verdict, ranked causes: ``diagnose``) and ``report`` (the text the command
 prints).
+
+``topo_xml`` reads NCCL's topology dump; ``hits`` is the computed evidence record; ``measurement_checks``
+the measurement's own errors; ``judged`` the algorithm that ran; ``answers`` the five questions users ask.
 """
 from __future__ import annotations
 

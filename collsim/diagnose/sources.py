@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from collsim.core.collective import ALLREDUCE
-from collsim.diagnose import parsers, runs
+from collsim.diagnose import parsers, runs, topo_xml
 from collsim.errors import CollsimError, CollsimWarning
 from collsim.inputs import read_text
 from collsim.measure import parse_jsonl
@@ -121,7 +121,7 @@ def read_source(path, name: str | None = None) -> Source:
         _nccl_tests(src, path)
     if any(_NCCL_LINE.search(line) for line in src.lines):
         _nccl_log(src)
-    if (topo := parsers.topo_matrix(src.lines) or parsers.topo_xml(src.lines)) is not None:
+    if (topo := parsers.topo_matrix(src.lines) or topo_xml.topo_xml(src.lines)) is not None:
         src.topo = topo
         src.kinds.append("topology")
     if ports := parsers.ib_ports(src.lines):

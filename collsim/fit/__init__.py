@@ -55,6 +55,9 @@ Modules: ``points`` (measured points and harness keys), ``overheads`` (harness t
 ``cluster_compare`` (the same from a cluster description), ``simulated`` (the event simulation's per-transfer
 costs fitted with the simulation in the loop, on the sets of ``sim_sets``: ``sim_params.json``), ``quick`` (a
 cluster description calibrated on a quick run of the machine), ``alpha_beta`` (the course's alpha-beta fit).
+
+``coverage`` measures how often measured rows fall inside their predicted range (leave-one-log-out);
+``quick`` fits a description's uncertain inputs on a quick run of the user's machine.
 """
 from __future__ import annotations
 

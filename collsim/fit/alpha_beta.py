@@ -19,6 +19,7 @@ import numpy as np
 from collsim.cost import closed_form, fit_alpha_beta
 from collsim.errors import CollsimError
 from collsim.fit import summary
+from collsim.fit.compare import nccl_choice
 from collsim.fit.points import Point, split
 
 
@@ -33,7 +34,6 @@ def alpha_beta_fit(points: list[Point], holdout: str = "odd", algorithm: str = "
     ``predicted_us``, ``error`` (signed, per size), ``held_out`` (per size), ``test`` (summary of
     |error| on the held-out sizes), ``all`` (summary over every size), ``worst`` (size, signed
     error of the largest |error|) and, for NCCL's choice, ``choice`` ("Ring/LL" ... per size)."""
-    from collsim.fit.compare import nccl_choice
 
     if not points:
         raise CollsimError("no measured points to fit")

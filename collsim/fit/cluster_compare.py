@@ -19,7 +19,8 @@ import numpy as np
 from collsim.errors import CollsimError
 from collsim.fit import abs_rel_errors, summary
 from collsim.fit.points import harness_key
-from collsim.machine.cluster import Cluster, nearest_ported
+from collsim.machine.cluster import Cluster
+from collsim.machine.versions import nearest_ported
 from collsim.measure.files import load_file
 from collsim.predict import predict_nccl
 

@@ -20,6 +20,9 @@ NCCL's protocols (LL, LL128, Simple).
 ``load_cluster(spec, nodes)`` gives a ``Cluster``; ``load_machine(spec, nodes)`` gives what the
 simulator runs on (a ``Topology``: a cluster's through ``linkview.to_topology``). Both raise one-line
 ``CollsimError`` for anything wrong, naming the file and key.
+
+``provenance`` records where each uncertain input of a description comes from (a run of this machine,
+a log of its kind, a datasheet, an assumption); ``versions`` lists the NCCL versions collsim ports.
 """
 from __future__ import annotations
 

@@ -56,27 +56,16 @@ from collsim.machine.hardware import GPU, GPUS, NETS, PCIE_RING_EFFICIENCY, SHM_
 from collsim.machine.linkview import CALL_US, to_topology
 from collsim.machine.provenance import Input, calibrated_record, inputs
 from collsim.machine.rules import check_intra, check_network, view_degraded
+from collsim.machine.versions import NCCL_VERSIONS, NEWEST_NCCL, nearest_ported
 
 INTRA = ("nvswitch", "nvlink", "pcie")
 CPUS = ("intel", "amd", "arm")
-NCCL_VERSIONS = tuple(f"2.{m}" for m in range(18, 31))
-NEWEST_NCCL = NCCL_VERSIONS[-1]
 KEYS = ("name", "source", "notes", "gpu", "gpus_per_node", "nodes", "intra", "p2p", "pcie_gen", "nvlink_GBps",
         "pcie_GBps", "nvlink_domain", "nics_per_node", "nic_Gbps", "net", "sharp", "fabric_efficiency", "fabric",
         "degraded_nics", "nvls", "nccl", "cpu", "call_us", "calibrated")
 _STRINGS = ("gpu", "intra", "net", "cpu", "nccl", "name", "source")
 _BOOLS = ("p2p", "sharp", "nvls")
 _FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
-
-
-def nearest_ported(version: str) -> str:
-    """``version`` ("2.N") when its tuning logic is ported, else the closest ported 2.x (2.12 -> 2.18,
-    2.30 -> 2.28); anything that is not 2.N comes back unchanged (and the cluster refuses it)."""
-    m = re.fullmatch(r"2\.(\d{1,3})", version)
-    if version in NCCL_VERSIONS or not m:
-        return version
-    minors = [int(v.split(".")[1]) for v in NCCL_VERSIONS]
-    return f"2.{min(max(int(m.group(1)), minors[0]), minors[-1])}"
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,8 @@ Modules: ``nccl_tests`` (nccl-tests import), ``public_log`` (published logs), ``
 measurement file; CSV), ``table`` (a record as a table row), ``executed`` (what the schedule
 executor records), ``fidelity`` (one harness against another), ``bundled`` (where the bundled
 measurements are, checkout or installed).
+
+``perf_names`` tells which collective an nccl-tests log ran (its ``*_perf`` program line, the rows).
 """
 from __future__ import annotations
 

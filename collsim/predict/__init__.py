@@ -30,6 +30,10 @@ simulated (``timed_by`` "simulated"); every row carries its 80% range (``low_us`
 (the cluster as NCCL runs on it, the harness), ``schedules`` (the schedule NCCL runs), ``costs`` (what its
 transfers cost on the cluster), ``simulation`` (its simulation, with the reductions that keep it fast), ``scale``
 (the same over node counts: ``scale_nccl``, ``collsim predict-nccl --nodes 2,4,...,2048``).
+
+``collective_runs`` builds NCCL's run of every other collective; ``best`` simulates every algorithm and
+protocol NCCL could run and names the fastest; ``tuner`` writes that choice as NCCL's example tuner
+plugin's CSV (``collsim export-tuner``); ``ranges`` gives each row its 80% range.
 """
 from __future__ import annotations
 

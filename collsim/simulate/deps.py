@@ -143,7 +143,8 @@ def data_deps(s: Schedule, sa: np.ndarray, sb: np.ndarray, nseg: int, da=None, d
     one pass over the steps."""
     da, db = (sa, sb) if da is None else (da, db)
     cols = (a.astype(np.int64) for a in (sa, sb, da, db))
-    owner, dep = pick(_deps, s.n_transfers)(s.step_ptr, s.src, s.dst, s.op == REDUCE, *cols, nseg, s.endpoints * max(nseg, 1))
+    owner, dep = pick(_deps, s.n_transfers)(s.step_ptr, s.src, s.dst, s.op == REDUCE, *cols, nseg,
+                                            s.endpoints * max(nseg, 1))
     ptr = np.zeros(s.n_transfers + 1, np.int64)                 # owners come in order: a CSR as they are
     np.cumsum(np.bincount(owner, minlength=s.n_transfers), out=ptr[1:])
     return ptr, dep

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from collsim.errors import CollsimError
+from collsim.fit.compare import predictions
 from collsim.fit.points import load_points
 from collsim.fitted.model import predict
 from collsim.measure.files import require_files
@@ -44,7 +45,6 @@ GRAPH_DEFAULT = "runner/nvlink_default_graph.jsonl"
 
 def vars_rows(data, params) -> list[dict]:
     """One row per (variable, setting, size): measured_us, model_us, nccl_us."""
-    from collsim.fit.compare import predictions
     rows = []
     for var, settings in SWEEPS.items():
         for setting, stem in settings:

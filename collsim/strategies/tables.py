@@ -25,6 +25,8 @@ import numpy as np
 
 from collsim.cost import fit_alpha_beta
 from collsim.errors import CollsimError
+from collsim.fit import fit
+from collsim.fit.compare import predictions
 from collsim.fit.points import Point, load_points
 from collsim.fitted.layout import Config
 from collsim.fitted.params import load_params
@@ -53,7 +55,6 @@ def _records(path) -> list[dict]:
 def model_params(data):
     """(collsim.fitted.model params, where they came from): data/params.json if present, else
     ``collsim.fit.fit`` on the runner's labelled NVLink sweeps (hold-out "odd")."""
-    from collsim.fit import fit
     data = Path(data)
     if (data / "params.json").exists():
         return load_params(data / "params.json"), f"{data.name}/params.json"
@@ -64,7 +65,6 @@ def model_params(data):
 def model_cost(params, meta: dict, ranks: int = 2, timing: str = "eager"):
     """bytes -> seconds from collsim.fitted.model for the (algorithm, protocol) NCCL picks at that
     size (its logged choice in ``meta``'s probe, else the argmin of NCCL's table)."""
-    from collsim.fit.compare import predictions
     cfg = Config(ranks, timing=timing)
 
     def cost(nbytes: int) -> float:

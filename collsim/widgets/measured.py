@@ -21,9 +21,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from collsim.fit.compare import attach_probe, compare, config_name, term_shares
 from collsim.fit.overheads import with_overheads
 from collsim.fit.points import load_points
 from collsim.fitted.params import load_params
+from collsim.viz.measured import MeasuredPanel, SharesPanel
 from collsim.viz.render import FramePNG
 from collsim.widgets import in_widget, settle_heap
 
@@ -97,7 +99,6 @@ class MeasuredVsPredicted:
         import ipywidgets as W
         from matplotlib.figure import Figure
 
-        from collsim.viz.measured import MeasuredPanel, SharesPanel
 
         if isinstance(files, (str, Path)) and Path(files).is_dir():
             data, files = files, None                      # MeasuredVsPredicted(folder)
@@ -141,7 +142,6 @@ class MeasuredVsPredicted:
         """Show run ``name``: its points, parameters and comparison (first configuration)."""
         self.points, self.params, self.result = points, params, result
         self.panel.result, self.panel.params = result, params
-        from collsim.fit.compare import config_name
         self.panel.by_name = {config_name(p): p for p in points}
         self._run_name = name
         options = [c["config"] for c in result["configs"]]
@@ -154,7 +154,6 @@ class MeasuredVsPredicted:
         self._draw()
 
     def _compare(self, files, params_file, probe, overhead=(), label=None):
-        from collsim.fit.compare import attach_probe, compare
 
         points = load_points([str(f) for f in files], label=label)
         if not points:
@@ -229,7 +228,6 @@ class MeasuredVsPredicted:
             self._error(f"configuration {self.config.value}", e)
 
     def _draw(self) -> None:
-        from collsim.fit.compare import config_name, term_shares
 
         name = self.config.value
         c = self.comparison = self.panel.show([name])[0]

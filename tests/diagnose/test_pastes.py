@@ -1,6 +1,6 @@
 """One public paste per input kind (tests/data/diagnose/pastes/, cited in data/public/README.md), damaged ones
 included, read by collsim.diagnose's parsers and sources as its thread shows them."""
-from collsim.diagnose import diagnose, parsers
+from collsim.diagnose import diagnose, parsers, topo_xml
 from collsim.diagnose.sources import read_source
 from tests.diagnose.cases import PASTES
 
@@ -11,14 +11,14 @@ def lines(name):
 
 def test_nccl_topology_dump_fragment_and_whole():
     """NVIDIA/nccl-tests#213 (a fragment cut mid-tag, H800) and NVIDIA/nccl#762 (A100 pairs over NVLink)."""
-    t = parsers.topo_xml(lines("nccl-tests-213_topo.xml"))
+    t = topo_xml.topo_xml(lines("nccl-tests-213_topo.xml"))
     assert t["names"] == {"NIC0": "mlx5_5", "NIC1": "mlx5_6"} and t["gpus"] == ["GPU2"]
     assert t["cells"][("GPU2", "NIC1")] == "PIX" and t["cells"][("GPU2", "NIC0")] != "PIX"   # mlx5_6 on its switch
     assert [n["speed_Gbps"] for n in t["xml"]["nics"]] == [400.0, 400.0] and t["xml"]["gpus"][0]["nvlinks"] == 6
-    w = parsers.topo_xml(lines("nccl-762_topo.xml"))
+    w = topo_xml.topo_xml(lines("nccl-762_topo.xml"))
     assert w["gpus"] == ["GPU0", "GPU1", "GPU2"] and w["cells"][("GPU0", "GPU1")] == "NV12" and not w["nics"]
     assert read_source(PASTES / "nccl-762_topo.xml").kinds == ["topology"]
-    assert parsers.topo_xml(["<system>", "nothing"]) is None
+    assert topo_xml.topo_xml(["<system>", "nothing"]) is None
 
 
 def test_connection_lines_name_transport_and_nic():
