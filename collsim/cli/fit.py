@@ -56,8 +56,7 @@ def _pct(x) -> str:
 
 
 def _fit_cluster(args) -> int:
-    """``collsim fit --cluster SPEC QUICK... [-o FITTED.yaml]``: the description's uncertain inputs fitted on a
-    quick run of the machine (``collsim.fit.quick``)."""
+    """``collsim fit --cluster SPEC QUICK... [-o FITTED.yaml]``: calibrate SPEC on a quick run (collsim.fit.quick)."""
     from collsim.fit.quick import fit_quick
     if args.output:
         check_output(args.output, [*args.files, *([args.cluster] if Path(args.cluster).suffix else [])], "cluster file")
