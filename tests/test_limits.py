@@ -233,12 +233,12 @@ def test_the_memory_bound_is_lifted_or_lowered_by_its_override(run, monkeypatch)
 
 
 def test_closed_forms_answer_or_refuse_at_a_million_ranks_within_seconds():
-    for algo in ("ring", "halving-doubling", "recursive-doubling", "direct", "nvls"):
+    for algo in ("ring", "halving-doubling", "recursive-doubling", "direct", "nvls", "double-tree", "binary-tree"):
         code, out, err = collsim("predict", "--algo", algo, "--ranks", 1 << 20, "--bytes", "4M", "--alpha", 1e-6,
                                  "--beta", 1e-10)
         assert code == 0 and "P=1048576" in out, (algo, err)
-    one_line(collsim("predict", "--algo", "double-tree", "--ranks", 1 << 20, "--bytes", "4M", "--alpha", 1e-6,
-                     "--beta", 1e-10), "a tree over 1048576 positions", "MAX_TREE_POSITIONS")
+    one_line(collsim("predict", "--algo", "nccl-tree", "--gpus-per-node", 1, "--ranks", 1 << 20, "--bytes", "4M",
+                     "--alpha", 1e-6, "--beta", 1e-10), "a tree over 1048576 positions", "MAX_TREE_POSITIONS")
 
 
 def test_the_singular_values_of_a_tall_jacobian_take_no_rows_x_rows_matrix():
@@ -369,3 +369,4 @@ def test_readme_limits_name_the_bounds_the_code_enforces():
     for name in ("COLLSIM_MAX_MEMORY", "--max-memory", "collsim/core/budget.py", "--schedule", "regular files",
                  "strtoll", "--env"):
         assert name in limits, name
+

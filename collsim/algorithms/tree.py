@@ -17,6 +17,7 @@ import numpy as np
 from collsim.algorithms import Algorithm
 from collsim.algorithms.timing import chain, step
 from collsim.algorithms.tree_pipeline import tree_phase, tree_steps
+from collsim.algorithms.tree_plan import MAX_TREE_POSITIONS
 from collsim.core.compose import ScheduleBuilder, split_ranges
 from collsim.core.schedule import Schedule
 
@@ -58,9 +59,25 @@ def double_tree(ranks: int, count: int, itemsize: int = 4, chunks: int = 1, chan
 
 @lru_cache(maxsize=4096)
 def up_down_steps(layout: str, n: int, chunks: int, gpus_per_node: int = 1) -> tuple[int, int]:
-    """(U, D): the reduce-up and broadcast-down steps of ``tree_steps(layout, n, g, chunks)``."""
+    """(U, D): the reduce-up and broadcast-down steps of ``tree_steps(layout, n, g, chunks)``.
+
+    Past ``MAX_TREE_POSITIONS`` (no plan is built there) the binary and double trees take
+    ``levelled_steps``: exact for a power of two, an upper bound otherwise (tests/algorithms/test_tree.py
+    checks both against the planned steps)."""
+    if n > MAX_TREE_POSITIONS and layout in ("binary", "double") and gpus_per_node == 1:
+        steps = levelled_steps(n, chunks)
+        return steps, steps
     up = tree_steps(layout, n, gpus_per_node, chunks).up
     return int(up.sum()), int((~up).sum())
+
+
+def levelled_steps(n: int, chunks: int) -> int:
+    """Up (= down) steps of the pipelined binary or double tree on n >= 4 positions and ``chunks`` chunks
+    without planning it: 2 (ceil(log2 n) + chunks) - 3. Each of the ceil(log2 n) levels costs two steps (a
+    parent takes its two children one after the other, the edge colouring's K = 2), the last level one, and
+    every further chunk two. Exact when n is a power of two, and no plan of n positions takes more steps
+    than the plan of the next power of two: so an upper bound otherwise."""
+    return 2 * ((int(n) - 1).bit_length() + int(chunks)) - 3
 
 
 def _tree_time(layout: str, trees: int):

@@ -62,7 +62,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from collsim.core.budget import BASE_BYTES
 from collsim.errors import CollsimError
@@ -146,6 +145,7 @@ def _fit_path(params: ModelParams, key, data: dict, names) -> tuple[ModelParams,
         trial = _with(params, key, dict(zip(names, np.exp(u))))
         return np.concatenate([np.log(predict_layout(trial, lay)) - lt for lay, lt in layouts] + [weight * (u - prior)])
 
+    from scipy.optimize import least_squares  # lazily: scipy costs every command 0.3 s to import
     starts = [np.clip(np.log([max(g.get(n, floor), BOUNDS[n][0]) for n in names]), lo, hi) for g in guesses]
     rough = min((least_squares(residual, u, bounds=(lo, hi), method="trf") for u in starts), key=lambda r: r.cost)
     best = least_squares(residual, rough.x, bounds=(lo, hi), **SOLVER)

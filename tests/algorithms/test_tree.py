@@ -180,3 +180,28 @@ def test_nccls_broadcast_sends_to_both_children_at_once():
         for src, lane in zip(s.src[copies], s.lane[copies]):
             fans.setdefault(int(src), set()).add(int(lane))
         assert max(len(v) for v in fans.values()) == 2 and down in set().union(*fans.values())
+
+
+@pytest.mark.parametrize("layout", ["binary", "double"])
+def test_levelled_steps_are_the_planned_steps_for_powers_of_two_and_bound_the_rest(layout):
+    from collsim.algorithms.tree import levelled_steps, up_down_steps
+    for j in range(2, 13):
+        for k in (1, 2, 7):
+            assert up_down_steps(layout, 1 << j, k) == (levelled_steps(1 << j, k),) * 2
+    for n in (5, 6, 100, 1000, 1025, 3000):
+        for k in (1, 3):
+            u, d = up_down_steps(layout, n, k)
+            assert max(u, d) <= levelled_steps(n, k)
+
+
+def test_tree_closed_form_past_the_planning_bound_answers_in_log_p():
+    from collsim.algorithms import REGISTRY, resolve
+    from collsim.algorithms.timing import Links
+    from collsim.algorithms.tree_plan import MAX_TREE_POSITIONS
+    algo, p, nb = REGISTRY["double-tree"], 1 << 20, 4 << 20
+    q = resolve("double-tree", p, nb // 4)
+    links = Links(alpha=1e-6, beta=1e-11, gamma=0.0)
+    big, small = (float(algo.closed_form(n, np.array([nb], float), links, q)[0]) for n in (p, MAX_TREE_POSITIONS))
+    # 5 more levels (2^15 -> 2^20): 10 more steps up and 10 down, alpha + m beta each
+    m = nb / (2 * q["chunks"])
+    assert big - small == pytest.approx(20 * (1e-6 + m * 1e-11), rel=1e-9)
