@@ -54,10 +54,8 @@ Modules: ``points`` (measured points and harness keys), ``overheads`` (harness t
 (measured vs collsim's fitted model vs NCCL's own; executed schedules vs their simulation),
 ``cluster_compare`` (the same from a cluster description), ``simulated`` (the event simulation's per-transfer
 costs fitted with the simulation in the loop, on the sets of ``sim_sets``: ``sim_params.json``), ``quick`` (a
-cluster description calibrated on a quick run of the machine), ``alpha_beta`` (the course's alpha-beta fit).
-
-``coverage`` measures how often measured rows fall inside their predicted range (leave-one-log-out);
-``quick`` fits a description's uncertain inputs on a quick run of the user's machine.
+cluster description calibrated on a quick run of the machine), ``coverage`` (leave-one-log-out of the ranges
+and the quick run), ``alpha_beta`` (the course's alpha-beta fit).
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ Two ways to write one down, both taken by every command's ``--cluster``:
   numbers within ``bounds`` and its layout follows ``rules``; ``fabric`` describes the switches above the
   NICs (leaf groups, rails, oversubscription per tier; default non-blocking). Every hardware number behind it is cited
   in ``hardware`` (PCIe generations), ``gpus`` (the GPU table) and ``networks`` (ib, roce, tcp, efa,
-  tcpx). NCCL's port
+  tcpx); ``provenance`` says where each uncertain input comes from (the record ranges read). NCCL's port
   (``collsim.nccl``), the fitted model and the simulation all read it;
 - a link-level topology (``topology.Topology``: alpha and beta per link class, NICs per node), a
   YAML/JSON file whose ``intra`` is a mapping of link numbers. Only the simulation can use it: it

@@ -33,8 +33,7 @@ known one; free text goes under ``notes``)::
                          #   caps and, from 2.29, NVLSTree's x86 size correction use it; default
                          #   arm for superchips)
     call_us: 25          # optional: fixed cost of every collective call, microseconds (default ``CALL_US``)
-    calibrated:          # optional: inputs fitted on a run of this machine (collsim fit --cluster writes it;
-      source: quick.txt  #   collsim.machine.provenance: intra_efficiency, nic_efficiency, hop_us, step_scale)
+    calibrated: {...}    # optional: inputs fitted on a run of the machine (collsim fit --cluster; provenance)
     name: ..., source: ..., notes: ...   # optional free text (notes: any text, list or mapping)
 
 ``sharp: true`` describes switches that reduce with NCCL's SHARP plugin set up as NVIDIA's SHARP guide
@@ -54,7 +53,7 @@ from collsim.machine.bounds import BOUNDS, MAX_GPUS_PER_NODE, MAX_NODES, check, 
 from collsim.machine.fabric import Fabric
 from collsim.machine.hardware import GPU, GPUS, NETS, PCIE_RING_EFFICIENCY, SHM_RING_EFFICIENCY, Net, gpu_name
 from collsim.machine.linkview import CALL_US, to_topology
-from collsim.machine.provenance import Input, calibrated_record, inputs
+from collsim.machine.provenance import calibrated_record, inputs
 from collsim.machine.rules import check_intra, check_network, view_degraded
 from collsim.machine.versions import NCCL_VERSIONS, NEWEST_NCCL, nearest_ported
 
@@ -167,8 +166,8 @@ class Cluster:
 
     @property
     def intra_efficiency(self) -> float:
-        """Ring busbw plateau / ``intra_GBps``: the GPU's NVLink ring efficiency, or PCIe's with and
-        without peer-to-peer (``collsim.machine.hardware``); the ``calibrated`` value where one was fitted."""
+        """Ring busbw plateau / ``intra_GBps``: calibrated, or the GPU's NVLink ring efficiency, or PCIe's with
+        and without peer-to-peer (``collsim.machine.hardware``)."""
         if "intra_efficiency" in (self.calibrated or {}):
             return self.calibrated["intra_efficiency"]
         if self.intra != "pcie":
@@ -177,14 +176,12 @@ class Cluster:
 
     @property
     def nic_efficiency(self) -> float:
-        """Share of a NIC's line rate NCCL's ring moves: the network's efficiency x ``fabric_efficiency``, or
-        the ``calibrated`` value."""
+        """Share of a NIC's line rate NCCL's ring moves: net efficiency x ``fabric_efficiency``, or calibrated."""
         return (self.calibrated or {}).get("nic_efficiency", self.net_info.efficiency * self.fabric_efficiency)
 
     @property
     def hop_us(self) -> float | None:
-        """One network step of a small message (us): the ``calibrated`` value, else the network's own
-        (``Net.hop_us``; None: NCCL's NET latency)."""
+        """A small message's network step (us): calibrated, else ``Net.hop_us`` (None: NCCL's NET latency)."""
         return (self.calibrated or {}).get("hop_us", self.net_info.hop_us)
 
     @property
@@ -192,10 +189,7 @@ class Cluster:
         """The GPU-side per-step costs x this (1 unless ``calibrated``)."""
         return (self.calibrated or {}).get("step_scale", 1.0)
 
-    @property
-    def inputs(self) -> dict[str, Input]:
-        """Where each uncertain input comes from (``collsim.machine.provenance.inputs``)."""
-        return inputs(self)
+    inputs = property(inputs, doc="Where each uncertain input comes from (``collsim.machine.provenance.inputs``).")
 
     def nic_of_local(self, local):
         """NIC index of local GPU ``local`` (int or array): local x nics_per_node // gpus_per_node."""

@@ -10,7 +10,7 @@ from collsim.predict.ranges import KINDS, bandwidth_share, busbw_range, packaged
 
 
 def test_every_row_carries_a_range_around_its_time_wider_where_the_inputs_are_less_sure():
-    sure = predict_nccl(load_cluster("h100-nvlink"), [8, 1 << 20, 1 << 30])
+    sure = predict_nccl(load_cluster("h100-nvlink"), [8, 1 << 20, 1 << 30], timing="graph")   # -G -g 8: measured
     unsure = predict_nccl(load_cluster("p4d", 2), [8, 1 << 20, 1 << 30])
     for result in (sure, unsure):
         for r in result["rows"]:
