@@ -20,8 +20,9 @@ takes (Ring Simple: a slice of 2 slots, so 4).
 Rings on an even number of nodes, 4 or more, run as their quotient by the shift of every rank two nodes on
 (``collsim.algorithms.ring.ring_quotient``: two nodes' ranks run the whole ring's steps), which gives every
 transfer the time of its image in the whole ring, exactly when every chunk holds as many elements (else within
-an element a chunk), and simulates P / 2G times fewer transfers; the rings of an odd number of nodes (whose
-wrap-around hop breaks the pattern) and chunks of under one element run whole. So do the rings on a fabric whose
+an element a chunk: a chunk of under one element carries one, 4 bytes on a step whose cost is its latency), and
+simulates P / 2G times fewer transfers; the rings of an odd number of nodes (whose wrap-around hop breaks the
+pattern) run whole. So do the rings on a fabric whose
 ports can slow their hops (``ring_fabric``): leaf groups break the shift's symmetry, and the quotient stays exact
 only where the fabric changes no time (``collsim.simulate.symmetry.fabric_binds``), and those of a cluster with a
 degraded NIC (``degraded_nics``: the shift does not map it onto the others); ``NcclRun.whole`` says why a ring
@@ -164,8 +165,7 @@ def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int
         k, count = _shortened(full, pipeline, count)
         slots = RING_CHUNK_SLOTS[proto] // slices
         whole = ("fewer than 4 nodes" if nodes < 2 * QUOTIENT_NODES else "an odd node count"
-                 if nodes % QUOTIENT_NODES else "chunks of under one element" if count // (used * k) < p * slices
-                 else "")
+                 if nodes % QUOTIENT_NODES else "")
         slow = ", ".join(f"node{n}.nic{k} at {r:g} Gb/s" for n, k, r in cluster.degraded_nics)
         whole = whole or (slow and f"{slow}: the shift of every rank two nodes on does not map the NICs onto "
                                    "themselves")

@@ -23,6 +23,7 @@ COMPILED = not os.environ.get("COLLSIM_NO_JIT") and importlib.util.find_spec("nu
 
 
 _TWINS: dict = {}        # kernel -> its compiled twin
+_PLAIN = [0]             # the work this process has run in plain Python
 
 
 def jit(fn):
@@ -47,6 +48,10 @@ def compiled(fn):
 
 
 def pick(kernel, work: int):
-    """The compiled ``kernel`` for ``work`` of at least ``COMPILE_FROM`` (numba present and on), else the
-    kernel itself (plain Python)."""
-    return compiled(kernel) if COMPILED and work >= COMPILE_FROM else kernel
+    """The compiled ``kernel`` (numba present and on) for ``work`` of at least ``COMPILE_FROM``, or once this
+    process has loaded numba or run ``COMPILE_FROM`` of work in plain Python (many small runs, as a sweep of
+    every algorithm and protocol makes, cost what one large one does); else the kernel itself (plain Python)."""
+    if COMPILED and (work >= COMPILE_FROM or _TWINS or _PLAIN[0] >= COMPILE_FROM):
+        return compiled(kernel)
+    _PLAIN[0] += work
+    return kernel

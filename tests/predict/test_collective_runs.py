@@ -1,0 +1,54 @@
+"""NCCL's run of every collective besides AllReduce: its schedule proved by the checker, its ring halves the
+AllReduce's ring (ReduceScatter + AllGather = AllReduce, the same busbw), and the chain's two directions alike."""
+from dataclasses import replace
+
+import pytest
+
+from collsim.core.checker import check
+from collsim.core.collective import COLLECTIVES
+from collsim.errors import CollsimError
+from collsim.machine import load_cluster
+from collsim.predict import predict_nccl
+from collsim.predict.collective_runs import collective_run
+
+GiB = 1 << 30
+ONE_NODE, FOUR_NODES = load_cluster("dgx-h100"), load_cluster("ib-400g", nodes=4)
+
+
+def ring_time(cluster, coll, size=GiB):
+    (row,) = predict_nccl(cluster, [size], algo="Ring", coll=coll)["rows"]
+    assert row["algo"] == "Ring" and row["timed_by"] == "simulated"
+    return row
+
+
+@pytest.mark.parametrize("coll, algo, cluster", [(c, "P2P" if c in ("alltoall", "sendrecv") else "Ring", cl)
+                                                 for c in COLLECTIVES if c != "all_reduce"
+                                                 for cl in (load_cluster("dgx-h100").resized(gpus_per_node=4),
+                                                            load_cluster("ib-400g").resized(2, 2))]
+                         + [(c, "PAT", replace(load_cluster("ib-400g"), nvls=False).resized(4, 1))
+                            for c in ("all_gather", "reduce_scatter")])
+def test_every_run_computes_its_collective(coll, algo, cluster):
+    run = collective_run(cluster, coll, algo, "Simple", 64 << 10, 2, 4 << 20)
+    assert run.schedule.collective == coll
+    report = check(run.schedule)
+    assert report.ok, report.error
+
+
+@pytest.mark.parametrize("cluster", [ONE_NODE, FOUR_NODES], ids=["1 node", "4 nodes"])
+def test_reduce_scatter_and_all_gather_are_the_halves_of_the_ring_all_reduce(cluster):
+    ar, rs, ag = (ring_time(cluster, c) for c in ("all_reduce", "reduce_scatter", "all_gather"))
+    assert rs["time_us"] + ag["time_us"] == pytest.approx(ar["time_us"], rel=0.1)
+    for half in (rs, ag):          # the same bytes on every link per busbw byte
+        assert half["busbw_GBps"] == pytest.approx(ar["busbw_GBps"], rel=0.1)
+
+
+def test_broadcast_and_reduce_run_the_same_chain_in_opposite_directions():
+    b, r = ring_time(FOUR_NODES, "broadcast"), ring_time(FOUR_NODES, "reduce")
+    assert b["time_us"] == pytest.approx(r["time_us"], rel=0.02)
+    nics_GBps = 8 * 400 / 8                    # each node's chain crossings share its 8 NICs of 400 Gb/s
+    assert 0.5 * ring_time(FOUR_NODES, "all_gather")["busbw_GBps"] < b["busbw_GBps"] <= 1.05 * nics_GBps
+
+
+def test_an_algorithm_nccl_has_not_for_the_collective_is_refused():
+    with pytest.raises(CollsimError, match="does not simulate NCCL's Tree broadcast"):
+        collective_run(FOUR_NODES, "broadcast", "Tree", "Simple", GiB, 2, 4 << 20)
