@@ -4,9 +4,10 @@ NCCL has no collective kernel and no cost model for these (``collsim.nccl.tuning
 posts ncclSend/ncclRecv to every peer in one group, sendrecv a send to rank r+1 and a receive from r-1.
 NCCL orders a group's peers by rounds (src/init.cc p2pSchedule: in round q rank r sends to r + q and
 receives from r - q) and spreads each peer's bytes over ``chunks`` p2p channels of its own
-(NCCL_NCHANNELS_PER_NET_PEER; src/enqueue.cc, ncclP2pChannelForPart); here round q's parts take channels
-(q x chunks + i) mod ``channels``, so consecutive peers run on different channels, and every round runs on
-its channels after the rounds before it (the schedule's transfer order).
+(``collsim.nccl.p2p``; src/enqueue.cc, ncclP2pChannelForPart); here round q's parts take channels
+(q x chunks + i) mod ``channels``, so consecutive peers run on different channels, and a channel runs the
+peers it is given together, up to 8 (NCCL_MAX_DEV_WORK_P2P_PER_BATCH: one batch's p2p operations, each on a
+group of the channel's warps, a lane here); a ninth waits for the first (the schedule's transfer order).
 
 All of it is one step: every send reads what its rank held at the start, which is nccl-tests' alltoall
 (rank k's segment r ends with rank r's segment k, each transfer writing at ``dst_offset``) and its ring
@@ -20,6 +21,8 @@ from collsim.algorithms import Algorithm
 from collsim.core.collective import get as get_collective
 from collsim.core.compose import ScheduleBuilder, split_ranges
 from collsim.core.schedule import COPY, Schedule
+
+P2P_PER_BATCH = 8        # NCCL_MAX_DEV_WORK_P2P_PER_BATCH: p2p operations a channel runs together
 
 
 def _parts(length: int, chunks: int):
@@ -36,8 +39,9 @@ def alltoall(ranks: int, count: int, itemsize: int = 4, chunks: int = 1, channel
     q, r, i = (a.ravel() for a in np.meshgrid(np.arange(1, ranks), np.arange(ranks), np.arange(chunks),
                                               indexing="ij"))
     peer = (r + q) % ranks
-    b.add_step(r, peer, peer * seg + p_off[i], p_len[i], COPY, channel=(q * chunks + i) % channels,
-               dst_offset=r * seg + p_off[i])
+    slot = (q - 1) * chunks + i
+    b.add_step(r, peer, peer * seg + p_off[i], p_len[i], COPY, channel=(slot + chunks) % channels,
+               lane=slot // channels % P2P_PER_BATCH, dst_offset=r * seg + p_off[i])
     return b.build()
 
 

@@ -1,10 +1,10 @@
-"""NCCL itself, ported with line references (NVIDIA/nccl 2.18-2.28): what NCCL would choose and predict.
+"""NCCL itself, ported with line references (NVIDIA/nccl 2.18-2.30): what NCCL would choose and predict.
 
 In loop order: ``settings`` (NCCL_* variables as a version reads them), ``graphs`` and ``search``
 (what the topology search and channel set-up find for a ``collsim.machine.Cluster``), ``constants``
 and ``formulas`` (per-version tuning constants and formulas), ``tuning`` (the table,
 ``ncclTopoGetAlgoTime``, the argmin, channels and threads), ``chunking`` (how a call is cut into
-channels and pipeline steps), ``decision`` (one call per cluster: ``nccl_decision``, ``nccl_time``,
+channels and pipeline steps), ``p2p`` (the channels of AlltoAll's and SendRecv's sends), ``decision`` (one call per cluster: ``nccl_decision``, ``nccl_time``,
 ``cluster_table``; and for a measured run: ``nccl_table``, ``measured_choice``), ``log``
 (NCCL_DEBUG output), ``probe`` (what a recorded probe must hold) and ``env`` (NCCL_* variables checked
 for the lecture's mistakes). NCCL's own

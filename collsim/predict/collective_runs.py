@@ -11,8 +11,8 @@
   calcCollChunking), up to 16 chunks in flight per connection (NCCL_PAT_NWORKERS / 32).
 - Broadcast, Reduce (``collsim.algorithms.chain``): BROADCAST_/REDUCE_CHUNKSTEPS 1: one slot's payload per chunk,
   down the chain.
-- AlltoAll, SendRecv (``collsim.algorithms.p2p``): every peer's bytes over ``P2P_CHUNKS`` channels
-  (NCCL_NCHANNELS_PER_NET_PEER's default 2, src/init.cc), one transfer each.
+- AlltoAll, SendRecv (``collsim.algorithms.p2p``): every peer's bytes over the channels NCCL gives one send of
+  that size (``collsim.nccl.p2p.op_channels``) among its p2p channels, one transfer each.
 
 The costs of PAT's and the p2p operations' transfers are the Ring's (``collsim.predict.simulation``): no
 calibration log runs them.
@@ -25,6 +25,7 @@ from collsim.algorithms.ring import ring_quotient
 from collsim.errors import CollsimError
 from collsim.machine.cluster import Cluster
 from collsim.nccl.chunking import GRAIN, NCCL_STEPS, channel_bytes
+from collsim.nccl.p2p import channels_per_peer, op_channels
 from collsim.predict.schedules import (
     ITEMSIZE,
     QUOTIENT_NODES,
@@ -36,7 +37,6 @@ from collsim.predict.schedules import (
     ring_pipeline,
 )
 
-P2P_CHUNKS = 2            # NCCL_NCHANNELS_PER_NET_PEER's default (src/init.cc)
 PAT_FLOOR = 64 << 10      # calcCollChunking's smallest PAT chunk
 
 
@@ -49,7 +49,9 @@ def collective_run(cluster: Cluster, coll: str, algo: str, proto: str, nbytes: i
     count = max(p, nbytes // ITEMSIZE // p * p)
     layout = dict(gpus_per_node=g if nodes > 1 else None, nics_per_node=cluster.nics_per_node if nodes > 1 else None)
     if algo == "P2P":
-        s = build_schedule("p2p", p, count, ITEMSIZE, collective=coll, chunks=P2P_CHUNKS, channels=channels)
+        peer = nbytes // p if coll == "alltoall" else nbytes
+        chunks = op_channels(cluster, peer, channels_per_peer(cluster, channels), channels, buffsize)
+        s = build_schedule("p2p", p, count, ITEMSIZE, collective=coll, chunks=chunks, channels=channels)
         return NcclRun(s, channels, 1, NCCL_STEPS, 512)
     used, threads, part = channel_bytes("Ring", "Simple" if algo == "PAT" else proto, nbytes, channels, p)
     if algo == "PAT":

@@ -20,6 +20,7 @@ from collsim.machine.cluster import Cluster
 from collsim.nccl import NCCL_ALGOS, PROTOS, canonical
 from collsim.nccl.constants import NCCL_MAX_NTHREADS
 from collsim.nccl.decision import Decision, nccl_decision
+from collsim.nccl.p2p import p2p_channels
 from collsim.nccl.search import Setup, search
 from collsim.nccl.settings import Settings
 
@@ -53,11 +54,12 @@ class NcclContext:
     def decisions(self, sizes, coll: str = "all_reduce") -> list:
         """NCCL's choice (``collsim.nccl.decision.Decision``) per size (bytes) for collective ``coll``
         (``collsim.core.collective``): the argmin of its cost table, or for AlltoAll and SendRecv, which NCCL
-        runs as grouped p2p operations outside the table, "P2P" on ``P2P_CHUNKS`` channels per peer of the
-        collective channels (NCCL's own time: nan)."""
+        runs as grouped p2p operations outside the table, "P2P" on its p2p channels (``collsim.nccl.p2p``;
+        NCCL's own time: nan)."""
         c = get_collective(coll)
         if not c.algorithms:
-            return [Decision(int(n), "P2P", "Simple", self.setup.coll_channels, NCCL_MAX_NTHREADS, float("nan"))
+            return [Decision(int(n), "P2P", "Simple", p2p_channels(self.setup.coll_channels), NCCL_MAX_NTHREADS,
+                             float("nan"))
                     for n in sizes]
         try:
             return nccl_decision(self.described, sizes, self.env, c.nccl_name)

@@ -12,7 +12,7 @@ from collsim.predict import predict_nccl
 from collsim.predict.collective_runs import collective_run
 
 GiB = 1 << 30
-ONE_NODE, FOUR_NODES = load_cluster("dgx-h100"), load_cluster("ib-400g", nodes=4)
+ONE_NODE, FOUR_NODES = load_cluster("h100-nvlink"), load_cluster("ib-400g", nodes=4)
 
 
 def ring_time(cluster, coll, size=GiB):
@@ -23,7 +23,7 @@ def ring_time(cluster, coll, size=GiB):
 
 @pytest.mark.parametrize("coll, algo, cluster", [(c, "P2P" if c in ("alltoall", "sendrecv") else "Ring", cl)
                                                  for c in COLLECTIVES if c != "all_reduce"
-                                                 for cl in (load_cluster("dgx-h100").resized(gpus_per_node=4),
+                                                 for cl in (load_cluster("h100-nvlink").resized(gpus_per_node=4),
                                                             load_cluster("ib-400g").resized(2, 2))]
                          + [(c, "PAT", replace(load_cluster("ib-400g"), nvls=False).resized(4, 1))
                             for c in ("all_gather", "reduce_scatter")])
@@ -52,3 +52,12 @@ def test_broadcast_and_reduce_run_the_same_chain_in_opposite_directions():
 def test_an_algorithm_nccl_has_not_for_the_collective_is_refused():
     with pytest.raises(CollsimError, match="does not simulate NCCL's Tree broadcast"):
         collective_run(FOUR_NODES, "broadcast", "Tree", "Simple", GiB, 2, 4 << 20)
+
+
+@pytest.mark.parametrize("nodes", [2, 4])
+def test_alltoall_across_nodes_is_bound_by_each_gpus_nic(nodes):
+    """sjeaugey (NVIDIA/nccl-tests#130): AlltoAll busbw on N nodes is N/(N-1) x the bandwidth per GPU."""
+    (row,) = predict_nccl(load_cluster("ib-400g", nodes=nodes), [GiB], coll="alltoall")["rows"]
+    per_gpu = 400 / 8 * nodes / (nodes - 1)
+    assert row["algo"] == "P2P" and ".nic" in row["busiest"] and row["busy"] > 0.9
+    assert 0.8 * per_gpu < row["busbw_GBps"] <= per_gpu
