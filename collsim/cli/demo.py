@@ -115,7 +115,7 @@ def run(out: str | None, cluster: str = "ib-400g", nodes: int | None = None, dat
     result, params, points, how = measured_vs_models(Path(data))
     print(f"\nMeasured on 2 x H200 (NVLink, NCCL 2.28.9, runner graph timing) vs predicted, "
           f"error on {result['points']} points; collsim's fitted model: {how}")
-    print(f"{'configuration':52s} {'model median/p90':>20s} {'NCCL model median/p90':>23s}")
+    print(f"{'configuration':52s} {'model_us median/p90':>20s} {'nccl_us median/p90':>23s}")
     rows = [(c["config"], c["model"], c["nccl"]) for c in result["configs"]]
     rows.append((f"all {result['model']['n']} points", result["model"], result["nccl"]))
     for name, ours, theirs in rows:

@@ -138,18 +138,18 @@ def _compare_cluster(args) -> int:
     print(f"{cluster.describe()}: predicted from the description alone; |relative error| median / p90")
     for f in result["files"]:
         print(f"# {f['file']} ({f['harness']}, {f['timing']}, {f['gpus_per_process']} GPU(s) per process)")
-        print(f"  {'size':>11s} {'measured us':>12s} {'collsim us':>11s} {'err':>6s} {'80% range us':>21s} "
-              f"{'NCCL model us':>14s} {'err':>6s}  NCCL runs")
+        print(f"  {'size':>11s} {'measured us':>12s} {'simulated_us':>12s} {'err':>6s} {'80% range us':>21s} "
+              f"{'nccl_us':>14s} {'err':>6s}  NCCL runs")
         for r in f["rows"]:
             span = f"{r['low_us']:.1f}-{r['high_us']:.1f}" + (" " if r["inside"] else "!")
-            print(f"  {r['bytes']:11d} {r['measured_us']:12.2f} {r['simulated_us']:11.2f} "
+            print(f"  {r['bytes']:11d} {r['measured_us']:12.2f} {r['simulated_us']:12.2f} "
                   f"{100 * (r['simulated_us'] / r['measured_us'] - 1):+5.0f}% {span:>21s} {r['nccl_us']:14.2f} "
                   f"{100 * (r['nccl_us'] / r['measured_us'] - 1):+5.0f}%  "
                   f"{r['algo']}/{r['proto']} x{r['channels']}")
     for scope, suffix in (("all sizes", ""), ("from 1 MiB", "_from_1MiB")):
         ours, theirs = result["simulated" + suffix], result["nccl" + suffix]
-        print(f"{scope:11s}: collsim {_pct(ours['median_abs_rel_error'])} / {_pct(ours['p90_abs_rel_error'])}, "
-              f"NCCL's model {_pct(theirs['median_abs_rel_error'])} / {_pct(theirs['p90_abs_rel_error'])} "
+        print(f"{scope:11s}: simulated_us {_pct(ours['median_abs_rel_error'])} / {_pct(ours['p90_abs_rel_error'])}, "
+              f"nccl_us (NCCL's model) {_pct(theirs['median_abs_rel_error'])} / {_pct(theirs['p90_abs_rel_error'])} "
               f"({ours['n']} points)")
     inside = result["inside_range"]
     print(f"inside collsim's 80% range: {inside['inside']} of {inside['n']} (! marks those outside)")
@@ -201,7 +201,7 @@ def _compare_nccl(args) -> int:
         print(finite_json(result))
         return 0
     print(f"{result['points']} points; |relative error| median / p90")
-    print(f"{'configuration':48s} {'n':>4s} {'model':>15s} {'NCCL model':>15s}  table")
+    print(f"{'configuration':48s} {'n':>4s} {'model_us':>15s} {'nccl_us':>15s}  table")
     rows = [(c["config"], c["model"], c["nccl"], c["nccl_table"]) for c in result["configs"]]
     rows.append(("all", result["model"], result["nccl"], ""))
     for name, ours, theirs, source in rows:

@@ -21,7 +21,8 @@ def test_demo_prints_both_tables_and_writes_the_figure(capsys, tmp_path):
     assert [r for r in rows if r not in text.splitlines()] == []
     last = text.splitlines()[-3] if "wrote" in text else text.splitlines()[-1]
     model, nccl = re.findall(r"([\d.]+)% /", last)[:2]
-    assert f"**{model}% median error for collsim's model, {nccl}% for NCCL's**" in README.read_text()
+    assert f"**{model}% median error for collsim's fitted model (`model_us`), {nccl}% for NCCL's own (`nccl_us`)**" \
+        in README.read_text()
 
 
 def test_demo_unknown_preset_is_one_line(capsys):
