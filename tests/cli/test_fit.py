@@ -35,7 +35,7 @@ def test_fit_compare_explain(tmp_path, run):
         assert set(res[model]) >= {"median_abs_rel_error", "p90_abs_rel_error"}
     assert res["model"]["median_abs_rel_error"] < 0.03 < res["nccl"]["median_abs_rel_error"]
     code, out, _ = run("compare", "--params", params, "--measured", b, "--plot", tmp_path / "c.png")
-    assert code == 0 and "NCCL model" in out and (tmp_path / "c.png").exists()
+    assert code == 0 and "nccl_us" in out and (tmp_path / "c.png").exists()
     code, out, _ = run("explain", "--params", params, "--algo", "ring", "--proto", "simple", "--ranks", 2,
                        "--sizes", "8", "4G")
     lines = out.splitlines()
