@@ -41,25 +41,29 @@ def sizes(min_bytes: int = 8, max_bytes: int = 16 * 2**30, factor: int = 2) -> n
 
 
 def _params_for(name: str, params: dict, topology: Topology | None) -> tuple[dict, dict]:
-    """(build_schedule kwargs, closed_form kwargs): the parameters algorithm ``name`` takes, and what the
-    topology implies (gpus_per_node across nodes, direct rings on boards without NVSwitch)."""
+    """(build_schedule kwargs, closed_form kwargs): the parameters algorithm ``name`` takes, and
+    what the topology implies (gpus_per_node across nodes, direct rings on boards without
+    NVSwitch)."""
     algo = get(name)                                     # the one-line "unknown algorithm" error
     if algo.teaching_only:
-        raise CollsimError(f"{name} is a teaching example, not an AllReduce: sweeps take the algorithms only")
+        raise CollsimError(f"{name} is a teaching example, not an AllReduce: sweeps take the "
+                           "algorithms only")
     build = {k: v for k, v in params.items() if k in algo.params}
     if "gpus_per_node" in algo.params and "gpus_per_node" not in build and topology is not None \
             and (topology.nodes > 1 or "gpus_per_node" in algo.needs):
         build["gpus_per_node"] = topology.gpus_per_node
     if "direct" in algo.params and topology is not None and topology.links_per_pair:
         build["direct"] = True
-    levels = {k: v for k, v in params.items() if k in ("alpha_inter", "beta_inter") and "gpus_per_node" in algo.needs}
+    levels = {k: v for k, v in params.items() if k in ("alpha_inter", "beta_inter")
+              and "gpus_per_node" in algo.needs}
     return build, {**build, **levels}
 
 
 def _simulated_times(name, ranks, counts, itemsize, topology, gamma, kw, policy) -> np.ndarray:
     todo = sorted(set(counts.tolist()))                  # sizes below itemsize share count 0
     scheds = (build_schedule(name, ranks, c, itemsize, **kw) for c in todo)
-    by_count = dict(zip(todo, simulate_times(simulable(scheds), topology, gamma, policy=policy).tolist()))
+    by_count = dict(zip(todo,
+                        simulate_times(simulable(scheds), topology, gamma, policy=policy).tolist()))
     return np.array([by_count[c] for c in counts.tolist()])
 
 
@@ -96,9 +100,11 @@ def sweep(algos, ranks: int, sizes, *, alpha: float | None = None, beta: float |
     for name in algos:
         build, closed = _params_for(name, params, topology)
         if method == "closed":
-            times.append(np.asarray(closed_form(name, ranks, nbytes, alpha, beta, gamma, **closed), dtype=float))
+            times.append(np.asarray(closed_form(name, ranks, nbytes, alpha, beta, gamma, **closed),
+                                    dtype=float))
         else:
-            times.append(_simulated_times(name, ranks, counts, itemsize, topology, gamma, build, policy))
+            times.append(_simulated_times(name, ranks, counts, itemsize=itemsize, topology=topology,
+                                          gamma=gamma, kw=build, policy=policy))
     time_s = np.concatenate(times)
     size_col = np.tile(nbytes, len(algos))
     alg = algbw_GBps(size_col, time_s)

@@ -3,12 +3,12 @@
 
 Each file (runner JSON Lines, nccl-tests output, a published log) is predicted as it ran: the
 algorithm and protocol it forced (its label or NCCL_ALGO/NCCL_PROTO), its NCCL_* settings, its
-harness (nccl-tests or the runner), timing and GPUs per process; ``collsim.predict`` gives
-collsim's time (``simulated_us``: the simulation of the schedule NCCL runs, CollNet's too; ``timed_by`` says
-which) and NCCL's own (``nccl_us``). Errors are |predicted / measured - 1| per size (fractions), summed up
-as median and p90 over all sizes and over sizes from 1 MiB up; each row says whether the measured time is
-inside collsim's 80% range (``collsim.predict.ranges``), ``inside_range`` counts them.
-"""
+harness (nccl-tests or the runner), timing and GPUs per process; ``collsim.predict`` gives collsim's
+time (``simulated_us``: the simulation of the schedule NCCL runs, CollNet's too; ``timed_by`` says
+which) and NCCL's own (``nccl_us``). Errors are |predicted / measured - 1| per size (fractions),
+summed up as median and p90 over all sizes and over sizes from 1 MiB up; each row says whether the
+measured time is inside collsim's 80% range (``collsim.predict.ranges``), ``inside_range`` counts
+them. """
 from __future__ import annotations
 
 import re
@@ -29,12 +29,15 @@ MIB = 1 << 20
 
 def _series(m, inplace: bool):
     """(sizes, times) of one file's records of the chosen placement (records that do not say: kept)."""
-    chosen = [r for r in m.records if r.get("inplace") in (None, inplace) and r.get("executor") != "collsim"]
+    chosen = [r for r in m.records if r.get("inplace") in (None, inplace)
+              and r.get("executor") != "collsim"]
     bad = next((r for r in chosen if r.get("wrong")), None)
     if bad is not None:   # as compare --params refuses them (collsim.fit.points)
-        raise CollsimError(f"size {bad['size']}: {bad['wrong']} wrong elements, not an AllReduce to fit or compare "
+        raise CollsimError(f"size {bad['size']}: {bad['wrong']} wrong elements, not an AllReduce "
+                           "to fit or compare "
                            "(measure it again)")
-    rows = sorted((r["size"], r.get("time_us_min") or r["time_us"]) for r in chosen if r.get("time_us"))
+    rows = sorted((r["size"], r.get("time_us_min") or r["time_us"]) for r in chosen
+                  if r.get("time_us"))
     if not rows:
         raise CollsimError("no records with a time")
     sizes, times = (np.array(c, dtype=float) for c in zip(*rows))
@@ -42,9 +45,9 @@ def _series(m, inplace: bool):
 
 
 def nccl_args(meta: dict) -> tuple[str, dict]:
-    """(harness, NCCL_* env) of a measured file for ``predict_nccl``: a runner file timed in CUDA graphs whose
-    meta does not set NCCL_GRAPH_MIXING_SUPPORT ran with NCCL's default, 1 (the runner sets 0 since run 2,
-    data/h200x2/README.md; ``collsim.fit.points.harness_key``)."""
+    """(harness, NCCL_* env) of a measured file for ``predict_nccl``: a runner file timed in CUDA
+    graphs whose meta does not set NCCL_GRAPH_MIXING_SUPPORT ran with NCCL's default, 1 (the runner
+    sets 0 since run 2, data/h200x2/README.md; ``collsim.fit.points.harness_key``)."""
     env = dict(meta.get("env") or {})
     timing = meta.get("timing") or "eager"
     if harness_key(meta, timing) == "torch-graph-mixing":
@@ -54,8 +57,9 @@ def nccl_args(meta: dict) -> tuple[str, dict]:
 
 def as_ran(cluster: Cluster, meta: dict) -> Cluster:
     """``cluster`` as a measured file ran it: where the file's NCCL (its meta's ``nccl`` or
-    ``nccl_library_version``) is a version whose choices collsim does not port, the cluster follows the closest
-    ported one and says so (``nccl_asked``: its range then counts NCCL's choice as assumed)."""
+    ``nccl_library_version``) is a version whose choices collsim does not port, the cluster follows
+    the closest ported one and says so (``nccl_asked``: its range then counts NCCL's choice as
+    assumed)."""
     ran = str(meta.get("nccl") or meta.get("nccl_library_version") or "")
     m = re.match(r"2\.\d+", ran)
     if not m or "nccl_asked" in cluster.extra or nearest_ported(m.group(0)) == m.group(0):
@@ -63,10 +67,11 @@ def as_ran(cluster: Cluster, meta: dict) -> Cluster:
     return replace(cluster, extra={**cluster.extra, "nccl_asked": m.group(0)})
 
 
-def compare_cluster(cluster: Cluster, paths, label: str | None = None, inplace: bool = False, base=None) -> dict:
-    """{"files": [{"file", "rows": [...], "simulated": summary, "nccl": summary, ...}], "simulated": ...,
-    "nccl": ...} over every file's sizes (module docstring); ``base``: the parameters to rescale
-    (``collsim.predict.predict_nccl``; default the packaged ones)."""
+def compare_cluster(cluster: Cluster, paths, label: str | None = None, inplace: bool = False,
+                    base=None) -> dict:
+    """{"files": [{"file", "rows": [...], "simulated": summary, "nccl": summary, ...}], "simulated":
+    ..., "nccl": ...} over every file's sizes (module docstring); ``base``: the parameters to
+    rescale (``collsim.predict.predict_nccl``; default the packaged ones)."""
     files, ours, theirs, big = [], [], [], []
     for path in paths:
         m = load_file(path, label)
@@ -81,27 +86,35 @@ def compare_cluster(cluster: Cluster, paths, label: str | None = None, inplace: 
             raise CollsimError(f"{path}: {e}") from None
         harness, env = nccl_args(meta)
         result = predict_nccl(as_ran(cluster, meta), sizes, meta.get("algo") or "default",
-                              meta.get("proto") or "default", env, harness, meta.get("timing") or "eager",
-                              meta.get("gpus_per_process"), base)
+                              proto=meta.get("proto") or "default", env=env, harness=harness,
+                              timing=meta.get("timing") or "eager",
+                              gpus_per_process=meta.get("gpus_per_process"), base=base)
         pred = np.array([r["time_us"] for r in result["rows"]])
         nccl = np.array([r["nccl_us"] for r in result["rows"]])
         e_ours, e_theirs = abs_rel_errors(pred, times), abs_rel_errors(nccl, times)
-        rows = [{"bytes": int(s), "measured_us": float(t), "simulated_us": float(p), "nccl_us": float(n),
-                 "algo": r["algo"], "proto": r["proto"], "channels": r["channels"], "timed_by": r["timed_by"],
-                 "low_us": r["low_us"], "high_us": r["high_us"], "bandwidth_share": r["bandwidth_share"],
+        rows = [{"bytes": int(s), "measured_us": float(t), "simulated_us": float(p),
+                 "nccl_us": float(n),
+                 "algo": r["algo"], "proto": r["proto"], "channels": r["channels"],
+                 "timed_by": r["timed_by"],
+                 "low_us": r["low_us"], "high_us": r["high_us"],
+                 "bandwidth_share": r["bandwidth_share"],
                  "inside": bool(r["low_us"] <= t <= r["high_us"])}
                 for s, t, p, n, r in zip(sizes, times, pred, nccl, result["rows"])]
         large = sizes >= MIB
-        files.append({"file": str(path), "harness": harness, "timing": result["timing"], "range": result["range"],
+        files.append({"file": str(path), "harness": harness, "timing": result["timing"],
+                      "range": result["range"],
                       "inputs": result["inputs"],
                       "gpus_per_process": result["gpus_per_process"], "rows": rows,
                       "simulated": summary(e_ours), "nccl": summary(e_theirs),
-                      "simulated_from_1MiB": summary(e_ours[large]), "nccl_from_1MiB": summary(e_theirs[large])})
+                      "simulated_from_1MiB": summary(e_ours[large]),
+                      "nccl_from_1MiB": summary(e_theirs[large])})
         ours.append(e_ours)
         theirs.append(e_theirs)
         big.append(large)
     e_ours, e_theirs, large = np.concatenate(ours), np.concatenate(theirs), np.concatenate(big)
     inside = [r["inside"] for f in files for r in f["rows"]]
-    return {"inside_range": {"n": len(inside), "inside": int(sum(inside))}, "cluster": cluster.to_dict(),
+    return {"inside_range": {"n": len(inside), "inside": int(sum(inside))},
+            "cluster": cluster.to_dict(),
             "files": files, "simulated": summary(e_ours), "nccl": summary(e_theirs),
-            "simulated_from_1MiB": summary(e_ours[large]), "nccl_from_1MiB": summary(e_theirs[large])}
+            "simulated_from_1MiB": summary(e_ours[large]),
+            "nccl_from_1MiB": summary(e_theirs[large])}

@@ -47,7 +47,8 @@ def attach_probe(points: list[Point], path) -> None:
     else:
         probe = parse_file(path).to_dict()
         check_probe(probe, f"NCCL log {path}")
-    given = {}   # one new meta per run's meta, shared by its points (compare makes NCCL's table once per meta)
+    # one new meta per run's meta, shared by its points (compare makes NCCL's table once per meta)
+    given = {}
     for p in points:
         if not p.meta.get("nccl_probe"):
             p.meta = given.setdefault(id(p.meta), {**p.meta, "nccl_probe": probe})
@@ -55,7 +56,8 @@ def attach_probe(points: list[Point], path) -> None:
 
 def nccl_choice(p: Point) -> tuple[str, str]:
     """(algorithm, protocol) that ran at point ``p`` (``collsim.nccl.decision.measured_choice``)."""
-    return measured_choice(p.meta, p.algo, p.proto, p.size, p.config.ranks, p.config.nodes, p.config.intra)
+    return measured_choice(p.meta, p.algo, p.proto, p.size, p.config.ranks, p.config.nodes,
+                           p.config.intra)
 
 
 def term_shares(params: ModelParams, points: list[Point]) -> tuple[np.ndarray, dict]:
@@ -81,10 +83,12 @@ def term_shares(params: ModelParams, points: list[Point]) -> tuple[np.ndarray, d
     return sizes, {k: np.array([rows[int(s)].get(k, 0.0) for s in sizes]) for k in names}
 
 
-def predictions(params: ModelParams, points: list[Point]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def predictions(params: ModelParams,
+                points: list[Point]) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """(collsim us, NCCL-model us, NCCL table source) per point; nan where a model has no answer
-    (NCCL chose an algorithm collsim does not model, or the table disables the pair). NCCL's table is
-    made once per run and machine, and each model predicts all sizes of one configuration at once."""
+    (NCCL chose an algorithm collsim does not model, or the table disables the pair). NCCL's table
+    is made once per run and machine, and each model predicts all sizes of one configuration at
+    once."""
     n = len(points)
     ours, theirs, sources = np.full(n, np.nan), np.full(n, np.nan), [""] * n
     tables, groups = {}, {}
@@ -94,7 +98,8 @@ def predictions(params: ModelParams, points: list[Point]) -> tuple[np.ndarray, n
         if key not in tables:
             tables[key] = nccl_table(p.meta, c.ranks, c.nodes, c.intra)
         table, sources[i] = tables[key]
-        algo, proto = measured_choice(p.meta, p.algo, p.proto, p.size, c.ranks, c.nodes, c.intra, table)
+        algo, proto = measured_choice(p.meta, p.algo, p.proto, size=p.size, ranks=c.ranks,
+                                      nodes=c.nodes, intra=c.intra, table=table)
         groups.setdefault((key, algo, proto, c), []).append(i)
     for (key, algo, proto, config), idx in groups.items():
         table, sizes = tables[key][0], [points[i].size for i in idx]
@@ -113,7 +118,8 @@ def select(points: list[Point], params: ModelParams, holdout: str = "auto", algo
     """Points to compare on, filtered by labels, and a description of which they are."""
     if algo or proto:
         want = canonical_pair(algo or "Ring", proto or "Simple")
-        points = [p for p in points if (not algo or p.algo == want[0]) and (not proto or p.proto == want[1])]
+        points = [p for p in points if (not algo or p.algo == want[0])
+                  and (not proto or p.proto == want[1])]
     if ranks:
         points = [p for p in points if p.config.ranks == int(ranks)]
     if not points:
@@ -160,34 +166,42 @@ def compare(params: ModelParams, points: list[Point], holdout: str = "auto", alg
 
 
 def _by_algo_and_size(record: dict) -> tuple:
-    """Records in (algorithm, size) order; one without them sorts last, and ``executed_schedule`` names it."""
+    """Records in (algorithm, size) order; one without them sorts last, and ``executed_schedule``
+    names it."""
     size = record.get("size")
-    return str(record.get("algo")), size if isinstance(size, (int, float)) and not isinstance(size, bool) else 2**63
+    return str(record.get("algo")), size if isinstance(size,
+                                                       (int,
+                                                        float)) and not isinstance(size,
+                                                                                   bool) else 2**63
 
 
 def executed(paths, topology_for, gamma: float = 0.0, schedule_files=()) -> list[dict]:
     """One row per executed schedule and size of each file (by algo, then size): ``measured_us``
     (the record's time_us, max over ranks of each rank's mean), ``simulated_us`` (the schedule that
-    ran, simulated on ``topology_for(world_size)`` with ``gamma`` s/byte), ``native_us`` (the
-    file's native all_reduce of that size, None without --with-native), ``wrong``, ``file``,
-    ``topology`` (its description), ``algo``, ``size`` (bytes), ``ranks``. A file that is not of
-    executed schedules, or whose schedule cannot be rebuilt as it ran, raises ``CollsimError``.
-    ``schedule_files``: the schedule files the user named for records that ran one (else only the file
-    of the recorded name beside the measurement file is looked at, ``executed_schedule``)."""
+    ran, simulated on ``topology_for(world_size)`` with ``gamma`` s/byte), ``native_us`` (the file's
+    native all_reduce of that size, None without --with-native), ``wrong``, ``file``, ``topology``
+    (its description), ``algo``, ``size`` (bytes), ``ranks``. A file that is not of executed
+    schedules, or whose schedule cannot be rebuilt as it ran, raises ``CollsimError``.
+    ``schedule_files``: the schedule files the user named for records that ran one (else only the
+    file of the recorded name beside the measurement file is looked at, ``executed_schedule``)."""
     rows, given = [], schedules_by_hash(schedule_files)
     for path in paths:
         m = load(path)
         if not is_executed(m.meta):
-            raise CollsimError(f"{path}: not a file of executed collsim schedules (its meta has no 'schedule'); "
+            raise CollsimError(f"{path}: not a file of executed collsim schedules (its meta has no "
+                               "'schedule'); "
                                "compare NCCL measurements with --params PARAMS --measured FILE")
         native = {r["size"]: r["time_us"] for r in m.records if r.get("executor") == "native"}
-        records = sorted((r for r in m.records if r.get("executor") == "collsim"), key=_by_algo_and_size)
+        records = sorted((r for r in m.records if r.get("executor") == "collsim"),
+                         key=_by_algo_and_size)
         schedules = (executed_schedule(m.meta, r, Path(path).parent, given) for r in records)
         world = read_field(m.meta, "world_size", f"{path}: meta", int, required=True, minimum=1)
         topology = topology_for(world)
         simulated = simulate_times(simulable(schedules), topology, gamma)
-        rows += [{"file": str(path), "topology": topology.describe(), "algo": r.get("algo"), "bytes": r["size"],
-                  "ranks": r.get("ranks") or world, "wrong": r["wrong"], "measured_us": r["time_us"],
+        rows += [{"file": str(path), "topology": topology.describe(), "algo": r.get("algo"),
+                  "bytes": r["size"],
+                  "ranks": r.get("ranks") or world, "wrong": r["wrong"],
+                  "measured_us": r["time_us"],
                   "simulated_us": float(t) * 1e6, "native_us": native.get(r["size"])}
                  for r, t in zip(records, simulated)]
     return rows

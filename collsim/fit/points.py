@@ -15,15 +15,14 @@ elements (``wrong`` > 0: the sum was not right, so the time is not an AllReduce'
 positive time; records of 0 bytes are left out (nothing moves).
 
 A record's configuration (``nccl_layout.Config``) comes from the record and its file's meta:
-``ranks`` (or meta ``world_size``), meta ``nodes``, NCCL_BUFFSIZE (``collsim.inputs.BUFFSIZE_RANGE``) and
-NCCL_MIN/MAX_NCHANNELS (1 to ``collsim.inputs.MAX_CHANNELS``) from meta ``env`` (else the channel
-count NCCL's probe logged, meta ``nccl_probe.coll_channels``),
-``timing``; the intra-node link class is "pcie" when NCCL_P2P_DISABLE=1 else "nvlink"; the harness
-(``harness_key``); how calls reuse the user buffer (``buffer_reuse``); the clock's fixed cost per
-measurement and the calls it is spread over (``clock_key``, ``timed_calls``). A record that names its
-algorithm but not its protocol (the runner run with ``--algo`` only) takes the protocol NCCL
-logged for that size in the file's probe.
-"""
+``ranks`` (or meta ``world_size``), meta ``nodes``, NCCL_BUFFSIZE
+(``collsim.inputs.BUFFSIZE_RANGE``) and NCCL_MIN/MAX_NCHANNELS (1 to
+``collsim.inputs.MAX_CHANNELS``) from meta ``env`` (else the channel count NCCL's probe logged, meta
+``nccl_probe.coll_channels``), ``timing``; the intra-node link class is "pcie" when
+NCCL_P2P_DISABLE=1 else "nvlink"; the harness (``harness_key``); how calls reuse the user buffer
+(``buffer_reuse``); the clock's fixed cost per measurement and the calls it is spread over
+(``clock_key``, ``timed_calls``). A record that names its algorithm but not its protocol (the runner
+run with ``--algo`` only) takes the protocol NCCL logged for that size in the file's probe. """
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -105,7 +104,8 @@ def buffer_reuse(meta: dict, timing: str, max_size: int) -> tuple[int, int]:
         return int(meta.get("iters") or 1), int(meta.get("max_bytes") or max_size)
     if not meta.get("rotate"):
         return 1, max_size
-    calls = meta.get("graph_calls") if timing == "graph" else max(meta.get("warmup") or 0, meta.get("iters") or 0)
+    calls = meta.get("graph_calls") if timing == "graph" else max(meta.get("warmup") or 0,
+                                                                  meta.get("iters") or 0)
     return int(calls or 1), max_size
 
 
@@ -113,28 +113,36 @@ def _config(rec: dict, meta: dict, max_size: int, where: str) -> Config:
     env = meta.get("env") or {}
     ranks = rec.get("ranks") or meta.get("world_size")
     if not ranks:
-        raise CollsimError(f"{where}: a record has no rank count (record 'ranks' or meta 'world_size')")
+        raise CollsimError(f"{where}: a record has no rank count (record 'ranks' or meta "
+                           "'world_size')")
     buff = int_text(env["NCCL_BUFFSIZE"], f"{where}: meta env NCCL_BUFFSIZE", *BUFFSIZE_RANGE) \
         if env.get("NCCL_BUFFSIZE") else None
     chans = [int_text(env[k], f"{where}: meta env {k}", 1, MAX_CHANNELS)
-             for k in ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS", "NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS") if env.get(k)]
+             for k in ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS", "NCCL_MIN_NCHANNELS",
+                       "NCCL_MIN_CTAS") if env.get(k)]
     probed = (meta.get("nccl_probe") or {}).get("coll_channels")
     timing = rec.get("timing") or meta.get("timing") or "graph"
     slices, buffer = buffer_reuse(meta, timing, max_size)
     return Config(int(ranks), int(meta.get("nodes") or 1),
                   "pcie" if str(env.get("NCCL_P2P_DISABLE", "0")) == "1" else "nvlink",
-                  buff, chans[0] if chans else (int(probed) if probed else None), timing, harness_key(meta, timing),
-                  slices, buffer, rec.get("inplace") is not False, clock_key(meta), timed_calls(meta, timing),
-                  0, min(int(meta.get("gpus_per_process") or 1), int(ranks) // int(meta.get("nodes") or 1)))
+                  buffsize=buff, channels=chans[0] if chans else (int(probed) if probed else None),
+                  timing=timing, harness=harness_key(meta, timing),
+                  slices=slices, buffer_bytes=buffer, inplace=rec.get("inplace") is not False,
+                  clock=clock_key(meta), calls=timed_calls(meta, timing),
+                  nics=0,
+                  gpus_per_process=min(int(meta.get("gpus_per_process") or 1),
+                                       int(ranks) // int(meta.get("nodes") or 1)))
 
 
 def _logged_protocols(meta: dict) -> dict:
     """{(size, algo): proto} from the AllReduce choices NCCL logged in the file's probe."""
     return {(int(c["bytes"]), str(c["algo"]).lower()): c["proto"]
-            for c in (meta.get("nccl_probe") or {}).get("choices", []) if c.get("func", "AllReduce") == "AllReduce"}
+            for c in (meta.get("nccl_probe") or {}).get("choices", [])
+            if c.get("func", "AllReduce") == "AllReduce"}
 
 
-def load_points(paths, label: str | None = None, inplace: bool = True, nodes: int | None = None) -> list[Point]:
+def load_points(paths, label: str | None = None, inplace: bool = True,
+                nodes: int | None = None) -> list[Point]:
     """Points from measurement files (``.jsonl``: runner records; other files: nccl-tests
     output, labelled ``label`` such as "Ring/LL", else from the file name); ``nodes`` replaces the
     files' node count (a log whose hosts all print the same name, or none). Keeps in-place
@@ -156,9 +164,11 @@ def load_points(paths, label: str | None = None, inplace: bool = True, nodes: in
                 continue
             where = f"{path}: size {rec['size']}"
             if rec.get("wrong"):
-                raise CollsimError(f"{where}: {rec['wrong']} wrong elements, not an AllReduce to fit or compare "
+                raise CollsimError(f"{where}: {rec['wrong']} wrong elements, not an AllReduce to "
+                                   "fit or compare "
                                    "(measure it again)")
-            t = next((rec[k] for k in ("time_us_min", "time_us_mean", "time_us") if rec.get(k) is not None), None)
+            t = next((rec[k] for k in ("time_us_min", "time_us_mean", "time_us")
+                      if rec.get(k) is not None), None)
             if not t:
                 raise CollsimError(f"{where}: no positive time (time_us {rec.get('time_us')!r})")
             algo, proto = rec.get("algo"), rec.get("proto")

@@ -1,6 +1,7 @@
 """The parameter-free part of collsim's NCCL-shaped AllReduce model: what one AllReduce of a given
-size looks like on NCCL 2.28's channels and pipeline, before any fitted time (``collsim.fitted.model``
-turns it into microseconds). Sizes and buffers are in bytes. File references into NVIDIA/nccl:
+size looks like on NCCL 2.28's channels and pipeline, before any fitted time
+(``collsim.fitted.model`` turns it into microseconds). Sizes and buffers are in bytes. File
+references into NVIDIA/nccl:
 
 1. Channels and threads: ``nccl_tuning.nccl_channels`` (fewer channels and threads for small
    messages, enqueue.cc topoGetAlgoInfo), then the per-channel split in cells of 16 KiB of traffic
@@ -69,9 +70,11 @@ class Config:
 
     def __post_init__(self):
         if self.ranks < 2 or self.nodes < 1 or self.ranks % self.nodes:
-            raise CollsimError(f"need ranks >= 2 divisible by nodes, got {self.ranks} ranks on {self.nodes} nodes")
+            raise CollsimError(f"need ranks >= 2 divisible by nodes, got {self.ranks} ranks on "
+                               f"{self.nodes} nodes")
         if not 0 <= self.nics <= self.ranks // self.nodes or self.gpus_per_process < 1:
-            raise CollsimError(f"need 0 <= nics <= GPUs per node and gpus_per_process >= 1, got {self.nics} and "
+            raise CollsimError("need 0 <= nics <= GPUs per node and gpus_per_process >= 1, got "
+                               f"{self.nics} and "
                                f"{self.gpus_per_process}")
         if self.intra not in ("nvlink", "pcie"):
             raise CollsimError(f"intra link class must be nvlink or pcie, got {self.intra!r}")
@@ -82,11 +85,13 @@ class Config:
         if self.calls < 0:
             raise CollsimError(f"need calls >= 0, got {self.calls}")
         if self.slices < 0 or (self.buffer_bytes is not None and self.buffer_bytes < 1):
-            raise CollsimError(f"need slices >= 0 and buffer_bytes >= 1, got {self.slices} and {self.buffer_bytes}")
+            raise CollsimError(f"need slices >= 0 and buffer_bytes >= 1, got {self.slices} and "
+                               f"{self.buffer_bytes}")
 
 
 
-def _pipeline(algo: str, proto: str, bc: int, ranks: int, nodes: int, buffsize: int) -> tuple[float, int, float]:
+def _pipeline(algo: str, proto: str, bc: int, ranks: int, nodes: int,
+              buffsize: int) -> tuple[float, int, float]:
     """(payload bytes per direction, pipeline steps, largest step payload) for one channel."""
     slot = (buffsize if proto == "Simple" else DEFAULT_BUFFSIZE[proto]) // NCCL_STEPS
     payload_slot = {"LL": slot // 2, "LL128": slot // 16 * 15, "Simple": slot}[proto]
@@ -137,7 +142,8 @@ class Layout:
     hops_intra: int
     hops_net: int
     depth: int
-    hop_steps: int = 0      # steps of the first pass beyond a 2-rank ring's 2: they pay the hop latency only
+    # steps of the first pass beyond a 2-rank ring's 2: they pay the hop latency only
+    hop_steps: int = 0
     main: str = "nvlink"    # link class whose path gives base, step, fill and barrier costs
     shares: tuple = ()      # ((class, traffic share, fraction of the channels driving it), ...)
 
@@ -146,8 +152,8 @@ def _nvls_pipeline(algo: str, bc: int, ranks: int, nodes: int) -> tuple[float, i
     """NVLS / NVLSTree: (payload per direction, steps, largest step payload) for one channel of bc
     bytes. Every GPU of a node is a head owning 1/ppn of each loop; chunk 128 KiB (nvls.cc:153,
     NCCL_NVLS_CHUNKSIZE), shrunk for small channels as calcCollChunking does (enqueue.cc:2041-2068);
-    a GPU sends and receives (ppn + 1) / ppn of its bytes through the switch (multimem reduce-scatter
-    then all-gather: sjeaugey, NVIDIA/nccl-tests PR 239)."""
+    a GPU sends and receives (ppn + 1) / ppn of its bytes through the switch (multimem
+    reduce-scatter then all-gather: sjeaugey, NVIDIA/nccl-tests PR 239)."""
     ppn = ranks // nodes
     if algo == "NVLS":
         chunk = 128 << 10
@@ -169,10 +175,10 @@ def _shares(algo: str, config: Config, nc: np.ndarray) -> tuple[str, tuple]:
     """(main class, shares) of ``Layout``. One node: the intra class (NVLS: "nvls") carries
     everything. Several nodes of G > 1 GPUs and K NICs: a rail ring leaves each node once per
     channel, so the intra links carry (G-1)/G of a GPU's ring traffic and each NIC 1/K of a node's
-    channels (K = min(NICs, channels)); NCCL's tree at 2 nodes puts one chunk per channel on the wire
-    each way, at more nodes an inner node forwards two (share 2/K); NVLSTree's heads (one per NIC)
-    each send their 1/G of the bytes up the tree and back (nvls.cc, connect.cc:241-319). One GPU per
-    node: its NIC carries all of it ("net" is the main class)."""
+    channels (K = min(NICs, channels)); NCCL's tree at 2 nodes puts one chunk per channel on the
+    wire each way, at more nodes an inner node forwards two (share 2/K); NVLSTree's heads (one per
+    NIC) each send their 1/G of the bytes up the tree and back (nvls.cc, connect.cc:241-319). One
+    GPU per node: its NIC carries all of it ("net" is the main class)."""
     intra = "nvls" if algo in ("NVLS", "NVLSTree") else config.intra
     n, nodes = config.ranks, config.nodes
     ppn = n // nodes
@@ -182,13 +188,15 @@ def _shares(algo: str, config: Config, nc: np.ndarray) -> tuple[str, tuple]:
         return "net", (("net", 1.0, 1.0),)
     if algo == "NVLSTree":  # every channel crosses each of the K heads' NICs with 1/K of its bytes
         forwarded = 1.0 if nodes == 2 else 2.0
-        return intra, ((intra, 1.0, 1.0), ("net", forwarded * ppn / ((config.nics or ppn) * (ppn + 1)), 1.0))
+        return intra, ((intra, 1.0, 1.0),
+                       ("net", forwarded * ppn / ((config.nics or ppn) * (ppn + 1)), 1.0))
     k = np.minimum(config.nics or ppn, nc)
     net = (1.0 if algo == "Ring" or nodes == 2 else 2.0) / k
     return intra, ((intra, (ppn - 1) / ppn if algo == "Ring" else 1.0, 1.0), ("net", net, 1.0 / k))
 
 
-def layout(algo: str, proto: str, sizes, config: Config, channels: int = 24, nvls_channels: int = 16) -> Layout:
+def layout(algo: str, proto: str, sizes, config: Config, channels: int = 24,
+           nvls_channels: int = 16) -> Layout:
     """The parameter-free part of the model for ``sizes`` (bytes); ``channels``: NCCL's collective
     channel count when ``config`` pins none; ``nvls_channels``: NVLS channels (16 on SM90,
     nvls.cc:148-150) for NVLS and NVLSTree."""
@@ -212,7 +220,8 @@ def layout(algo: str, proto: str, sizes, config: Config, channels: int = 24, nvl
             nc, nt, bc = channel_bytes(algo, proto, nb, nch, n)
             rows.append((nc, nt, *_pipeline(algo, proto, bc, n, nodes, buff)))
     nc, nt, payload, steps, sl = (np.array(c, dtype=float) for c in zip(*rows))
-    per_slot = sl / (2 if (algo, proto) == ("Ring", "Simple") else 1)  # Ring Simple: a slice spans 2 slots
+    # Ring Simple: a slice spans 2 slots
+    per_slot = sl / (2 if (algo, proto) == ("Ring", "Simple") else 1)
     footprint = nc * NCCL_STEPS * per_slot / EFFICIENCY[proto]
     ppn = n // nodes
     log_nodes = int(np.log2(nodes))
@@ -228,5 +237,8 @@ def layout(algo: str, proto: str, sizes, config: Config, channels: int = 24, nvl
     else:  # the switch does the intra-node part in one step each way
         hops_intra, hops_net, depth = 0, 2 * log_nodes, 2 + 2 * log_nodes
     main, shares = _shares(algo, config, nc)
-    return Layout(algo, proto, config, sizes, nc, nt, payload, steps, sl, footprint, user, hops_intra, hops_net,
-                  depth, 2 * (n - 2) if algo == "Ring" else 0, main, shares)
+    return Layout(algo, proto, config, sizes=sizes, nc=nc, threads=nt, payload=payload, steps=steps,
+                  slice=sl, footprint=footprint, user_footprint=user, hops_intra=hops_intra,
+                  hops_net=hops_net,
+                  depth=depth, hop_steps=2 * (n - 2) if algo == "Ring" else 0, main=main,
+                  shares=shares)

@@ -204,12 +204,12 @@ def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
     links = {**{k: v for k, v in priors.link_GBps.items() if k not in links}, **links}
     channels = read_field(d, "channels", where, int, required=True, minimum=1, maximum=MAX_CHANNELS)
     nvls_channels = read_field(d, "nvls_channels", where, int, minimum=1, maximum=MAX_CHANNELS)
-    return ModelParams(paths, links, channels, read_field(d, "meta", where, dict) or {},
-                       _numbers(d, "harness_us", where, "harness_us"),
-                       _value("link_exp", d.get("link_exp", 0.0), where),
-                       _value("l2_bytes", d.get("l2_bytes", L2_BYTES), where),
-                       _numbers(d, "start_us", where, "start_us"), _launch(d, where),
-                       16 if nvls_channels is None else nvls_channels)
+    return ModelParams(paths, links, channels, meta=read_field(d, "meta", where, dict) or {},
+                       harness_us=_numbers(d, "harness_us", where, "harness_us"),
+                       link_exp=_value("link_exp", d.get("link_exp", 0.0), where),
+                       l2_bytes=_value("l2_bytes", d.get("l2_bytes", L2_BYTES), where),
+                       start_us=_numbers(d, "start_us", where, "start_us"), launch_us=_launch(d, where),
+                       nvls_channels=16 if nvls_channels is None else nvls_channels)
 
 
 def load_params(path) -> ModelParams:

@@ -67,7 +67,8 @@ def since(version: str, table):
 
 
 Z = (0.0, 0.0, 0.0)
-BASE_LAT = {  # baseLat[algo]: tuning.cc:56-59@v2.18.6, :56-59@v2.19.4, :57@v2.23.4, :143-148@v2.28.9
+# baseLat[algo]: tuning.cc:56-59@v2.18.6, :56-59@v2.19.4, :57@v2.23.4, :143-148@v2.28.9
+BASE_LAT = {
     "Tree": (("2.18", (6.8, 14.0, 0.0)), ("2.23", (6.8, 14.0, 8.4))),
     "Ring": (("2.18", (6.6, 14.0, 8.4)),),
     "CollNetDirect": (("2.18", (6.8, 14.0, 0.0)), ("2.19", Z)),
@@ -76,7 +77,9 @@ BASE_LAT = {  # baseLat[algo]: tuning.cc:56-59@v2.18.6, :56-59@v2.19.4, :57@v2.2
     "NVLSTree": (("2.18", (0.0, 0.0, 23.0)), ("2.19", Z)),
 }
 _TREE_SIMPLE_HOP = {"nvlink": 4.0, "pcie": 6.0, "net": 14.0}
-HW_LAT = {  # hwLat[hw][algo]: tuning.cc:65-78@v2.18.6, :65-78@v2.19.4, :69@v2.21.5, :67-75@v2.23.4, :149-167@v2.28.9
+# hwLat[hw][algo]: tuning.cc:65-78@v2.18.6, :65-78@v2.19.4, :69@v2.21.5, :67-75@v2.23.4,
+# :149-167@v2.28.9
+HW_LAT = {
     hw: {
         "Tree": (("2.18", tree[:2] + (_TREE_SIMPLE_HOP[hw],)), ("2.19", tree[:2] + (28.0,)),
                  ("2.23", tree[:2] + (14.0 if hw == "net" else 4.0,))),
@@ -95,28 +98,41 @@ HW_LAT = {  # hwLat[hw][algo]: tuning.cc:65-78@v2.18.6, :65-78@v2.19.4, :69@v2.2
          (("2.18", (0.0, 0.0, 19.0)), ("2.19", (0.0, 0.0, 14.0)), ("2.28", (0.0, 0.0, 20.9)))),
     )
 }
-# Rows: ARCHS; columns: 1 node, 2 nodes, more (index2, tuning.cc:250@v2.28.9). On more than one node the
+# Rows: ARCHS; columns: 1 node, 2 nodes, more (index2, tuning.cc:250@v2.28.9). On more than one node
+# the
 # LL cap row is the CPU's instead: 0 Intel/other, 1 AMD or mixed (tuning.cc:252-253@v2.28.9).
-LL_MAX_BW = (("2.18", ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (87.7, 22.5, 19.0))),       # tuning.cc:86-90@v2.18.6
-             ("2.21", ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0))),      # tuning.cc:86-90@v2.21.5
-             ("2.25", ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0))))
+# tuning.cc:86-90@v2.18.6
+LL_MAX_BW = (("2.18", ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (87.7, 22.5, 19.0))),
+             # tuning.cc:86-90@v2.21.5
+             ("2.21", ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0))),
+             ("2.25",
+              ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0))))
 _OLD = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0))
-RING_LL128_BW = (("2.18", _OLD + ((36.7, 36.7, 36.7),)),                                  # tuning.cc:92-96@v2.18.6
-                 ("2.25", _OLD + ((36.7, 36.7, 36.7), (73.4, 73.4, 73.4))),               # tuning.cc:158-163@v2.25.1
+# tuning.cc:92-96@v2.18.6
+RING_LL128_BW = (("2.18", _OLD + ((36.7, 36.7, 36.7),)),
+                 # tuning.cc:158-163@v2.25.1
+                 ("2.25", _OLD + ((36.7, 36.7, 36.7), (73.4, 73.4, 73.4))),
                  # tuning.cc:175-180@v2.28.9, :176-181@v2.29.7
                  ("2.28", _OLD + ((36.7, 36.7, 36.7), (73.4, 34.6, 73.4))),
                  ("2.29", _OLD + ((36.7, 36.7, 36.7), (40.0, 40.0, 40.0))))
-TREE_LL128_BW = (("2.18", _OLD + ((36.7, 36.7, 29.0),)),                                  # tuning.cc:97-101@v2.18.6
-                 ("2.25", _OLD + ((36.7, 36.7, 29.0), (73.4, 73.4, 58.0))),               # tuning.cc:164-169@v2.25.1
-                 ("2.28", _OLD + ((36.7, 36.7, 29.0), (55.6, 31.67, 20.0))))              # tuning.cc:181-186@v2.28.9
+# tuning.cc:97-101@v2.18.6
+TREE_LL128_BW = (("2.18", _OLD + ((36.7, 36.7, 29.0),)),
+                 # tuning.cc:164-169@v2.25.1
+                 ("2.25", _OLD + ((36.7, 36.7, 29.0), (73.4, 73.4, 58.0))),
+                 # tuning.cc:181-186@v2.28.9
+                 ("2.28", _OLD + ((36.7, 36.7, 29.0), (55.6, 31.67, 20.0))))
 _TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0))
-TREE_BW = (("2.18", _TREE),                                                                # tuning.cc:102-106@v2.18.6
-           ("2.25", _TREE + ((77.4, 82.8, 72.0),)),                                        # tuning.cc:170-175@v2.25.1
-           ("2.28", _TREE + ((70.0, 42.8, 24.0),)))                                        # tuning.cc:187-192@v2.28.9
+# tuning.cc:102-106@v2.18.6
+TREE_BW = (("2.18", _TREE),
+           # tuning.cc:170-175@v2.25.1
+           ("2.25", _TREE + ((77.4, 82.8, 72.0),)),
+           # tuning.cc:187-192@v2.28.9
+           ("2.28", _TREE + ((70.0, 42.8, 24.0),)))
 # tuning.cc:193-198@v2.28.9, :205-210@v2.30.7
 NVLS_TREE_BW = (("2.28", _TREE[:2] + ((0.0, 57.7, 45.5), (0.0, 96.0, 43.8))),
                 ("2.30", _TREE[:2] + ((0.0, 57.7, 45.5), (0.0, 96.0, 80.0))))
-NVLS_EFFICIENCY = (0.0, 0.0, 0.85, 0.74)                                                   # tuning.cc:134-139@v2.28.9
+# tuning.cc:134-139@v2.28.9
+NVLS_EFFICIENCY = (0.0, 0.0, 0.85, 0.74)
 # treeCorrectionFactor[proto][log2(nBytes >> 6)], 64 B to 256 MiB, same in every version
 # (tuning.cc:375-379@v2.18.6, :578-582@v2.28.9); the 24th column (512 MiB), read by NVLSTree only,
 # from 2.29 (tuning.cc:581-585@v2.29.7).
@@ -128,14 +144,17 @@ TREE_CORRECTION = (
     (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9,
      .9),
 )
-# Threads: NCCL_SIMPLE/LL/LL128_MAX_NTHREADS 512/512/640, NCCL_MAX_NTHREADS 640 (device.h); Ring Simple
-# 256 when ring bwIntra x nCh <= PCI_BW 12 (tuning.cc:231-243@v2.28.9); thresholds in bytes per thread
+# Threads: NCCL_SIMPLE/LL/LL128_MAX_NTHREADS 512/512/640, NCCL_MAX_NTHREADS 640 (device.h); Ring
+# Simple
+# 256 when ring bwIntra x nCh <= PCI_BW 12 (tuning.cc:231-243@v2.28.9); thresholds in bytes per
+# thread
 # LL 8 (Ring LL x nRanks), LL128 8, Simple 64, CollNet Simple 512 (tuning.cc:542-549@v2.28.9).
 MAX_THREADS = {"LL": 512, "LL128": 640, "Simple": 512}
 THREAD_THRESHOLD = {"LL": 8, "LL128": 8, "Simple": 64}
 NCCL_MAX_NTHREADS = 640
 PCI_BW = 12.0
-PATH_TYPES = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "NET")  # topo.h:62-92@v2.28.9
+# topo.h:62-92@v2.28.9
+PATH_TYPES = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "NET")
 
 
 @dataclass(frozen=True)
@@ -171,6 +190,7 @@ def constants(version: str) -> Constants:
         version,
         {a: since(version, t) for a, t in BASE_LAT.items()},
         {hw: {a: since(version, t) for a, t in algos.items()} for hw, algos in HW_LAT.items()},
-        since(version, LL_MAX_BW), since(version, RING_LL128_BW), since(version, TREE_LL128_BW),
-        since(version, TREE_BW), since(version, NVLS_TREE_BW),
-        since(version, (("2.18", 32), ("2.25", 64))))
+        ll_max_bw=since(version, LL_MAX_BW), ring_ll128_bw=since(version, RING_LL128_BW),
+        tree_ll128_bw=since(version, TREE_LL128_BW),
+        tree_bw=since(version, TREE_BW), nvls_tree_bw=since(version, NVLS_TREE_BW),
+        max_channels=since(version, (("2.18", 32), ("2.25", 64))))

@@ -132,10 +132,10 @@ def hw_of(c, s: Settings) -> Hw:
     hgx_a100 = info.compcap == 80 and info.form == "sxm"            # DGX A100: 2 GPUs, 2 NICs a switch
     shared = K > 0 and (G // K >= 2 or (hgx_a100 and K == G and G % 2 == 0))
     total = pcie if via_pcie else T
-    return Hw(G, K, T, min(c.nic_GBps, pcie) if multi else total, total, nic_cap, shared,
-              K == G or shared and G // max(K, 1) == 1, not via_pcie and gdr,
-              "LOC" if G == 1 else "NVL" if not via_pcie else "PIX" if G <= 2 and p2p else "PHB",
-              "PIX" if gdr or not multi else "PHB")
+    return Hw(G, K, T, max_bw=min(c.nic_GBps, pcie) if multi else total, total_bw=total, nic_cap=nic_cap, shared=shared,
+              every_exit=K == G or shared and G // max(K, 1) == 1, pxn=not via_pcie and gdr,
+              type_intra="LOC" if G == 1 else "NVL" if not via_pcie else "PIX" if G <= 2 and p2p else "PHB",
+              type_inter="PIX" if gdr or not multi else "PHB")
 
 
 def _speeds(c, multi: bool) -> tuple:

@@ -1,22 +1,23 @@
 """The schedule NCCL runs for one call of a collective other than AllReduce (``collective_run``), as
 ``collsim.predict.schedules.nccl_run`` gives AllReduce's; file references into NVIDIA/nccl 2.28.
 
-- AllGather, ReduceScatter, Ring (``collsim.algorithms.ring_halves``): RING_CHUNKSTEPS 4 and RING_SLICESTEPS 2
-  as AllReduce (src/include/collectives.h ALLGATHER_/REDUCESCATTER_CHUNKSTEPS), the channel's part of every
-  segment looped over chunk by chunk (device/all_gather.h runRing): the same loops and slices as AllReduce's
-  ring (``ring_pipeline``); on an even number of nodes (4 or more) its quotient by the shift of two nodes
-  (``ring_quotient`` with one phase), where AllReduce's would be.
-- PAT (``collsim.algorithms.pat``): one slot per chunk (``ProtoSimple<1,1>``), the chunk halved while
-  chunk x channels x 32 (AllGather) or x 16 (ReduceScatter) exceeds nBytes, down to 64 KiB (enqueue.cc
-  calcCollChunking), up to 16 chunks in flight per connection (NCCL_PAT_NWORKERS / 32).
-- Broadcast, Reduce (``collsim.algorithms.chain``): BROADCAST_/REDUCE_CHUNKSTEPS 1: one slot's payload per chunk,
-  down the chain.
-- AlltoAll, SendRecv (``collsim.algorithms.p2p``): every peer's bytes over the channels NCCL gives one send of
-  that size (``collsim.nccl.p2p.op_channels``) among its p2p channels, one transfer each.
+- AllGather, ReduceScatter, Ring (``collsim.algorithms.ring_halves``): RING_CHUNKSTEPS 4 and
+  RING_SLICESTEPS 2 as AllReduce (src/include/collectives.h ALLGATHER_/REDUCESCATTER_CHUNKSTEPS),
+  the channel's part of every segment looped over chunk by chunk (device/all_gather.h runRing): the
+  same loops and slices as AllReduce's ring (``ring_pipeline``); on an even number of nodes (4 or
+  more) its quotient by the shift of two nodes (``ring_quotient`` with one phase), where AllReduce's
+  would be.
+- PAT (``collsim.algorithms.pat``): one slot per chunk (``ProtoSimple<1,1>``), the chunk halved
+  while chunk x channels x 32 (AllGather) or x 16 (ReduceScatter) exceeds nBytes, down to 64 KiB
+  (enqueue.cc calcCollChunking), up to 16 chunks in flight per connection (NCCL_PAT_NWORKERS / 32).
+- Broadcast, Reduce (``collsim.algorithms.chain``): BROADCAST_/REDUCE_CHUNKSTEPS 1: one slot's
+  payload per chunk, down the chain.
+- AlltoAll, SendRecv (``collsim.algorithms.p2p``): every peer's bytes over the channels NCCL gives
+  one send of that size (``collsim.nccl.p2p.op_channels``) among its p2p channels, one transfer
+  each.
 
-The costs of PAT's and the p2p operations' transfers are the Ring's (``collsim.predict.simulation``): no
-calibration log runs them.
-"""
+The costs of PAT's and the p2p operations' transfers are the Ring's
+(``collsim.predict.simulation``): no calibration log runs them. """
 from __future__ import annotations
 
 from collsim.algorithms import build_schedule
@@ -40,20 +41,25 @@ from collsim.predict.schedules import (
 PAT_FLOOR = 64 << 10      # calcCollChunking's smallest PAT chunk
 
 
-def collective_run(cluster: Cluster, coll: str, algo: str, proto: str, nbytes: int, channels: int, buffsize: int,
+def collective_run(cluster: Cluster, coll: str, algo: str, proto: str, nbytes: int, channels: int,
+                   buffsize: int,
                    pipeline: int | None = None) -> NcclRun:
-    """The schedule of NCCL's ``algo``/``proto`` run of collective ``coll`` (nccl-tests' name) for ``nbytes`` (its
-    size column) on ``cluster`` with ``channels``; ``pipeline``: only that many loops or chunks (module
-    docstring; ``collsim.predict.simulation`` extrapolates the rest)."""
+    """The schedule of NCCL's ``algo``/``proto`` run of collective ``coll`` (nccl-tests' name) for
+    ``nbytes`` (its size column) on ``cluster`` with ``channels``; ``pipeline``: only that many
+    loops or chunks (module docstring; ``collsim.predict.simulation`` extrapolates the rest)."""
     p, g, nodes = cluster.ranks, cluster.gpus_per_node, cluster.nodes
     count = max(p, nbytes // ITEMSIZE // p * p)
-    layout = dict(gpus_per_node=g if nodes > 1 else None, nics_per_node=cluster.nics_per_node if nodes > 1 else None)
+    layout = dict(gpus_per_node=g if nodes > 1 else None,
+                  nics_per_node=cluster.nics_per_node if nodes > 1 else None)
     if algo == "P2P":
         peer = nbytes // p if coll == "alltoall" else nbytes
-        chunks = op_channels(cluster, peer, channels_per_peer(cluster, channels), channels, buffsize)
-        s = build_schedule("p2p", p, count, ITEMSIZE, collective=coll, chunks=chunks, channels=channels)
+        chunks = op_channels(cluster, peer, channels_per_peer(cluster, channels), channels,
+                             buffsize)
+        s = build_schedule("p2p", p, count, ITEMSIZE, collective=coll, chunks=chunks,
+                           channels=channels)
         return NcclRun(s, channels, 1, NCCL_STEPS, 512)
-    used, threads, part = channel_bytes("Ring", "Simple" if algo == "PAT" else proto, nbytes, channels, p)
+    used, threads, part = channel_bytes("Ring", "Simple" if algo == "PAT" else proto, nbytes,
+                                        channels, p)
     if algo == "PAT":
         chunk = payload_slot("Simple", buffsize)
         while chunk * used * (32 if coll == "all_gather" else 16) > nbytes and chunk > PAT_FLOOR:
@@ -69,18 +75,22 @@ def collective_run(cluster: Cluster, coll: str, algo: str, proto: str, nbytes: i
         chunk = max(payload_slot(proto, buffsize) // GRAIN[proto] * GRAIN[proto], GRAIN[proto])
         full = max(1, -(-part // chunk))
         k, count = _shortened(full, pipeline, count)
-        s = build_schedule("ring", p, count, ITEMSIZE, collective=coll, chunks=k, channels=used, **layout)
+        s = build_schedule("ring", p, count, ITEMSIZE, collective=coll, chunks=k, channels=used,
+                           **layout)
         return NcclRun(s, used, full, NCCL_STEPS, threads)
     full, slices = ring_pipeline(proto, part, p, buffsize)
     slices = min(slices, max(1, -(-part // (p * full * GRAIN[proto]))))
     k, count = _shortened(full, pipeline, count)
     count = max(p, count // p * p)
     window = NCCL_STEPS // (RING_CHUNK_SLOTS[proto] // slices)
-    quotient = (nodes >= 2 * QUOTIENT_NODES and nodes % QUOTIENT_NODES == 0 and not cluster.degraded_nics
+    quotient = (nodes >= 2 * QUOTIENT_NODES and nodes % QUOTIENT_NODES == 0
+                and not cluster.degraded_nics
                 and count // (used * k) >= p * slices and not ring_fabric(cluster, p, used))
     if quotient:
-        s = ring_quotient(p, count, ITEMSIZE, slices, used, g, k, QUOTIENT_NODES, cluster.nics_per_node,
+        s = ring_quotient(p, count, ITEMSIZE, slices=slices, channels=used, gpus_per_node=g,
+                          loops=k, nodes=QUOTIENT_NODES, nics_per_node=cluster.nics_per_node,
                           reduce_scatter=coll == "reduce_scatter", all_gather=coll == "all_gather")
         return NcclRun(s, used, full, window, threads, QUOTIENT_NODES)
-    s = build_schedule("ring", p, count, ITEMSIZE, collective=coll, channels=used, slices=slices, loops=k, **layout)
+    s = build_schedule("ring", p, count, ITEMSIZE, collective=coll, channels=used, slices=slices,
+                       loops=k, **layout)
     return NcclRun(s, used, full, window, threads)

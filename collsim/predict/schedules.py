@@ -1,33 +1,35 @@
-"""The schedule NCCL runs for one AllReduce, as a collsim schedule: algorithm, channels, and the pipeline NCCL
-cuts each channel's part into (file references into NVIDIA/nccl 2.28).
+"""The schedule NCCL runs for one AllReduce, as a collsim schedule: algorithm, channels, and the
+pipeline NCCL cuts each channel's part into (file references into NVIDIA/nccl 2.28).
 
-- Ring (``ring`` with ``loops`` and ``slices``): each channel loops over its part nranks x chunk bytes at a time
-  (device/all_reduce.h runRing); a chunk is 4 slots of NCCL_BUFFSIZE / NCCL_STEPS for Simple, sent as 2 slices
-  of 2 slots (RING_CHUNKSTEPS, RING_SLICESTEPS, enqueue.cc calcCollChunking), one slot's payload for LL and
-  LL128 (``collsim.nccl.chunking``).
-- Tree (``nccl-tree``): a chain in each node, the double binary tree between nodes, pipelined one slot's payload
-  at a time (LL128's chunk shrinks for small parts as calcCollChunking does; ``collsim.fitted.layout``).
-- NVLS and NVLSTree (``nvls``, ``nvlstree``; NVLS across nodes ``nvls-sharp``, on every channel NCCL chose):
-  loops of heads x 128 KiB (NCCL_NVLS_CHUNKSIZE, nvls.cc:153), smaller chunks for small parts
-  (enqueue.cc:2041-2068; not its 32 KiB cap where NCCL's NVLS bandwidth across nodes is under 150 GB/s).
-- CollNetDirect and CollNetChain (``collnet-direct``, ``collnet-chain``): every channel NCCL chose (CollNet takes no
-  split in cells, enqueue.cc:568-578), loops of channels x heads x chunk (chain: one chunk a channel) with the chunk
-  of calcCollChunking (``collnet_chunk``), one slot per chunk.
+- Ring (``ring`` with ``loops`` and ``slices``): each channel loops over its part nranks x chunk
+  bytes at a time (device/all_reduce.h runRing); a chunk is 4 slots of NCCL_BUFFSIZE / NCCL_STEPS
+  for Simple, sent as 2 slices of 2 slots (RING_CHUNKSTEPS, RING_SLICESTEPS, enqueue.cc
+  calcCollChunking), one slot's payload for LL and LL128 (``collsim.nccl.chunking``).
+- Tree (``nccl-tree``): a chain in each node, the double binary tree between nodes, pipelined one
+  slot's payload at a time (LL128's chunk shrinks for small parts as calcCollChunking does;
+  ``collsim.fitted.layout``).
+- NVLS and NVLSTree (``nvls``, ``nvlstree``; NVLS across nodes ``nvls-sharp``, on every channel NCCL
+  chose): loops of heads x 128 KiB (NCCL_NVLS_CHUNKSIZE, nvls.cc:153), smaller chunks for small
+  parts (enqueue.cc:2041-2068; not its 32 KiB cap where NCCL's NVLS bandwidth across nodes is under
+  150 GB/s).
+- CollNetDirect and CollNetChain (``collnet-direct``, ``collnet-chain``): every channel NCCL chose
+  (CollNet takes no split in cells, enqueue.cc:568-578), loops of channels x heads x chunk (chain:
+  one chunk a channel) with the chunk of calcCollChunking (``collnet_chunk``), one slot per chunk.
 
-``window``: the transfers a connection keeps in flight, NCCL_STEPS (8) slots over the slots one transfer
-takes (Ring Simple: a slice of 2 slots, so 4).
+``window``: the transfers a connection keeps in flight, NCCL_STEPS (8) slots over the slots one
+transfer takes (Ring Simple: a slice of 2 slots, so 4).
 
-Rings on an even number of nodes, 4 or more, run as their quotient by the shift of every rank two nodes on
-(``collsim.algorithms.ring.ring_quotient``: two nodes' ranks run the whole ring's steps), which gives every
-transfer the time of its image in the whole ring, exactly when every chunk holds as many elements (else within
-an element a chunk: a chunk of under one element carries one, 4 bytes on a step whose cost is its latency), and
-simulates P / 2G times fewer transfers; the rings of an odd number of nodes (whose wrap-around hop breaks the
-pattern) run whole. So do the rings on a fabric whose
-ports can slow their hops (``ring_fabric``): leaf groups break the shift's symmetry, and the quotient stays exact
-only where the fabric changes no time (``collsim.simulate.symmetry.fabric_binds``), and those of a cluster with a
-degraded NIC (``degraded_nics``: the shift does not map it onto the others); ``NcclRun.whole`` says why a ring
-runs whole.
-"""
+Rings on an even number of nodes, 4 or more, run as their quotient by the shift of every rank two
+nodes on (``collsim.algorithms.ring.ring_quotient``: two nodes' ranks run the whole ring's steps),
+which gives every transfer the time of its image in the whole ring, exactly when every chunk holds
+as many elements (else within an element a chunk: a chunk of under one element carries one, 4 bytes
+on a step whose cost is its latency), and simulates P / 2G times fewer transfers; the rings of an
+odd number of nodes (whose wrap-around hop breaks the pattern) run whole. So do the rings on a
+fabric whose ports can slow their hops (``ring_fabric``): leaf groups break the shift's symmetry,
+and the quotient stays exact only where the fabric changes no time
+(``collsim.simulate.symmetry.fabric_binds``), and those of a cluster with a degraded NIC
+(``degraded_nics``: the shift does not map it onto the others); ``NcclRun.whole`` says why a ring
+runs whole. """
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,25 +49,30 @@ from collsim.simulate.symmetry import fabric_binds
 ITEMSIZE = 4           # nccl-tests' default type (float): sizes are counts of 4-byte elements
 RING_CHUNK_SLOTS = {"LL": 1, "LL128": 1, "Simple": 4}
 RING_SLICES = {"LL": 1, "LL128": 1, "Simple": 2}
-NVLS_THREADS = 640     # NVLS, NVLSTree and CollNet run NCCL_MAX_NTHREADS per CTA (tuning.cc:236-237, enqueue.cc:1865)
+# NVLS, NVLSTree and CollNet run NCCL_MAX_NTHREADS per CTA (tuning.cc:236-237, enqueue.cc:1865)
+NVLS_THREADS = 640
 COLLNET = ("CollNetDirect", "CollNetChain")
-QUOTIENT_NODES = 2     # NCCL's rail rings repeat every 2 nodes (odd nodes run search channel s^1's order)
+# NCCL's rail rings repeat every 2 nodes (odd nodes run search channel s^1's order)
+QUOTIENT_NODES = 2
 
 
 @dataclass(frozen=True)
 class NcclRun:
-    """What NCCL runs for one size: the schedule, the channels it uses, its pipeline (loops or chunks per
-    channel), the connection window in transfers and the threads per channel (fewer for small messages,
-    enqueue.cc topoGetAlgoInfo: ``collsim.nccl.chunking.channel_bytes``); NVLS and NVLSTree build two of their
-    channels, each standing for ``weight`` alike (``collsim.simulate.symmetry.stand_for``)."""
+    """What NCCL runs for one size: the schedule, the channels it uses, its pipeline (loops or
+    chunks per channel), the connection window in transfers and the threads per channel (fewer for
+    small messages, enqueue.cc topoGetAlgoInfo: ``collsim.nccl.chunking.channel_bytes``); NVLS and
+    NVLSTree build two of their channels, each standing for ``weight`` alike
+    (``collsim.simulate.symmetry.stand_for``)."""
 
     schedule: Schedule
     channels: int
     pipeline: int
     window: int
     threads: int
-    nodes: int = 0          # the nodes the schedule spans (fewer than the cluster's: a quotient); 0: all
-    weight: int = 1         # the channels each channel of the schedule stands for (built once: alike)
+    # the nodes the schedule spans (fewer than the cluster's: a quotient); 0: all
+    nodes: int = 0
+    # the channels each channel of the schedule stands for (built once: alike)
+    weight: int = 1
     whole: str = ""         # why a ring across nodes runs whole, not as its quotient
 
 
@@ -113,13 +120,16 @@ def nvls_loops(algo: str, part: int, ranks: int, nodes: int) -> int:
     return max(1, -(-part // (ppn * chunk)))
 
 
-def collnet_chunk(algo: str, nbytes: int, channels: int, heads: int, depth: int, buffsize: int) -> int:
-    """CollNet's chunk bytes (calcCollChunking, enqueue.cc:2020-2041,2094): a slot of the Simple buffer (Chain at most
-    256 KiB), halved while the loops are few for the pipeline's ``depth`` (connect.cc:232 Direct 2, or 1 with one GPU
-    a node; connect.cc:464 Chain: GPUs a node), in 512-byte grains."""
+def collnet_chunk(algo: str, nbytes: int, channels: int, heads: int, depth: int,
+                  buffsize: int) -> int:
+    """CollNet's chunk bytes (calcCollChunking, enqueue.cc:2020-2041,2094): a slot of the Simple
+    buffer (Chain at most 256 KiB), halved while the loops are few for the pipeline's ``depth``
+    (connect.cc:232 Direct 2, or 1 with one GPU a node; connect.cc:464 Chain: GPUs a node), in
+    512-byte grains."""
     chunk = buffsize // NCCL_STEPS
     per = channels * heads
-    steps = ((64, 131072), (8, 65536), (8, 32768)) if algo == "CollNetDirect" else ((64, 131072), (8, 65536),
+    steps = ((64, 131072), (8, 65536),
+             (8, 32768)) if algo == "CollNetDirect" else ((64, 131072), (8, 65536),
                                                                                      (1, 32768))
     if algo == "CollNetChain":
         chunk = min(256 << 10, chunk)
@@ -131,22 +141,26 @@ def collnet_chunk(algo: str, nbytes: int, channels: int, heads: int, depth: int,
 
 def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int, buffsize: int,
              pipeline: int | None = None) -> NcclRun:
-    """The schedule of NCCL's ``algo``/``proto`` AllReduce of ``nbytes`` on ``cluster`` with ``channels`` (NCCL's
-    channel count for the algorithm at this size, before the split in 16 KiB cells). ``pipeline``: run only
-    that many of its loops (tree: chunks) of the same bytes each, on the same channels (``collsim.predict.
-    extrapolate`` times the rest); ``NcclRun.pipeline`` is the full run's."""
+    """The schedule of NCCL's ``algo``/``proto`` AllReduce of ``nbytes`` on ``cluster`` with
+    ``channels`` (NCCL's channel count for the algorithm at this size, before the split in 16 KiB
+    cells). ``pipeline``: run only that many of its loops (tree: chunks) of the same bytes each, on
+    the same channels (``collsim.predict. extrapolate`` times the rest); ``NcclRun.pipeline`` is the
+    full run's."""
     p, g, nodes = cluster.ranks, cluster.gpus_per_node, cluster.nodes
     count = max(1, nbytes // ITEMSIZE)
     if algo in ("NVLS", "NVLSTree"):
-        across = algo == "NVLS" and nodes > 1                  # with CollNet: every channel (enqueue.cc:402-411,568)
+        # with CollNet: every channel (enqueue.cc:402-411,568)
+        across = algo == "NVLS" and nodes > 1
         used = channels if across else split_channels(nbytes, channels, "Simple")
         part = -(-nbytes // used)
         full = nvls_loops(algo, part, p, nodes)
         k, count = _shortened(full, pipeline, count)
-        built = 2 if used > 2 and used % 2 == 0 else used      # channel c runs tree c mod 2: two stand for all
+        # channel c runs tree c mod 2: two stand for all
+        built = 2 if used > 2 and used % 2 == 0 else used
         count = max(built, count * built // used)
         name = "nvlstree" if algo == "NVLSTree" else "nvls-sharp" if across else "nvls"
-        s = build_schedule(name, p, count, ITEMSIZE, chunks=k, channels=built, gpus_per_node=g if name != "nvls"
+        s = build_schedule(name, p, count, ITEMSIZE, chunks=k, channels=built,
+                           gpus_per_node=g if name != "nvls"
                            else None)
         return NcclRun(s, used, full, NCCL_STEPS, NVLS_THREADS, weight=used // built)
     if algo in COLLNET:
@@ -155,8 +169,10 @@ def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int
         chunk = collnet_chunk(algo, nbytes, channels, heads, depth, buffsize)
         full = max(1, -(-nbytes // (channels * heads * chunk)))
         k, count = _shortened(full, pipeline, count)
-        s = build_schedule("collnet-direct" if algo == "CollNetDirect" else "collnet-chain", p, count, ITEMSIZE,
-                           gpus_per_node=g, chunks=k, channels=channels, nics_per_node=cluster.nics_per_node)
+        s = build_schedule("collnet-direct" if algo == "CollNetDirect" else "collnet-chain", p,
+                           count, ITEMSIZE,
+                           gpus_per_node=g, chunks=k, channels=channels,
+                           nics_per_node=cluster.nics_per_node)
         return NcclRun(s, channels, full, NCCL_STEPS, NVLS_THREADS)
     used, threads, part = channel_bytes(algo, proto, nbytes, channels, p)
     if algo == "Ring":
@@ -167,22 +183,26 @@ def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int
         whole = ("fewer than 4 nodes" if nodes < 2 * QUOTIENT_NODES else "an odd node count"
                  if nodes % QUOTIENT_NODES else "")
         slow = ", ".join(f"node{n}.nic{k} at {r:g} Gb/s" for n, k, r in cluster.degraded_nics)
-        whole = whole or (slow and f"{slow}: the shift of every rank two nodes on does not map the NICs onto "
+        whole = whole or (slow and f"{slow}: the shift of every rank two nodes on does not map the "
+                                   "NICs onto "
                                    "themselves")
         binds = ring_fabric(cluster, p, used) if nodes > 1 and not whole else None
         if binds:
             whole = f"the fabric can slow its hops ({binds})"
         elif not whole:
-            s = ring_quotient(p, count, ITEMSIZE, slices, used, g, k, QUOTIENT_NODES, cluster.nics_per_node)
+            s = ring_quotient(p, count, ITEMSIZE, slices=slices, channels=used, gpus_per_node=g,
+                              loops=k, nodes=QUOTIENT_NODES, nics_per_node=cluster.nics_per_node)
             return NcclRun(s, used, full, NCCL_STEPS // slots, threads, QUOTIENT_NODES)
         try:
             require_schedule("NCCL's ring", p, 2 * (p - 1) * p * used * k * slices)
         except CollsimError as e:
             raise CollsimError(f"{e} (it runs whole: {whole})") from None
         s = build_schedule("ring", p, count, ITEMSIZE, channels=used, slices=slices, loops=k,
-                           gpus_per_node=g if nodes > 1 else None, nics_per_node=cluster.nics_per_node if nodes > 1
+                           gpus_per_node=g if nodes > 1 else None,
+                           nics_per_node=cluster.nics_per_node if nodes > 1
                            else None)
-        return NcclRun(s, used, full, NCCL_STEPS // slots, threads, whole=whole if nodes > 1 else "")
+        return NcclRun(s, used, full, NCCL_STEPS // slots, threads,
+                       whole=whole if nodes > 1 else "")
     full = tree_chunks(proto, part, p, nodes, buffsize)
     k, count = _shortened(full, pipeline, count)
     s = build_schedule("nccl-tree", p, count, ITEMSIZE, gpus_per_node=g, chunks=k, channels=used,
@@ -191,12 +211,14 @@ def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int
 
 
 def ring_fabric(cluster: Cluster, ranks: int, channels: int) -> str | None:
-    """None when the cluster's fabric cannot slow any hop of NCCL's rail rings on ``channels`` channels (each hop
-    is one engine: ``collsim.simulate.symmetry.fabric_binds``), else the port that can, said."""
+    """None when the cluster's fabric cannot slow any hop of NCCL's rail rings on ``channels``
+    channels (each hop is one engine: ``collsim.simulate.symmetry.fabric_binds``), else the port
+    that can, said."""
     topo = to_topology(cluster)
     if not topo.fabric:
         return None
-    orders = ring_orders(ranks, channels, cluster.gpus_per_node, nics_per_node=cluster.nics_per_node)
+    orders = ring_orders(ranks, channels, cluster.gpus_per_node,
+                         nics_per_node=cluster.nics_per_node)
     src, dst = orders.ravel(), np.roll(orders, -1, axis=1).ravel()
     return fabric_binds(src, dst, src * channels + np.repeat(np.arange(channels), ranks), topo)
 

@@ -60,7 +60,7 @@ def _down(ht, hs, hi, pos, k, size, t, s, item, indexed):
 @jit
 def push(ht, hs, hi, size, item, t, seq):
     """Add ``item`` at (t, seq) to a queue (``pos`` unused); returns the new size."""
-    _up(ht, hs, hi, hi, size, t, seq, item, False)
+    _up(ht, hs, hi, pos=hi, k=size, t=t, s=seq, item=item, indexed=False)
     return size + 1
 
 
@@ -71,7 +71,7 @@ def pop(ht, hs, hi, pos, size, indexed):
         pos[hi[0]] = -1
     size -= 1
     if size > 0:
-        _down(ht, hs, hi, pos, 0, size, ht[size], hs[size], hi[size], indexed)
+        _down(ht, hs, hi, pos=pos, k=0, size=size, t=ht[size], s=hs[size], item=hi[size], indexed=indexed)
     return size
 
 
@@ -80,13 +80,13 @@ def put(ht, hs, hi, pos, size, item, t, seq):
     """Insert ``item`` at (t, seq) into an indexed heap, or move it there if it is in; returns the new size."""
     k = pos[item]
     if k < 0:
-        _up(ht, hs, hi, pos, size, t, seq, item, True)
+        _up(ht, hs, hi, pos=pos, k=size, t=t, s=seq, item=item, indexed=True)
         return size + 1
     parent = (k - 1) >> 1
     if k > 0 and (t < ht[parent] or (t == ht[parent] and seq < hs[parent])):
-        _up(ht, hs, hi, pos, k, t, seq, item, True)
+        _up(ht, hs, hi, pos=pos, k=k, t=t, s=seq, item=item, indexed=True)
     else:
-        _down(ht, hs, hi, pos, k, size, t, seq, item, True)
+        _down(ht, hs, hi, pos=pos, k=k, size=size, t=t, s=seq, item=item, indexed=True)
     return size
 
 
@@ -102,7 +102,7 @@ def drop(ht, hs, hi, pos, size, item):
         t, s, last = ht[size], hs[size], hi[size]
         parent = (k - 1) >> 1
         if k > 0 and (t < ht[parent] or (t == ht[parent] and s < hs[parent])):
-            _up(ht, hs, hi, pos, k, t, s, last, True)
+            _up(ht, hs, hi, pos=pos, k=k, t=t, s=s, item=last, indexed=True)
         else:
-            _down(ht, hs, hi, pos, k, size, t, s, last, True)
+            _down(ht, hs, hi, pos=pos, k=k, size=size, t=t, s=s, item=last, indexed=True)
     return size

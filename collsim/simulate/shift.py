@@ -81,5 +81,5 @@ def ring_shift(ranks: int, count: int, itemsize: int, params: dict, topology: To
              else f"{ranks} ranks: no smaller shift" if kept == ranks else "")
     if whole:
         return Shift(ranks, ranks, steps, algo.transfer_bound(ranks, q), whole=whole)
-    s = ring_quotient(ranks, count, itemsize, slices, c, 1, loops, kept)
+    s = ring_quotient(ranks, count, itemsize, slices=slices, channels=c, gpus_per_node=1, loops=loops, nodes=kept)
     return Shift(ranks, kept, steps, algo.transfer_bound(ranks, q), schedule=s)
