@@ -6,12 +6,9 @@ references into NVIDIA/nccl:
 1. Channels and threads: ``nccl_tuning.nccl_channels`` (fewer channels and threads for small
    messages, enqueue.cc topoGetAlgoInfo), then the per-channel split in cells of 16 KiB of traffic
    (enqueue.cc scheduleCollTasksToPlan): ``channel_bytes`` is what the busiest channel carries.
-2. Pipeline per channel (enqueue.cc calcCollChunking, device/all_reduce.h, prims_simple.h):
-   buffers of NCCL_STEPS = 8 slots (Simple: NCCL_BUFFSIZE, default 4 MiB; LL 512 KiB holding half
-   payload; LL128 4,915,200 B holding 15/16). Ring Simple chunk = 4 slots sent as 2 slices (a
-   slice is at least 1/32 of 2 slots); LL, LL128 and Tree move one slot per step. A ring loop is
-   2(n-1) chunk steps over ``n x chunk`` bytes of the channel; the last loop's chunk shrinks.
-   Tree LL128 shrinks its chunk for small channel sizes like calcCollChunking does.
+2. Pipeline per channel: NCCL's plan (``collsim.nccl.plan``, the one the simulation builds its
+   schedules from): a ring loop is 2(n-1) steps of each slice over ``n x chunk`` bytes of the
+   channel (the last loop's chunk shrinks); a tree moves one chunk per step.
 3. Payload per channel and direction: 2(n-1)/n x channel bytes for the ring, channel bytes for
    the tree; on the wire it is payload / ``EFFICIENCY`` (LL 1/2, LL128 15/16, Simple 1).
 4. Receive-buffer footprint: the slots a call cycles through, channels x NCCL_STEPS x the wire
@@ -33,7 +30,8 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.nccl import canonical_pair
-from collsim.nccl.chunking import DEFAULT_BUFFSIZE, EFFICIENCY, GRAIN, NCCL_STEPS, channel_bytes, split_channels
+from collsim.nccl.chunking import DEFAULT_BUFFSIZE, EFFICIENCY, NCCL_STEPS, channel_bytes, split_channels
+from collsim.nccl.plan import nvls_chunk, nvls_loops, ring_plan, tree_chunk
 
 TIMINGS = ("graph", "eager")
 
@@ -92,31 +90,13 @@ class Config:
 
 def _pipeline(algo: str, proto: str, bc: int, ranks: int, nodes: int,
               buffsize: int) -> tuple[float, int, float]:
-    """(payload bytes per direction, pipeline steps, largest step payload) for one channel."""
-    slot = (buffsize if proto == "Simple" else DEFAULT_BUFFSIZE[proto]) // NCCL_STEPS
-    payload_slot = {"LL": slot // 2, "LL128": slot // 16 * 15, "Simple": slot}[proto]
+    """(payload bytes per direction, pipeline steps, largest step payload) for one channel of
+    ``bc`` bytes, from NCCL's plan (``collsim.nccl.plan``): a ring sends its slices in 2(n-1)
+    steps each, a tree one chunk a step."""
     if algo == "Ring":
-        chunk = (payload_slot * (4 if proto == "Simple" else 1)) // GRAIN[proto] * GRAIN[proto]
-        full_loops, rem = divmod(bc, ranks * chunk)
-        last = (-(-rem // ranks) + 15) // 16 * 16  # device/all_reduce.h: chunk of the last loop
-        if proto == "Simple":  # prims_simple.h: 2 slices per chunk, a slice >= 2 slots / 32
-            def split(c):
-                size = max(-(-c // 32) * 16, slot * 2 // 32)
-                return min(2, -(-c // size)) if c else 0, min(size, c)
-            (n_full, s_full), (n_last, s_last) = split(chunk), split(last)
-            slices, largest = n_full * full_loops + n_last, s_full if full_loops else s_last
-        else:
-            slices, largest = full_loops + (1 if last else 0), chunk if full_loops else last
-        return 2 * (ranks - 1) / ranks * bc, 2 * (ranks - 1) * slices, float(min(largest, bc))
-    chunk = payload_slot
-    if proto == "LL128":
-        ppn = ranks / nodes
-        n_ll128 = 1 + int(np.log2(nodes)) + 0.1 * ppn
-        while bc // chunk < n_ll128 * 64 / ppn and chunk > 131072:
-            chunk //= 2
-        while bc // chunk < n_ll128 * 16 / ppn and chunk > 32768:
-            chunk //= 2
-    chunk = max(chunk // GRAIN[proto] * GRAIN[proto], GRAIN[proto])
+        ring = ring_plan(proto, bc, ranks, buffsize)
+        return 2 * (ranks - 1) / ranks * bc, 2 * (ranks - 1) * ring.sends, float(min(ring.largest, bc))
+    chunk = tree_chunk(proto, bc, ranks, nodes, buffsize)
     return float(bc), -(-bc // chunk), float(min(chunk, bc))
 
 
@@ -150,25 +130,12 @@ class Layout:
 
 def _nvls_pipeline(algo: str, bc: int, ranks: int, nodes: int) -> tuple[float, int, float]:
     """NVLS / NVLSTree: (payload per direction, steps, largest step payload) for one channel of bc
-    bytes. Every GPU of a node is a head owning 1/ppn of each loop; chunk 128 KiB (nvls.cc:153,
-    NCCL_NVLS_CHUNKSIZE), shrunk for small channels as calcCollChunking does (enqueue.cc:2041-2068);
+    bytes. Every GPU of a node is a head owning 1/ppn of each loop (``collsim.nccl.plan.nvls_chunk``);
     a GPU sends and receives (ppn + 1) / ppn of its bytes through the switch (multimem
     reduce-scatter then all-gather: sjeaugey, NVIDIA/nccl-tests PR 239)."""
     ppn = ranks // nodes
-    if algo == "NVLS":
-        chunk = 128 << 10
-        for factor, smaller in ((2, 16 << 10), (8, 32 << 10), (64, 64 << 10)):
-            if bc < factor * ppn * chunk:
-                chunk = smaller
-                break
-    else:
-        chunk = (64 << 10) if nodes >= 4 else (128 << 10)
-        for factor, smaller in ((1, 32 << 10), (4, 64 << 10), (16, 128 << 10), (32, 256 << 10)):
-            if bc < factor * ppn * chunk:
-                chunk = min(chunk, smaller)
-                break
-    loops = max(1, -(-bc // (ppn * chunk)))
-    return bc * (ppn + 1) / ppn, loops, float(min(chunk, bc))
+    chunk = nvls_chunk(algo, bc, ranks, nodes)
+    return bc * (ppn + 1) / ppn, nvls_loops(algo, bc, ranks, nodes), float(min(chunk, bc))
 
 
 def _shares(algo: str, config: Config, nc: np.ndarray) -> tuple[str, tuple]:

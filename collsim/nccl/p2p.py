@@ -18,12 +18,12 @@ references into NVIDIA/nccl at the tags named.
 from __future__ import annotations
 
 from collsim.machine.cluster import Cluster
+from collsim.nccl.chunking import NCCL_STEPS
 
 MAXCHANNELS = 64
 PER_CHANNEL_NET_GBPS = 14          # NCCL_P2P_PER_CHANNEL_NET_BW (paths.cc:918@v2.29.7)
 P2P_PER_BATCH = 8                  # NCCL_MAX_DEV_WORK_P2P_PER_BATCH (collsim.algorithms.p2p's lanes)
 NET_CHUNK, NVL_CHUNK, PCI_CHUNK = 128 << 10, 512 << 10, 128 << 10
-NCCL_STEPS = 8
 
 
 def _pow2_up(n: int) -> int:

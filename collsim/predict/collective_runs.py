@@ -4,14 +4,14 @@
 - AllGather, ReduceScatter, Ring (``collsim.algorithms.ring_halves``): RING_CHUNKSTEPS 4 and
   RING_SLICESTEPS 2 as AllReduce (src/include/collectives.h ALLGATHER_/REDUCESCATTER_CHUNKSTEPS),
   the channel's part of every segment looped over chunk by chunk (device/all_gather.h runRing): the
-  same loops and slices as AllReduce's ring (``ring_pipeline``); on an even number of nodes (4 or
+  same loops and slices as AllReduce's ring (``collsim.nccl.plan.ring_plan``); on an even number of nodes (4 or
   more) its quotient by the shift of two nodes (``ring_quotient`` with one phase), where AllReduce's
   would be.
-- PAT (``collsim.algorithms.pat``): one slot per chunk (``ProtoSimple<1,1>``), the chunk halved
-  while chunk x channels x 32 (AllGather) or x 16 (ReduceScatter) exceeds nBytes, down to 64 KiB
-  (enqueue.cc calcCollChunking), up to 16 chunks in flight per connection (NCCL_PAT_NWORKERS / 32).
-- Broadcast, Reduce (``collsim.algorithms.chain``): BROADCAST_/REDUCE_CHUNKSTEPS 1: one slot's
-  payload per chunk, down the chain.
+- PAT (``collsim.algorithms.pat``): one slot per chunk (``ProtoSimple<1,1>``,
+  ``collsim.nccl.plan.pat_chunk``), up to 16 chunks in flight per connection
+  (NCCL_PAT_NWORKERS / 32).
+- Broadcast, Reduce (``collsim.algorithms.chain``): one slot's payload per chunk
+  (``collsim.nccl.plan.chain_chunk``), down the chain.
 - AlltoAll, SendRecv (``collsim.algorithms.p2p``): every peer's bytes over the channels NCCL gives
   one send of that size (``collsim.nccl.p2p.op_channels``) among its p2p channels, one transfer
   each.
@@ -25,20 +25,10 @@ from collsim.algorithms.pat import MAX_IN_FLIGHT
 from collsim.algorithms.ring import ring_quotient
 from collsim.errors import CollsimError
 from collsim.machine.cluster import Cluster
-from collsim.nccl.chunking import GRAIN, NCCL_STEPS, channel_bytes
+from collsim.nccl.chunking import NCCL_STEPS, channel_bytes
 from collsim.nccl.p2p import channels_per_peer, op_channels
-from collsim.predict.schedules import (
-    ITEMSIZE,
-    QUOTIENT_NODES,
-    RING_CHUNK_SLOTS,
-    NcclRun,
-    _shortened,
-    payload_slot,
-    ring_fabric,
-    ring_pipeline,
-)
-
-PAT_FLOOR = 64 << 10      # calcCollChunking's smallest PAT chunk
+from collsim.nccl.plan import RING_CHUNK_SLOTS, chain_chunk, pat_chunk, ring_plan
+from collsim.predict.schedules import ITEMSIZE, QUOTIENT_NODES, NcclRun, _shortened, ring_fabric
 
 
 def collective_run(cluster: Cluster, coll: str, algo: str, proto: str, nbytes: int, channels: int,
@@ -61,9 +51,7 @@ def collective_run(cluster: Cluster, coll: str, algo: str, proto: str, nbytes: i
     used, threads, part = channel_bytes("Ring", "Simple" if algo == "PAT" else proto, nbytes,
                                         channels, p)
     if algo == "PAT":
-        chunk = payload_slot("Simple", buffsize)
-        while chunk * used * (32 if coll == "all_gather" else 16) > nbytes and chunk > PAT_FLOOR:
-            chunk //= 2
+        chunk = pat_chunk(coll, nbytes, used, buffsize)
         full = max(1, -(-part // (p * chunk)))
         k, count = _shortened(full, pipeline, count)
         count = max(p, count // p * p)
@@ -72,14 +60,13 @@ def collective_run(cluster: Cluster, coll: str, algo: str, proto: str, nbytes: i
     if algo != "Ring":
         raise CollsimError(f"collsim does not simulate NCCL's {algo} {coll}")
     if coll in ("broadcast", "reduce"):
-        chunk = max(payload_slot(proto, buffsize) // GRAIN[proto] * GRAIN[proto], GRAIN[proto])
-        full = max(1, -(-part // chunk))
+        full = max(1, -(-part // chain_chunk(proto, buffsize)))
         k, count = _shortened(full, pipeline, count)
         s = build_schedule("ring", p, count, ITEMSIZE, collective=coll, chunks=k, channels=used,
                            **layout)
         return NcclRun(s, used, full, NCCL_STEPS, threads)
-    full, slices = ring_pipeline(proto, part, p, buffsize)
-    slices = min(slices, max(1, -(-part // (p * full * GRAIN[proto]))))
+    plan = ring_plan(proto, part, p, buffsize)
+    full, slices = plan.loops, plan.slices
     k, count = _shortened(full, pipeline, count)
     count = max(p, count // p * p)
     window = NCCL_STEPS // (RING_CHUNK_SLOTS[proto] // slices)

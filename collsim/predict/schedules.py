@@ -1,20 +1,17 @@
 """The schedule NCCL runs for one AllReduce, as a collsim schedule: algorithm, channels, and the
-pipeline NCCL cuts each channel's part into (file references into NVIDIA/nccl 2.28).
+pipeline NCCL cuts each channel's part into (``collsim.nccl.plan``: slot, chunk, slices and loops;
+file references into NVIDIA/nccl 2.28).
 
 - Ring (``ring`` with ``loops`` and ``slices``): each channel loops over its part nranks x chunk
-  bytes at a time (device/all_reduce.h runRing); a chunk is 4 slots of NCCL_BUFFSIZE / NCCL_STEPS
-  for Simple, sent as 2 slices of 2 slots (RING_CHUNKSTEPS, RING_SLICESTEPS, enqueue.cc
-  calcCollChunking), one slot's payload for LL and LL128 (``collsim.nccl.chunking``).
+  bytes at a time (device/all_reduce.h runRing; ``collsim.nccl.plan.ring_plan``).
 - Tree (``nccl-tree``): a chain in each node, the double binary tree between nodes, pipelined one
-  slot's payload at a time (LL128's chunk shrinks for small parts as calcCollChunking does;
-  ``collsim.fitted.layout``).
+  chunk at a time (``collsim.nccl.plan.tree_chunks``).
 - NVLS and NVLSTree (``nvls``, ``nvlstree``; NVLS across nodes ``nvls-sharp``, on every channel NCCL
-  chose): loops of heads x 128 KiB (NCCL_NVLS_CHUNKSIZE, nvls.cc:153), smaller chunks for small
-  parts (enqueue.cc:2041-2068; not its 32 KiB cap where NCCL's NVLS bandwidth across nodes is under
-  150 GB/s).
+  chose): loops of heads x chunk (``collsim.nccl.plan.nvls_loops``; not NCCL's 32 KiB cap where its
+  NVLS bandwidth across nodes is under 150 GB/s).
 - CollNetDirect and CollNetChain (``collnet-direct``, ``collnet-chain``): every channel NCCL chose
   (CollNet takes no split in cells, enqueue.cc:568-578), loops of channels x heads x chunk (chain:
-  one chunk a channel) with the chunk of calcCollChunking (``collnet_chunk``), one slot per chunk.
+  one chunk a channel; ``collsim.nccl.plan.collnet_chunk``), one slot per chunk.
 
 ``window``: the transfers a connection keeps in flight, NCCL_STEPS (8) slots over the slots one
 transfer takes (Ring Simple: a slice of 2 slots, so 4).
@@ -43,12 +40,11 @@ from collsim.core.budget import require_schedule
 from collsim.core.schedule import Schedule
 from collsim.errors import CollsimError
 from collsim.machine.cluster import Cluster, to_topology
-from collsim.nccl.chunking import DEFAULT_BUFFSIZE, EFFICIENCY, GRAIN, NCCL_STEPS, channel_bytes, split_channels
+from collsim.nccl.chunking import EFFICIENCY, NCCL_STEPS, channel_bytes, split_channels
+from collsim.nccl.plan import RING_CHUNK_SLOTS, collnet_chunk, nvls_loops, ring_plan, tree_chunks
 from collsim.simulate.symmetry import fabric_binds
 
 ITEMSIZE = 4           # nccl-tests' default type (float): sizes are counts of 4-byte elements
-RING_CHUNK_SLOTS = {"LL": 1, "LL128": 1, "Simple": 4}
-RING_SLICES = {"LL": 1, "LL128": 1, "Simple": 2}
 # NVLS, NVLSTree and CollNet run NCCL_MAX_NTHREADS per CTA (tuning.cc:236-237, enqueue.cc:1865)
 NVLS_THREADS = 640
 COLLNET = ("CollNetDirect", "CollNetChain")
@@ -74,69 +70,6 @@ class NcclRun:
     # the channels each channel of the schedule stands for (built once: alike)
     weight: int = 1
     whole: str = ""         # why a ring across nodes runs whole, not as its quotient
-
-
-def payload_slot(proto: str, buffsize: int) -> int:
-    """Payload bytes of one slot of a connection's buffer."""
-    slot = (buffsize if proto == "Simple" else DEFAULT_BUFFSIZE[proto]) // NCCL_STEPS
-    return {"LL": slot // 2, "LL128": slot // 16 * 15, "Simple": slot}[proto]
-
-
-def ring_pipeline(proto: str, part: int, ranks: int, buffsize: int) -> tuple[int, int]:
-    """(loops, slices per chunk) of one channel's ring over ``part`` bytes."""
-    chunk = payload_slot(proto, buffsize) * RING_CHUNK_SLOTS[proto] // GRAIN[proto] * GRAIN[proto]
-    return max(1, -(-part // (ranks * chunk))), RING_SLICES[proto]
-
-
-def tree_chunks(proto: str, part: int, ranks: int, nodes: int, buffsize: int) -> int:
-    """Chunks a channel's tree pipeline cuts ``part`` bytes into (one slot's payload each)."""
-    chunk = payload_slot(proto, buffsize)
-    if proto == "LL128":
-        ppn = ranks / nodes
-        n_ll128 = 1 + int(nodes).bit_length() - 1 + 0.1 * ppn
-        while part // chunk < n_ll128 * 64 / ppn and chunk > 131072:
-            chunk //= 2
-        while part // chunk < n_ll128 * 16 / ppn and chunk > 32768:
-            chunk //= 2
-    chunk = max(chunk // GRAIN[proto] * GRAIN[proto], GRAIN[proto])
-    return max(1, -(-part // chunk))
-
-
-def nvls_loops(algo: str, part: int, ranks: int, nodes: int) -> int:
-    """Loops of one channel's NVLS or NVLSTree over ``part`` bytes (heads x chunk bytes each)."""
-    ppn = ranks // nodes
-    if algo == "NVLS":
-        chunk = 128 << 10
-        for factor, smaller in ((2, 16 << 10), (8, 32 << 10), (64, 64 << 10)):
-            if part < factor * ppn * chunk:
-                chunk = smaller
-                break
-    else:
-        chunk = (64 << 10) if nodes >= 4 else (128 << 10)
-        for factor, smaller in ((1, 32 << 10), (4, 64 << 10), (16, 128 << 10), (32, 256 << 10)):
-            if part < factor * ppn * chunk:
-                chunk = min(chunk, smaller)
-                break
-    return max(1, -(-part // (ppn * chunk)))
-
-
-def collnet_chunk(algo: str, nbytes: int, channels: int, heads: int, depth: int,
-                  buffsize: int) -> int:
-    """CollNet's chunk bytes (calcCollChunking, enqueue.cc:2020-2041,2094): a slot of the Simple
-    buffer (Chain at most 256 KiB), halved while the loops are few for the pipeline's ``depth``
-    (connect.cc:232 Direct 2, or 1 with one GPU a node; connect.cc:464 Chain: GPUs a node), in
-    512-byte grains."""
-    chunk = buffsize // NCCL_STEPS
-    per = channels * heads
-    steps = ((64, 131072), (8, 65536),
-             (8, 32768)) if algo == "CollNetDirect" else ((64, 131072), (8, 65536),
-                                                                                     (1, 32768))
-    if algo == "CollNetChain":
-        chunk = min(256 << 10, chunk)
-    for factor, floor in steps:
-        while nbytes // (per * chunk) < depth * factor and chunk > floor:
-            chunk //= 2
-    return max(chunk // GRAIN["Simple"] * GRAIN["Simple"], GRAIN["Simple"])
 
 
 def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int, buffsize: int,
@@ -176,8 +109,8 @@ def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int
         return NcclRun(s, channels, full, NCCL_STEPS, NVLS_THREADS)
     used, threads, part = channel_bytes(algo, proto, nbytes, channels, p)
     if algo == "Ring":
-        full, slices = ring_pipeline(proto, part, p, buffsize)
-        slices = min(slices, max(1, -(-part // (p * full * GRAIN[proto]))))
+        plan = ring_plan(proto, part, p, buffsize)
+        full, slices = plan.loops, plan.slices
         k, count = _shortened(full, pipeline, count)
         slots = RING_CHUNK_SLOTS[proto] // slices
         whole = ("fewer than 4 nodes" if nodes < 2 * QUOTIENT_NODES else "an odd node count"
