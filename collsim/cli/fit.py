@@ -221,8 +221,8 @@ def _compare_nccl(args) -> int:
 def _explain(args) -> int:
     params = load_params(args.params)
     sizes = [parse_size(s) for s in args.sizes]
-    cfg = Config(args.ranks, args.nodes, args.intra, args.buffsize, args.channels, args.timing,
-                 slices=args.reused_slices)
+    cfg = Config(args.ranks, nodes=args.nodes, intra=args.intra, buffsize=args.buffsize,
+                 channels=args.channels, timing=args.timing, slices=args.reused_slices)
     rows = explain(params, args.algo, args.proto, sizes, cfg)
     links = list(rows[0]["link_utilisation"])
     print(f"{'size':>6s} {'time us':>10s} {'busbw':>7s} {'ch':>3s} {'steps':>6s} {'dominant':>10s}  "

@@ -123,8 +123,8 @@ def _config(rec: dict, meta: dict, max_size: int, where: str) -> Config:
     probed = (meta.get("nccl_probe") or {}).get("coll_channels")
     timing = rec.get("timing") or meta.get("timing") or "graph"
     slices, buffer = buffer_reuse(meta, timing, max_size)
-    return Config(int(ranks), int(meta.get("nodes") or 1),
-                  "pcie" if str(env.get("NCCL_P2P_DISABLE", "0")) == "1" else "nvlink",
+    return Config(int(ranks), nodes=int(meta.get("nodes") or 1),
+                  intra="pcie" if str(env.get("NCCL_P2P_DISABLE", "0")) == "1" else "nvlink",
                   buffsize=buff, channels=chans[0] if chans else (int(probed) if probed else None),
                   timing=timing, harness=harness_key(meta, timing),
                   slices=slices, buffer_bytes=buffer, inplace=rec.get("inplace") is not False,

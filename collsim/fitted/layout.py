@@ -24,7 +24,7 @@ channels, timing mode, harness); ``layout`` gives a ``Layout`` of numpy arrays, 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 import numpy as np
 
@@ -38,7 +38,8 @@ TIMINGS = ("graph", "eager")
 
 @dataclass(frozen=True)
 class Config:
-    """One measured configuration: ranks, nodes, the intra-node link class, NCCL_BUFFSIZE
+    """One measured configuration, a keyword record after ``ranks`` (``Config(8, nodes=2,
+    timing="eager")``): ranks, nodes, the intra-node link class, NCCL_BUFFSIZE
     (Simple buffer bytes; None = 4 MiB), a pinned channel count (None = params.channels), the
     timing mode ("graph": CUDA graph or nccl-tests -G, "eager": back-to-back launches) and the
     harness key naming its per-call overhead (``collsim.fit.points.harness_key``; "bare": none).
@@ -52,6 +53,7 @@ class Config:
     ``gpus_per_process``: GPUs each host process launches on (nccl-tests -g; its eager launch floor
     grows with it)."""
     ranks: int
+    _: KW_ONLY
     nodes: int = 1
     intra: str = "nvlink"
     buffsize: int | None = None

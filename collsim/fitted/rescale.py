@@ -152,7 +152,8 @@ def _at_plateau(params: ModelParams, cluster: Cluster, algo: str, scaled: set, t
     ``PLATEAU_BYTES`` on ``nodes`` nodes of the cluster reaches ``target`` GB/s busbw, every term of
     the model included (fixed-point rounds to 1e-4: time ~ 1/rate at that size)."""
     ranks = max(cluster.gpus_per_node, 2) * nodes
-    cfg = Config(ranks, nodes, "pcie" if "pcie" in scaled else "nvlink", nics=cluster.nics_per_node if nodes > 1 else 0)
+    cfg = Config(ranks, nodes=nodes, intra="pcie" if "pcie" in scaled else "nvlink",
+                 nics=cluster.nics_per_node if nodes > 1 else 0)
     for _ in range(PLATEAU_ROUNDS):
         t_us = predict(params, algo, "Simple", [PLATEAU_BYTES], cfg)[0]
         step = target / (PLATEAU_BYTES / t_us / 1e3 * ALLREDUCE.busbw_factor(ranks))

@@ -4,11 +4,12 @@ In loop order: ``settings`` (NCCL_* variables as a version reads them), ``graphs
 (what the topology search and channel set-up find for a ``collsim.machine.Cluster``), ``constants``
 and ``formulas`` (per-version tuning constants and formulas), ``tuning`` (the table,
 ``ncclTopoGetAlgoTime``, the argmin, channels and threads), ``chunking`` (how a call is cut into
-channels), ``plan`` (each channel's slot, chunk, slices and loops), ``p2p`` (the channels of AlltoAll's and SendRecv's sends),
-``decision`` (one call per cluster: ``nccl_decision``, ``nccl_time``, ``cluster_table``; and for a
-measured run: ``nccl_table``, ``measured_choice``), ``log`` (NCCL_DEBUG output), ``probe`` (what a
-recorded probe must hold) and ``env`` (NCCL_* variables checked for the lecture's mistakes). NCCL's own
-time is ``nccl_us`` in every result; it is drawn beside collsim's predictions, never used as one.
+channels), ``plan`` (each channel's slot, chunk, slices and loops), ``p2p`` (the channels of
+AlltoAll's and SendRecv's sends), ``decision`` (one call per cluster: ``nccl_decision``,
+``nccl_time``, ``cluster_table``; and for a measured run: ``nccl_table``, ``measured_choice``),
+``log`` (NCCL_DEBUG output), ``probe`` (what a recorded probe must hold) and ``env`` (NCCL_*
+variables checked for the lecture's mistakes). NCCL's own time is ``nccl_us`` in every result; it is
+drawn beside collsim's predictions, never used as one.
 
 NCCL's names, spelled once: ``ALGOS`` (the algorithms collsim's predictors cover), ``PROTOS``,
 ``NCCL_ALGOS`` (NCCL's algorithm index order), ``canonical`` and ``canonical_pair``.

@@ -128,7 +128,8 @@ def test_load_points_from_runner_jsonl(tmp_path):
     f.write_text("\n".join(json.dumps(r) for r in [meta] + recs) + "\n")
     pts = load_points([f])
     assert [(p.algo, p.proto) for p in pts] == [("Ring", "LL"), (None, None)]
-    assert pts[0].config == Config(2, 1, "nvlink", 1048576, 8, "graph", "torch-graph-mixing", 1, 2048,
+    assert pts[0].config == Config(2, nodes=1, intra="nvlink", buffsize=1048576, channels=8, timing="graph",
+                                   harness="torch-graph-mixing", slices=1, buffer_bytes=2048,
                                    clock="runner-barrier")
     with pytest.raises(CollsimError, match="no labelled"):
         fit(pts[1:] * 4, "odd")
