@@ -4,6 +4,8 @@
   for a ``collsim.machine.cluster.Cluster`` under NCCL_* settings ``env``: ``search`` then ``tune``.
 - ``nccl_decision(cluster, sizes, env)``: per size NCCL's argmin ``Decision(algo, proto, channels,
   threads, time_us)`` (enqueue.cc topoGetAlgoInfo: the pick, then channels and threads per CTA).
+  ``decide(table, sizes)`` gives the same from a table already tuned (``collsim.predict.context``
+  searches and tunes once per call).
 - ``nccl_time(cluster, algo, proto, sizes, env)``: NCCL's own predicted time for a forced pair, nan
   where NCCL disables it (as NCCL_ALGO/NCCL_PROTO would leave it nothing to run).
 - For a measured run: ``nccl_table(meta, ranks, nodes, intra)``, the table NCCL printed in it (its
@@ -64,7 +66,11 @@ def cluster_table(cluster, env: dict | None = None, coll: str = "AllReduce") -> 
 def nccl_decision(cluster, sizes, env: dict | None = None, coll: str = "AllReduce") -> list[Decision]:
     """NCCL's choice per size (bytes: nccl-tests' size column, the nBytes NCCL costs) of function ``coll``
     for ``cluster`` under ``env``."""
-    table = cluster_table(cluster, env, coll)
+    return decide(cluster_table(cluster, env, coll), sizes)
+
+
+def decide(table: TuningTable, sizes) -> list[Decision]:
+    """NCCL's choice per size (bytes) from its ``table`` (one search and tuning serve every size)."""
     nb = _sizes(sizes)
     out = []
     for size, (a, p, t) in zip(nb.tolist(), choose(table, nb)):

@@ -19,10 +19,11 @@ from collsim.fitted.rescale import cluster_params
 from collsim.machine.cluster import Cluster
 from collsim.nccl import NCCL_ALGOS, PROTOS, canonical
 from collsim.nccl.constants import NCCL_MAX_NTHREADS
-from collsim.nccl.decision import Decision, nccl_decision
+from collsim.nccl.decision import Decision, decide
 from collsim.nccl.p2p import p2p_channels
 from collsim.nccl.search import Setup, search
 from collsim.nccl.settings import Settings
+from collsim.nccl.tuning import tune
 
 HARNESSES = ("nccl-tests", "runner")
 NCCL_TESTS_ITERS = 20   # all_reduce_perf's default -n
@@ -69,7 +70,7 @@ class NcclContext:
                              float("nan"))
                     for n in sizes]
         try:
-            return nccl_decision(self.described, sizes, self.env, c.nccl_name)
+            return decide(tune(self.setup, c.nccl_name), sizes)
         except CollsimError as e:
             raise _unavailable(self.described, self.env, e) from None
 

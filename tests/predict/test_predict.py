@@ -256,3 +256,23 @@ def test_the_other_public_logs_from_their_descriptions(log, spec, nodes, small, 
     if small is not None:
         assert np.median([e for b, e in err.items() if b <= 4096]) <= small, err
     assert max(e for b, e in err.items() if b >= 1 << 30) <= large, err
+
+
+def test_one_call_searches_and_tunes_once(monkeypatch):
+    """NCCL's topology search and its tuning run once per predict_nccl call, for every size of it (their
+    result is the context's ``setup``), whatever the collective."""
+    import collsim.nccl.search as search_mod
+    import collsim.predict.context as context
+    calls = {"search": 0, "tune": 0}
+
+    def counted(name, real):
+        def f(*a, **k):
+            calls[name] += 1
+            return real(*a, **k)
+        return f
+    monkeypatch.setattr(context, "search", counted("search", search_mod.search))
+    monkeypatch.setattr(context, "tune", counted("tune", context.tune))
+    for coll in ("all_reduce", "all_gather"):
+        calls.update(search=0, tune=0)
+        rows = predict_nccl(load_cluster("dgx-h100", 2), [8, 1 << 20, 1 << 28], coll=coll)["rows"]
+        assert len(rows) == 3 and calls == {"search": 1, "tune": 1}, (coll, calls)
