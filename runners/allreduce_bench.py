@@ -92,7 +92,6 @@ import sys
 import time
 
 import collectives
-
 from common import DTYPES, BenchError, parse_args
 from harness import Session, main as runner_main
 

@@ -187,3 +187,15 @@ def _ring_shift(dist, send, recv, rank: int, world: int) -> None:
     ops = [dist.P2POp(dist.isend, send, (rank + 1) % world), dist.P2POp(dist.irecv, recv, (rank - 1) % world)]
     for work in dist.batch_isend_irecv(ops):
         work.wait()
+
+
+def out_of_place_method(args) -> str | None:
+    """How an out-of-place call is made (module docstring); None in place only."""
+    coll = getattr(args, "coll", "all_reduce")
+    if getattr(args, "inplace", True) is True:
+        return None
+    if coll == "broadcast":
+        return "device copy into the output on the root, then in-place broadcast"
+    if coll in ("all_reduce", "reduce"):
+        return f"device copy into the output, then in-place {coll}"
+    return f"torch.distributed's own out-of-place {coll} (separate input and output buffers)"

@@ -15,6 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from collectives import out_of_place_method
 from common import FORCED_ENV, REPO
 
 from collsim.errors import CollsimError
@@ -94,18 +95,6 @@ def build_meta(args, argv, world: int, infos: list, nccl_version: str | None) ->
                         "(time_us_mean: mean over ranks, as nccl-tests -a 1)",
         "out_of_place_method": out_of_place_method(args),
     }
-
-
-def out_of_place_method(args) -> str | None:
-    """How an out-of-place call is made (``collectives``' module docstring); None in place only."""
-    coll = getattr(args, "coll", "all_reduce")
-    if getattr(args, "inplace", True) is True:
-        return None
-    if coll == "broadcast":
-        return "device copy into the output on the root, then in-place broadcast"
-    if coll in ("all_reduce", "reduce"):
-        return f"device copy into the output, then in-place {coll}"
-    return f"torch.distributed's own out-of-place {coll} (separate input and output buffers)"
 
 
 def debug_file_version(path) -> str | None:

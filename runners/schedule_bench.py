@@ -66,7 +66,6 @@ import os
 import sys
 
 from collectives import count_wrong, fill
-
 from common import DTYPES, base_parser, check_args, sweep
 from harness import Session, main as runner_main
 

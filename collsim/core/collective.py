@@ -23,8 +23,11 @@ A ``Collective`` says what the collective computes, independently of any algorit
   ``AllGatherGetCollByteCount``), which is also the ``nBytes`` NCCL's tuner costs
   (``src/enqueue.cc``: AllGather and ReduceScatter multiply their per-rank count by nRanks);
 * nccl-tests' bus bandwidth factor (``busbw``: ``*GetBw`` in ``src/*.cu``);
-* NCCL's algorithms for it (``algorithms``, NCCL's names; empty for the p2p operations, which
-  NCCL runs outside its cost table).
+* the algorithms NCCL's cost table holds for it (``algorithms``, NCCL's names, tuning.cc:271-277@v2.28.9,
+  read by ``collsim.nccl.formulas``; AllReduce's PAT is costed and disabled there; empty for the p2p
+  operations, which NCCL runs outside its cost table);
+* nccl-tests' ``redop`` and ``root`` columns: ``redop`` ("sum" or "none"; nccl-tests prints sum for
+  sendrecv too) and ``rooted`` (its -r root, 0 by default; the others print -1).
 
 ``get(name)`` accepts any of the three names.
 """
@@ -123,6 +126,8 @@ class Collective:
     algorithms: tuple[str, ...] = ()
     reduces: bool = False
     segmented: bool = False
+    redop: str = "none"
+    rooted: bool = False
 
     def busbw_factor(self, ranks: int) -> float:
         """``busbw`` of a validated rank count (>= 1; 0 for one rank where data crosses no link)."""
@@ -150,7 +155,8 @@ def _ring_factor(n: int) -> float:
 ALLREDUCE = Collective(
     "all_reduce", "AllReduce", "ncclFuncAllReduce", "every rank ends with the elementwise sum",
     lambda n: 2 * (n - 1) / n, _own, lambda a: _everywhere(a, ALL),
-    algorithms=("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree"), reduces=True)
+    algorithms=("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"), reduces=True,
+    redop="sum")
 ALLGATHER = Collective(
     "all_gather", "AllGather", "ncclFuncAllGather",
     "rank r's segment r ends on every rank", _ring_factor,
@@ -161,22 +167,23 @@ REDUCESCATTER = Collective(
     "segment r of rank r ends with the sum of every rank's segment r", _ring_factor, _own,
     lambda a: Holding(a.grid()[0] == a.grid()[1], np.full((a.ranks, a.n), ALL),
                       np.broadcast_to(np.arange(a.n), (a.ranks, a.n))),
-    algorithms=("Ring", "PAT", "NVLS", "CollNetDirect"), reduces=True, segmented=True)
+    algorithms=("Ring", "PAT", "NVLS", "CollNetDirect"), reduces=True, segmented=True, redop="sum")
 BROADCAST = Collective(
     "broadcast", "Broadcast", "ncclFuncBroadcast", "rank 0's buffer ends on every rank",
-    lambda n: 1.0, lambda a: a.grid()[0] == 0, lambda a: _everywhere(a, 0), algorithms=("Ring",))
+    lambda n: 1.0, lambda a: a.grid()[0] == 0, lambda a: _everywhere(a, 0), algorithms=("Ring",),
+    rooted=True)
 REDUCE = Collective(
     "reduce", "Reduce", "ncclFuncReduce", "rank 0 ends with the elementwise sum",
     lambda n: 1.0, _own,
     lambda a: Holding(a.grid()[0] == 0, np.full((a.ranks, a.n), ALL),
                       np.broadcast_to(np.arange(a.n), (a.ranks, a.n))),
-    algorithms=("Ring",), reduces=True)
+    algorithms=("Ring",), reduces=True, redop="sum", rooted=True)
 ALLTOALL = Collective(
     "alltoall", "AlltoAll", "ncclFuncAlltoAll", "rank k's segment r ends with rank r's segment k",
     _ring_factor, _own, _alltoall_end, segmented=True)
 SENDRECV = Collective(
     "sendrecv", "SendRecv", "ncclFuncSendRecv", "rank r ends with rank r-1's buffer (a ring shift)",
-    lambda n: 1.0, _own, _sendrecv_end)
+    lambda n: 1.0, _own, _sendrecv_end, redop="sum")
 
 COLLECTIVES: dict[str, Collective] = {c.name: c for c in (
     ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST, REDUCE, ALLTOALL, SENDRECV)}

@@ -26,14 +26,13 @@ from collsim.core.collective import COLLECTIVES, get
 from collsim.errors import CollsimError
 
 STARTING = re.compile(r"#\s*Collective test starting:\s*(\S+)", re.ASCII)
-REDOP = {"all_reduce": "sum", "reduce_scatter": "sum", "reduce": "sum", "sendrecv": "sum"}   # else "none"
-ROOTED = ("broadcast", "reduce")   # nccl-tests' -r ROOT, 0 by default; the others print -1
 
 
 def columns(name: str, root: int = 0) -> tuple[str, int]:
-    """nccl-tests' redop and root columns for collective ``name``: ("sum" or "none", root or -1)."""
-    name = get(name).name
-    return REDOP.get(name, "none"), root if name in ROOTED else -1
+    """nccl-tests' redop and root columns for collective ``name``: ("sum" or "none", root or -1;
+    the record's ``redop`` and ``rooted``, ``collsim.core.collective``)."""
+    c = get(name)
+    return c.redop, root if c.rooted else -1
 
 
 def from_program(text: str | None) -> str | None:

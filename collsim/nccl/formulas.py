@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from collsim.core.collective import COLLECTIVES
 from collsim.nccl import PROTOS
 from collsim.nccl.constants import NVLS_EFFICIENCY, PATH_TYPES
 from collsim.nccl.graphs import Graph
 from collsim.nccl.search import Setup
 
 COLLNET = ("CollNetDirect", "CollNetChain")
-# the algorithms NCCL costs per function (tuning.cc:271-277@v2.28.9); AlltoAll and SendRecv have no cost table
-FUNC_ALGOS = {"AllReduce": ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"),
-              "AllGather": ("Ring", "CollNetDirect", "NVLS", "PAT"),
-              "ReduceScatter": ("Ring", "CollNetDirect", "NVLS", "PAT"),
-              "Broadcast": ("Ring",), "Reduce": ("Ring",)}
+# the algorithms NCCL costs per function (tuning.cc:271-277@v2.28.9: each record's ``algorithms``);
+# AlltoAll and SendRecv have no cost table
+FUNC_ALGOS = {c.nccl_name: c.algorithms for c in COLLECTIVES.values() if c.algorithms}
 HALVES = ("AllGather", "ReduceScatter")
 PAT_BASE_US = 8.0                                         # tuning.cc:147@v2.28.9 (hard-coded 8 from 2.23)
 PAT_HW_US = {"nvlink": 4.0, "pcie": 4.0, "net": 14.0}     # Simple; tuning.cc:154,160,166@v2.28.9

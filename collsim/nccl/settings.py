@@ -30,12 +30,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from collsim.core.collective import COLLECTIVES
 from collsim.errors import CollsimError, describe
 from collsim.inputs import BUFFSIZE_RANGE, MAX_CHANNELS
 from collsim.nccl import NCCL_ALGOS, PROTOS
 from collsim.nccl.constants import since, vnum
 
-FUNCS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")  # init.cc:49@v2.28.9
+# the functions NCCL_ALGO / NCCL_PROTO may prefix (init.cc:49@v2.28.9): those with a cost table
+FUNCS = tuple(c.nccl_name for c in COLLECTIVES.values() if c.algorithms)
 MAX_ANY_CHANNELS = MAX_CHANNELS  # NCCL's MAXCHANNELS (collsim.inputs)
 
 

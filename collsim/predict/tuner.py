@@ -20,6 +20,7 @@ made the file.
 
 from __future__ import annotations
 
+from collsim.core.collective import get as get_collective
 from collsim.predict.best import bands, best
 
 SIZE_MAX = 2**64 - 1
@@ -34,13 +35,6 @@ ALGO_NAMES = {
     "PAT": "pat",
 }
 PROTO_NAMES = {"LL": "ll", "LL128": "ll128", "Simple": "simple"}
-COLL_NAMES = {
-    "AllReduce": "allreduce",
-    "AllGather": "allgather",
-    "ReduceScatter": "reducescatter",
-    "Broadcast": "broadcast",
-    "Reduce": "reduce",
-}
 
 
 def tuner_rows(
@@ -56,7 +50,7 @@ def tuner_rows(
             hi = found[i + 1]["lo"] - 1 if i + 1 < len(found) else SIZE_MAX
             out.append(
                 {
-                    "collective": COLL_NAMES[coll],
+                    "collective": get_collective(coll).name.replace("_", ""),
                     "min_bytes": lo,
                     "max_bytes": hi,
                     "algorithm": ALGO_NAMES[b["algo"]],
