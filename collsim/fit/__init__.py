@@ -1,7 +1,7 @@
 """Fit ``collsim.fitted.model`` parameters to measurements, with held-out error.
 
-Points come from ``collsim.fit.points.load_points`` (runner JSON Lines, nccl-tests output; re-exported
-here). Records whose algorithm or protocol is NCCL's own choice (null) are not fitted
+Points come from ``collsim.fit.points.load_points`` (runner JSON Lines, nccl-tests output;
+re-exported here). Records whose algorithm or protocol is NCCL's own choice (null) are not fitted
 (``compare`` still predicts them). Nodes > 1 fits the "net" link class.
 
 Harness overhead (``harness_overheads``): the per-call time a harness adds beyond NCCL's kernel
@@ -52,10 +52,11 @@ Hold-out (``points.split``): "odd", "even", "timing", "run"; errors on the test 
 
 Modules: ``points`` (measured points and harness keys), ``overheads`` (harness terms), ``compare``
 (measured vs collsim's fitted model vs NCCL's own; executed schedules vs their simulation),
-``cluster_compare`` (the same from a cluster description), ``simulated`` (the event simulation's per-transfer
-costs fitted with the simulation in the loop, on the sets of ``sim_sets``: ``sim_params.json``), ``quick`` (a
-cluster description calibrated on a quick run of the machine), ``coverage`` (leave-one-log-out of the ranges
-and the quick run), ``alpha_beta`` (the course's alpha-beta fit).
+``cluster_compare`` (the same from a cluster description), ``simulated`` (the event simulation's
+per-transfer costs fitted with the simulation in the loop, on the sets of ``sim_sets``:
+``sim_params.json``), ``quick`` (a cluster description calibrated on a quick run of the machine),
+``coverage`` (leave-one-log-out of the ranges and the quick run), ``alpha_beta`` (the course's
+alpha-beta fit).
 """
 from __future__ import annotations
 
@@ -73,17 +74,23 @@ from collsim.fitted.params import ModelParams, default_params, with_path
 from collsim.inputs import check_memory
 from collsim.measure import RECORD_BYTES
 
-BOUNDS = {"base_us": (1e-2, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0), "fill": (1e-3, 16.0),
-          "host_us": (1e-2, 5000.0), "spill": (1e-3, 2.0), "warp_us": (1e-4, 5.0), "warm": (0.3, 3.0),
+BOUNDS = {"base_us": (1e-2, 5000.0), "step_us": (1e-3, 500.0), "chan_GBps": (1e-3, 500.0),
+          "fill": (1e-3, 16.0),
+          "host_us": (1e-2, 5000.0), "spill": (1e-3, 2.0), "warp_us": (1e-4, 5.0),
+          "warm": (0.3, 3.0),
           "link_GBps": (1.0, 5000.0),
           "link_exp": (0.5, 16.0)}
 LINK_NAMES = ("link_GBps", "link_exp")  # fitted values that are not per path
 FITTED = ("base_us", "step_us", "chan_GBps", "fill", "warp_us")
-# the final least_squares: central differences (error ~1e-11, not 1e-8) and steps below 1e-12 before it stops
+# the final least_squares: central differences (error ~1e-11, not 1e-8) and steps below 1e-12 before
+# it stops
 SOLVER = {"method": "trf", "jac": "3-point", "xtol": 1e-12, "ftol": None, "gtol": None}
-MIN_EFFECT = 1e-3  # rms change of log(predicted) per unit change of log(parameters) the data must show
-# per point, beside its record (collsim.measure.RECORD_BYTES): the residuals and Jacobians of least_squares
-# (points x parameters, a few copies) and the layouts; the SVD of a Jacobian keeps only its small factor
+# rms change of log(predicted) per unit change of log(parameters) the data must show
+MIN_EFFECT = 1e-3
+# per point, beside its record (collsim.measure.RECORD_BYTES): the residuals and Jacobians of
+# least_squares
+# (points x parameters, a few copies) and the layouts; the SVD of a Jacobian keeps only its small
+# factor
 FIT_BYTES_PER_POINT = 500
 BOUND_TOL = 1e-6  # distance (log units) to a bound within which a fitted value is that bound
 
@@ -126,33 +133,44 @@ def _with(params: ModelParams, key, values: dict) -> ModelParams:
 def _fit_path(params: ModelParams, key, data: dict, names) -> tuple[ModelParams, tuple]:
     """(params with the best values of ``names`` for one (link, algo, proto), the others fixed;
     the names the data cannot tell apart, ``_unseen``). Method: module docstring."""
-    layouts = [(layout(key[1], key[2], s, cfg, params.channels), np.log(t)) for cfg, (s, t) in data.items()]
-    current = {**params.path(*key), "link_GBps": params.link_GBps[key[0]], "link_exp": params.link_exp or 2.0}
+    layouts = [(layout(key[1], key[2], s, cfg, params.channels), np.log(t)) for cfg,
+               (s, t) in data.items()]
+    current = {**params.path(*key), "link_GBps": params.link_GBps[key[0]],
+               "link_exp": params.link_exp or 2.0}
     floor = min(np.exp(lt).min() for _, lt in layouts)
     link = {n: current[n] for n in LINK_NAMES}
-    guesses = [current, {**link, "base_us": floor * 0.8, "step_us": 0.05, "chan_GBps": 20.0, "fill": 1.0, "spill": 0.1,
+    guesses = [current,
+               {**link, "base_us": floor * 0.8, "step_us": 0.05, "chan_GBps": 20.0, "fill": 1.0,
+                "spill": 0.1,
                 "warp_us": 0.05, "warm": 0.9},
-               {**link, "base_us": floor * 0.5, "step_us": 2.0, "chan_GBps": 5.0, "fill": 0.2, "spill": 0.3,
+               {**link, "base_us": floor * 0.5, "step_us": 2.0, "chan_GBps": 5.0, "fill": 0.2,
+                "spill": 0.3,
                 "warp_us": 0.001, "warm": 1.1}]
     names = list(names)
     lo, hi = (np.log([BOUNDS[n][i] for n in names]) for i in (0, 1))
     centre = {**current, "host_us": current["host_us"] or floor}
-    prior = np.array([np.log(centre[n]) if centre[n] > BOUNDS[n][0] else lo[i] - 1 for i, n in enumerate(names)])
+    prior = np.array([np.log(centre[n]) if centre[n] > BOUNDS[n][0] else lo[i] - 1 for i,
+                      n in enumerate(names)])
     points = sum(lt.size for _, lt in layouts)
     weight = MIN_EFFECT * np.sqrt(points)
 
     def residual(u):
         trial = _with(params, key, dict(zip(names, np.exp(u))))
-        return np.concatenate([np.log(predict_layout(trial, lay)) - lt for lay, lt in layouts] + [weight * (u - prior)])
+        return np.concatenate([np.log(predict_layout(trial, lay)) - lt for lay,
+                               lt in layouts] + [weight * (u - prior)])
 
     from scipy.optimize import least_squares  # lazily: scipy costs every command 0.3 s to import
-    starts = [np.clip(np.log([max(g.get(n, floor), BOUNDS[n][0]) for n in names]), lo, hi) for g in guesses]
-    rough = min((least_squares(residual, u, bounds=(lo, hi), method="trf") for u in starts), key=lambda r: r.cost)
+    starts = [np.clip(np.log([max(g.get(n, floor), BOUNDS[n][0]) for n in names]), lo, hi)
+              for g in guesses]
+    rough = min((least_squares(residual, u, bounds=(lo, hi), method="trf") for u in starts),
+                key=lambda r: r.cost)
     best = least_squares(residual, rough.x, bounds=(lo, hi), **SOLVER)
     on_lo, on_hi = best.x - lo < BOUND_TOL, hi - best.x < BOUND_TOL
-    values = np.exp(np.where(on_lo, lo, np.where(on_hi, hi, best.x)))  # on a bound: exactly the bound
+    # on a bound: exactly the bound
+    values = np.exp(np.where(on_lo, lo, np.where(on_hi, hi, best.x)))
     unseen = _unseen(best.jac[:points], ~(on_lo | on_hi))
-    return _with(params, key, dict(zip(names, map(float, values)))), tuple(n for n, k in zip(names, unseen) if k)
+    return _with(params, key,
+                 dict(zip(names, map(float, values)))), tuple(n for n, k in zip(names, unseen) if k)
 
 
 def _unseen(jac: np.ndarray, inside: np.ndarray) -> np.ndarray:
@@ -167,9 +185,11 @@ def _unseen(jac: np.ndarray, inside: np.ndarray) -> np.ndarray:
     out = np.zeros(jac.shape[1], dtype=bool)
     cols = np.flatnonzero(inside)
     if cols.size:
-        # vt in full (cols x cols) needs U in full only with fewer rows than columns: never rows x rows
+        # vt in full (cols x cols) needs U in full only with fewer rows than columns: never rows x
+        # rows
         _, sv, vt = np.linalg.svd(jac[:, cols], full_matrices=jac.shape[0] < cols.size)
-        small = np.concatenate([sv, np.zeros(cols.size - sv.size)]) < MIN_EFFECT * np.sqrt(jac.shape[0])
+        small = np.concatenate([sv,
+                                np.zeros(cols.size - sv.size)]) < MIN_EFFECT * np.sqrt(jac.shape[0])
         out[cols] = (vt[small] ** 2).sum(axis=0) >= 0.5
     return out
 
@@ -224,7 +244,8 @@ def fit(points: list[Point], holdout: str = "odd", start: ModelParams | None = N
     groups = _groups(tr)
     if not groups:
         raise CollsimError("no labelled (algorithm/protocol) training points to fit")
-    params = replace(params, paths=dict(params.paths), link_GBps=dict(params.link_GBps), meta=dict(params.meta))
+    params = replace(params, paths=dict(params.paths), link_GBps=dict(params.link_GBps),
+                     meta=dict(params.meta))
     plans = []
     for key, data in groups.items():
         graph = {c: v for c, v in data.items() if c.timing == "graph"}
@@ -234,8 +255,10 @@ def fit(points: list[Point], holdout: str = "odd", start: ModelParams | None = N
     unseen = {}  # (link, algo, proto) -> names the data cannot tell apart (_unseen)
     for key, graph, eager, names in sorted(plans, key=lambda x: "link_exp" not in x[3]):
         params, unseen[key] = _fit_path(params, key, graph or eager, names)
-        if "link_exp" in names:  # the sweep sets the link terms; the path's own, its default-channel runs
-            own = {c: v for c, v in (graph or eager).items() if (c.channels or params.channels) == params.channels}
+        # the sweep sets the link terms; the path's own, its default-channel runs
+        if "link_exp" in names:
+            own = {c: v for c, v in (graph or eager).items()
+                   if (c.channels or params.channels) == params.channels}
             params, own_unseen = _fit_path(params, key, own or graph or eager,
                                            tuple(n for n in names if n not in LINK_NAMES))
             unseen[key] = tuple(n for n in unseen[key] if n in LINK_NAMES) + own_unseen
@@ -255,6 +278,7 @@ def holdout_report(params: ModelParams, points: list[Point]) -> dict:
     for key, data in _groups(points).items():
         for cfg, (s, t) in data.items():
             pred = predict_layout(params, layout(key[1], key[2], s, cfg, params.channels))
-            name = f"{key[0]}/{key[1]}/{key[2]}/{cfg.ranks}r{cfg.nodes}n/{cfg.timing}" + config_suffix(cfg)
+            name = (f"{key[0]}/{key[1]}/{key[2]}/{cfg.ranks}r{cfg.nodes}n/{cfg.timing}"
+                    + config_suffix(cfg))
             errors.setdefault(name, []).extend(abs_rel_errors(pred, t))
     return {name: summary(e) for name, e in sorted(errors.items())}

@@ -57,9 +57,12 @@ def alpha_beta_fit(points: list[Point], holdout: str = "odd", algorithm: str = "
         pred = closed_form(algorithm, p_ranks, sizes, alpha, beta) * 1e6
         err = pred / meas - 1
         i = int(np.argmax(np.abs(err)))
-        entry = {"alpha_s": alpha, "beta_s_per_byte": beta, "rate_GBps": 1e-9 / beta if beta > 0 else float("inf"),
-                 "sizes": sizes.astype(np.int64).tolist(), "measured_us": meas.tolist(), "predicted_us": pred.tolist(),
-                 "error": err.tolist(), "held_out": test.tolist(), "test": summary(np.abs(err[test])),
+        entry = {"alpha_s": alpha, "beta_s_per_byte": beta, "rate_GBps": 1e-9 / beta if beta > 0
+                 else float("inf"),
+                 "sizes": sizes.astype(np.int64).tolist(), "measured_us": meas.tolist(),
+                 "predicted_us": pred.tolist(),
+                 "error": err.tolist(), "held_out": test.tolist(),
+                 "test": summary(np.abs(err[test])),
                  "all": summary(np.abs(err)), "worst": (int(sizes[i]), float(err[i]))}
         if name == "NCCL's choice":
             entry["choice"] = ["/".join(nccl_choice(p)) for p in pts]
@@ -70,4 +73,5 @@ def alpha_beta_fit(points: list[Point], holdout: str = "odd", algorithm: str = "
 def switches(entry: dict) -> list[tuple[int, str, str]]:
     """(first size, from, to) wherever NCCL's choice changes along an entry's sizes."""
     choice = entry.get("choice") or []
-    return [(entry["sizes"][i], choice[i - 1], choice[i]) for i in range(1, len(choice)) if choice[i] != choice[i - 1]]
+    return [(entry["sizes"][i], choice[i - 1], choice[i]) for i in range(1, len(choice))
+            if choice[i] != choice[i - 1]]

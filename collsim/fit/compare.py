@@ -132,13 +132,15 @@ def select(points: list[Point], params: ModelParams, holdout: str = "auto", algo
             raise CollsimError(f"no held-out points ({mode}) among the selected measurements")
         return points, f"held out ({mode})"
     if holdout not in ("auto", "all", "run"):
-        raise CollsimError(f"unknown --holdout {holdout!r}; expected auto, all, odd, even or timing")
+        raise CollsimError(
+            f"unknown --holdout {holdout!r}; expected auto, all, odd, even or timing")
     return points, "all"
 
 
 def config_name(p: Point) -> str:
     c = p.config
-    return f"{p.algo or 'default'}/{p.proto or 'default'}/{c.ranks}r{c.nodes}n/{c.intra}/{c.timing}" + config_suffix(c)
+    return (f"{p.algo or 'default'}/{p.proto or 'default'}/{c.ranks}r{c.nodes}n/{c.intra}/"
+            f"{c.timing}" + config_suffix(c))
 
 
 def compare(params: ModelParams, points: list[Point], holdout: str = "auto", algo=None, proto=None,

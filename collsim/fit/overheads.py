@@ -1,6 +1,6 @@
 """Harness terms of the model, measured rather than fitted: each clock's fixed cost per measurement
-(``start_costs``) and each harness's per-call overhead (``harness_overheads``), from A/B files on one
-machine; ``with_overheads`` puts both into ``ModelParams`` (``harness_us``, ``start_us``).
+(``start_costs``) and each harness's per-call overhead (``harness_overheads``), from A/B files on
+one machine; ``with_overheads`` puts both into ``ModelParams`` (``harness_us``, ``start_us``).
 """
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def start_costs(points: list[Point], max_size: int = 65536) -> dict:
     return {k: max(float(np.median(v)), 0.0) for k, v in sorted(est.items())}
 
 
-def harness_overheads(points: list[Point], max_size: int = 65536, start_us: dict | None = None) -> dict:
+def harness_overheads(points: list[Point], max_size: int = 65536,
+                      start_us: dict | None = None) -> dict:
     """{harness key: per-call overhead in us} from A/B measurements on one machine: for each
     harness other than "bare", the median over sizes <= ``max_size`` of (its time - the bare
     time) for points of the same size, algorithm/protocol label and rank count, each time less
@@ -52,9 +53,11 @@ def harness_overheads(points: list[Point], max_size: int = 65536, start_us: dict
     for p in points:
         ref = bare.get((p.size, p.algo, p.proto, p.config.ranks))
         if p.config.harness != "bare" and ref is not None:
-            diffs.setdefault(p.config.harness, []).append(p.time_us - clock_share(start_us, p.config) - ref)
+            diffs.setdefault(p.config.harness,
+                             []).append(p.time_us - clock_share(start_us, p.config) - ref)
     if not diffs:
-        raise CollsimError(f"harness overheads need graph points of a harness and of the bare runner "
+        raise CollsimError("harness overheads need graph points of a harness and of the bare "
+                           "runner "
                            f"(NCCL_GRAPH_MIXING_SUPPORT=0) at the same sizes up to {max_size} B")
     return {k: max(float(np.median(v)), 0.0) for k, v in sorted(diffs.items())}
 
@@ -64,4 +67,5 @@ def with_overheads(params: ModelParams, overhead_points: list[Point]) -> ModelPa
     measured from ``overhead_points`` (A/B files)."""
     start = {**params.start_us, **start_costs(overhead_points)}
     return replace(params, start_us=start,
-                   harness_us={**params.harness_us, **harness_overheads(overhead_points, start_us=start)})
+                   harness_us={**params.harness_us,
+                               **harness_overheads(overhead_points, start_us=start)})

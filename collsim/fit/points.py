@@ -159,8 +159,12 @@ def load_points(paths, label: str | None = None, inplace: bool = True,
         logged = _logged_protocols(m.meta)
         max_size = max((int(rec.get("size") or 0) for rec in m.records), default=1)
         for rec in m.records:
-            if rec["size"] < 1 or rec.get("inplace") is not None and bool(rec["inplace"]) != inplace \
-                    or rec.get("executor") == "collsim":
+            if (
+                rec["size"] < 1
+                or rec.get("inplace") is not None
+                and bool(rec["inplace"]) != inplace
+                or rec.get("executor") == "collsim"
+            ):
                 continue
             where = f"{path}: size {rec['size']}"
             if rec.get("wrong"):

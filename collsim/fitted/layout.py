@@ -3,9 +3,10 @@ size looks like on NCCL 2.28's channels and pipeline, before any fitted time
 (``collsim.fitted.model`` turns it into microseconds). Sizes and buffers are in bytes. File
 references into NVIDIA/nccl:
 
-1. Channels and threads: ``nccl_tuning.nccl_channels`` (fewer channels and threads for small
-   messages, enqueue.cc topoGetAlgoInfo), then the per-channel split in cells of 16 KiB of traffic
-   (enqueue.cc scheduleCollTasksToPlan): ``channel_bytes`` is what the busiest channel carries.
+1. Channels and threads: ``collsim.nccl.chunking.nccl_channels`` (fewer channels and threads for
+   small messages, enqueue.cc topoGetAlgoInfo), then the per-channel split in cells of 16 KiB of
+   traffic (enqueue.cc scheduleCollTasksToPlan): ``channel_bytes`` is what the busiest channel
+   carries.
 2. Pipeline per channel: NCCL's plan (``collsim.nccl.plan``, the one the simulation builds its
    schedules from): a ring loop is 2(n-1) steps of each slice over ``n x chunk`` bytes of the
    channel (the last loop's chunk shrinks); a tree moves one chunk per step.
@@ -30,7 +31,13 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.nccl import canonical_pair
-from collsim.nccl.chunking import DEFAULT_BUFFSIZE, EFFICIENCY, NCCL_STEPS, channel_bytes, split_channels
+from collsim.nccl.chunking import (
+    DEFAULT_BUFFSIZE,
+    EFFICIENCY,
+    NCCL_STEPS,
+    channel_bytes,
+    split_channels,
+)
 from collsim.nccl.plan import nvls_chunk, nvls_loops, ring_plan, tree_chunk
 
 TIMINGS = ("graph", "eager")
@@ -97,7 +104,8 @@ def _pipeline(algo: str, proto: str, bc: int, ranks: int, nodes: int,
     steps each, a tree one chunk a step."""
     if algo == "Ring":
         ring = ring_plan(proto, bc, ranks, buffsize)
-        return 2 * (ranks - 1) / ranks * bc, 2 * (ranks - 1) * ring.sends, float(min(ring.largest, bc))
+        return 2 * (ranks - 1) / ranks * bc, 2 * (ranks - 1) * ring.sends, float(min(ring.largest,
+                                                                                     bc))
     chunk = tree_chunk(proto, bc, ranks, nodes, buffsize)
     return float(bc), -(-bc // chunk), float(min(chunk, bc))
 
@@ -132,9 +140,10 @@ class Layout:
 
 def _nvls_pipeline(algo: str, bc: int, ranks: int, nodes: int) -> tuple[float, int, float]:
     """NVLS / NVLSTree: (payload per direction, steps, largest step payload) for one channel of bc
-    bytes. Every GPU of a node is a head owning 1/ppn of each loop (``collsim.nccl.plan.nvls_chunk``);
-    a GPU sends and receives (ppn + 1) / ppn of its bytes through the switch (multimem
-    reduce-scatter then all-gather: sjeaugey, NVIDIA/nccl-tests PR 239)."""
+    bytes. Every GPU of a node is a head owning 1/ppn of each loop
+    (``collsim.nccl.plan.nvls_chunk``); a GPU sends and receives (ppn + 1) / ppn of its bytes
+    through the switch (multimem reduce-scatter then all-gather: sjeaugey, NVIDIA/nccl-tests PR
+    239)."""
     ppn = ranks // nodes
     chunk = nvls_chunk(algo, bc, ranks, nodes)
     return bc * (ppn + 1) / ppn, nvls_loops(algo, bc, ranks, nodes), float(min(chunk, bc))

@@ -63,7 +63,8 @@ def _terms(params: ModelParams, lay: Layout) -> tuple[dict, dict]:
     for link, share, fraction in lay.shares:
         chan = params.path(link, a, p)["chan_GBps"] * 1e3  # bytes per us
         cap = params.link_GBps[link] * 1e3
-        rates[link] = shared_rate(lay.nc * fraction * chan, cap, params.link_exp) / share   # for all the wire bytes
+        # for all the wire bytes
+        rates[link] = shared_rate(lay.nc * fraction * chan, cap, params.link_exp) / share
         times[link] = wire / rates[link]
         full.append(float(np.min(shared_rate(nch * fraction * chan, cap, params.link_exp) / share)))
         loads[link] = wire * share
@@ -71,7 +72,8 @@ def _terms(params: ModelParams, lay: Layout) -> tuple[dict, dict]:
     intra = "nvls" if lay.main == "nvls" else cfg.intra
     hop_intra = params.path(intra, a, p)["hop_us"] if lay.hops_intra else 0.0
     hop_net = params.path("net", a, p)["hop_us"] if lay.hops_net else 0.0
-    latency = np.full(lay.sizes.shape, main["base_us"] + lay.hops_net * hop_net + lay.hops_intra * hop_intra,
+    latency = np.full(lay.sizes.shape,
+                      main["base_us"] + lay.hops_net * hop_net + lay.hops_intra * hop_intra,
                       dtype=float)
     bandwidth = _total_payload(lay) / full_rate
     protocol = lay.nc * lay.payload * (1 / eff - 1) / rate
@@ -80,16 +82,20 @@ def _terms(params: ModelParams, lay: Layout) -> tuple[dict, dict]:
         "channels": bw_time - protocol - bandwidth,
         "fill": main["fill"] * lay.depth * (lay.slice / eff) * lay.nc / rate,
         "steps": main["step_us"] * (lay.steps - lay.hop_steps),
-        "sync": main.get("warp_us", OPTIONAL["warp_us"]) * (lay.steps - lay.hop_steps) * lay.threads / 32,
+        "sync": main.get("warp_us",
+                         OPTIONAL["warp_us"]) * (lay.steps - lay.hop_steps) * lay.threads / 32,
         "l2": main.get("spill", OPTIONAL["spill"]) * bw_time * ~params.in_l2(lay.footprint),
-        "reuse": np.where(params.in_l2(lay.user_footprint), (main.get("warm", OPTIONAL["warm"]) - 1.0) * bw_time, 0.0),
+        "reuse": np.where(params.in_l2(lay.user_footprint),
+                          (main.get("warm", OPTIONAL["warm"]) - 1.0) * bw_time, 0.0),
     }
     gpu_side = bw_time + sum(terms[k] for k in ("steps", "sync", "l2", "reuse"))
     others = [times[k] for k in times if k != lay.main]
-    terms["network"] = np.maximum(np.max(others, axis=0) - gpu_side, 0.0) if others else 0.0 * bw_time
+    terms["network"] = np.maximum(np.max(others, axis=0) - gpu_side,
+                                  0.0) if others else 0.0 * bw_time
     terms["harness"] = np.full(lay.sizes.shape, params.harness_time(cfg))
     gpu = sum(terms.values())
-    terms["launch"] = np.maximum(params.host_floor(cfg, main) - gpu, 0.0) if cfg.timing == "eager" else 0.0 * gpu
+    terms["launch"] = np.maximum(params.host_floor(cfg, main) - gpu,
+                                 0.0) if cfg.timing == "eager" else 0.0 * gpu
     return terms, loads
 
 
@@ -130,10 +136,13 @@ def explain(params: ModelParams, algo: str, proto: str, sizes, config: Config) -
     for i, nb in enumerate(lay.sizes.tolist()):
         shares = {k: float(v[i] / total[i]) for k, v in terms.items()}
         out.append({
-            "bytes": nb, "time_us": float(total[i]), "busbw_GBps": ALLREDUCE.bandwidths(nb, total[i], config.ranks)[1],
-            "channels": int(lay.nc[i]), "threads": int(lay.threads[i]), "steps": int(lay.steps[i]), "shares": shares,
+            "bytes": nb, "time_us": float(total[i]),
+            "busbw_GBps": ALLREDUCE.bandwidths(nb, total[i], config.ranks)[1],
+            "channels": int(lay.nc[i]), "threads": int(lay.threads[i]), "steps": int(lay.steps[i]),
+            "shares": shares,
             "dominant": max(shares, key=shares.get),
-            "link_utilisation": {k: float(w[i] / (total[i] * params.link_GBps[k] * 1e3)) for k, w in loads.items()},
+            "link_utilisation": {k: float(w[i] / (total[i] * params.link_GBps[k] * 1e3)) for k,
+                                 w in loads.items()},
         })
     return out
 

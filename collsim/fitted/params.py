@@ -23,15 +23,20 @@ from collsim.outputs import atomic_write
 
 FORMAT = "collsim.nccl_model.params"
 LINK_CLASSES = ("nvlink", "pcie", "net", "nvls")
-REQUIRED = (("nvlink", "pcie", "net"), ("Ring", "Tree"))  # (link classes, algorithms) every file holds
-PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill", "host_us", "spill", "warp_us", "warm")
-OPTIONAL = {"spill": 0.0, "warp_us": 0.0, "warm": 1.0}  # values of terms a path may lack (no effect)
+# (link classes, algorithms) every file holds
+REQUIRED = (("nvlink", "pcie", "net"), ("Ring", "Tree"))
+PARAM_NAMES = ("base_us", "hop_us", "step_us", "chan_GBps", "fill", "host_us", "spill", "warp_us",
+               "warm")
+# values of terms a path may lack (no effect)
+OPTIONAL = {"spill": 0.0, "warp_us": 0.0, "warm": 1.0}
 L2_BYTES = 52428800  # H100/H200 L2 (cudaDeviceProp.l2CacheSize), bytes
 REUSE = 2  # L2 bytes touched between two uses of a receive slot, per slot byte (module docstring)
 _US, _GBPS = (0.0, 1e9), (1e-3, 1e5)
 RANGES = {  # (minimum, maximum) of each value a parameters file may hold
-    "base_us": _US, "hop_us": _US, "step_us": _US, "chan_GBps": _GBPS, "fill": (0.0, 1e3), "host_us": _US,
-    "spill": (0.0, 1e3), "warp_us": _US, "warm": (1e-3, 1e3), "link_GBps": _GBPS, "link_exp": (0.0, 16.0),
+    "base_us": _US, "hop_us": _US, "step_us": _US, "chan_GBps": _GBPS, "fill": (0.0, 1e3),
+    "host_us": _US,
+    "spill": (0.0, 1e3), "warp_us": _US, "warm": (1e-3, 1e3), "link_GBps": _GBPS,
+    "link_exp": (0.0, 16.0),
     "l2_bytes": (1.0, float(MAX_BYTES)), "harness_us": _US, "start_us": _US, "launch_us": _US,
 }
 
@@ -46,16 +51,16 @@ class ModelParams:
     (barrier cost per pipeline step and warp of the channel's threads, us; 0 when absent), warm
     (bandwidth time with the user buffer still in L2 / without; 1 when absent).
     ``link_GBps[link]``: per-direction capacity shared by all channels; ``link_exp``: how
-    sharply channels saturate it (0: hard min). ``l2_bytes``: the GPU's L2 capacity (bytes). ``channels``: NCCL's
-    collective channel count. ``meta``: provenance (what it was fitted on, hold-out errors).
-    ``harness_us[key]``: per-call overhead (us) a harness adds to NCCL's time (``Config.harness``;
-    measured by ``collsim.fit.harness_overheads``, 0 for keys not listed). ``start_us[clock]``:
-    fixed cost (us) per measurement of a clock (``Config.clock``), spread over ``Config.calls``
-    (``collsim.fit.start_costs``; 0 for clocks not listed). ``launch_us[key]``: (fixed, per GPU) host
-    time (us) an eager harness spends per call, the second per GPU its process launches on
-    (``Config.gpus_per_process``); keys not listed use the path's ``host_us``. ``nvls_channels``:
-    NCCL's NVLS channel count. The "nvls" link class is the per-GPU port into an NVSwitch doing NVLink
-    SHARP (multimem) work."""
+    sharply channels saturate it (0: hard min). ``l2_bytes``: the GPU's L2 capacity (bytes).
+    ``channels``: NCCL's collective channel count. ``meta``: provenance (what it was fitted on,
+    hold-out errors). ``harness_us[key]``: per-call overhead (us) a harness adds to NCCL's time
+    (``Config.harness``; measured by ``collsim.fit.harness_overheads``, 0 for keys not listed).
+    ``start_us[clock]``: fixed cost (us) per measurement of a clock (``Config.clock``), spread over
+    ``Config.calls`` (``collsim.fit.start_costs``; 0 for clocks not listed). ``launch_us[key]``:
+    (fixed, per GPU) host time (us) an eager harness spends per call, the second per GPU its process
+    launches on (``Config.gpus_per_process``); keys not listed use the path's ``host_us``.
+    ``nvls_channels``: NCCL's NVLS channel count. The "nvls" link class is the per-GPU port into an
+    NVSwitch doing NVLink SHARP (multimem) work."""
     paths: dict
     link_GBps: dict
     channels: int = 24
@@ -96,7 +101,8 @@ def clock_share(start_us: dict, cfg: Config) -> float:
     return start_us.get(cfg.clock, 0.0) / cfg.calls if cfg.calls else 0.0
 
 
-# NVLS priors (Simple only): NCCL 2.28's NVLS / NVLSTree latencies (tuning.cc:149-168: NVLink 25 us for
+# NVLS priors (Simple only): NCCL 2.28's NVLS / NVLSTree latencies (tuning.cc:149-168: NVLink 25 us
+# for
 # the whole intra-node part, NET 18 / 20.9 us per network step); a channel fast enough that the port
 # into the switch bounds the rate: 480 GB/s busbw on 8 x H100 (sjeaugey, NVIDIA/nccl-tests#212) is
 # 480 x 9/14 = 309 GB/s through each GPU's port (busbw = wire x 2(n-1)/(n+1), nccl-tests PR 239).
@@ -117,7 +123,8 @@ def default_params() -> ModelParams:
                     "step_us": 0.5, "chan_GBps": 15.0 if link != "net" else 3.0, "fill": 1.0,
                     "host_us": 0.0, **OPTIONAL}
     for algo, (intra_us, net_us) in NVLS_PRIOR.items():
-        paths[("nvls", algo, "Simple")] = {"base_us": intra_us, "hop_us": 0.0, "step_us": 0.5, "chan_GBps": 40.0,
+        paths[("nvls", algo,
+               "Simple")] = {"base_us": intra_us, "hop_us": 0.0, "step_us": 0.5, "chan_GBps": 40.0,
                                            "fill": 1.0, "host_us": 0.0, **OPTIONAL}
         paths[("net", algo, "Simple")] = {**paths[("net", "Tree", "Simple")], "hop_us": net_us}
     return ModelParams(paths, {"nvlink": 478.8, "pcie": 24.0, "net": 3.0, "nvls": NVLS_WIRE_GBPS},
@@ -133,13 +140,17 @@ def with_path(params: ModelParams, key: tuple, **values) -> ModelParams:
 
 def params_to_dict(params: ModelParams) -> dict:
     return {"format": FORMAT, "version": 1,
-            "units": "us for *_us, GB/s (1e9 B/s) for *_GBps, fill in slice times per pipeline depth level, "
-                     "spill as a fraction of the bandwidth time, warm as a ratio of bandwidth times, l2_bytes in "
+            "units": "us for *_us, GB/s (1e9 B/s) for *_GBps, fill in slice times per pipeline "
+                     "depth level, "
+                     "spill as a fraction of the bandwidth time, warm as a ratio of bandwidth "
+                     "times, l2_bytes in "
                      "bytes, link_exp dimensionless",
             "channels": params.channels, "link_GBps": params.link_GBps,
-            "paths": [{"link": k[0], "algo": k[1], "proto": k[2], **v} for k, v in sorted(params.paths.items())],
+            "paths": [{"link": k[0], "algo": k[1], "proto": k[2], **v} for k,
+                      v in sorted(params.paths.items())],
             "link_exp": params.link_exp, "l2_bytes": params.l2_bytes,
-            "harness_us": params.harness_us, "start_us": params.start_us, "launch_us": params.launch_us,
+            "harness_us": params.harness_us, "start_us": params.start_us,
+            "launch_us": params.launch_us,
             "nvls_channels": params.nvls_channels, "meta": params.meta}
 
 
@@ -152,7 +163,8 @@ def save_params(params: ModelParams, path) -> None:
 
 
 def _value(name: str, value, where: str, label: str | None = None) -> float:
-    """A number of a parameters file within ``RANGES[name]``; errors call it ``label`` (else ``name``)."""
+    """A number of a parameters file within ``RANGES[name]``; errors call it ``label`` (else
+    ``name``)."""
     lo, hi = RANGES[name]
     if value is None:
         raise CollsimError(f"{where}: missing {label or name}")
@@ -170,9 +182,11 @@ def _launch(d: dict, where: str) -> dict:
     out = {}
     for k, v in (read_field(d, "launch_us", where, dict) or {}).items():
         if not isinstance(v, list) or len(v) != 2:
-            raise CollsimError(f"{where}: launch_us.{describe_key(k)} must be [fixed_us, per_gpu_us], "
+            raise CollsimError(f"{where}: launch_us.{describe_key(k)} must be [fixed_us, "
+                               "per_gpu_us], "
                                f"got {describe(v)}")
-        out[str(k)] = tuple(_value("launch_us", x, where, f"launch_us.{describe_key(k)}") for x in v)
+        out[str(k)] = tuple(_value("launch_us", x, where, f"launch_us.{describe_key(k)}")
+                            for x in v)
     return out
 
 
@@ -185,7 +199,8 @@ def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
     links = _numbers(d, "link_GBps", where, "link_GBps")
     unknown = sorted(set(links) - set(LINK_CLASSES))
     if unknown:
-        raise CollsimError(f"{where}: unknown link classes ({', '.join(map(describe, unknown[:3]))})")
+        raise CollsimError(f"{where}: unknown link classes "
+                           f"({', '.join(map(describe, unknown[:3]))})")
     paths = {}
     for i, e in enumerate(read_field(d, "paths", where, list, required=True)):
         at = f"{where}: paths[{i}]"
@@ -196,7 +211,8 @@ def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
                                      read_field(e, "proto", at, str, required=True)))
         paths[key] = {n: _value(n, e.get(n, OPTIONAL.get(n)), at) for n in PARAM_NAMES}
     missing = [f"{lk}/{a}/{p}" for lk in REQUIRED[0] for a in REQUIRED[1] for p in PROTOS
-               if (lk, a, p) not in paths] + [f"link_GBps.{lk}" for lk in REQUIRED[0] if lk not in links]
+               if (lk, a,
+                   p) not in paths] + [f"link_GBps.{lk}" for lk in REQUIRED[0] if lk not in links]
     if missing:
         raise CollsimError(f"{where}: missing entries ({', '.join(missing[:3])})")
     priors = default_params()
@@ -208,10 +224,12 @@ def params_from_dict(d: dict, where: str = "parameters") -> ModelParams:
                        harness_us=_numbers(d, "harness_us", where, "harness_us"),
                        link_exp=_value("link_exp", d.get("link_exp", 0.0), where),
                        l2_bytes=_value("l2_bytes", d.get("l2_bytes", L2_BYTES), where),
-                       start_us=_numbers(d, "start_us", where, "start_us"), launch_us=_launch(d, where),
+                       start_us=_numbers(d, "start_us", where, "start_us"),
+                       launch_us=_launch(d, where),
                        nvls_channels=16 if nvls_channels is None else nvls_channels)
 
 
 def load_params(path) -> ModelParams:
-    """Read a parameters file written by ``save_params``; bad files raise a one-line CollsimError."""
+    """Read a parameters file written by ``save_params``; bad files raise a one-line
+    CollsimError."""
     return params_from_dict(read_json(path, "parameters file"), f"parameters file {path}")

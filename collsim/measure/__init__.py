@@ -34,21 +34,22 @@ A measurement file (what ``runners/allreduce_bench.py`` writes) is JSON Lines:
   ranks         int     ranks taking part
   ============  ======  ===================================================
 
-Values are checked as they are read (``check_meta``, ``check_result``): the types above, times
-finite and >= 0, sizes and counts within ``collsim.inputs.MAX_BYTES``, rank and node counts
+Values are checked as they are read (``check_meta``, ``check_result``, in ``records``): the types
+above, times finite and >= 0, sizes and counts within ``collsim.inputs.MAX_BYTES``, rank and node counts
 within ``MAX_RANKS``, iteration counts within ``MAX_CALLS``, ``env`` an object of strings or
 numbers, ``nccl_probe`` as ``collsim.nccl.log.check_probe`` wants it; other meta keys are free.
 
 ``JsonlWriter`` writes such files record by record (the runners: a record is one line or
 nothing, even when the disk fills); ``Measurements.save`` and ``write_jsonl`` write whole files
-(``collsim.outputs.atomic_write``); ``load`` returns a ``Measurements`` with one numpy array per field;
-``collsim.measure.nccl_tests.import_nccl_tests`` turns nccl-tests output into
-the same records.
+(``collsim.outputs.atomic_write``); ``load`` returns a ``Measurements`` with one numpy array per
+field; ``collsim.measure.nccl_tests.import_nccl_tests`` turns nccl-tests output into the same
+records.
 
-Modules: ``nccl_tests`` (nccl-tests import), ``public_log`` (published logs), ``files`` (any
-measurement file; CSV), ``table`` (a record as a table row), ``executed`` (what the schedule
-executor records), ``fidelity`` (one harness against another), ``bundled`` (where the bundled
-measurements are, checkout or installed).
+Modules: ``records`` (the fields and their checks), ``nccl_tests`` (nccl-tests import; one row's
+records: ``nccl_tests_rows``), ``public_log`` (published logs), ``files`` (any measurement file;
+CSV), ``table`` (a record as a table row), ``executed`` (what the schedule executor records),
+``fidelity`` (one harness against another), ``bundled`` (where the bundled measurements are,
+checkout or installed).
 
 ``perf_names`` tells which collective an nccl-tests log ran (its ``*_perf`` program line, the rows).
 """
@@ -56,97 +57,25 @@ from __future__ import annotations
 
 import json
 import math
-import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from collsim.core.budget import BASE_BYTES
-from collsim.core.collective import ALLREDUCE, get
-from collsim.errors import CollsimError, describe
-from collsim.inputs import MAX_BYTES, MAX_CALLS, MAX_RANKS, check_memory, parse_json, read_field, read_text
+from collsim.errors import CollsimError
+from collsim.inputs import check_memory, parse_json, read_text
+from collsim.measure.records import (
+    FIELDS,
+    check_meta,
+    check_result,
+    result_record,  # noqa: F401 - re-exported
+)
 from collsim.measure.table import TABLE_HEADER, format_row  # noqa: F401 - re-exported
-from collsim.nccl.probe import check_probe
 from collsim.outputs import atomic_write
 
-RECORD_BYTES = 2500  # a loaded record (a dict of ~20 fields), its point and per-point arrays downstream
-FIELDS = {  # name -> (numpy dtype, required)
-    "size": (np.int64, True), "count": (np.int64, True), "dtype": (object, True),
-    "time_us": (np.float64, True), "algbw_GBps": (np.float64, True),
-    "busbw_GBps": (np.float64, True), "wrong": (np.int64, True),
-    "inplace": (object, False), "algo": (object, False), "proto": (object, False),
-    "timing": (object, False), "ranks": (np.int64, False),
-}
-_TIME = {"kind": float, "minimum": 0}
-_ELEMENTS = {"kind": int, "minimum": 0, "maximum": MAX_BYTES}
-_RESULT_CHECKS = {  # field -> collsim.inputs.read_field arguments (with the runner's time_us_min/mean)
-    "size": _ELEMENTS, "count": _ELEMENTS, "dtype": {"kind": str}, "time_us": _TIME, "time_us_min": _TIME,
-    "time_us_mean": _TIME, "wrong": _ELEMENTS, "inplace": {"kind": bool}, "algo": {"kind": str},
-    "proto": {"kind": str}, "timing": {"kind": str}, "ranks": {"kind": int, "minimum": 1, "maximum": MAX_RANKS},
-}
-_COUNT = {"kind": int, "minimum": 0, "maximum": MAX_CALLS}
-_META_CHECKS = {  # the meta keys collsim reads -> collsim.inputs.read_field arguments
-    "harness": {"kind": str}, "collective": {"kind": str}, "timing": {"kind": str}, "clock_start": {"kind": str},
-    "dtype": {"kind": str}, "algo": {"kind": str}, "proto": {"kind": str}, "inplace": {"kind": bool},
-    "rotate": {"kind": bool}, "world_size": {"kind": int, "minimum": 1, "maximum": MAX_RANKS},
-    "nodes": {"kind": int, "minimum": 1, "maximum": MAX_RANKS},
-    "gpus_per_process": {"kind": int, "minimum": 1, "maximum": MAX_RANKS},
-    "iters": _COUNT, "warmup": _COUNT, "graph": _COUNT, "graph_calls": {**_COUNT, "minimum": 1},
-    "min_bytes": {"kind": int, "minimum": 0, "maximum": MAX_BYTES},
-    "max_bytes": {"kind": int, "minimum": 0, "maximum": MAX_BYTES}, "env": {"kind": dict},
-    "nccl_probe": {"kind": dict},
-}
-
-
-def result_record(size, count, dtype, time_us, ranks, wrong, *, collective=ALLREDUCE, **extra) -> dict:
-    """One result record (fields above) with bandwidths computed from ``time_us`` with
-    ``collective``'s bus bandwidth factor (a ``collsim.core.collective`` record or name)."""
-    algbw, busbw = get(collective).bandwidths(size, time_us, ranks)
-    return {"type": "result", "size": int(size), "count": int(count), "dtype": dtype,
-            "time_us": float(time_us), "algbw_GBps": algbw, "busbw_GBps": busbw,
-            "wrong": None if wrong is None else int(wrong), "ranks": int(ranks), **extra}
-
-
-def check_result(rec: dict, where: str) -> None:
-    """A result record's fields as the schema above wants them (required ones present; ``size``,
-    ``count`` and ``dtype`` not null), else CollsimError naming ``where`` and the field."""
-    for name, (_, required) in FIELDS.items():
-        if required and name not in rec:
-            raise CollsimError(f"{where}: result record lacks field {name!r}")
-    for name, check in _RESULT_CHECKS.items():
-        read_field(rec, name, where, required=name in ("size", "count", "dtype"), **check)
-    for name in ("algbw_GBps", "busbw_GBps"):  # derived from the time: inf for a zero time
-        v = rec[name]
-        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
-            raise CollsimError(f"{where}: field {name!r} must be a number, got {describe(v)}")
-
-
-def check_meta(meta: dict, where: str, drop: bool = False) -> list[str]:
-    """The meta keys collsim reads (module docstring) as they must be, else CollsimError naming
-    ``where`` and the key. With ``drop`` (lenient reading) a bad key is removed from ``meta``
-    instead and its message returned: the rest of the meta, and every record, stay."""
-    def env_value(key):
-        if isinstance(env[key], bool) or not isinstance(env[key], (str, numbers.Real)):
-            raise CollsimError(f"{where}: env {describe(key)} must be a string, got {describe(env[key])}")
-
-    def probe(_key):
-        if meta.get("nccl_probe"):
-            check_probe(meta["nccl_probe"], f"{where}: nccl_probe")
-
-    problems, env = [], meta["env"] if isinstance(meta.get("env"), dict) else {}
-    tests = [(lambda n, c=c: read_field(meta, n, where, **c), meta, n) for n, c in _META_CHECKS.items()]
-    for test, holder, key in tests + [(env_value, env, k) for k in list(env)] + [(probe, meta, "nccl_probe")]:
-        try:
-            test(key)
-        except CollsimError as e:
-            if not drop:
-                raise
-            problems.append(str(e))
-            holder.pop(key, None)
-    return problems
-
-
+# a loaded record (a dict of ~20 fields), its point and per-point arrays downstream
+RECORD_BYTES = 2500
 @dataclass
 class Measurements:
     """Records of one or more runs: ``meta`` (the first meta record), ``metas``
@@ -190,7 +119,9 @@ class Measurements:
 
     def save(self, path) -> None:
         """Write as JSON Lines (meta first), in full or not at all (``atomic_write``)."""
-        write_jsonl(path, [{"type": "meta", **self.meta}] + [{**r, "type": "result"} for r in self.records])
+        write_jsonl(path,
+                    [{"type": "meta",
+                      **self.meta}] + [{**r, "type": "result"} for r in self.records])
 
 
 def _line(kind: str, record: dict) -> str:
@@ -241,7 +172,8 @@ def write_jsonl(path, records) -> None:
     full or not at all (``collsim.outputs.atomic_write``)."""
     untyped = [i for i, r in enumerate(records) if "type" not in r]
     if untyped:
-        raise CollsimError(f"record {untyped[0]} has no \"type\" (meta, result, ...): nothing written to {path}")
+        raise CollsimError(f"record {untyped[0]} has no \"type\" (meta, result, ...): nothing "
+                           f"written to {path}")
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path, "measurement file") as f:
         for r in records:
@@ -272,8 +204,8 @@ def parse_jsonl(lines, source: str, strict: bool = True) -> Measurements:
             if not isinstance(rec, dict) or rec.get("type") not in ("meta", "result"):
                 raise CollsimError(f"{where}: expected an object with type 'meta' or 'result'")
             if rec["type"] == "meta":
-                m.skipped += [f"{p} (left out of the meta; its other fields kept)" for p in check_meta(rec, where,
-                                                                                                   drop=not strict)]
+                m.skipped += [f"{p} (left out of the meta; its other fields kept)"
+                              for p in check_meta(rec, where, drop=not strict)]
                 m.metas.append({k: v for k, v in rec.items() if k != "type"})
                 m.meta = m.meta or m.metas[0]
                 continue
@@ -295,5 +227,6 @@ def load(path, strict: bool = True) -> Measurements:
     range) raises ``CollsimError`` naming ``path:line``; with ``strict=False`` such lines are
     left out, every valid record before and after them kept, and ``.skipped`` names them."""
     text, lines = (t := read_text(path, "measurement file")), t.count("\n") + 1
-    check_memory(BASE_BYTES + 3 * len(text) + RECORD_BYTES * lines, f"reading {path} ({lines} lines)")
+    check_memory(BASE_BYTES + 3 * len(text) + RECORD_BYTES * lines,
+                 f"reading {path} ({lines} lines)")
     return parse_jsonl(text.split("\n"), str(path), strict)

@@ -47,15 +47,17 @@ def parameters() -> dict[str, type]:
     """The keyword parameters ``build_schedule`` takes and their type (str where the default is
     a string, else int): what a runner passes through as ``--name`` options."""
     sig = inspect.signature(build_schedule).parameters.values()
-    return {p.name: str if isinstance(p.default, str) else int for p in sig if p.kind is p.KEYWORD_ONLY}
+    return {p.name: str if isinstance(p.default, str) else int for p in sig
+            if p.kind is p.KEYWORD_ONLY}
 
 
 def algorithm_names(spec: str) -> list[str]:
-    """"ring", "ring,double-tree", "all" (every registered algorithm a backend can run: none through a switch)
-    or "all,lecture-ring" as names,
-    each once; the lecture's schedules (``LECTURE``) are accepted by name."""
+    """"ring", "ring,double-tree", "all" (every registered algorithm a backend can run: none through
+    a switch) or "all,lecture-ring" as names, each once; the lecture's schedules (``LECTURE``) are
+    accepted by name."""
     parts = [n.strip() for n in spec.split(",") if n.strip()]
-    runnable = [n for n, a in ALGORITHMS.items() if not (a.switches or a.network)]   # no backend has a switch endpoint
+    # no backend has a switch endpoint
+    runnable = [n for n, a in ALGORITHMS.items() if not (a.switches or a.network)]
     names = list(dict.fromkeys(n for p in parts for n in (runnable if p == "all" else [p])))
     known = list(ALGORITHMS) + list(LECTURE)
     for n in names:
@@ -82,8 +84,8 @@ def algorithm_params(names: list[str], given: dict, ranks_per_node: int) -> dict
 
 
 def build(name: str, ranks: int, count: int, itemsize: int, params: dict) -> Schedule:
-    """The schedule of a registered algorithm or of the lecture's pseudo-code; a name of an older collsim
-    (``LEGACY_NAMES``) builds today's schedule under the name it had then."""
+    """The schedule of a registered algorithm or of the lecture's pseudo-code; a name of an older
+    collsim (``LEGACY_NAMES``) builds today's schedule under the name it had then."""
     if name in LECTURE:
         return LECTURE[name](ranks, count, itemsize)
     schedule = build_schedule(LEGACY_NAMES.get(name, name), ranks, count, itemsize, **params)
@@ -112,29 +114,35 @@ def schedule_meta(meta: dict, where: str = "meta") -> dict:
     if "file" in how:
         for key in ("file", "sha256"):
             if not isinstance(how.get(key), str) or not how[key]:
-                raise CollsimError(f"{where}: field 'schedule.{key}' must be a non-empty string, got "
+                raise CollsimError(f"{where}: field 'schedule.{key}' must be a non-empty string, "
+                                   "got "
                                    f"{describe(how.get(key))}")
         return how
     algorithms = how.get("algorithms")
     if not isinstance(algorithms, dict):
-        raise CollsimError(f"{where}: field 'schedule.algorithms' must be an object of algorithm names, got "
+        raise CollsimError(f"{where}: field 'schedule.algorithms' must be an object of algorithm "
+                           "names, got "
                            f"{describe(algorithms)}")
     takes = parameters()
     for name, params in algorithms.items():
         if name not in ALGORITHMS and name not in LECTURE and name not in LEGACY_NAMES:
-            raise CollsimError(f"{where}: field 'schedule.algorithms' names an unknown algorithm {describe(name)}")
+            raise CollsimError(f"{where}: field 'schedule.algorithms' names an unknown algorithm "
+                               f"{describe(name)}")
         if not isinstance(params, dict):
-            raise CollsimError(f"{where}: field 'schedule.algorithms.{name}' must be an object of parameters, got "
+            raise CollsimError(f"{where}: field 'schedule.algorithms.{name}' must be an object of "
+                               "parameters, got "
                                f"{describe(params)}")
         for key, value in params.items():
             if key not in takes:
-                raise CollsimError(f"{where}: field 'schedule.algorithms.{name}' has an unknown parameter "
+                raise CollsimError(f"{where}: field 'schedule.algorithms.{name}' has an unknown "
+                                   "parameter "
                                    f"{describe_key(key)} (known: {', '.join(takes)})")
             kind = bool if key == "direct" else takes[key]
             if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                wanted = ("a string" if kind is str else "true or false" if kind is bool
+                          else "an integer")
                 raise CollsimError(f"{where}: field 'schedule.algorithms.{name}.{key}' must be "
-                                   f"{'a string' if kind is str else 'true or false' if kind is bool else 'an integer'}"
-                                   f", got {describe(value)}")
+                                   f"{wanted}, got {describe(value)}")
     return how
 
 
@@ -144,10 +152,10 @@ def schedules_by_hash(paths) -> dict[str, Schedule]:
 
 
 def _beside(name: str, folder) -> Schedule | None:
-    """The schedule file ``name`` of a meta looked up in ``folder`` (the measurement file's, which the
-    user named): by its last path component only, a regular file within the bounds that holds a valid
-    schedule (its hash is checked by the caller); None otherwise. Nothing of what it holds reaches an
-    error message."""
+    """The schedule file ``name`` of a meta looked up in ``folder`` (the measurement file's, which
+    the user named): by its last path component only, a regular file within the bounds that holds a
+    valid schedule (its hash is checked by the caller); None otherwise. Nothing of what it holds
+    reaches an error message."""
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
     if base in ("", ".", ".."):
         return None
@@ -164,8 +172,8 @@ def executed_schedule(meta: dict, record: dict, folder=".", given: dict | None =
     """The schedule a record of executed schedules ran, rebuilt from the meta's algorithm and
     parameters, or for a schedule file one of ``given`` (``schedules_by_hash`` of the files the user
     named) or the file of that name in ``folder`` (the measurement file's, never another path the
-    meta names), its hash checked against the record's: a mismatch (collsim or the file changed since
-    the run) raises ``CollsimError``."""
+    meta names), its hash checked against the record's: a mismatch (collsim or the file changed
+    since the run) raises ``CollsimError``."""
     how = schedule_meta(meta)
     where = f"record of {describe(record.get('algo'))} at {describe(record.get('size'))} B"
     name = str(record.get("algo") or "")[len(PREFIX):]
@@ -174,8 +182,10 @@ def executed_schedule(meta: dict, record: dict, folder=".", given: dict | None =
     if "file" in how:
         schedule = (given or {}).get(expected) or _beside(how["file"], folder)
         if schedule is None:
-            raise CollsimError(f"{where}: ran the schedule file {describe(how['file'])}, which is not beside the "
-                               "measurement file with the recorded sha256; give it with --schedule FILE "
+            raise CollsimError(f"{where}: ran the schedule file {describe(how['file'])}, which is "
+                               "not beside the "
+                               "measurement file with the recorded sha256; give it with --schedule "
+                               "FILE "
                                "(collsim opens no other path a measurement file names)")
         what = f"schedule file {how['file'][:200]}"
     else:

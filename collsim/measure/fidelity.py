@@ -45,9 +45,11 @@ def _side(paths, inplace: bool, label, which: str) -> tuple[dict, tuple, set]:
             stat = "time_us_mean" if rec.get("time_us_mean") is not None else "time_us"
             t = rec.get(stat)
             if t is None or t <= 0:  # the loader has checked the type: a finite number >= 0
-                raise CollsimError(f"{path}: size {size}: {stat} {t!r} is not a positive number of us")
+                raise CollsimError(f"{path}: size {size}: {stat} {t!r} is not a positive number of "
+                                   "us")
             if rec.get("wrong"):
-                raise CollsimError(f"{path}: size {size}: {rec['wrong']} wrong elements, not a measurement to compare")
+                raise CollsimError(f"{path}: size {size}: {rec['wrong']} wrong elements, not a "
+                                   "measurement to compare")
             configs.add((rec.get("algo") or "default", rec.get("proto") or "default",
                          rec.get("timing") or m.meta.get("timing"), rec.get("dtype"),
                          rec.get("ranks") or m.meta.get("world_size")))
@@ -57,7 +59,8 @@ def _side(paths, inplace: bool, label, which: str) -> tuple[dict, tuple, set]:
         raise CollsimError(f"the {which} files mix configurations: "
                            + "; ".join(_describe(c) for c in sorted(configs, key=str)))
     if not configs:
-        raise CollsimError(f"the {which} files hold no {'in' if inplace else 'out-of'}-place results")
+        raise CollsimError(f"the {which} files hold no {'in' if inplace else 'out-of'}-place "
+                           "results")
     return by_size, configs.pop(), stats
 
 
@@ -74,7 +77,8 @@ def fidelity(runner, reference, min_bytes: int = 0, max_bytes: int | None = None
     ours, config, stats = _side(runner, inplace, label, "runner")
     theirs, ref_config, _ = _side(reference, inplace, label, "reference")
     if config != ref_config:
-        raise CollsimError(f"runner and reference measured different configurations: {_describe(config)} "
+        raise CollsimError("runner and reference measured different configurations: "
+                           f"{_describe(config)} "
                            f"vs {_describe(ref_config)} (nccl-tests logs: pass --label ALGO/PROTO)")
     sizes = sorted(s for s in set(ours) & set(theirs)
                    if s >= min_bytes and (max_bytes is None or s <= max_bytes))
@@ -87,5 +91,7 @@ def fidelity(runner, reference, min_bytes: int = 0, max_bytes: int | None = None
                      "runs": [len(ours[s]), len(theirs[s])]})
     ratios = np.array([r["ratio"] for r in rows])
     return {"config": _describe(config), "runner_statistic": "/".join(sorted(stats)), "sizes": rows,
-            "summary": {"n": len(rows), "min_ratio": float(ratios.min()), "median_ratio": float(np.median(ratios)),
-                        "max_ratio": float(ratios.max()), "max_abs_deviation": float(np.abs(ratios - 1).max())}}
+            "summary": {"n": len(rows), "min_ratio": float(ratios.min()),
+                        "median_ratio": float(np.median(ratios)),
+                        "max_ratio": float(ratios.max()),
+                        "max_abs_deviation": float(np.abs(ratios - 1).max())}}

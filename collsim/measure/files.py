@@ -1,7 +1,7 @@
-"""Any measurement file as ``Measurements``: runner JSON Lines as they are, published logs (JSON Lines
-whose line 1 is ``{"kind": "meta", ...}``, ``collsim.measure.public_log``), nccl-tests output (text log
-or -J JSON) through ``collsim.measure.nccl_tests``, labelled ALGO/PROTO from the caller or the file
-name."""
+"""Any measurement file as ``Measurements``: runner JSON Lines as they are, published logs (JSON
+Lines whose line 1 is ``{"kind": "meta", ...}``, ``collsim.measure.public_log``), nccl-tests output
+(text log or -J JSON) through ``collsim.measure.nccl_tests``, labelled ALGO/PROTO from the caller or
+the file name."""
 from __future__ import annotations
 
 import csv
@@ -25,7 +25,8 @@ def label_from_name(path) -> str:
     try:
         return "/".join(canonical_pair(*tokens[-2:]))
     except (CollsimError, TypeError):
-        raise CollsimError(f"{path}: cannot tell algorithm/protocol from the name; pass --label ALGO/PROTO") from None
+        raise CollsimError(f"{path}: cannot tell algorithm/protocol from the name; pass --label "
+                           "ALGO/PROTO") from None
 
 
 def load_file(path, label: str | None = None) -> Measurements:
@@ -43,7 +44,8 @@ def require_files(*paths) -> list[Path]:
     """The paths, or one CollsimError naming the first that is not a file."""
     for p in paths:
         if not Path(p).is_file():
-            raise CollsimError(f"{p}: missing (see the README beside the data for how it is measured)")
+            raise CollsimError(f"{p}: missing (see the README beside the data for how it is "
+                               "measured)")
     return [Path(p) for p in paths]
 
 

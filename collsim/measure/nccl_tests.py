@@ -34,91 +34,69 @@ from __future__ import annotations
 import re
 import warnings
 
-import numpy as np
-
-from collsim.errors import CollsimError, CollsimWarning, describe, require_number
-from collsim.inputs import MAX_BYTES, MAX_CALLS, MAX_RANKS, int_text, parse_json, read_field, read_text
-from collsim.measure import Measurements, check_meta, result_record
+from collsim.errors import CollsimError, CollsimWarning, describe
+from collsim.inputs import (
+    MAX_BYTES,
+    MAX_CALLS,
+    MAX_RANKS,
+    int_text,
+    parse_json,
+    read_field,
+    read_text,
+)
+from collsim.measure import Measurements, check_meta
+from collsim.measure.nccl_tests_rows import (
+    DTYPES,  # noqa: F401 - re-exported
+    itemsize,
+    number,
+    parse_label,
+    records,
+    version_from_code,
+)
 from collsim.measure.perf_names import STARTING, from_program, resolve
-from collsim.nccl.log import VERSION_PATTERN, canonical_algo, canonical_proto
+from collsim.nccl.log import VERSION_PATTERN
 from collsim.nccl.settings import env_arguments
 
-DTYPES = {"float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16",
-          "int8": "int8", "uint8": "uint8", "int32": "int32", "uint32": "uint32",
-          "int64": "int64", "uint64": "uint64", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
 _PARAMS = re.compile(r"# nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+) .*?"
-                     r"warmup iters: (\d+) iters: (\d+)(?: .*?graph: (\d+))?", re.ASCII)   # no graph: before 2.11
-_RANK = re.compile(r"#\s+Rank\s+(\d+)(?: Group\s+\d+)? Pid\s+\d+ on\s+(\S+) device\s+(\d+) \[[^\]]*\] (.*)$",
+                     # no graph: before 2.11
+                     r"warmup iters: (\d+) iters: (\d+)(?: .*?graph: (\d+))?", re.ASCII)
+_RANK = re.compile(r"#\s+Rank\s+(\d+)(?: Group\s+\d+)? Pid\s+\d+ on\s+(\S+) device\s+(\d+) "
+                   r"\[[^\]]*\] (.*)$",
                    re.ASCII)
-# What launchers put before each line: mpirun --tag-output "[1,0]<stdout>:", mpirun -l "[0] ", srun -l "0: "
+# What launchers put before each line: mpirun --tag-output "[1,0]<stdout>:", mpirun -l "[0] ", srun
+# -l "0: "
 _LAUNCHER_TAG = re.compile(r"^\s*(?:\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?|\d+:)[ \t]?", re.ASCII)
 _OUT_OF_BOUNDS = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)", re.ASCII)
 # Columns before the results (size count type redop root; no root before nccl-tests 2.10), the
 # results per half-row (time algbw busbw #wrong), and whether the fourth is the older "error".
 NEW_LAYOUT = (5, 4, False)
-_TESTS_VERSION = re.compile(r"# nccl-tests version (\S+) nccl-headers=(\d+) nccl-library=(\d+)", re.ASCII)
+_TESTS_VERSION = re.compile(r"# nccl-tests version (\S+) nccl-headers=(\d+) nccl-library=(\d+)",
+                            re.ASCII)
 _AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*(\S+)")
-
-
-def _itemsize(dtype: str) -> int:
-    """Bytes per element of a collsim dtype name (``DTYPES``' values)."""
-    return {"bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}.get(dtype) or np.dtype(dtype).itemsize
-
-
-def parse_label(label: str | None) -> tuple[str | None, str | None]:
-    """``"Ring/LL"`` -> ("Ring", "LL"); ``"Tree"`` -> ("Tree", None); ``"default"``/None -> (None, None)."""
-    if label is None or label.strip().lower() in ("", "default"):
-        return None, None
-    algo, _, proto = label.partition("/")
-    return (None if algo.strip().lower() in ("", "default") else canonical_algo(algo),
-            canonical_proto(proto) if proto.strip() else None)
-
-
-def _version_from_code(code: int) -> str:
-    return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
-
-
-def _number(token: str, where: str, what: str) -> float:
-    """A time or bandwidth nccl-tests printed: a finite number >= 0."""
-    try:
-        value = float(token)
-    except ValueError:
-        raise CollsimError(f"{where}: bad {what} {describe(token)} in nccl-tests row") from None
-    return require_number(f"{where}: {what} in nccl-tests row", value, minimum=0)
-
-
-def _records(size, count, type_name, results, ranks, where, meta_extra) -> list[dict]:
-    if type_name not in DTYPES:
-        raise CollsimError(f"{where}: unknown nccl-tests type {describe(type_name)}")
-    recs = []
-    for inplace, (time_us, algbw, busbw, wrong) in zip((False, True), results):
-        rec = result_record(size, count, DTYPES[type_name], time_us, ranks or 0, wrong,
-                            inplace=inplace, **meta_extra)
-        rec["algbw_GBps"], rec["busbw_GBps"] = algbw, busbw  # as nccl-tests printed them
-        if not ranks:
-            del rec["ranks"]
-        recs.append(rec)
-    return recs
 
 
 def _row(tokens, layout, where, ranks, extra) -> list[dict]:
     """The two records of one text row (out-of-place, in-place); ``layout`` as ``NEW_LAYOUT``."""
     lead, group, error_column = layout
     if len(tokens) < lead + 2 * group:
-        raise CollsimError(f"{where}: nccl-tests row has {len(tokens)} fields, expected {lead + 2 * group}")
+        raise CollsimError(f"{where}: nccl-tests row has {len(tokens)} fields, expected "
+                           f"{lead + 2 * group}")
     results = []
     for start in (lead, lead + group):
         t, alg, bus, wrong = tokens[start:start + 4]
         if error_column and wrong != "N/A":
-            _number(wrong, where, "error")   # checked, not kept: a deviation, not a count (see _parse_text)
-        wrong = None if error_column or wrong == "N/A" else int_text(wrong, f"{where}: #wrong", 0, MAX_BYTES)
-        results.append((_number(t, where, "time"), _number(alg, where, "algbw"), _number(bus, where, "busbw"), wrong))
+            # checked, not kept: a deviation, not a count (see _parse_text)
+            number(wrong, where, "error")
+        wrong = None if error_column or wrong == "N/A" else int_text(wrong, f"{where}: #wrong", 0,
+                                                                     MAX_BYTES)
+        results.append((number(t, where, "time"), number(alg, where, "algbw"),
+                        number(bus, where, "busbw"), wrong))
     size = int_text(tokens[0], f"{where}: size", 0, MAX_BYTES)
     count = int_text(tokens[1], f"{where}: count", 0, MAX_BYTES)
     columns = {"redop": tokens[3]} if lead >= 4 else {}
     if lead == 5:
         columns["root"] = int_text(tokens[4], f"{where}: root", -1, MAX_RANKS)
-    return _records(size, count, tokens[2], results, ranks, where, {**columns, **extra})
+    return records(size, count, tokens[2], results, ranks, where, {**columns, **extra})
 
 
 def _parse_text(text, source, label, strict) -> Measurements:
@@ -169,20 +147,25 @@ def _comment(line, where, meta, layout) -> tuple:
     """Read a comment line into ``meta``; returns the row layout (``NEW_LAYOUT``), from the column
     header when this is it."""
     if p := _PARAMS.search(line):
-        limits = {"nThread": MAX_RANKS, "nGpus": MAX_RANKS, "minBytes": MAX_BYTES, "maxBytes": MAX_BYTES,
+        limits = {"nThread": MAX_RANKS, "nGpus": MAX_RANKS, "minBytes": MAX_BYTES,
+                  "maxBytes": MAX_BYTES,
                   "warmup iters": MAX_CALLS, "iters": MAX_CALLS, "graph": MAX_CALLS}
-        v = [int_text(x or "0", f"{where}: {name}", 0, hi) for (name, hi), x in zip(limits.items(), p.groups())]
-        meta.update(gpus_per_process=v[0] * v[1], min_bytes=v[2], max_bytes=v[3], warmup=v[4], iters=v[5],
+        v = [int_text(x or "0", f"{where}: {name}", 0, hi) for (name, hi),
+             x in zip(limits.items(), p.groups())]
+        meta.update(gpus_per_process=v[0] * v[1], min_bytes=v[2], max_bytes=v[3], warmup=v[4],
+                    iters=v[5],
                     graph=v[6], timing="graph" if v[6] > 0 else "eager")
     elif r := _RANK.search(line):
-        meta["devices"].append({"rank": int_text(r.group(1), f"{where}: Rank", 0, MAX_RANKS), "host": r.group(2),
+        meta["devices"].append({"rank": int_text(r.group(1), f"{where}: Rank", 0, MAX_RANKS),
+                                "host": r.group(2),
                                 "device": int_text(r.group(3), f"{where}: device", 0, MAX_RANKS),
                                 "gpu": r.group(4).strip()})
     elif t := _TESTS_VERSION.search(line):
         meta["tests_version"] = t.group(1)
-        meta["nccl_library_version"] = _version_from_code(int_text(t.group(3), f"{where}: nccl-library", 0, 10**9))
+        meta["nccl_library_version"] = version_from_code(int_text(t.group(3),
+            f"{where}: nccl-library", 0, 10**9))
     elif a := _AVG.search(line):
-        meta["avg_busbw_GBps"] = _number(a.group(1), where, "average bus bandwidth")
+        meta["avg_busbw_GBps"] = number(a.group(1), where, "average bus bandwidth")
     elif o := _OUT_OF_BOUNDS.search(line):
         meta["out_of_bounds"] = int_text(o.group(1), f"{where}: out of bounds values", 0, MAX_BYTES)
     elif "size" in line.split() and "count" in line.split():
@@ -190,7 +173,8 @@ def _comment(line, where, meta, layout) -> tuple:
         lead = names.index("time") if "time" in names else 0
         group = (len(names) - lead - ("timestamp" in names)) // 2
         if lead not in (4, 5) or group < 4:
-            raise CollsimError(f"{where}: nccl-tests column header has {len(names)} columns, expected size count "
+            raise CollsimError(f"{where}: nccl-tests column header has {len(names)} columns, "
+                               "expected size count "
                                "type redop [root], then time algbw busbw #wrong (or error) twice")
         return lead, group, names[lead + 3] == "error"
     return layout
@@ -204,26 +188,33 @@ def _parse_json(text, source, label) -> Measurements:
     cfg = read_field(doc, "config", source, dict) or {}
     at = f"{source}: config"
     devices = read_field(cfg, "devices", at, list) or []
-    per_process = [read_field(cfg, k, at, int, minimum=1, maximum=MAX_RANKS) or 1 for k in ("nthreads", "ngpus")]
+    per_process = [read_field(cfg, k, at, int, minimum=1, maximum=MAX_RANKS) or 1
+                   for k in ("nthreads", "ngpus")]
     graph = read_field(cfg, "graph", at, int, minimum=0, maximum=MAX_CALLS)
     args, env = (read_field(doc, k, source, list) or [] for k in ("args", "env"))
     for k, items in (("args", args), ("env", env)):
         if not all(isinstance(x, str) for x in items):
-            raise CollsimError(f"{source}: field {k!r} must be a list of strings, got {describe(items)}")
+            raise CollsimError(f"{source}: field {k!r} must be a list of strings, got "
+                               f"{describe(items)}")
     timing = "graph" if graph else "eager"
     meta = {"harness": "nccl-tests", "collective": None, "label": label, "algo": algo,
-            "proto": proto, "world_size": len(devices) * per_process[0] * per_process[1] or None, "timing": timing,
+            "proto": proto, "world_size": len(devices) * per_process[0] * per_process[1] or None,
+            "timing": timing,
             "iters": read_field(cfg, "iterations", at, int, minimum=0, maximum=MAX_CALLS),
             "gpus_per_process": per_process[0] * per_process[1],
-            "warmup": read_field(cfg, "warmup_iters", at, int, minimum=0, maximum=MAX_CALLS), "graph": graph,
+            "warmup": read_field(cfg, "warmup_iters", at, int, minimum=0, maximum=MAX_CALLS),
+            "graph": graph,
             "devices": devices, "command": " ".join(args),
-            "nodes": len({d["host"] for d in devices if isinstance(d, dict) and isinstance(d.get("host"), str)}) or 1,
-            "env": {k: v for k, _, v in (e.partition("=") for e in env) if k.startswith(("NCCL_", "TORCH_NCCL_"))},
-            "avg_busbw_GBps": read_field(read_field(doc, "average_bus_bandwidth", source, dict) or {}, "bandwidth",
+            "nodes": len({d["host"] for d in devices if isinstance(d, dict)
+                          and isinstance(d.get("host"), str)}) or 1,
+            "env": {k: v for k, _, v in (e.partition("=") for e in env)
+                    if k.startswith(("NCCL_", "TORCH_NCCL_"))},
+            "avg_busbw_GBps": read_field(read_field(doc, "average_bus_bandwidth", source, dict)
+                                         or {}, "bandwidth",
                                          f"{source}: average_bus_bandwidth", float)}
     version = read_field(doc, "nccl_version", source, int, minimum=0, maximum=10**9)
     if version is not None:
-        meta["nccl_library_version"] = _version_from_code(version)
+        meta["nccl_library_version"] = version_from_code(version)
     check_meta(meta, source)
     m = Measurements(meta=meta, metas=[meta])
     for i, row in enumerate(doc["results"]):
@@ -239,9 +230,12 @@ def _parse_json(text, source, label) -> Measurements:
                             read_field(part, "alg_bw", at, float, required=True, minimum=0),
                             read_field(part, "bus_bw", at, float, required=True, minimum=0),
                             read_field(part, "nwrong", at, int, minimum=0)))
-        m.records += _records(read_field(row, "size", where, int, required=True, minimum=0, maximum=MAX_BYTES),
-                              read_field(row, "count", where, int, required=True, minimum=0, maximum=MAX_BYTES),
-                              read_field(row, "type", where, str, required=True), results, meta["world_size"],
+        m.records += records(read_field(row, "size", where, int, required=True, minimum=0,
+                                         maximum=MAX_BYTES),
+                              read_field(row, "count", where, int, required=True, minimum=0,
+                                         maximum=MAX_BYTES),
+                              read_field(row, "type", where, str, required=True), results,
+                              meta["world_size"],
                               where, {**_json_columns(row, where), "algo": algo, "proto": proto,
                                       "timing": timing})
     meta["program"] = args[0] if args else None
@@ -271,13 +265,14 @@ def import_nccl_tests(path, label: str | None = None, strict: bool = True,
     else:
         m = _parse_text(text, str(path), label, strict)
     found = from_program(m.meta.get("program"))
-    m.meta["collective"] = resolve(found, coll, m.records, _itemsize, str(path))
+    m.meta["collective"] = resolve(found, coll, m.records, itemsize, str(path))
     if env:
         m.meta["env"] = {**(m.meta.get("env") or {}), **{str(k): str(v) for k, v in env.items()}}
     return m
 
 
 def parse_env(items) -> dict:
-    """``["NCCL_GRAPH_MIXING_SUPPORT=0", ...]`` -> dict (``collsim.nccl.settings.env_arguments``: repeated
-    ``--env`` merged, a name given twice with different values refused); a malformed item is a one-line error."""
+    """``["NCCL_GRAPH_MIXING_SUPPORT=0", ...]`` -> dict (``collsim.nccl.settings.env_arguments``:
+    repeated ``--env`` merged, a name given twice with different values refused); a malformed item
+    is a one-line error."""
     return env_arguments(items, prefix="")

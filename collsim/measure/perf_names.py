@@ -1,5 +1,5 @@
-"""Which collective an nccl-tests log measured: its program (``all_gather_perf``), its redop and root
-columns, and what its rows say when the log names no program.
+"""Which collective an nccl-tests log measured: its program (``all_gather_perf``), its redop and
+root columns, and what its rows say when the log names no program.
 
 nccl-tests prints ``# Collective test starting: all_gather_perf`` from 2.17 (commit dafb704, June
 2025) and ``-J`` JSON keeps the command line (``args[0]``); older text logs name nothing. Their
@@ -11,7 +11,8 @@ rows still tell most collectives apart (``src/*.cu``, ``*GetCollByteCount`` and 
   (``none``, in-place ``#wrong`` N/A: nccl-tests checks no in-place alltoall);
 * size = count x element size: all_reduce, or sendrecv when every in-place ``#wrong`` is N/A and
   the out-of-place ones are counts (nccl-tests checks no in-place sendrecv); rows checked nowhere
-  (``-c 0``, a failed log of nccl-tests before 2.10) read as all_reduce, as collsim always read them.
+  (``-c 0``, a failed log of nccl-tests before 2.10) read as all_reduce, as collsim always read
+  them.
 
 On one rank size = count for every collective, so a reduce_scatter there reads as all_reduce and an
 all_gather as all_gather or alltoall (the same calls on one rank). What stays ambiguous (a log of
@@ -36,8 +37,8 @@ def columns(name: str, root: int = 0) -> tuple[str, int]:
 
 
 def from_program(text: str | None) -> str | None:
-    """The collective of a program name or path (``./build/all_gather_perf``, ``sendrecv_perf_mpi``);
-    None when it is no ``*_perf`` program."""
+    """The collective of a program name or path (``./build/all_gather_perf``,
+    ``sendrecv_perf_mpi``); None when it is no ``*_perf`` program."""
     m = re.search(r"([a-z_]+?)_perf(?:_mpi)?$", str(text or "").rsplit("/", 1)[-1])
     return m.group(1) if m and m.group(1) in COLLECTIVES else None
 
@@ -52,7 +53,8 @@ def candidates(records: list, itemsize) -> list[str]:
     """The collectives the rows fit (module docstring); ``itemsize(dtype)`` gives element bytes."""
     redops = {r.get("redop") for r in records} - {None}
     roots = {r.get("root") for r in records} - {None}
-    placed = {p: [r["wrong"] is not None for r in records if r.get("inplace") is p] for p in (False, True)}
+    placed = {p: [r["wrong"] is not None for r in records if r.get("inplace") is p]
+              for p in (False, True)}
     in_checked = bool(placed[True]) and all(placed[True])
     in_unchecked = bool(placed[False]) and all(placed[False]) and not any(placed[True])
     if roots and max(roots) >= 0:
@@ -63,7 +65,8 @@ def candidates(records: list, itemsize) -> list[str]:
     one = shapes == {1}
     if redops == {"none"}:
         pair = ["all_gather", "alltoall"]
-    elif redops <= {"sum"}:   # no redop column (old JSON): read as a sum, as collsim always read them
+    # no redop column (old JSON): read as a sum, as collsim always read them
+    elif redops <= {"sum"}:
         pair = ["all_reduce", "sendrecv"] if one else ["reduce_scatter"] if redops else \
             ["reduce_scatter", "all_gather", "alltoall"]
     else:
@@ -88,6 +91,8 @@ def resolve(found: str | None, given: str | None, records: list, itemsize, sourc
                                "check --coll")
         return name
     if len(fits) == 1 or fits[:2] == ["all_reduce", "sendrecv"]:
-        return fits[0]   # unchecked rows of size = count and sum: all_reduce, as they were always read
+        # unchecked rows of size = count and sum: all_reduce, as they were always read
+        return fits[0]
     what = f"could be {', '.join(fits)}" if fits else "fit no collective's size convention"
-    raise CollsimError(f"{source}: the log names no *_perf program and its rows {what}; say which with --coll")
+    raise CollsimError(f"{source}: the log names no *_perf program and its rows {what}; say which "
+                       "with --coll")

@@ -55,7 +55,8 @@ def _meta(head: dict, where: str) -> dict:
     env = head.get("env") or {}
     if not isinstance(env, dict):
         raise CollsimError(f"{where}: meta env must be an object")
-    nccl = {k: str(v).split()[0] for k, v in env.items() if str(k).startswith("NCCL_") and str(v).split()}
+    nccl = {k: str(v).split()[0] for k, v in env.items() if str(k).startswith("NCCL_")
+            and str(v).split()}
     try:
         ranks, nodes = int(head["ranks"]), int(head.get("nodes") or 1)
     except (KeyError, TypeError, ValueError):
@@ -66,16 +67,20 @@ def _meta(head: dict, where: str) -> dict:
     timing = "graph" if launch.get("graph") else "eager"
     return {"harness": "nccl-tests", "collective": get(head.get("collective") or "all_reduce").name,
             "source": head.get("source"), "id": head.get("id"),
-            "gpu": head.get("gpu"), "world_size": ranks, "nodes": nodes, "ranks_per_node": ranks // nodes,
-            "env": nccl, "timing": timing, "algo": nccl.get("NCCL_ALGO"), "proto": nccl.get("NCCL_PROTO"),
+            "gpu": head.get("gpu"), "world_size": ranks, "nodes": nodes,
+            "ranks_per_node": ranks // nodes,
+            "env": nccl, "timing": timing, "algo": nccl.get("NCCL_ALGO"),
+            "proto": nccl.get("NCCL_PROTO"),
             "nccl_version": head.get("nccl"), **launch}
 
 
 def load_public_log(path) -> Measurements:
     """Read a published log (module docstring); one-line CollsimError naming ``path:line``."""
-    lines = [(n, line) for n, line in enumerate(read_text(path, "published log").split("\n"), 1) if line.strip()]
+    lines = [(n, line) for n, line in enumerate(read_text(path, "published log").split("\n"), 1)
+             if line.strip()]
     if not lines or not is_public_log(lines[0][1]):
-        raise CollsimError(f"{path}: not a published log (line 1 must be {{\"kind\": \"meta\", ...}})")
+        raise CollsimError(f"{path}: not a published log (line 1 must be "
+                           f"{{\"kind\": \"meta\", ...}})")
     meta = _meta(parse_json(lines[0][1], f"{path}:1"), str(path))
     check_meta(meta, str(path))
     m = Measurements(meta=meta, metas=[meta])
@@ -94,7 +99,8 @@ def load_public_log(path) -> Measurements:
                 t = float(part["time_us"])
                 if not (size >= 1 and t > 0 and t < float("inf")):
                     raise ValueError("size and time must be positive")
-                rec = result_record(size, size // 4 // segments, "float32", t, meta["world_size"], None,
+                rec = result_record(size, size // 4 // segments, "float32", t, meta["world_size"],
+                                    None,
                                     collective=coll, redop=redop, root=root, inplace=inplace,
                                     algo=meta["algo"], proto=meta["proto"], timing=meta["timing"])
                 m.records.append(rec)

@@ -58,7 +58,8 @@ def vnum(version: str) -> tuple[int, int]:
 
 
 def since(version: str, table):
-    """The value of ``table`` ((first_version, value), ... oldest first) that holds at ``version``."""
+    """The value of ``table`` ((first_version, value), ... oldest first) that holds at
+    ``version``."""
     value = None
     for first, v in table:
         if vnum(version) >= vnum(first):

@@ -1,4 +1,5 @@
-"""NCCL's own AllReduce decision for a cluster, in one call: what NCCL 2.18-2.28 would pick and predict.
+"""NCCL's own AllReduce decision for a cluster, in one call: what NCCL 2.18-2.28 would pick and
+predict.
 
 - ``cluster_table(cluster, env)``: NCCL's table (``TuningTable``: lat/bw per algorithm and protocol)
   for a ``collsim.machine.cluster.Cluster`` under NCCL_* settings ``env``: ``search`` then ``tune``.
@@ -23,13 +24,13 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.nccl import NCCL_ALGOS, PROTOS, canonical
+from collsim.nccl.chunking import launch
 from collsim.nccl.search import search
 from collsim.nccl.tuning import (
     Hardware,
     TuningTable,
     algo_time_us,
     choose,
-    launch,
     table_from_printed,
     tune,
     tuning_table,
@@ -50,7 +51,12 @@ class Decision:
 
 def _sizes(sizes) -> np.ndarray:
     nb = np.atleast_1d(np.asarray(sizes))
-    if nb.size == 0 or not np.issubdtype(nb.dtype, np.number) or (nb < 0).any() or (nb != np.floor(nb)).any():
+    if (
+        nb.size == 0
+        or not np.issubdtype(nb.dtype, np.number)
+        or (nb < 0).any()
+        or (nb != np.floor(nb)).any()
+    ):
         raise CollsimError("sizes must be non-negative whole numbers of bytes")
     return nb.astype(np.int64)
 
@@ -63,14 +69,16 @@ def cluster_table(cluster, env: dict | None = None, coll: str = "AllReduce") -> 
     return tune(search(cluster, env), coll)
 
 
-def nccl_decision(cluster, sizes, env: dict | None = None, coll: str = "AllReduce") -> list[Decision]:
-    """NCCL's choice per size (bytes: nccl-tests' size column, the nBytes NCCL costs) of function ``coll``
-    for ``cluster`` under ``env``."""
+def nccl_decision(cluster, sizes, env: dict | None = None,
+                  coll: str = "AllReduce") -> list[Decision]:
+    """NCCL's choice per size (bytes: nccl-tests' size column, the nBytes NCCL costs) of function
+    ``coll`` for ``cluster`` under ``env``."""
     return decide(cluster_table(cluster, env, coll), sizes)
 
 
 def decide(table: TuningTable, sizes) -> list[Decision]:
-    """NCCL's choice per size (bytes) from its ``table`` (one search and tuning serve every size)."""
+    """NCCL's choice per size (bytes) from its ``table`` (one search and tuning serve every
+    size)."""
     nb = _sizes(sizes)
     out = []
     for size, (a, p, t) in zip(nb.tolist(), choose(table, nb)):
@@ -88,9 +96,10 @@ def nccl_time(cluster, algo: str, proto: str, sizes, env: dict | None = None) ->
     return algo_time_us(table, algo, proto, _sizes(sizes))
 
 
-def nccl_table(meta: dict, ranks: int, nodes: int, intra: str = "nvlink") -> tuple[TuningTable, str]:
-    """NCCL's AllReduce table for a measured run of ``ranks`` on ``nodes`` (``intra``: nvlink or pcie):
-    (table, "printed" when the run's meta holds the table NCCL printed, else "hardware")."""
+def nccl_table(meta: dict, ranks: int, nodes: int,
+               intra: str = "nvlink") -> tuple[TuningTable, str]:
+    """NCCL's AllReduce table for a measured run of ``ranks`` on ``nodes`` (``intra``: nvlink or
+    pcie): (table, "printed" when the run's meta holds the table NCCL printed, else "hardware")."""
     probe = meta.get("nccl_probe") or {}
     rows = (probe.get("tuning") or {}).get("AllReduce")
     channels = probe.get("coll_channels")
@@ -108,13 +117,16 @@ def nccl_table(meta: dict, ranks: int, nodes: int, intra: str = "nvlink") -> tup
     return tuning_table(hw), "hardware"
 
 
-def measured_choice(meta: dict, algo, proto, size: int, ranks: int, nodes: int, intra: str = "nvlink",
+def measured_choice(meta: dict, algo, proto, size: int, ranks: int, nodes: int,
+                    intra: str = "nvlink",
                     table: TuningTable | None = None) -> tuple[str, str]:
-    """(algorithm, protocol) that ran in a measured run at ``size``: the forced ``algo``/``proto`` when both
-    are given, else NCCL's choice as the run's probe logged it, else the argmin of NCCL's table."""
+    """(algorithm, protocol) that ran in a measured run at ``size``: the forced ``algo``/``proto``
+    when both are given, else NCCL's choice as the run's probe logged it, else the argmin of NCCL's
+    table."""
     if algo and proto:
         return algo, proto
-    logged = {int(c["bytes"]): (c["algo"], c["proto"]) for c in (meta.get("nccl_probe") or {}).get("choices", [])
+    logged = {int(c["bytes"]): (c["algo"], c["proto"])
+              for c in (meta.get("nccl_probe") or {}).get("choices", [])
               if c.get("func", "AllReduce") == "AllReduce"}
     if size in logged:
         return logged[size]

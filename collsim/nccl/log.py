@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 
 from collsim.errors import CollsimError
 from collsim.inputs import read_text
-from collsim.nccl import NCCL_ALGOS as ALGOS, PROTOS  # NCCL's index order (2.23 logs print the index)
+from collsim.nccl import NCCL_ALGOS as ALGOS, PROTOS
 
+# ALGOS: NCCL's index order (2.23 logs print the index)
 _ALGO_NAMES = {a.upper(): a for a in ALGOS} | {"NVLS_TREE": "NVLSTree",
                                                "COLLNET_DIRECT": "CollNetDirect",
                                                "COLLNET_CHAIN": "CollNetChain"}
@@ -43,8 +44,10 @@ _PROTO_NAMES = {p.upper(): p for p in PROTOS}
 _INFO = re.compile(r"(?:^|\s|\])(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
                    r"NCCL INFO (?P<msg>.*)$")
 VERSION_PATTERN = re.compile(r"NCCL version (\d+\.\d+\.\d+)(\S*)")
-_COMM = re.compile(r"comm (\S+) rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)")
-_CHANNELS = re.compile(r"(\d+) coll channels, (\d+) collnet channels, (\d+) nvls channels, (\d+) p2p channels")
+_COMM = re.compile(r"comm (\S+) rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank "
+                   r"(\d+)")
+_CHANNELS = re.compile(r"(\d+) coll channels, (\d+) collnet channels, (\d+) nvls channels, (\d+) "
+                       r"p2p channels")
 _RING_ORDER = re.compile(r"Channel (\d+)/(\d+) :((?: +\d+)*)( *\.\.\.)?$")
 _TREES = re.compile(r"\[(\d+)\] (-?\d+)/(-?\d+)/(-?\d+)->(-?\d+)->(-?\d+)")
 _RING_LINK = re.compile(r"Ring (\d+) : (-?\d+) -> (-?\d+) -> (-?\d+)$")
@@ -233,7 +236,8 @@ def _parse_message(log: NcclLog, table: _TableState, msg: str, lineno: int) -> N
                           "nnodes": int(m.group(4)), "local_ranks": int(m.group(5)),
                           "local_rank": int(m.group(6))})
     elif m := _CHANNELS.match(stripped):
-        log.coll_channels, log.nvls_channels, log.p2p_channels = (int(m.group(i)) for i in (1, 3, 4))
+        log.coll_channels, log.nvls_channels, log.p2p_channels = (int(m.group(i))
+                                                                  for i in (1, 3, 4))
     elif m := _RING_ORDER.match(stripped):
         ranks = [int(x) for x in m.group(3).split()]
         if m.group(4):  # dumpLine truncated the line: its last number may be cut
@@ -243,7 +247,8 @@ def _parse_message(log: NcclLog, table: _TableState, msg: str, lineno: int) -> N
         log.ring_links.append({"channel": int(m.group(1)), "prev": int(m.group(2)),
                                "rank": int(m.group(3)), "next": int(m.group(4))})
     elif m := _TREE_LINK.match(stripped):
-        log.tree_links.append({"channel": int(m.group(1)), "up": int(m.group(2)), "rank": int(m.group(3)),
+        log.tree_links.append({"channel": int(m.group(1)), "up": int(m.group(2)),
+                               "rank": int(m.group(3)),
                                "down": [int(m.group(i)) for i in (4, 5, 6)]})
     elif m := _PATTERN.match(stripped):
         log.graphs.append({"pattern": int(m.group(1)), "cross_nic": int(m.group(2)),

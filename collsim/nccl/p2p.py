@@ -1,19 +1,20 @@
-"""NCCL's p2p channels: how many channels the sends and receives of AlltoAll and SendRecv run on. File
-references into NVIDIA/nccl at the tags named.
+"""NCCL's p2p channels: how many channels the sends and receives of AlltoAll and SendRecv run on.
+File references into NVIDIA/nccl at the tags named.
 
-- ``p2p_channels``: the channels p2p operations may use, the collective channels rounded up to a power of two
-  (paths.cc:ncclTopoComputeP2pChannels, :857-880@v2.28.9; MAXCHANNELS 64 at most).
-- ``channels_per_peer``: the fewest any peer gets, as a power of two (ncclTopoGetNchannels): an NVLink peer two
-  per NVLink between the pair (paths.cc:829-831@v2.28.9), a PCIe peer two, a peer across the network, up to
-  2.28, two halved while 2 x ranks > 4 x p2p channels, at least the GPU's NICs (:836-849@v2.28.9), and from
-  2.29 the GPU's NICs or NIC GB/s / NCCL_P2P_PER_CHANNEL_NET_BW (14 GB/s), whichever is more, halved while
-  it x ceil(ranks / 8) exceeds the p2p channels (paths.cc:918-1000@v2.29.7).
-- ``op_channels``: one send's channels for its bytes (enqueue.cc:addP2pToPlan :889-900 and :1053-1056@v2.28.9):
-  from the per-peer count halved while it x ranks exceeds the p2p channels, doubled (up to the per-peer count)
-  while a part exceeds the largest, each part at least the smallest; parts of one step (NCCL_P2P_NET_CHUNKSIZE
-  128 KiB across nodes, NCCL_P2P_NVL_CHUNKSIZE 512 KiB on an all-NVLink node, NCCL_P2P_PCI_CHUNKSIZE 128 KiB
-  else, init.cc:704-721@v2.28.9), the smallest half (across nodes) or an eighth of it, the largest one step
-  (across nodes) or 32.
+- ``p2p_channels``: the channels p2p operations may use, the collective channels rounded up to a
+  power of two (paths.cc:ncclTopoComputeP2pChannels, :857-880@v2.28.9; MAXCHANNELS 64 at most).
+- ``channels_per_peer``: the fewest any peer gets, as a power of two (ncclTopoGetNchannels): an
+  NVLink peer two per NVLink between the pair (paths.cc:829-831@v2.28.9), a PCIe peer two, a peer
+  across the network, up to 2.28, two halved while 2 x ranks > 4 x p2p channels, at least the GPU's
+  NICs (:836-849@v2.28.9), and from 2.29 the GPU's NICs or NIC GB/s / NCCL_P2P_PER_CHANNEL_NET_BW
+  (14 GB/s), whichever is more, halved while it x ceil(ranks / 8) exceeds the p2p channels
+  (paths.cc:918-1000@v2.29.7).
+- ``op_channels``: one send's channels for its bytes (enqueue.cc:addP2pToPlan :889-900 and
+  :1053-1056@v2.28.9): from the per-peer count halved while it x ranks exceeds the p2p channels,
+  doubled (up to the per-peer count) while a part exceeds the largest, each part at least the
+  smallest; parts of one step (NCCL_P2P_NET_CHUNKSIZE 128 KiB across nodes, NCCL_P2P_NVL_CHUNKSIZE
+  512 KiB on an all-NVLink node, NCCL_P2P_PCI_CHUNKSIZE 128 KiB else, init.cc:704-721@v2.28.9), the
+  smallest half (across nodes) or an eighth of it, the largest one step (across nodes) or 32.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from collsim.nccl.chunking import NCCL_STEPS
 
 MAXCHANNELS = 64
 PER_CHANNEL_NET_GBPS = 14          # NCCL_P2P_PER_CHANNEL_NET_BW (paths.cc:918@v2.29.7)
-P2P_PER_BATCH = 8                  # NCCL_MAX_DEV_WORK_P2P_PER_BATCH (collsim.algorithms.p2p's lanes)
+# NCCL_MAX_DEV_WORK_P2P_PER_BATCH (collsim.algorithms.p2p's lanes)
+P2P_PER_BATCH = 8
 NET_CHUNK, NVL_CHUNK, PCI_CHUNK = 128 << 10, 512 << 10, 128 << 10
 
 
@@ -40,7 +42,8 @@ def _newer(version: str) -> bool:
 
 
 def channels_per_peer(cluster: Cluster, p2p: int) -> int:
-    """The p2p channels of each peer of ``cluster`` (NCCL's view of it) with ``p2p`` p2p channels."""
+    """The p2p channels of each peer of ``cluster`` (NCCL's view of it) with ``p2p`` p2p
+    channels."""
     c, g, p = cluster, cluster.gpus_per_node, cluster.ranks
     counts = []
     if g > 1:
@@ -68,8 +71,8 @@ def channels_per_peer(cluster: Cluster, p2p: int) -> int:
 def step_bytes(cluster: Cluster, buffsize: int) -> int:
     """NCCL's p2p step (its chunk), bytes, under NCCL_BUFFSIZE ``buffsize``."""
     c = cluster
-    chunk = NET_CHUNK if c.nodes > 1 else NVL_CHUNK if c.intra != "pcie" and c.p2p and c.gpu_info.nvlinks \
-        else PCI_CHUNK
+    nvlink = c.intra != "pcie" and c.p2p and c.gpu_info.nvlinks
+    chunk = NET_CHUNK if c.nodes > 1 else NVL_CHUNK if nvlink else PCI_CHUNK
     return min(chunk, buffsize // NCCL_STEPS)
 
 

@@ -33,7 +33,8 @@ PAT_FLOOR = 64 << 10      # calcCollChunking's smallest PAT chunk
 
 
 def payload_slot(proto: str, buffsize: int) -> int:
-    """Payload bytes of one slot of a connection's buffer (``buffsize``: NCCL_BUFFSIZE, Simple's)."""
+    """Payload bytes of one slot of a connection's buffer (``buffsize``: NCCL_BUFFSIZE,
+    Simple's)."""
     slot = (buffsize if proto == "Simple" else DEFAULT_BUFFSIZE[proto]) // NCCL_STEPS
     return {"LL": slot // 2, "LL128": slot // 16 * 15, "Simple": slot}[proto]
 
@@ -59,7 +60,8 @@ class RingPlan:
 
 
 def ring_plan(proto: str, part: int, ranks: int, buffsize: int) -> RingPlan:
-    """NCCL's ring pipeline for one channel's ``part`` bytes on ``ranks`` ranks (module docstring)."""
+    """NCCL's ring pipeline for one channel's ``part`` bytes on ``ranks`` ranks (module
+    docstring)."""
     slot = (buffsize if proto == "Simple" else DEFAULT_BUFFSIZE[proto]) // NCCL_STEPS
     chunk = payload_slot(proto, buffsize) * RING_CHUNK_SLOTS[proto] // GRAIN[proto] * GRAIN[proto]
     full_loops, rem = divmod(part, ranks * chunk)

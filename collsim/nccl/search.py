@@ -24,17 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from collsim.nccl.constants import since, vnum
-from collsim.nccl.graphs import (
-    Graph,
-    Hw,
-    collnet_direct_graph,
-    hw_of,
-    nvls_graph,
-    nvls_support,
-    ring_graph,
-    tree_graph,
-)
+from collsim.nccl.graphs import Graph, Hw, hw_of, ring_graph, tree_graph
 from collsim.nccl.settings import Settings, read_settings
+from collsim.nccl.switch_graphs import collnet_direct_graph, nvls_graph, nvls_support
 
 
 @dataclass(frozen=True)

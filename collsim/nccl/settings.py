@@ -1,4 +1,5 @@
-"""The NCCL_* variables that change NCCL's AllReduce choice, read as a given NCCL version reads them.
+"""The NCCL_* variables that change NCCL's AllReduce choice, read as a given NCCL version reads
+them.
 
 ``read_settings(env, version)`` -> ``Settings``. ``env`` maps names to strings (``os.environ``
 style; None or {} = all defaults); variables not listed here are ignored. Files are NVIDIA/nccl
@@ -11,15 +12,17 @@ at the tag of ``collsim.nccl.constants.TAGS``.
   LL128 forces it on past NCCL's own LL128 checks (value 1 instead of the default 2, tuning.cc:412,
   480@v2.28.9).
 - NCCL_CROSS_NIC 0/1/2 (search.cc:15@v2.28.9), NCCL_NVLS_ENABLE 0/1/2 (nvls.cc:152), NCCL_IB_DISABLE
-  0/1 (net_ib.cc:507: 1 = the socket transport), NCCL_COLLNET_ENABLE 0/1 (init.cc:59,1732-1741; whether it
-  was given: a ``sharp: true`` cluster turns CollNet on unless it says 0), NCCL_P2P_DISABLE 0/1
-  (paths.cc:261-267: peers through the CPU, NCCL's SHM transport), and aws-ofi-nccl's
-  OFI_NCCL_NET_LATENCY in us (the latency the EFA plugin reports, nccl_ofi_param.h:221@v1.21.1).
-- Channel counts: NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS (connect.cc:327-353@v2.28.9), NCCL_MIN_CTAS,
-  NCCL_MAX_CTAS (init.cc:1415-1416,1661-1679), NCCL_NVLS_NCHANNELS (init.cc:61,1752-1756).
-- NCCL_NTHREADS (64..512, a multiple of 32), NCCL_LL128_NTHREADS (160..640) (tuning.cc:13-33,231-243),
-  NCCL_NET_OVERHEAD in ns (tuning.cc:212-219), NCCL_BUFFSIZE in bytes (init.cc:700; chunking only,
-  not the choice).
+  0/1 (net_ib.cc:507: 1 = the socket transport), NCCL_COLLNET_ENABLE 0/1 (init.cc:59,1732-1741;
+  whether it was given: a ``sharp: true`` cluster turns CollNet on unless it says 0),
+  NCCL_P2P_DISABLE 0/1 (paths.cc:261-267: peers through the CPU, NCCL's SHM transport), and
+  aws-ofi-nccl's OFI_NCCL_NET_LATENCY in us (the latency the EFA plugin reports,
+  nccl_ofi_param.h:221@v1.21.1).
+- Channel counts: NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS (connect.cc:327-353@v2.28.9),
+  NCCL_MIN_CTAS, NCCL_MAX_CTAS (init.cc:1415-1416,1661-1679), NCCL_NVLS_NCHANNELS
+  (init.cc:61,1752-1756).
+- NCCL_NTHREADS (64..512, a multiple of 32), NCCL_LL128_NTHREADS (160..640)
+  (tuning.cc:13-33,231-243), NCCL_NET_OVERHEAD in ns (tuning.cc:212-219), NCCL_BUFFSIZE in bytes
+  (init.cc:700; chunking only, not the choice).
 
 NCCL replaces several out-of-range values silently (a maximum of 0 channels becomes 1, "1e9" is read
 as 1 by strtoll, param.cc ncclLoadParam); collsim refuses them instead: each bad value is a one-line
@@ -61,22 +64,26 @@ def parse_list(var: str, value: str, names, defaults: dict, version: str) -> dic
         parts = [p for p in entry.split(":") if p]
         prefix, elems = (None, parts[0]) if len(parts) == 1 else (parts[0], parts[1])
         if prefix is None and i > 0:
-            raise CollsimError(f"{var}={value!r}: all entries except the first must name a function (NCCL {version})")
+            raise CollsimError(f"{var}={value!r}: all entries except the first must name a "
+                               f"function (NCCL {version})")
         if prefix is not None and prefix.lower() not in (f.lower() for f in FUNCS):
-            raise CollsimError(f"{var}={value!r}: unknown function {prefix!r} (expected one of {', '.join(FUNCS)})")
+            raise CollsimError(f"{var}={value!r}: unknown function {prefix!r} (expected one of "
+                               f"{', '.join(FUNCS)})")
         neg = elems.startswith("^")
         row = {n: int(neg) for n in names}
         for token in (e for e in elems.lstrip("^").split(",") if e):
             match = [n for n in names if token.lower() == n.lower()]
             if not match:
-                raise CollsimError(f"{var}={value!r}: unknown name {token!r} (NCCL {version} knows {', '.join(names)})")
+                raise CollsimError(f"{var}={value!r}: unknown name {token!r} (NCCL {version} knows "
+                                   f"{', '.join(names)})")
             row[match[0]] = int(not neg)
         if prefix is None or prefix.lower() == "allreduce":
             out = row
     return out
 
 
-# strtoll(str, NULL, 0) as ncclLoadParam calls it (param.cc@v2.28.9): C-locale space, a sign, then hex
+# strtoll(str, NULL, 0) as ncclLoadParam calls it (param.cc@v2.28.9): C-locale space, a sign, then
+# hex
 # (0x...), octal (0...) or decimal digits, ASCII only; it stops at the first other character.
 _STRTOLL = re.compile(r"[ \t\n\v\f\r]*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)?")
 INT64 = (-(1 << 63), (1 << 63) - 1)
@@ -95,10 +102,12 @@ def nccl_integer(name: str, text: str) -> int:
     value = int(sign + digits, 16 if digits[:2].lower() == "0x" else 8 if digits[0] == "0" else 10)
     rest = text[m.end():]
     if rest.strip(" \t\n\v\f\r"):
-        raise CollsimError(f"{name}={shown}: NCCL reads it as {value} (its strtoll stops at {describe(rest[0])}); "
+        raise CollsimError(f"{name}={shown}: NCCL reads it as {value} (its strtoll stops at "
+                           f"{describe(rest[0])}); "
                            f"write {value} if that is meant")
     if len(digits) > 1 and digits[0] == "0" and digits[1] not in "xX":
-        raise CollsimError(f"{name}={shown}: NCCL reads a leading 0 as octal, {value}; write {value} if that is meant")
+        raise CollsimError(f"{name}={shown}: NCCL reads a leading 0 as octal, {value}; write "
+                           f"{value} if that is meant")
     if not INT64[0] <= value <= INT64[1]:
         raise CollsimError(f"{name}={shown}: out of int64 (NCCL ignores it and keeps its default)")
     return value
@@ -113,19 +122,27 @@ def _int(env: dict, name: str, lo: int, hi: int, default, why: str = ""):
     return value
 
 
-def env_arguments(pairs, option: str = "--env", prefix: str | tuple = ("NCCL_", "OFI_NCCL_")) -> dict:
-    """The NAME=VALUE strings of every ``--env`` (each may hold several; repeated options are merged,
-    ``action="extend"``) as a dict; a malformed pair, a name not starting with one of ``prefix``, or a name given
-    twice with different values is one CollsimError line. Integer variables are read and bounded by
-    ``read_settings`` (``check_env``) when the run's NCCL version is known."""
+def env_arguments(pairs, option: str = "--env",
+                  prefix: str | tuple = ("NCCL_", "OFI_NCCL_")) -> dict:
+    """The NAME=VALUE strings of every ``--env`` (each may hold several; repeated options are
+    merged, ``action="extend"``) as a dict; a malformed pair, a name not starting with one of
+    ``prefix``, or a name given twice with different values is one CollsimError line. Integer
+    variables are read and bounded by ``read_settings`` (``check_env``) when the run's NCCL version
+    is known."""
     prefix = (prefix,) if isinstance(prefix, str) else tuple(prefix)
     env: dict[str, str] = {}
     for pair in pairs or ():
         name, sep, value = str(pair).partition("=")
-        if not sep or not name.startswith(prefix) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise CollsimError(f"{option} {describe(pair)}: expected {' or '.join(p + 'NAME=VALUE' for p in prefix)}")
+        if (
+            not sep
+            or not name.startswith(prefix)
+            or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)
+        ):
+            raise CollsimError(f"{option} {describe(pair)}: expected "
+                               f"{' or '.join(p + 'NAME=VALUE' for p in prefix)}")
         if name in env and env[name] != value:
-            raise CollsimError(f"{option} {name} given twice ({describe(env[name])} and {describe(value)}): "
+            raise CollsimError(f"{option} {name} given twice ({describe(env[name])} and "
+                               f"{describe(value)}): "
                                "give each variable once")
         env[name] = value
     return env
@@ -185,22 +202,26 @@ def read_settings(env: dict | None, version: str) -> Settings:
         cross_nic=_int(env, "NCCL_CROSS_NIC", 0, 2, 2),
         nvls_enable=_int(env, "NCCL_NVLS_ENABLE", 0, 2, 2),
         ib_disable=bool(_int(env, "NCCL_IB_DISABLE", 0, 1, 0)),
-        collnet_enable=bool(_int(env, "NCCL_COLLNET_ENABLE", 0, 1, 0)), collnet_set="NCCL_COLLNET_ENABLE" in env,
+        collnet_enable=bool(_int(env, "NCCL_COLLNET_ENABLE", 0, 1, 0)),
+        collnet_set="NCCL_COLLNET_ENABLE" in env,
         p2p_disable=bool(_int(env, "NCCL_P2P_DISABLE", 0, 1, 0)),
         plugin_latency_us=_float(env, "OFI_NCCL_NET_LATENCY", 0.0, 1e6),
         min_nchannels=min(_int(env, "NCCL_MIN_NCHANNELS", 1, MAX_ANY_CHANNELS, 0, cap), maxch),
-        max_nchannels=_capped(_int(env, "NCCL_MAX_NCHANNELS", 1, MAX_ANY_CHANNELS, None, cap), maxch),
+        max_nchannels=_capped(_int(env, "NCCL_MAX_NCHANNELS", 1, MAX_ANY_CHANNELS, None, cap),
+                              maxch),
         min_ctas=min(_int(env, "NCCL_MIN_CTAS", 1, MAX_ANY_CHANNELS, 1, cap), maxch),
         max_ctas=_capped(_int(env, "NCCL_MAX_CTAS", 1, MAX_ANY_CHANNELS, None, cap), maxch),
         nvls_nchannels=_int(env, "NCCL_NVLS_NCHANNELS", 1, MAX_ANY_CHANNELS, None),
         nthreads=nthreads, ll128_nthreads=ll128,
         net_overhead_us=None if overhead is None else overhead / 1000.0,
-        buffsize=_int(env, "NCCL_BUFFSIZE", *BUFFSIZE_RANGE, None, " bytes (collsim.inputs.BUFFSIZE_RANGE: 32 KiB, "
+        buffsize=_int(env, "NCCL_BUFFSIZE", *BUFFSIZE_RANGE, None,
+                      " bytes (collsim.inputs.BUFFSIZE_RANGE: 32 KiB, "
                       "the smallest buffer collsim models, to 4 GiB)"), raw=env)
 
 
 def _float(env: dict, name: str, lo: float, hi: float):
-    """A float variable within [lo, hi] (aws-ofi-nccl's OFI_NCCL_NET_LATENCY, microseconds), or None when unset."""
+    """A float variable within [lo, hi] (aws-ofi-nccl's OFI_NCCL_NET_LATENCY, microseconds), or None
+    when unset."""
     if name not in env:
         return None
     text = str(env[name]).strip()

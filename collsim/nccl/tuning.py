@@ -7,24 +7,25 @@ algorithms, with the version's constants (``collsim.nccl.constants``) and enable
 ``choose`` NCCL's argmin. Files: NVIDIA/nccl src/graph/tuning.cc, lines of v2.28.9-1 unless another
 tag is named (the per-version rules are listed in ``collsim.nccl.constants``):
 
-- bandwidth (tuning.cc:284-352): ``bw = nodes <= 2 or CollNet ? bwIntra : bwInter``; NVLS/NVLSTree as
-  the version computes it; ``busBw = nCh x bw``; Ring LL ``min(llMaxBw, busBw/2)`` (/4 before 2.21),
-  Ring LL128 ``min(.92 busBw, nCh x perChMaxRingLL128Bw)``, Tree ``min(.92 busBw, nCh x
+- bandwidth (tuning.cc:284-352): ``bw = nodes <= 2 or CollNet ? bwIntra : bwInter``; NVLS/NVLSTree
+  as the version computes it; ``busBw = nCh x bw``; Ring LL ``min(llMaxBw, busBw/2)`` (/4 before
+  2.21), Ring LL128 ``min(.92 busBw, nCh x perChMaxRingLL128Bw)``, Tree ``min(.92 busBw, nCh x
   perChMaxTreeBw)``, Tree LL ``min(busBw/3.8, llMaxBw)``, Tree LL128 ``min(busBw x (7/9 on one node,
   120/128 else), nCh x perChMaxTreeLL128Bw)``, x.85 for the TREE pattern; CollNetDirect Simple
   ``busBw / (f - (f-1)/2)`` with ``f = ppn/nCh`` (x.85 on SM90+); algorithm bandwidth = bus x
   ``nRanks/(2(nRanks-1))`` (Ring, NVLS from 2.28) or x.5.
-- latency (tuning.cc:353-401): Ring ``base + (2(n-1) - nInter) x max(intraHop, netOverhead) + nInter x
-  interHop`` (net overhead 1 us Intel, 2 AMD, x3 for Simple, tuning.cc:211-219); Tree ``base +
-  2((ppn-1) intraHop + log2 nNodes x interHop)``; NVLS ``intraHop (+ interHop)``; NVLSTree ``intraHop +
-  2 log2 nNodes x interHop``; CollNet chain/direct at tuning.cc:386-390.
-- enabling (tuning.cc:406-497): NCCL_ALGO/NCCL_PROTO (``collsim.nccl.settings``); NVLSTree off on one
-  node; CollNet, and NVLS across nodes, only with CollNet; CollNetDirect only with an NVSwitch;
+- latency (tuning.cc:353-401): Ring ``base + (2(n-1) - nInter) x max(intraHop, netOverhead) + nInter
+  x interHop`` (net overhead 1 us Intel, 2 AMD, x3 for Simple, tuning.cc:211-219); Tree ``base +
+  2((ppn-1) intraHop + log2 nNodes x interHop)``; NVLS ``intraHop (+ interHop)``; NVLSTree
+  ``intraHop + 2 log2 nNodes x interHop``; CollNet chain/direct at tuning.cc:386-390.
+- enabling (tuning.cc:406-497): NCCL_ALGO/NCCL_PROTO (``collsim.nccl.settings``); NVLSTree off on
+  one node; CollNet, and NVLS across nodes, only with CollNet; CollNetDirect only with an NVSwitch;
   LL128 by default only where its path checks pass. Before 2.24 an all-disabled table falls back to
   Ring (tuning.cc:303-318@v2.19.4; CollNet-only lists, tuning.cc:263-272@v2.18.6); from 2.24 it is
   an error (enqueue.cc:1859).
 - ``Hardware`` + ``tuning_table`` keep the hand-fed Ring/Tree entry (graph numbers from a log);
-  ``table_from_printed`` reads the "AllReduce | lat/bw" row NCCL prints with NCCL_DEBUG_SUBSYS=TUNING.
+  ``table_from_printed`` reads the "AllReduce | lat/bw" row NCCL prints with
+  NCCL_DEBUG_SUBSYS=TUNING.
 
 Units: us, GB/s (1e9 B/s), bytes.
 """
@@ -36,6 +37,7 @@ import numpy as np
 
 from collsim.errors import CollsimError
 from collsim.nccl import NCCL_ALGOS, PROTOS, canonical
+from collsim.nccl.chunking import MAX_THREADS
 from collsim.nccl.constants import (
     NCCL_MAX_NTHREADS,
     PCI_BW,
@@ -44,14 +46,21 @@ from collsim.nccl.constants import (
     constants,
     vnum,
 )
-from collsim.nccl.formulas import COLLNET, FUNC_ALGOS, algbw_ratio, bus_bw, enabled, latency, pat_enabled
+from collsim.nccl.formulas import (
+    COLLNET,
+    FUNC_ALGOS,
+    algbw_ratio,
+    bus_bw,
+    enabled,
+    latency,
+    pat_enabled,
+)
 from collsim.nccl.graphs import Graph
 from collsim.nccl.search import Setup
 from collsim.nccl.settings import algo_names, read_settings
 
-MAX_THREADS = {("Ring", "LL"): 512, ("Ring", "LL128"): 640, ("Ring", "Simple"): 512,
-               ("Tree", "LL"): 512, ("Tree", "LL128"): 640, ("Tree", "Simple"): 512}
-BASE_LAT = {a: constants("2.28").base_lat[a] for a in ("Tree", "Ring")}             # tuning.cc:143-144
+# tuning.cc:143-144
+BASE_LAT = {a: constants("2.28").base_lat[a] for a in ("Tree", "Ring")}
 HW_LAT = {hw: {a: t[a] for a in ("Tree", "Ring")} for hw, t in constants("2.28").hw_lat.items()}
 EMPTY = Graph("", 0, 0.0, 0.0, "LOC", "LOC")
 
@@ -86,7 +95,8 @@ class Hardware:
 
     def __post_init__(self):
         if self.n_ranks < 2 or self.n_nodes < 1 or self.n_ranks % self.n_nodes:
-            raise CollsimError(f"need n_ranks >= 2 divisible by n_nodes, got {self.n_ranks}/{self.n_nodes}")
+            raise CollsimError("need n_ranks >= 2 divisible by n_nodes, got "
+                               f"{self.n_ranks}/{self.n_nodes}")
         if self.channels < 1 or self.bw_intra <= 0:
             raise CollsimError("channels and bw_intra must be positive")
         if self.intra not in ("nvlink", "pcie"):
@@ -113,7 +123,8 @@ class TuningTable:
     thread_threshold: dict = field(default_factory=dict)
     collnet_heads: int = 0
     cpu: str = "intel"
-    func: str = "AllReduce"     # NCCL's function the table costs (``collsim.nccl.formulas.FUNC_ALGOS``)
+    # NCCL's function the table costs (``collsim.nccl.formulas.FUNC_ALGOS``)
+    func: str = "AllReduce"
 
     def rows(self) -> dict:
         """``{algo: {proto: (lat_us, bw_GBps)}}``, the printed table's layout."""
@@ -124,24 +135,29 @@ class TuningTable:
 
 
 def tune(setup: Setup, coll: str = "AllReduce") -> TuningTable:
-    """NCCL's table of function ``coll`` (NCCL's name, ``FUNC_ALGOS``) for ``setup`` (``ncclTopoTuneModel``,
-    tuning.cc:230-574): only the algorithms NCCL costs for it, PAT where ``pat_enabled``."""
+    """NCCL's table of function ``coll`` (NCCL's name, ``FUNC_ALGOS``) for ``setup``
+    (``ncclTopoTuneModel``, tuning.cc:230-574): only the algorithms NCCL costs for it, PAT where
+    ``pat_enabled``."""
     k, st = constants(setup.version), setup.settings
     nodes, n = setup.n_nodes, setup.n_ranks
-    graphs = {"Tree": setup.tree, "Ring": setup.ring, "CollNetDirect": setup.collnet_direct or EMPTY,
+    graphs = {"Tree": setup.tree, "Ring": setup.ring, "CollNetDirect": setup.collnet_direct
+              or EMPTY,
               "CollNetChain": setup.collnet_chain or EMPTY, "NVLS": setup.nvls or EMPTY,
               "NVLSTree": setup.nvls or EMPTY, "PAT": setup.tree}
     i2 = nodes - 1 if nodes <= 2 else 2                                    # tuning.cc:250-254
     row = k.arch_index(setup.compcap) if nodes == 1 else (1 if setup.cpu == "amd" else 0)
     caps = {"i2": i2, "ll": k.ll_max_bw[row][i2]}
-    overhead = st.net_overhead_us if st.net_overhead_us is not None else (2.0 if setup.cpu == "amd" else 1.0)
+    overhead = st.net_overhead_us if st.net_overhead_us is not None else (2.0 if setup.cpu == "amd"
+                                                                          else 1.0)
     lat, bw = {}, {}
     for a in (a for a in algo_names(setup.version) if a in FUNC_ALGOS[coll]):
         for p in PROTOS:
             g = graphs[a]
-            nvls_skip = a in ("NVLS", "NVLSTree") and (p != "Simple" or (k.v >= (2, 28) and g.channels < 2))
+            nvls_skip = a in ("NVLS",
+                              "NVLSTree") and (p != "Simple" or (k.v >= (2, 28) and g.channels < 2))
             pat_skip = a == "PAT" and (coll == "AllReduce" or not pat_enabled(k, setup, p))
-            if pat_skip or nvls_skip:                                    # left at 0 (tuning.cc:277-288)
+            # left at 0 (tuning.cc:277-288)
+            if pat_skip or nvls_skip:
                 lat[(a, p)], bw[(a, p)] = 0.0, 0.0
                 continue
             bw[(a, p)] = bus_bw(k, a, p, g, setup, caps, coll) * algbw_ratio(k, a, setup, coll)
@@ -161,24 +177,30 @@ def tune(setup: Setup, coll: str = "AllReduce") -> TuningTable:
     for a in ("Ring", "Tree"):
         threads[(a, "LL")] = st.nthreads or 512
         threads[(a, "LL128")] = st.ll128_nthreads or 640
-    threads.update({(a, "Simple"): NCCL_MAX_NTHREADS for a in ("CollNetDirect", "CollNetChain", "NVLS", "NVLSTree")})
+    threads.update({(a, "Simple"): NCCL_MAX_NTHREADS
+                    for a in ("CollNetDirect", "CollNetChain", "NVLS", "NVLSTree")})
     thresholds = {(a, p): THREAD_THRESHOLD[p] for a in NCCL_ALGOS for p in PROTOS}
     thresholds[("Ring", "LL")] *= n                                       # tuning.cc:541-549
     thresholds.update({(a, "Simple"): 512 for a in COLLNET})
     heads = min(setup.collnet_direct.channels, setup.nics_per_node) if setup.collnet_direct else 0
-    return TuningTable(lat, bw, n, nodes, setup.coll_channels, setup.compcap, threads, setup.version,
-                       setup.comm_channels, setup.nvls_channels, thresholds, heads, setup.cpu, func=coll)
+    return TuningTable(lat, bw, n, nodes, setup.coll_channels, setup.compcap, threads,
+                       setup.version,
+                       setup.comm_channels, setup.nvls_channels, thresholds, heads, setup.cpu,
+                       func=coll)
 
 
 def tuning_table(hw: Hardware) -> TuningTable:
     """NCCL 2.28's AllReduce table from hand-fed graph numbers (no NVLS, no CollNet)."""
     ring = Graph("RING", hw.channels, hw.bw_intra, hw.bw_inter or hw.bw_intra,
-                 "NVL" if hw.intra == "nvlink" else "PIX", "PIX" if hw.ll128 else "SYS", 0, hw.latency_inter)
+                 "NVL" if hw.intra == "nvlink" else "PIX", "PIX" if hw.ll128 else "SYS", 0,
+                 hw.latency_inter)
     tree = replace(ring, pattern="TREE" if hw.tree_pattern_tree else "BALANCED_TREE",
-                   channels=hw.tree_channels or hw.channels, bw_intra=hw.tree_bw_intra or hw.bw_intra)
+                   channels=hw.tree_channels or hw.channels, bw_intra=hw.tree_bw_intra
+                   or hw.bw_intra)
     settings = replace(read_settings(None, "2.28"), net_overhead_us=hw.net_overhead_us)
     coll = hw.coll_channels or 2 * hw.channels
-    setup = Setup("2.28", "", hw.compcap, hw.cpu_vendor, hw.n_nodes, hw.n_ranks // hw.n_nodes, 0, ring, tree,
+    setup = Setup("2.28", "", hw.compcap, hw.cpu_vendor, hw.n_nodes, hw.n_ranks // hw.n_nodes, 0,
+                  ring, tree,
                   None, None, None, coll, coll, 0, hw.intra == "nvlink", (), (), (), settings)
     return tune(setup)
 
@@ -199,11 +221,13 @@ def table_from_printed(rows: dict, n_ranks: int, n_nodes: int = 1, coll_channels
             try:
                 lat[(a, p)], bw[(a, p)] = float(val[0]), float(val[1])
             except (TypeError, ValueError, IndexError):
-                raise CollsimError(f"tuning table entry {a}/{p} must be (lat_us, bw_GBps), got {val!r}") from None
+                raise CollsimError(f"tuning table entry {a}/{p} must be (lat_us, bw_GBps), got "
+                                   f"{val!r}") from None
     return TuningTable(lat, bw, int(n_ranks), int(n_nodes), int(coll_channels), int(compcap))
 
 
-def algo_time_us(table: TuningTable, algo: str, proto: str, nbytes, num_pipe_ops: int = 1) -> np.ndarray:
+def algo_time_us(table: TuningTable, algo: str, proto: str, nbytes,
+                 num_pipe_ops: int = 1) -> np.ndarray:
     """``ncclTopoGetAlgoTime`` for AllReduce (tuning.cc:584-601): us per size, nan if disabled.
 
     Tree: bandwidth x treeCorrectionFactor[proto][log2i(nBytes >> 6)] below 512 MiB (NVLSTree too,
@@ -245,55 +269,3 @@ def choose(table: TuningTable, nbytes) -> list[tuple[str, str, float]]:
         raise CollsimError("no enabled algorithm/protocol in the tuning table")
     best = np.argmin(times, axis=0)
     return [(*keys[k], float(times[k, i])) for i, k in enumerate(best)]
-
-
-def _shrink(nbytes: int, nc: int, nt: int, threshold: int) -> tuple[int, int]:
-    """Fewer channels, then fewer threads, while nBytes < nc x nt x threshold (enqueue.cc:1886-1900)."""
-    while nbytes < nc * nt * threshold and nc >= 2:
-        nc -= 1
-    while nbytes < nc * nt * threshold and nt % 128 == 0:
-        nt //= 2
-    return nc, nt
-
-
-def nccl_channels(algo: str, proto: str, nbytes: int, coll_channels: int, n_ranks: int,
-                  max_threads: dict | None = None) -> tuple[int, int]:
-    """Channels and threads NCCL runs for a Ring/Tree AllReduce (enqueue.cc:1866-1907).
-
-    Drops a channel while ``nbytes < channels * threads * threshold`` (down to 1), then halves
-    threads (while a multiple of 128). Returns ``(channels, threads)``, threads before NCCL adds
-    its synchronisation warps.
-    """
-    algo, proto = canonical(algo, ("Tree", "Ring")), canonical(proto, PROTOS)
-    thr = THREAD_THRESHOLD[proto] * (n_ranks if (algo, proto) == ("Ring", "LL") else 1)
-    return _shrink(int(nbytes), int(coll_channels), (max_threads or MAX_THREADS)[(algo, proto)], thr)
-
-
-def launch(table: TuningTable, algo: str, proto: str, nbytes: int) -> tuple[int, int]:
-    """(channels, threads per CTA) NCCL launches for (algo, proto) at ``nbytes`` (topoGetAlgoInfo,
-    enqueue.cc:1865-1911): Ring/Tree/CollNetChain from the coll channels with ``_shrink``; NVLS and
-    NVLSTree the NVLS channels (the coll channels when fewer, for NVLS across nodes, from 2.28),
-    CollNetDirect steps down per head count; then +32 threads for Ring Simple, +128 for Tree Simple,
-    at least 96, and Tree always 640 from 2.22 (enqueue.cc:1655@v2.22.3, :1907)."""
-    nc, nt = table.coll_channels, table.max_threads.get((algo, proto), NCCL_MAX_NTHREADS)
-    thr = table.thread_threshold.get((algo, proto), THREAD_THRESHOLD[proto])
-    v = vnum(table.version)
-    if algo in ("NVLS", "NVLSTree"):
-        nc = table.nvls_channels
-        if algo == "NVLS" and table.n_nodes > 1 and v >= (2, 28):
-            nc = min(nc, table.comm_channels or table.coll_channels)
-    elif algo == "CollNetDirect":
-        switch, flag = 16, True
-        while switch >= 1 and flag:
-            while (flag := nbytes < nc * nt * table.collnet_heads * thr) and nc > switch:
-                thr //= 2 if nc == switch + switch // 2 else 1
-                nc -= 1
-            switch //= 2
-    else:
-        nc, nt = _shrink(int(nbytes), nc, nt, thr)
-    if proto == "Simple":
-        nt += {"Ring": 32, "Tree": 128}.get(algo, 0)
-    nt = max(nt, 96)
-    if (algo == "Tree" and v >= (2, 22)) or (algo == "PAT"):
-        nt = NCCL_MAX_NTHREADS
-    return nc, nt

@@ -4,9 +4,9 @@
 - AllGather, ReduceScatter, Ring (``collsim.algorithms.ring_halves``): RING_CHUNKSTEPS 4 and
   RING_SLICESTEPS 2 as AllReduce (src/include/collectives.h ALLGATHER_/REDUCESCATTER_CHUNKSTEPS),
   the channel's part of every segment looped over chunk by chunk (device/all_gather.h runRing): the
-  same loops and slices as AllReduce's ring (``collsim.nccl.plan.ring_plan``); on an even number of nodes (4 or
-  more) its quotient by the shift of two nodes (``ring_quotient`` with one phase), where AllReduce's
-  would be.
+  same loops and slices as AllReduce's ring (``collsim.nccl.plan.ring_plan``); on an even number of
+  nodes (4 or more) its quotient by the shift of two nodes (``ring_quotient`` with one phase), where
+  AllReduce's would be.
 - PAT (``collsim.algorithms.pat``): one slot per chunk (``ProtoSimple<1,1>``,
   ``collsim.nccl.plan.pat_chunk``), up to 16 chunks in flight per connection
   (NCCL_PAT_NWORKERS / 32).

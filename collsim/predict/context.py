@@ -121,7 +121,8 @@ def harness_config(cluster: Cluster, harness: str, timing: str, gpus_per_process
         key = "torch-graph-mixing" if timing == "graph" and mixing not in ("", "0") else "bare"
         slices, buffer = 1, int(max(sizes))
     intra = "pcie" if cluster.intra == "pcie" else "nvlink"
-    return Config(cluster.ranks, nodes=cluster.nodes, intra=intra, buffsize=settings.buffsize, channels=None,
+    return Config(cluster.ranks, nodes=cluster.nodes, intra=intra, buffsize=settings.buffsize,
+                  channels=None,
                   timing=timing, harness=key, slices=slices, buffer_bytes=buffer, inplace=True,
                   clock="", calls=0, nics=cluster.nics_per_node, gpus_per_process=gpp)
 

@@ -157,7 +157,8 @@ def ring_fabric(cluster: Cluster, ranks: int, channels: int) -> str | None:
 
 
 def _shortened(full: int, pipeline: int | None, count: int) -> tuple[int, int]:
-    """(loops, elements) of a run cut to ``pipeline`` of its ``full`` loops, each loop's bytes kept."""
+    """(loops, elements) of a run cut to ``pipeline`` of its ``full`` loops, each loop's bytes
+    kept."""
     if pipeline is None or pipeline >= full:
         return full, count
     return pipeline, max(pipeline, count * pipeline // full)

@@ -33,7 +33,13 @@ from collsim.predict.context import NcclContext, harness_config
 from collsim.predict.costs import l2_factor, nccl_topology, tree_ceiling_GBps, with_window
 from collsim.predict.schedules import nccl_run
 from collsim.simulate import SimResult, simulate
-from collsim.simulate.symmetry import collapse_channels, fabric_binds, permute_channels, stand_for, without_fabric
+from collsim.simulate.symmetry import (
+    collapse_channels,
+    fabric_binds,
+    permute_channels,
+    stand_for,
+    without_fabric,
+)
 
 # loops simulated before the rest is extrapolated (both: within 1% on NVLSTree, 4-16 nodes)
 LOOPS = (12, 24)

@@ -64,7 +64,7 @@ def test_buffsize_direction():
 
 def test_barrier_cost_follows_nccl_threads():
     """warp_us x steps x warps: NCCL raises Ring Simple's threads 64 -> 512 between 4 and 32 KiB
-    on one channel (nccl_tuning.nccl_channels), so the term grows 8x there with steps unchanged."""
+    on one channel (collsim.nccl.chunking.nccl_channels), so the term grows 8x there with steps unchanged."""
     p = with_path(default_params(), ("nvlink", "Ring", "Simple"), warp_us=0.05)
     sizes = [4096, 8192, 16384, 32768]
     lay = layout("Ring", "Simple", sizes, TWO)

@@ -9,8 +9,9 @@ import pytest
 
 from collsim.errors import CollsimError
 from collsim.machine.cluster import Cluster
+from collsim.nccl.chunking import nccl_channels
 from collsim.nccl.decision import cluster_table, nccl_decision, nccl_time
-from collsim.nccl.tuning import Hardware, algo_time_us, choose, nccl_channels, table_from_printed, tuning_table
+from collsim.nccl.tuning import Hardware, algo_time_us, choose, table_from_printed, tuning_table
 
 
 def test_two_h200_table_by_hand():
