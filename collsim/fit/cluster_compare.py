@@ -29,9 +29,9 @@ from collsim.predict import predict_nccl
 MIB = 1 << 20
 
 
-def _series(m, inplace: bool, coll: str):
+def _series(m, inplace: bool, coll: str = "AllReduce"):
     """(sizes, times) of one file's records of the chosen placement (records that do not say: kept);
-    ``coll``: NCCL's name of the collective, for the error on wrong elements."""
+    ``coll``: NCCL's name of the file's collective, for the error on wrong elements."""
     chosen = [r for r in m.records if r.get("inplace") in (None, inplace)
               and r.get("executor") != "collsim"]
     bad = next((r for r in chosen if r.get("wrong")), None)
