@@ -12,15 +12,13 @@
     collsim explain --params PARAMS.json --algo A --proto P --ranks N [--nodes M]
                     [--sizes 8 1M 4G] [--buffsize BYTES] [--timing graph|eager] [--reused-slices K]
 
-nccl-tests logs are labelled from their names (``graph_Ring_LL.log`` -> Ring/LL) unless --label
-is given. ``--overhead-from`` gives A/B files (the same sizes timed by each harness and by the
-runner with NCCL_GRAPH_MIXING_SUPPORT=0; nccl-tests logs among them are read as NCCL's default
-choice) from which each harness's per-call overhead is measured
-(``collsim.fit.harness_overheads``) and held fixed in the fit; given to compare, they add the
-overheads of harnesses measured on another machine or day than the params. In-place results are used unless
---out-of-place. ``--nccl-log`` gives NCCL's printed
-TUNING table and per-size choices (an NCCL_DEBUG=INFO log, or a runner .jsonl whose meta holds
-``nccl_probe``) to files that do not carry them.
+nccl-tests logs are labelled from their names (``graph_Ring_LL.log`` -> Ring/LL) unless --label is
+given. ``--overhead-from`` gives A/B files (the same sizes timed by each harness and by the runner
+with NCCL_GRAPH_MIXING_SUPPORT=0; nccl-tests logs among them are read as NCCL's default choice) from
+which each harness's per-call overhead is measured (``collsim.fit.harness_overheads``) and held
+fixed in the fit; given to compare, they add the overheads of harnesses measured elsewhere. In-place
+results are used unless --out-of-place. ``--nccl-log`` gives NCCL's printed TUNING table and
+per-size choices (an NCCL_DEBUG=INFO log or a runner .jsonl with ``nccl_probe``) to files without.
 ``compare EXECUTED.jsonl...`` takes files of ``runners/schedule_bench.py`` (collsim schedules run on
 a real backend) and prints, per schedule and size, the measured time, collsim's event simulation of
 that very schedule on the topology given as ``collsim simulate`` takes it
@@ -137,14 +135,16 @@ def _compare_cluster(args) -> int:
         return 0
     print(f"{cluster.describe()}: predicted from the description alone; |relative error| median / p90")
     for f in result["files"]:
-        print(f"# {f['file']} ({f['harness']}, {f['timing']}, {f['gpus_per_process']} GPU(s) per process)")
+        print(f"# {f['file']}: {f['collective']} ({f['harness']}, {f['timing']}, "
+              f"{f['gpus_per_process']} GPU(s) per process)")
         print(f"  {'size':>11s} {'measured us':>12s} {'simulated_us':>12s} {'err':>6s} {'80% range us':>21s} "
               f"{'nccl_us':>14s} {'err':>6s}  NCCL runs")
         for r in f["rows"]:
             span = f"{r['low_us']:.1f}-{r['high_us']:.1f}" + (" " if r["inside"] else "!")
-            print(f"  {r['bytes']:11d} {r['measured_us']:12.2f} {r['simulated_us']:12.2f} "
-                  f"{100 * (r['simulated_us'] / r['measured_us'] - 1):+5.0f}% {span:>21s} {r['nccl_us']:14.2f} "
-                  f"{100 * (r['nccl_us'] / r['measured_us'] - 1):+5.0f}%  "
+            n, m = r["nccl_us"], r["measured_us"]   # n NaN: NCCL's model times no alltoall, sendrecv
+            nccl = f"{n:14.2f} {100 * (n / m - 1):+5.0f}%" if n == n else f"{'n/a':>21s}"
+            print(f"  {r['bytes']:11d} {m:12.2f} {r['simulated_us']:12.2f} "
+                  f"{100 * (r['simulated_us'] / m - 1):+5.0f}% {span:>21s} {nccl}  "
                   f"{r['algo']}/{r['proto']} x{r['channels']}")
     for scope, suffix in (("all sizes", ""), ("from 1 MiB", "_from_1MiB")):
         ours, theirs = result["simulated" + suffix], result["nccl" + suffix]
