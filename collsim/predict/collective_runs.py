@@ -14,7 +14,8 @@
   (``collsim.nccl.plan.chain_chunk``), down the chain.
 - AlltoAll, SendRecv (``collsim.algorithms.p2p``): every peer's bytes over the channels NCCL gives
   one send of that size (``collsim.nccl.p2p.op_channels``) among its p2p channels, one transfer
-  each.
+  each; a GPU's port is shared by the channels its sends use (``NcclRun.sharing``: SendRecv's
+  op channels, AlltoAll's up to all p2p channels), not by the p2p channels left idle.
 
 The costs of PAT's and the p2p operations' transfers are the Ring's
 (``collsim.predict.simulation``): no calibration log runs them. """
@@ -47,7 +48,8 @@ def collective_run(cluster: Cluster, coll: str, algo: str, proto: str, nbytes: i
                              buffsize)
         s = build_schedule("p2p", p, count, ITEMSIZE, collective=coll, chunks=chunks,
                            channels=channels)
-        return NcclRun(s, channels, 1, NCCL_STEPS, 512)
+        busy = len(set(s.channel[s.src == 0].tolist()))
+        return NcclRun(s, channels, 1, NCCL_STEPS, 512, sharing=busy)
     used, threads, part = channel_bytes("Ring", "Simple" if algo == "PAT" else proto, nbytes,
                                         channels, p)
     if algo == "PAT":

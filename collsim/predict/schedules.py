@@ -70,6 +70,9 @@ class NcclRun:
     # the channels each channel of the schedule stands for (built once: alike)
     weight: int = 1
     whole: str = ""         # why a ring across nodes runs whole, not as its quotient
+    # the channels that share one GPU's port at once (0: all of ``channels``; the p2p operations
+    # keep most of NCCL's p2p channels idle: ``collsim.predict.collective_runs``)
+    sharing: int = 0
 
 
 def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int, buffsize: int,

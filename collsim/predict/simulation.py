@@ -88,14 +88,14 @@ def simulate_nccl(ctx: NcclContext, algo: str, proto: str, nbytes: int, channels
                if coll == "all_reduce" else
                collective_run(ctx.cluster, coll, algo, proto=proto, nbytes=nbytes,
                               channels=channels, buffsize=buff, pipeline=loops))
-        key = (coll, algo, proto, run.channels, run.threads, run.window, factor, run.schedule.count,
-               min(loops, run.pipeline), run.nodes)
+        key = (coll, algo, proto, run.channels, run.sharing, run.threads, run.window, factor,
+               run.schedule.count, min(loops, run.pipeline), run.nodes)
         if key in ctx.simulated:                         # larger sizes repeat the same loops
             return ctx.simulated[key][0], run.pipeline, *ctx.simulated[key][1:]
         # a quotient's nodes
         seen = replace(ctx.cluster, nodes=run.nodes) if run.nodes else ctx.cluster
         topo = with_window(nccl_topology(seen, ctx.params, cost, proto, run.threads, factor,
-                                         run.channels),
+                                         run.sharing or run.channels),
                            run.window)
         fabric, s = _fabric(topo, run), run.schedule
         topo = topo if fabric.startswith("simulated") else without_fabric(topo)

@@ -61,3 +61,13 @@ def test_alltoall_across_nodes_is_bound_by_each_gpus_nic(nodes):
     per_gpu = 400 / 8 * nodes / (nodes - 1)
     assert row["algo"] == "P2P" and ".nic" in row["busiest"] and row["busy"] > 0.9
     assert 0.8 * per_gpu < row["busbw_GBps"] <= per_gpu
+
+
+def test_p2p_ports_are_shared_by_the_channels_the_sends_use():
+    """SendRecv on 8 ranks sends on 4 of NCCL's 32 p2p channels at 64 MiB (enqueue.cc:894-900@v2.28.9): those
+    share a GPU's port, the 28 idle ones do not; AlltoAll's sends to 7 peers use 7 x 4 of them."""
+    from collsim.predict.collective_runs import collective_run
+    c = load_cluster("a100-nvlink", 1)
+    run = collective_run(c, "sendrecv", "P2P", "Simple", 64 << 20, 32, 4 << 20)
+    assert (run.channels, run.sharing) == (32, 4)
+    assert collective_run(c, "alltoall", "P2P", "Simple", 64 << 20, 32, 4 << 20).sharing == 7 * 4   # 7 peers x 4
