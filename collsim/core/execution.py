@@ -1,4 +1,5 @@
-"""Executing a schedule step by step on atoms (semantics and representation: ``collsim.core.checker``).
+"""Executing a schedule step by step on atoms (semantics and representation:
+``collsim.core.checker``).
 
 * ``atoms_of``, ``expand_atoms``: the atoms (segments between all transfer
   boundaries) and the atoms each transfer moves.
@@ -18,13 +19,14 @@ from collsim.core.schedule import COPY, REDUCE, Schedule
 from collsim.errors import CollsimError
 from collsim.inputs import check_memory
 
-NONE = np.iinfo(np.int64).max        # "no mistake recorded"
-MAX_STATE_BYTES = 1 << 32            # execution state check() may allocate: larger schedules are refused
-MAX_SHIFT_ROUNDS = 64                # rounds of carrying atom boundaries across dst_offset shifts
+NONE = np.iinfo(np.int64).max   # "no mistake recorded"
+MAX_STATE_BYTES = 1 << 32       # execution state check() may allocate: larger schedules are refused
+MAX_SHIFT_ROUNDS = 64           # rounds of carrying atom boundaries across dst_offset shifts
 
 
 def atoms_of(s: Schedule, limit: int | None = None):
-    """Atom boundaries in elements, and each transfer's first and end atom (first ``limit`` transfers).
+    """Atom boundaries in elements, and each transfer's
+    first and end atom (first ``limit`` transfers).
 
     The boundaries are every transfer's, 0 and count, the segment boundaries of a segmented
     collective, and, where transfers write elsewhere than they read (``dst_offset``), closed under
@@ -65,7 +67,8 @@ def _closed(bounds: np.ndarray, off: np.ndarray, to: np.ndarray, ln: np.ndarray)
                        f"{MAX_SHIFT_ROUNDS} rounds (collsim.core.execution.MAX_SHIFT_ROUNDS)")
 
 
-def dst_atoms(s: Schedule, bounds: np.ndarray, t: np.ndarray, atom: np.ndarray, a_lo: np.ndarray) -> np.ndarray:
+def dst_atoms(s: Schedule, bounds: np.ndarray, t: np.ndarray, atom: np.ndarray,
+              a_lo: np.ndarray) -> np.ndarray:
     """The atom each (transfer ``t``, read atom ``atom``) writes at its destination (``atom`` itself
     unless the transfer has a ``dst_offset``)."""
     if not s.shifted:
@@ -85,7 +88,8 @@ def expand_atoms(lo: int, hi: int, a_lo, a_hi) -> tuple[np.ndarray, np.ndarray]:
 
 
 def static_error(s: Schedule) -> tuple[int, str] | None:
-    """First transfer with a bad rank or element range, as (index, reason); None if there is none."""
+    """First transfer with a bad rank or element range, as
+    (index, reason); None if there is none."""
     bad_rank = (s.src < 0) | (s.src >= s.endpoints) | (s.dst < 0) | (s.dst >= s.endpoints)
     bad_range = ((s.offset < 0) | (s.length < 0) | (s.offset + s.length > s.count)
                  | (s.dst_offset < 0) | (s.dst_offset + s.length > s.count))
@@ -98,7 +102,8 @@ def static_error(s: Schedule) -> tuple[int, str] | None:
         more = f" and switches {s.ranks}..{s.endpoints - 1}" if s.endpoints > s.ranks else ""
         return i, f"bad rank: {t.src} -> {t.dst} with ranks 0..{s.ranks - 1}{more}"
     read_ok = t.count >= 0 and 0 <= t.offset <= s.count - t.count
-    at, what = (t.offset, "element range") if not read_ok else (t.dst_offset, "written element range")
+    at, what = ((t.offset, "element range") if not read_ok
+                else (t.dst_offset, "written element range"))
     return i, f"{what} [{at}, {at + t.count}) outside the buffer [0, {s.count})"
 
 
@@ -147,19 +152,26 @@ class Execution:
         self.bounds, a_lo, a_hi = atoms_of(s, self.limit)
         p, self.atoms, words = s.ranks, len(self.bounds) - 1, (s.ranks + 63) // 64
         self.gpu_cells, cells = p * self.atoms, s.endpoints * self.atoms
-        self.nvswitch_cells = (p + s.switches) * self.atoms       # then the network's switch (must hold the sum)
+        # then the network's switch (must hold the sum)
+        self.nvswitch_cells = (p + s.switches) * self.atoms
         need = cells * (5 + words) * 8      # data, value, writer, twice, stale and bits, bytes
         if need > MAX_STATE_BYTES:
-            raise CollsimError(f"checking this schedule needs {need / 2**30:.1f} GiB of state ({p} ranks x "
-                               f"{self.atoms} element ranges); the limit is collsim.core.execution.MAX_STATE_BYTES "
+            raise CollsimError(f"checking this schedule needs {need / 2**30:.1f} GiB of state ({p} "
+                               f"ranks x {self.atoms} element ranges); the limit is "
+                               f"collsim.core.execution.MAX_STATE_BYTES "
                                f"({MAX_STATE_BYTES / 2**30:g} GiB)")
         moved = a_hi - a_lo                 # atoms each transfer moves
-        per_step = np.bincount(s.step_index[:self.limit], weights=moved, minlength=1) if self.limit else [0]
-        check_memory(check_bytes(int(moved.sum()), need, int(max(per_step)) * (5 + words) * 8) + extra_bytes,
-                     f"checking this schedule ({p} ranks x {self.atoms} element ranges, {s.n_transfers} transfers)")
+        per_step = (np.bincount(s.step_index[:self.limit], weights=moved, minlength=1) if self.limit
+                    else [0])
+        check_memory(check_bytes(int(moved.sum()), need,
+                                 int(max(per_step)) * (5 + words) * 8) + extra_bytes,
+                     f"checking this schedule ({p} ranks x {self.atoms} element ranges, "
+                     f"{s.n_transfers} transfers)")
         self.collective = get_collective(s.collective)
-        self.data = np.random.default_rng(seed).integers(-2**40, 2**40, size=self.gpu_cells, dtype=np.int64)
-        held = np.flatnonzero(self.collective.start(Atoms(p, self.bounds)).ravel())   # cells with input
+        self.data = np.random.default_rng(seed).integers(-2**40, 2**40, size=self.gpu_cells,
+                                                         dtype=np.int64)
+        # cells with input
+        held = np.flatnonzero(self.collective.start(Atoms(p, self.bounds)).ravel())
         self.value = np.zeros(cells, np.int64)
         self.value[held] = self.data[held]
         one, r = np.uint64(1) << (np.arange(p) % 64).astype(np.uint64), held // self.atoms
@@ -188,7 +200,8 @@ class Execution:
         self.t, self.atom = t, to                  # messages name the elements a transfer writes
         self.src, self.dst = s.src[t] * self.atoms + atom, s.dst[t] * self.atoms + to
         k = np.arange(s.n_steps + 1)
-        self.ptr, self.mid = np.searchsorted(step, k), np.searchsorted(2 * step + red, 2 * k[:-1] + 1)
+        self.ptr, self.mid = (np.searchsorted(step, k),
+                              np.searchsorted(2 * step + red, 2 * k[:-1] + 1))
         by_cell = np.lexsort((self.dst, step))
         key = step[by_cell] * (s.endpoints * self.atoms) + self.dst[by_cell]
         again = np.zeros(len(t) + 1, bool)       # in key order: the cell of the one before
@@ -246,10 +259,11 @@ class Execution:
         lo, mid, hi = self.ptr[k], self.mid[k], self.ptr[k + 1]
         src, dst, t, atom = (a[lo:hi] for a in (self.src, self.dst, self.t, self.atom))
         # every send reads the buffer as at the start of the step
-        in_bits, in_val, in_twice, in_stale = self.bits[src], self.value[src], self.twice[src], self.stale[src]
+        in_bits, in_val, in_twice, in_stale = (self.bits[src], self.value[src], self.twice[src],
+                                               self.stale[src])
         c, r = slice(0, mid - lo), slice(mid - lo, hi - lo)
         if mid < hi:
-            if self.shared[k]:         # several reduces into one cell: group them (in transfer order)
+            if self.shared[k]:       # several reduces into one cell: group them (in transfer order)
                 r = mid - lo + np.argsort(dst[r], kind="stable")
                 cells = dst[r]
                 heads = np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]])
@@ -265,12 +279,13 @@ class Execution:
             np.add.at(self.value, cells, in_val[r])
             np.minimum.at(self.twice, cells, np.where(twice, t[r], in_twice[r]))
             np.minimum.at(self.stale, cells, in_stale[r])
-        if lo < mid:                   # a copy out of an NVSwitch is its own reduction: never a stale copy
+        if lo < mid:            # a copy out of an NVSwitch is its own reduction: never a stale copy
             nvswitch = (src[c] >= self.gpu_cells) & (src[c] < self.nvswitch_cells)
             partial = (in_bits[c] != self.full).any(axis=1) & ~nvswitch & self.collective.reduces
             self._record(t[c], atom[c], partial, self.full & ~in_bits[c])
             cells = dst[c]
-            self.value[cells], self.bits[cells], self.twice[cells] = in_val[c], in_bits[c], in_twice[c]
+            self.value[cells], self.bits[cells], self.twice[cells] = (in_val[c], in_bits[c],
+                                                                      in_twice[c])
             self.stale[cells] = np.where(partial, np.minimum(in_stale[c], t[c]), in_stale[c])
         self.writer[dst] = t
         self.written = dst

@@ -265,7 +265,8 @@ def _plan_checks(s: Schedule) -> None:
         raise CollsimError(f"schedule names a rank outside 0..{s.endpoints - 1}")
     if n and (min(s.offset.min(), s.dst_offset.min()) < 0 or s.length.min() < 0
               or max(ends.max(), (s.dst_offset + s.length).max()) > s.count):
-        raise CollsimError(f"schedule has an element range outside its buffer of {s.count} elements")
+        raise CollsimError(f"schedule has an element range outside its buffer of {s.count} "
+                           f"elements")
 
 
 def simulate_times(schedules: Iterable[Schedule], topology: Topology, gamma: float = 0.0,

@@ -1,18 +1,20 @@
-"""The engine: the semantics of ``collsim.simulate.reference`` in one pass, compiled (``collsim.simulate.jit``).
+"""The engine: the semantics of ``collsim.simulate.reference`` in one pass, compiled
+(``collsim.simulate.jit``).
 
-Policy "fair" (the default): an event simulation. A transfer starts when everything it waits for has happened
-(its data dependencies arrived, the transfer before it on its engine ended, its window predecessor arrived;
-``collsim.simulate.deps``); its jobs (its bytes on each port they cross, its sender's proxy and channel) then
-join those ports. A port shares its rate max-min fairly among its jobs (each the same share, or its cap if
-less: ``collsim.simulate.fair.rates``) and keeps, per job, the service (seconds of the whole port) it still
-owes; a job is done when that is below ``EPS`` of what it needed. A transfer is done when all its jobs are,
-and its dependents learn when it arrives. Two heaps (``collsim.simulate.heaps``) hold the transfers ready to
-start and every busy port's next end (indexed: it moves), keyed (time, seq): events are taken in time order, ties in the
-order they were scheduled, so the run is deterministic. Policy "schedule": every port serves its jobs one at a
+Policy "fair" (the default): an event simulation. A transfer starts when everything it waits for has
+happened (its data dependencies arrived, the transfer before it on its engine ended, its window
+predecessor arrived; ``collsim.simulate.deps``); its jobs (its bytes on each port they cross, its
+sender's proxy and channel) then join those ports. A port shares its rate max-min fairly among its
+jobs (each the same share, or its cap if less: ``collsim.simulate.fair.rates``) and keeps, per job,
+the service (seconds of the whole port) it still owes; a job is done when that is below ``EPS`` of
+what it needed. A transfer is done when all its jobs are, and its dependents learn when it arrives.
+Two heaps (``collsim.simulate.heaps``) hold the transfers ready to start and every busy port's next
+end (indexed: it moves), keyed (time, seq): events are taken in time order, ties in the order they
+were scheduled, so the run is deterministic. Policy "schedule": every port serves its jobs one at a
 time in schedule order (everything a transfer waits for comes earlier in the schedule), one pass.
 
-State lives in numpy arrays; the loops run in ``PROGRESS_BLOCK`` transfers at a time so that a progress bar
-can follow a long run.
+State lives in numpy arrays; the loops run in ``PROGRESS_BLOCK`` transfers at a time so that a
+progress bar can follow a long run.
 """
 from __future__ import annotations
 
@@ -27,8 +29,8 @@ PROGRESS_BLOCK = 1 << 20
 
 @jit
 def _waiters(n, data_ptr, data_dep, window_pred):
-    """CSR (ptr, waiters) of who waits for each transfer's arrival: its data dependents, then its window
-    successor, each list in transfer order (a counting sort)."""
+    """CSR (ptr, waiters) of who waits for each transfer's arrival: its data dependents, then its
+    window successor, each list in transfer order (a counting sort)."""
     ptr = np.zeros(n + 1, np.int64)
     for x in range(len(data_dep)):
         ptr[data_dep[x] + 1] += 1
@@ -53,10 +55,12 @@ def _waiters(n, data_ptr, data_dep, window_pred):
 
 
 def _waiting(n: int, data_ptr, data_dep, engine_pred, window_pred):
-    """(dependencies left per transfer, who waits for each one's arrival (CSR), its engine successor)."""
+    """(dependencies left per transfer, who waits for each
+    one's arrival (CSR), its engine successor)."""
     count = (np.diff(data_ptr) + (engine_pred >= 0) + (window_pred >= 0)).astype(np.int64)
-    ptr, waiters = pick(_waiters, n)(n, np.asarray(data_ptr, np.int64), np.asarray(data_dep, np.int64),
-                            np.asarray(window_pred, np.int64))
+    ptr, waiters = pick(_waiters, n)(n, np.asarray(data_ptr, np.int64),
+                                     np.asarray(data_dep, np.int64),
+                                     np.asarray(window_pred, np.int64))
     succ = np.full(n, -1, np.int64)
     has_e = engine_pred >= 0
     succ[engine_pred[has_e]] = np.flatnonzero(has_e)
@@ -65,7 +69,8 @@ def _waiting(n: int, data_ptr, data_dep, engine_pred, window_pred):
 
 @jit
 def _waited(k, t, tm, left, ready, ctr):
-    """Transfer k's wait for something that happens at t is over: it may start then, once nothing else holds it."""
+    """Transfer k's wait for something that happens at t is
+    over: it may start then, once nothing else holds it."""
     if t > tm[0, k]:
         tm[0, k] = t
     left[k] -= 1
@@ -76,8 +81,9 @@ def _waited(k, t, tm, left, ready, ctr):
 
 @jit
 def _finish(i, e, tm, cost, left, wp, wl, nxt, ready, ctr):
-    """Transfer i's jobs are done at e: its arrival and end, and the dependents that can start now (into the
-    ready heap). ``tm``: (ready time, start, end, arrive) rows; ``cost``: (compute, overhead, latency, alone)."""
+    """Transfer i's jobs are done at e: its arrival and end, and the dependents that can start now
+    (into the ready heap). ``tm``: (ready time, start, end, arrive) rows; ``cost``: (compute,
+    overhead, latency, alone)."""
     e += cost[0, i]
     r = e + cost[2, i]
     tm[3, i] = r
@@ -103,7 +109,8 @@ def _serve(p, t, pt, head, jnext, jleft, jrate):
 
 @jit
 def _shares(p, head, count, jnext, caps, jrate, fixed):
-    """Max-min fair rates of port p's jobs (``collsim.simulate.fair.rates``: the smallest caps first)."""
+    """Max-min fair rates of port p's jobs
+    (``collsim.simulate.fair.rates``: the smallest caps first)."""
     k = count[p]
     if k == 0:
         return
@@ -122,7 +129,7 @@ def _shares(p, head, count, jnext, caps, jrate, fixed):
             j = jnext[j]
         return
     rest, m = 1.0, k
-    while m > 0:                  # the smallest cap left, while it is below an equal share of what is left
+    while m > 0:           # the smallest cap left, while it is below an equal share of what is left
         best, j = -1, head[p]
         while j >= 0:
             if not fixed[j] and (best < 0 or caps[j] < caps[best]):
@@ -156,15 +163,16 @@ def _next(p, head, pt, jnext, jleft, jrate):
 
 
 @jit
-def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pend, pt, head, count, jnext, jprev,
-          jleft, jrate, fixed, ready, busy, ctr):
-    """Run events until every transfer is done or ``limit`` more are; ``ctr``: (ready size, busy size, seq,
-    done). Returns the transfers done."""
+def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pend, pt, head, count,
+          jnext, jprev, jleft, jrate, fixed, ready, busy, ctr):
+    """Run events until every transfer is done or ``limit`` more are; ``ctr``: (ready size, busy
+    size, seq, done). Returns the transfers done."""
     rt, rs, ri, rpos = ready
     bt, bs, bi, bpos = busy
     stop = ctr[3] + limit
     while ctr[3] < stop:
-        take_ready = ctr[0] > 0 and (ctr[1] == 0 or rt[0] < bt[0] or (rt[0] == bt[0] and rs[0] < bs[0]))
+        take_ready = (ctr[0] > 0
+                      and (ctr[1] == 0 or rt[0] < bt[0] or (rt[0] == bt[0] and rs[0] < bs[0])))
         if take_ready:
             i, time = ri[0], rt[0]
             ctr[0] = pop(rt, rs, ri, rpos, ctr[0], False)
@@ -181,7 +189,8 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pen
                 head[p] = j
                 count[p] += 1
                 _shares(p, head, count, jnext, caps, jrate, fixed)
-                ctr[1] = put(bt, bs, bi, bpos, ctr[1], p, _next(p, head, pt, jnext, jleft, jrate), ctr[2])
+                ctr[1] = put(bt, bs, bi, bpos, ctr[1], p, _next(p, head, pt, jnext, jleft, jrate),
+                             ctr[2])
                 ctr[2] += 1
                 k += 1
             pend[i] = k
@@ -213,7 +222,8 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pen
             j = after
         _shares(p, head, count, jnext, caps, jrate, fixed)
         if count[p]:
-            ctr[1] = put(bt, bs, bi, bpos, ctr[1], p, _next(p, head, pt, jnext, jleft, jrate), ctr[2])
+            ctr[1] = put(bt, bs, bi, bpos, ctr[1], p, _next(p, head, pt, jnext, jleft, jrate),
+                         ctr[2])
             ctr[2] += 1
         else:                                                    # idle: out of the heap
             ctr[1] = drop(bt, bs, bi, bpos, ctr[1], p)
@@ -222,7 +232,8 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pen
 
 @jit
 def _in_order(n, tm, cost, left, wp, wl, nxt, rows, sizes, jptr, free, ready, ctr):
-    """Policy "schedule": transfer by transfer in schedule order, each port serving its jobs one at a time."""
+    """Policy "schedule": transfer by transfer in schedule
+    order, each port serving its jobs one at a time."""
     for i in range(n):
         q = tm[0, i]
         e = q + cost[3, i]
@@ -240,18 +251,21 @@ def _in_order(n, tm, cost, left, wp, wl, nxt, rows, sizes, jptr, free, ready, ct
         _finish(i, e, tm, cost, left, wp, wl, nxt, ready, ctr)     # (its ready heap goes unused)
 
 
-def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndarray, window_pred: np.ndarray,
-        rows: np.ndarray, sizes: np.ndarray, caps: np.ndarray, n_ports: int, costs, policy: str = "fair",
+def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndarray,
+        window_pred: np.ndarray, rows: np.ndarray, sizes: np.ndarray, caps: np.ndarray,
+        n_ports: int, costs, policy: str = "fair",
         progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start, end, arrive) in seconds of every transfer (``collsim.simulate.costs.Costs``). ``rows``, ``sizes``,
-    ``caps``: (n, k) arrays, every transfer's k jobs: the port (a row of one table of ``n_ports`` rows; the spare
-    row ``n_ports - 1`` means none), the seconds of it the job needs, the most of its rate the job takes.
-    ``progress``: called with the transfers done since its last call (a tqdm bar's ``update``), or None."""
+    """(start, end, arrive) in seconds of every transfer (``collsim.simulate.costs.Costs``).
+    ``rows``, ``sizes``, ``caps``: (n, k) arrays, every transfer's k jobs: the port (a row of one
+    table of ``n_ports`` rows; the spare row ``n_ports - 1`` means none), the seconds of it the job
+    needs, the most of its rate the job takes. ``progress``: called with the transfers done since
+    its last call (a tqdm bar's ``update``), or None."""
     count, wp, wl, nxt = _waiting(n, data_ptr, data_dep, engine_pred, window_pred)
     tm = np.zeros((4, n))                                      # ready time, start, end, arrive
-    cost = np.ascontiguousarray(np.stack([np.broadcast_to(np.asarray(a, np.float64), (n,)) for a in
-                                          (costs.compute, costs.overhead, costs.latency, costs.alone)]))
-    held = np.asarray(rows) != n_ports - 1                     # the jobs that hold a port, as a CSR per transfer
+    cost = np.ascontiguousarray(np.stack([np.broadcast_to(np.asarray(a, np.float64), (n,))
+                                          for a in (costs.compute, costs.overhead, costs.latency,
+                                                    costs.alone)]))
+    held = np.asarray(rows) != n_ports - 1        # the jobs that hold a port, as a CSR per transfer
     per = held.sum(axis=1) if n else np.zeros(0, np.int64)
     jptr = np.zeros(n + 1, np.int64)
     np.cumsum(per, out=jptr[1:])
@@ -266,19 +280,22 @@ def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndar
         c = np.ascontiguousarray(np.asarray(caps)[held], np.float64)
         jown = np.repeat(np.arange(n, dtype=np.int64), per)
         pend = np.zeros(n, np.int64)
-        pt, head, used = np.zeros(n_ports), np.full(n_ports, -1, np.int64), np.zeros(n_ports, np.int64)
+        pt, head, used = (np.zeros(n_ports), np.full(n_ports, -1, np.int64),
+                          np.zeros(n_ports, np.int64))
         jnext, jprev = np.full(len(r), -1, np.int64), np.full(len(r), -1, np.int64)
         jleft, jrate, fixed = np.zeros(len(r)), np.zeros(len(r)), np.zeros(len(r), np.bool_)
         busy = new_heap(max(n_ports, 1), max(n_ports, 1))
         done, fair = 0, pick(_fair, n)
         while done < n:
-            now = fair(PROGRESS_BLOCK if progress is not None else n, tm, cost, count, wp, wl, nxt, r, z, c, jptr,
-                        jown, pend, pt, head, used, jnext, jprev, jleft, jrate, fixed, ready, busy, ctr)
+            now = fair(PROGRESS_BLOCK if progress is not None else n, tm, cost, count, wp, wl, nxt,
+                       r, z, c, jptr, jown, pend, pt, head, used, jnext, jprev, jleft, jrate, fixed,
+                       ready, busy, ctr)
             if now == done:
                 break
             if progress is not None:
                 progress(int(now - done))
             done = int(now)
     else:
-        pick(_in_order, n)(n, tm, cost, count, wp, wl, nxt, r, z, jptr, np.zeros(n_ports), ready, ctr)
+        pick(_in_order, n)(n, tm, cost, count, wp, wl, nxt, r, z, jptr, np.zeros(n_ports), ready,
+                           ctr)
     return tm[1], tm[2], tm[3]
