@@ -29,8 +29,9 @@ def concat(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) 
         ptrs.append(p.step_ptr[1:] + base)
         base += p.n_transfers
     cat = lambda attr: np.concatenate([getattr(p, attr) for p in parts])  # noqa: E731
-    return Schedule(first.ranks, first.count, first.itemsize, cat("src"), cat("dst"), cat("offset"),
-                    cat("length"), cat("op"), np.concatenate(ptrs), name=name or first.name,
+    return Schedule(first.ranks, first.count, first.itemsize, src=cat("src"), dst=cat("dst"),
+                    offset=cat("offset"), length=cat("length"), op=cat("op"),
+                    step_ptr=np.concatenate(ptrs), name=name or first.name,
                     meta=meta if meta is not None else first.meta, channel=cat("channel"),
                     switches=first.switches, lane=cat("lane"), network=first.network,
                     dst_offset=cat("dst_offset") if any(p.shifted for p in parts) else None,

@@ -230,8 +230,8 @@ def _run(schedule: Schedule, routes: Routes, c, policy: str, progress, topology:
     ptr, dep = data_deps(s, sa, sb, nseg, da, db)
     engine_pred, window_pred = structural(s, c.window)
     rows, sizes, caps, n_rows = jobs(s, routes, c, topology)
-    return run(s.n_transfers, ptr, dep, engine_pred, window_pred, rows, sizes, caps, n_rows, c,
-               policy, progress)
+    return run(s.n_transfers, ptr, dep, engine_pred, window_pred, rows=rows, sizes=sizes, caps=caps,
+               n_ports=n_rows, costs=c, policy=policy, progress=progress)
 
 
 def simulate(schedule: Schedule, topology: Topology, gamma: float = 0.0, progress: bool = True,

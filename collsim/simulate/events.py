@@ -189,13 +189,14 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pen
                 head[p] = j
                 count[p] += 1
                 _shares(p, head, count, jnext, caps, jrate, fixed)
-                ctr[1] = put(bt, bs, bi, bpos, ctr[1], p, _next(p, head, pt, jnext, jleft, jrate),
-                             ctr[2])
+                ctr[1] = put(bt, bs, bi, bpos, size=ctr[1], item=p,
+                             t=_next(p, head, pt, jnext, jleft, jrate), seq=ctr[2])
                 ctr[2] += 1
                 k += 1
             pend[i] = k
             if k == 0:
-                _finish(i, time + cost[3, i], tm, cost, left, wp, wl, nxt, ready, ctr)
+                _finish(i, time + cost[3, i], tm, cost, left=left, wp=wp, wl=wl, nxt=nxt,
+                        ready=ready, ctr=ctr)
                 ctr[3] += 1
             continue
         if ctr[1] == 0:
@@ -217,13 +218,14 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pen
                 i = jown[j]
                 pend[i] -= 1
                 if pend[i] == 0:
-                    _finish(i, time, tm, cost, left, wp, wl, nxt, ready, ctr)
+                    _finish(i, time, tm, cost, left=left, wp=wp, wl=wl, nxt=nxt, ready=ready,
+                            ctr=ctr)
                     ctr[3] += 1
             j = after
         _shares(p, head, count, jnext, caps, jrate, fixed)
         if count[p]:
-            ctr[1] = put(bt, bs, bi, bpos, ctr[1], p, _next(p, head, pt, jnext, jleft, jrate),
-                         ctr[2])
+            ctr[1] = put(bt, bs, bi, bpos, size=ctr[1], item=p,
+                         t=_next(p, head, pt, jnext, jleft, jrate), seq=ctr[2])
             ctr[2] += 1
         else:                                                    # idle: out of the heap
             ctr[1] = drop(bt, bs, bi, bpos, ctr[1], p)
@@ -248,7 +250,8 @@ def _in_order(n, tm, cost, left, wp, wl, nxt, rows, sizes, jptr, free, ready, ct
             if h > e:
                 e = h
         tm[1, i] = b0
-        _finish(i, e, tm, cost, left, wp, wl, nxt, ready, ctr)     # (its ready heap goes unused)
+        # (its ready heap goes unused)
+        _finish(i, e, tm, cost, left=left, wp=wp, wl=wl, nxt=nxt, ready=ready, ctr=ctr)
 
 
 def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndarray,
@@ -287,15 +290,16 @@ def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndar
         busy = new_heap(max(n_ports, 1), max(n_ports, 1))
         done, fair = 0, pick(_fair, n)
         while done < n:
-            now = fair(PROGRESS_BLOCK if progress is not None else n, tm, cost, count, wp, wl, nxt,
-                       r, z, c, jptr, jown, pend, pt, head, used, jnext, jprev, jleft, jrate, fixed,
-                       ready, busy, ctr)
+            now = fair(PROGRESS_BLOCK if progress is not None else n, tm, cost, left=count, wp=wp,
+                       wl=wl, nxt=nxt, rows=r, sizes=z, caps=c, jptr=jptr, jown=jown, pend=pend,
+                       pt=pt, head=head, count=used, jnext=jnext, jprev=jprev, jleft=jleft,
+                       jrate=jrate, fixed=fixed, ready=ready, busy=busy, ctr=ctr)
             if now == done:
                 break
             if progress is not None:
                 progress(int(now - done))
             done = int(now)
     else:
-        pick(_in_order, n)(n, tm, cost, count, wp, wl, nxt, r, z, jptr, np.zeros(n_ports), ready,
-                           ctr)
+        pick(_in_order, n)(n, tm, cost, count, wp=wp, wl=wl, nxt=nxt, rows=r, sizes=z, jptr=jptr,
+                           free=np.zeros(n_ports), ready=ready, ctr=ctr)
     return tm[1], tm[2], tm[3]
