@@ -67,8 +67,8 @@ def ring_phases(b: ScheduleBuilder, groups: np.ndarray, offset, length, slices: 
     chunk_off, chunk_len = split_ranges(offset, length, n) if chunks is None else chunks    # (G, n)
     g = groups.shape[0]
     phases = ([(REDUCE, 0)] if reduce_scatter else []) + ([(COPY, 1)] if all_gather else [])
-    # step (phase, k, slice) x transfer (group, position): chunk (position + shift - k) mod n of the
-    # group
+    # step (phase, k, slice) x transfer (group, position):
+    # chunk (position + shift - k) mod n of the group
     idx = np.int32 if g * n * slices < 1 << 31 else np.int64           # index width: half the bytes
     shift = np.array([sh for _, sh in phases], idx)[:, None]
     k = np.arange(steps, dtype=idx)[None, :]

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collsim.core.execution import static_error
+from collsim.core.atoms import static_error
 from collsim.core.schedule import COPY, REDUCE, Schedule
 from collsim.errors import CollsimError
 

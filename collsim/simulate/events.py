@@ -6,12 +6,13 @@ happened (its data dependencies arrived, the transfer before it on its engine en
 predecessor arrived; ``collsim.simulate.deps``); its jobs (its bytes on each port they cross, its
 sender's proxy and channel) then join those ports. A port shares its rate max-min fairly among its
 jobs (each the same share, or its cap if less: ``collsim.simulate.fair.rates``) and keeps, per job,
-the service (seconds of the whole port) it still owes; a job is done when that is below ``EPS`` of
-what it needed. A transfer is done when all its jobs are, and its dependents learn when it arrives.
-Two heaps (``collsim.simulate.heaps``) hold the transfers ready to start and every busy port's next
-end (indexed: it moves), keyed (time, seq): events are taken in time order, ties in the order they
-were scheduled, so the run is deterministic. Policy "schedule": every port serves its jobs one at a
-time in schedule order (everything a transfer waits for comes earlier in the schedule), one pass.
+the service (seconds of the whole port) it still owes (``collsim.simulate.ports``); a job is done
+when that is below ``EPS`` of what it needed. A transfer is done when all its jobs are, and its
+dependents learn when it arrives. Two heaps (``collsim.simulate.heaps``) hold the transfers ready to
+start and every busy port's next end (indexed: it moves), keyed (time, seq): events are taken in
+time order, ties in the order they were scheduled, so the run is deterministic. Policy "schedule":
+every port serves its jobs one at a time in schedule order (everything a transfer waits for comes
+earlier in the schedule), one pass.
 
 State lives in numpy arrays; the loops run in ``PROGRESS_BLOCK`` transfers at a time so that a
 progress bar can follow a long run.
@@ -22,6 +23,7 @@ import numpy as np
 
 from collsim.simulate.heaps import drop, new_heap, pop, push, put
 from collsim.simulate.jit import jit, pick
+from collsim.simulate.ports import next_end, serve, shares
 
 EPS = 1e-9             # a job is done when the service it still owes is below EPS of its whole
 PROGRESS_BLOCK = 1 << 20
@@ -96,73 +98,6 @@ def _finish(i, e, tm, cost, left, wp, wl, nxt, ready, ctr):
 
 
 @jit
-def _serve(p, t, pt, head, jnext, jleft, jrate):
-    """Port p's jobs served from its last time to t."""
-    dt = t - pt[p]
-    if dt > 0:
-        j = head[p]
-        while j >= 0:
-            jleft[j] -= jrate[j] * dt
-            j = jnext[j]
-    pt[p] = t
-
-
-@jit
-def _shares(p, head, count, jnext, caps, jrate, fixed):
-    """Max-min fair rates of port p's jobs
-    (``collsim.simulate.fair.rates``: the smallest caps first)."""
-    k = count[p]
-    if k == 0:
-        return
-    level = 1.0 / k
-    low = 2.0
-    j = head[p]
-    while j >= 0:
-        fixed[j] = False
-        if caps[j] < low:
-            low = caps[j]
-        j = jnext[j]
-    if low >= level:
-        j = head[p]
-        while j >= 0:
-            jrate[j] = level
-            j = jnext[j]
-        return
-    rest, m = 1.0, k
-    while m > 0:           # the smallest cap left, while it is below an equal share of what is left
-        best, j = -1, head[p]
-        while j >= 0:
-            if not fixed[j] and (best < 0 or caps[j] < caps[best]):
-                best = j
-            j = jnext[j]
-        level = rest / m
-        if caps[best] >= level:
-            break
-        jrate[best] = caps[best]
-        fixed[best] = True
-        rest -= caps[best]
-        m -= 1
-    j = head[p]
-    while j >= 0:
-        if not fixed[j]:
-            jrate[j] = rest / m
-        j = jnext[j]
-
-
-@jit
-def _next(p, head, pt, jnext, jleft, jrate):
-    """When port p's next job is done (inf: none)."""
-    best = np.inf
-    j = head[p]
-    while j >= 0:
-        d = pt[p] + (jleft[j] / jrate[j] if jrate[j] > 0 else 0.0)
-        if d < best:
-            best = d
-        j = jnext[j]
-    return best
-
-
-@jit
 def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pend, pt, head, count,
           jnext, jprev, jleft, jrate, fixed, ready, busy, ctr):
     """Run events until every transfer is done or ``limit`` more are; ``ctr``: (ready size, busy
@@ -180,7 +115,7 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pen
             k = 0
             for j in range(jptr[i], jptr[i + 1]):
                 p = rows[j]
-                _serve(p, time, pt, head, jnext, jleft, jrate)
+                serve(p, time, pt, head, jnext, jleft, jrate)
                 jleft[j] = sizes[j]
                 jprev[j] = -1
                 jnext[j] = head[p]
@@ -188,9 +123,9 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pen
                     jprev[head[p]] = j
                 head[p] = j
                 count[p] += 1
-                _shares(p, head, count, jnext, caps, jrate, fixed)
+                shares(p, head, count, jnext, caps, jrate, fixed)
                 ctr[1] = put(bt, bs, bi, bpos, size=ctr[1], item=p,
-                             t=_next(p, head, pt, jnext, jleft, jrate), seq=ctr[2])
+                             t=next_end(p, head, pt, jnext, jleft, jrate), seq=ctr[2])
                 ctr[2] += 1
                 k += 1
             pend[i] = k
@@ -202,7 +137,7 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pen
         if ctr[1] == 0:
             break
         p, time = bi[0], bt[0]
-        _serve(p, time, pt, head, jnext, jleft, jrate)
+        serve(p, time, pt, head, jnext, jleft, jrate)
         j = head[p]
         while j >= 0:
             after = jnext[j]
@@ -222,10 +157,10 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pen
                             ctr=ctr)
                     ctr[3] += 1
             j = after
-        _shares(p, head, count, jnext, caps, jrate, fixed)
+        shares(p, head, count, jnext, caps, jrate, fixed)
         if count[p]:
             ctr[1] = put(bt, bs, bi, bpos, size=ctr[1], item=p,
-                         t=_next(p, head, pt, jnext, jleft, jrate), seq=ctr[2])
+                         t=next_end(p, head, pt, jnext, jleft, jrate), seq=ctr[2])
             ctr[2] += 1
         else:                                                    # idle: out of the heap
             ctr[1] = drop(bt, bs, bi, bpos, ctr[1], p)

@@ -4,7 +4,7 @@ At any time the transfers on a port split its rate max-min fairly: each gets the
 cap (``Costs.share``, what one channel moves by itself) if that is less, the others splitting what
 it leaves (``rates``). A transfer needs ``size`` seconds of the whole port; it is done when it has
 been served that much. The reference loop calls ``rates``; the engine
-(``collsim.simulate.events._shares``) computes the same shares in compiled code.
+(``collsim.simulate.ports.shares``) computes the same shares in compiled code.
 """
 from __future__ import annotations
 

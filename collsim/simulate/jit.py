@@ -1,8 +1,9 @@
 """The engine's loops as kernels: plain Python for small
 runs, compiled by numba for large ones (``pick``).
 
-``collsim.simulate.events``, ``collsim.simulate.heaps`` and ``collsim.simulate.deps`` are written in
-the subset of Python numba compiles (numpy arrays, scalars, loops) and marked ``@jit``: kernels.
+``collsim.simulate.events``, ``collsim.simulate.ports``, ``collsim.simulate.heaps`` and
+``collsim.simulate.deps`` are written in the subset of Python numba compiles (numpy arrays,
+scalars, loops) and marked ``@jit``: kernels.
 Called, a kernel runs as plain Python; ``pick(kernel, work)`` hands back its compiled version when
 ``work`` (transfers, or cells) is at least ``COMPILE_FROM`` (``collsim.core.budget``), where
 compiled code (well under a microsecond a transfer) pays for loading numba and its cached code

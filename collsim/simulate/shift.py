@@ -76,13 +76,15 @@ def ring_shift(ranks: int, count: int, itemsize: int, params: dict, topology: To
     steps = 2 * (ranks - 1) * slices * loops
     kept = smallest_factor(ranks)
     t = topology
-    whole = ("its ranks are not alike: rail rings across "
-             "nodes" if q.get("gpus_per_node") or q.get("direct") else "pair links between GPUs"
-             if t.links_per_pair else "nodes of several GPUs" if t.nodes > 1 and t.gpus_per_node > 1
-             else "a fabric above the NICs" if t.nodes > 1 and t.fabric else "a degraded NIC"
-             if t.slow_nics else f"{count} elements are not a multiple of "
-                                 f"{algo.granularity(ranks, q)} (unequal "
-                                 f"chunks)" if count % algo.granularity(ranks, q) or count == 0
+    whole = ("its ranks are not alike: rail rings across nodes"
+             if q.get("gpus_per_node") or q.get("direct")
+             else "pair links between GPUs" if t.links_per_pair
+             else "nodes of several GPUs" if t.nodes > 1 and t.gpus_per_node > 1
+             else "a fabric above the NICs" if t.nodes > 1 and t.fabric
+             else "a degraded NIC" if t.slow_nics
+             else f"{count} elements are not a multiple of {algo.granularity(ranks, q)} (unequal "
+                  "chunks)"
+             if count % algo.granularity(ranks, q) or count == 0
              else f"{ranks} ranks: no smaller shift" if kept == ranks else "")
     if whole:
         return Shift(ranks, ranks, steps, algo.transfer_bound(ranks, q), whole=whole)
