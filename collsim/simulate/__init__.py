@@ -26,10 +26,11 @@ machine's fixed cost per call (``call_us``).
 Deterministic: no randomness, a fixed order of floating-point operations; the engine (``events``)
 agrees with the reference loop. Modules: ``reference`` (the semantics), ``costs`` (durations),
 ``resources`` (routing), ``deps`` (what each transfer waits for), ``fair`` (a fairly shared port),
-``events`` (the engine), ``heaps`` (its event queues), ``jit`` (compiled by numba for large runs),
-``symmetry`` (channels that repeat each other simulated once, exactly), ``shift`` (a ring on ranks
-alike simulated on a few of them). Simulations of many transfers show a tqdm progress bar on stderr
-when stderr is a terminal (``PROGRESS_TRANSFERS``). """
+``events`` (the engine), ``ports`` (its ports' jobs: service, fair shares), ``heaps`` (its event
+queues), ``jit`` (compiled by numba for large runs), ``symmetry`` (channels that repeat each other
+simulated once, exactly), ``shift`` (a ring on ranks alike simulated on a few of them). Simulations
+of many transfers show a tqdm progress bar on stderr when stderr is a terminal
+(``PROGRESS_TRANSFERS``)."""
 from __future__ import annotations
 
 import sys
