@@ -50,9 +50,9 @@ def check_bytes(moved: int, state_bytes: int, step_bytes: int) -> float:
 def simulation_bytes(endpoints: int, channels: int, transfers: int, segments: int) -> float:
     """Channels count through the routes (a row per channel and link), a small term; numba's share
     only where the engine runs compiled (``COMPILE_FROM`` transfers or more)."""
-    return ((BASE_BYTES + SIMULATE_BASE_BYTES * (transfers >= COMPILE_FROM)
-             + SIMULATE_BYTES_PER_TRANSFER * transfers
-             + SIMULATE_BYTES_PER_CELL * (endpoints * (segments + 1) + 4 * endpoints * channels)))
+    return (BASE_BYTES + SIMULATE_BASE_BYTES * (transfers >= COMPILE_FROM)
+            + SIMULATE_BYTES_PER_TRANSFER * transfers
+            + SIMULATE_BYTES_PER_CELL * (endpoints * (segments + 1) + 4 * endpoints * channels))
 
 
 def segments_of(schedule) -> int:
