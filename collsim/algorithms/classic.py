@@ -74,7 +74,8 @@ def halving_doubling(ranks: int, count: int, itemsize: int = 4, channels: int = 
         for d in dists:
             base = i & ~(2 * d - 1)
             send_lo = np.where(i & d, base, base + d)
-            step(active, active[i ^ d], edge[:, send_lo], edge[:, send_lo + d] - edge[:, send_lo], REDUCE)
+            step(active, active[i ^ d], edge[:, send_lo], edge[:, send_lo + d] - edge[:, send_lo],
+                 REDUCE)
         for d in reversed(dists):
             lo = i & ~(d - 1)
             step(active, active[i ^ d], edge[:, lo], edge[:, lo + d] - edge[:, lo], COPY)
@@ -93,13 +94,16 @@ def direct(ranks: int, count: int, itemsize: int = 4, channels: int = 1) -> Sche
     k = np.arange(1, ranks)[:, None, None]
     c = np.arange(channels)[None, :, None]
     src = np.broadcast_to(np.arange(ranks)[None, None, :], shape)
-    b.add_step(src.ravel(), ((src + k) % ranks).ravel(), np.broadcast_to(part_off[c], shape).ravel(),
-               np.broadcast_to(part_len[c], shape).ravel(), REDUCE, channel=np.broadcast_to(c, shape).ravel())
+    b.add_step(src.ravel(), ((src + k) % ranks).ravel(),
+               np.broadcast_to(part_off[c], shape).ravel(),
+               np.broadcast_to(part_len[c], shape).ravel(), REDUCE,
+               channel=np.broadcast_to(c, shape).ravel())
     return b.build()
 
 
 def _fold_steps(p: int, part, links, middle: list) -> list:
-    """(d, h, count) steps of a folded algorithm: the fold in and out around the power-of-two ``middle``."""
+    """(d, h, count) steps of a folded algorithm: the fold
+    in and out around the power-of-two ``middle``."""
     a, b, g = links.alpha, links.beta, links.gamma
     if p == 1 << (p.bit_length() - 1):
         return middle
@@ -109,7 +113,8 @@ def _fold_steps(p: int, part, links, middle: list) -> list:
 def _rd_time(p: int, nb, links, q: dict):
     part = nb / q["channels"]
     lg = p.bit_length() - 1
-    steps = _fold_steps(p, part, links, [(*step(part, links.alpha, links.beta, links.gamma), lg)] if lg else [])
+    steps = _fold_steps(p, part, links,
+                        [(*step(part, links.alpha, links.beta, links.gamma), lg)] if lg else [])
     return chain(steps, q["channels"]) if steps else np.zeros_like(nb)
 
 
@@ -126,22 +131,25 @@ def _hd_time(p: int, nb, links, q: dict):
 def _direct_time(p: int, nb, links, q: dict):
     if p == 1:
         return np.zeros_like(nb)
-    return chain([(*step(nb / q["channels"], links.alpha, links.beta, links.gamma), p - 1)], q["channels"])
+    return chain([(*step(nb / q["channels"], links.alpha, links.beta, links.gamma), p - 1)],
+                 q["channels"])
 
 
-_EXACT = ("an upper bound under policy \"schedule\" (a rank's messages to several peers overlap their latencies in "
-          "the simulation; every step of the form pays alpha); policy \"fair\" (the default): the same on one channel, "
-          "never above the one-channel form")
+_EXACT = ("an upper bound under policy \"schedule\" (a rank's messages to several peers overlap "
+          "their latencies in the simulation; every step of the form pays alpha); policy \"fair\" "
+          "(the default): the same on one channel, never above the one-channel form")
 HALVING_DOUBLING = Algorithm(
-    "halving-doubling", "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling all-gather",
+    "halving-doubling",
+    "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling all-gather",
     halving_doubling, lambda p, q: 2 * p * p.bit_length() * q["channels"], closed_form=_hd_time,
     granularity=lambda p, q: (1 << (p.bit_length() - 1)) * q["channels"],
-    formula="steps of m = N/C x d/p' (halving d = p'/2..1 reducing, doubling back), fold steps of N/C: "
-            "timing.chain; one channel: 2 L alpha + 2 (p'-1)/p' N beta + (p'-1)/p' N gamma "
-            "+ f (2 alpha + 2 N beta + N gamma)",
-    exact="exact on a uniform topology with one channel for N a multiple of the granularity (either policy); with "
-          "channels an upper bound under policy \"schedule\", and between this form and the one-channel form under "
-          "policy \"fair\" (the default: the channels share every port and pay their latencies together)")
+    formula="steps of m = N/C x d/p' (halving d = p'/2..1 reducing, doubling back), fold steps of "
+            "N/C: timing.chain; one channel: 2 L alpha + 2 (p'-1)/p' N beta + (p'-1)/p' N gamma + "
+            "f (2 alpha + 2 N beta + N gamma)",
+    exact="exact on a uniform topology with one channel for N a multiple of the granularity "
+          "(either policy); with channels an upper bound under policy \"schedule\", and between "
+          "this form and the one-channel form under policy \"fair\" (the default: the channels "
+          "share every port and pay their latencies together)")
 RECURSIVE_DOUBLING = Algorithm(
     "recursive-doubling", "log2(P) steps exchanging the whole buffer", recursive_doubling,
     lambda p, q: p * (p.bit_length() + 1) * q["channels"], closed_form=_rd_time,
@@ -150,5 +158,7 @@ RECURSIVE_DOUBLING = Algorithm(
             "L (alpha + N beta + N gamma) + f (2 alpha + 2 N beta + N gamma)", exact=_EXACT)
 DIRECT = Algorithm(
     "direct", "one-shot: every rank sends its whole buffer to every other rank", direct,
-    lambda p, q: p * (p - 1) * q["channels"], closed_form=_direct_time, granularity=lambda p, q: q["channels"],
-    formula="P-1 rounds of N/C reducing: timing.chain; one channel: (P-1) (alpha + N beta + N gamma)", exact=_EXACT)
+    lambda p, q: p * (p - 1) * q["channels"], closed_form=_direct_time,
+    granularity=lambda p, q: q["channels"],
+    formula="P-1 rounds of N/C reducing: timing.chain; one channel: (P-1) (alpha + N beta + N "
+            "gamma)", exact=_EXACT)

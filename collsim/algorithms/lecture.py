@@ -54,10 +54,12 @@ def lecture_tree(ranks: int, count: int, itemsize: int = 4) -> Schedule:
     return b.build()
 
 
-def lecture_hierarchical(ranks: int, count: int, itemsize: int = 4, gpus_per_node: int = 1) -> Schedule:
+def lecture_hierarchical(ranks: int, count: int, itemsize: int = 4,
+                         gpus_per_node: int = 1) -> Schedule:
     g = gpus_per_node
     nodes = ranks // g
-    b = ScheduleBuilder(ranks, count, itemsize, name="lecture-hierarchical", meta={"gpus_per_node": g})
+    b = ScheduleBuilder(ranks, count, itemsize, name="lecture-hierarchical",
+                        meta={"gpus_per_node": g})
     grid = np.arange(ranks).reshape(nodes, g)
     if g > 1:                                          # 1. AllReduce inside every node
         ring_phases(b, grid, np.zeros(nodes, np.int64), np.full(nodes, count))
@@ -68,13 +70,18 @@ def lecture_hierarchical(ranks: int, count: int, itemsize: int = 4, gpus_per_nod
     return b.build()
 
 
-LECTURE_RING = Algorithm("lecture-ring", "the lecture's ring pseudo-code: whole buffers, counts contributions twice",
-                         lecture_ring, lambda p, q: 2 * p * max(p - 1, 0), params=(), teaching_only=True)
-LECTURE_TREE = Algorithm("lecture-tree", "the lecture's tree pseudo-code: one exchange, then rank 0 copies to all",
+LECTURE_RING = Algorithm("lecture-ring",
+                         "the lecture's ring pseudo-code: whole buffers, counts contributions "
+                         "twice", lecture_ring, lambda p, q: 2 * p * max(p - 1, 0), params=(),
+                         teaching_only=True)
+LECTURE_TREE = Algorithm("lecture-tree",
+                         "the lecture's tree pseudo-code: one exchange, then rank 0 copies to all",
                          lecture_tree, lambda p, q: 2 * p, params=(), teaching_only=True)
 LECTURE_HIERARCHICAL = Algorithm(
     "lecture-hierarchical",
     "the lecture's hierarchical AllReduce: inside nodes, between GPU 0s, then a copy in the node",
-    lecture_hierarchical, lambda p, q: 2 * p * q["gpus_per_node"] + 2 * (p // q["gpus_per_node"]) ** 2 + p,
+    lecture_hierarchical,
+    lambda p, q: 2 * p * q["gpus_per_node"] + 2 * (p // q["gpus_per_node"]) ** 2 + p,
     params=("gpus_per_node",), needs=("gpus_per_node",), teaching_only=True)
-LECTURE = {a.name: a.build for a in (LECTURE_RING, LECTURE_TREE)}   # by name (``collsim.measure.executed``)
+# by name (``collsim.measure.executed``)
+LECTURE = {a.name: a.build for a in (LECTURE_RING, LECTURE_TREE)}

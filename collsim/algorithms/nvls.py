@@ -116,7 +116,8 @@ def _build(name: str, ranks: int, count: int, itemsize: int, g: int, chunks: int
 
 
 def nvls(ranks: int, count: int, itemsize: int = 4, chunks: int = 1, channels: int = 1) -> Schedule:
-    """NVLS on one node of ``ranks`` GPUs (switch endpoint ``ranks``), ``chunks`` loops per channel."""
+    """NVLS on one node of ``ranks`` GPUs (switch endpoint
+    ``ranks``), ``chunks`` loops per channel."""
     return _build("nvls", ranks, count, itemsize, ranks, chunks, channels)
 
 

@@ -1,17 +1,19 @@
-"""AlltoAll and SendRecv as NCCL runs them: grouped point-to-point operations, per peer, on p2p channels.
+"""AlltoAll and SendRecv as NCCL runs them: grouped
+point-to-point operations, per peer, on p2p channels.
 
-NCCL has no collective kernel and no cost model for these (``collsim.nccl.tuning``): nccl-tests' alltoall
-posts ncclSend/ncclRecv to every peer in one group, sendrecv a send to rank r+1 and a receive from r-1.
-NCCL orders a group's peers by rounds (src/init.cc p2pSchedule: in round q rank r sends to r + q and
-receives from r - q) and spreads each peer's bytes over ``chunks`` p2p channels of its own
-(``collsim.nccl.p2p``; src/enqueue.cc, ncclP2pChannelForPart); here round q's parts take channels
-(q x chunks + i) mod ``channels``, so consecutive peers run on different channels, and a channel runs the
-peers it is given together, up to 8 (NCCL_MAX_DEV_WORK_P2P_PER_BATCH: one batch's p2p operations, each on a
-group of the channel's warps, a lane here); a ninth waits for the first (the schedule's transfer order).
+NCCL has no collective kernel and no cost model for these (``collsim.nccl.tuning``): nccl-tests'
+alltoall posts ncclSend/ncclRecv to every peer in one group, sendrecv a send to rank r+1 and a
+receive from r-1. NCCL orders a group's peers by rounds (src/init.cc p2pSchedule: in round q rank r
+sends to r + q and receives from r - q) and spreads each peer's bytes over ``chunks`` p2p channels
+of its own (``collsim.nccl.p2p``; src/enqueue.cc, ncclP2pChannelForPart); here round q's parts take
+channels (q x chunks + i) mod ``channels``, so consecutive peers run on different channels, and a
+channel runs the peers it is given together, up to 8 (NCCL_MAX_DEV_WORK_P2P_PER_BATCH: one batch's
+p2p operations, each on a group of the channel's warps, a lane here); a ninth waits for the first
+(the schedule's transfer order).
 
-All of it is one step: every send reads what its rank held at the start, which is nccl-tests' alltoall
-(rank k's segment r ends with rank r's segment k, each transfer writing at ``dst_offset``) and its ring
-shift (rank r ends with rank r-1's buffer).
+All of it is one step: every send reads what its rank held at the start, which is nccl-tests'
+alltoall (rank k's segment r ends with rank r's segment k, each transfer writing at ``dst_offset``)
+and its ring shift (rank r ends with rank r-1's buffer).
 """
 from __future__ import annotations
 
@@ -29,15 +31,17 @@ def _parts(length: int, chunks: int):
     return split_ranges(np.array([0]), np.array([length]), chunks)
 
 
-def alltoall(ranks: int, count: int, itemsize: int = 4, chunks: int = 1, channels: int = 1) -> Schedule:
+def alltoall(ranks: int, count: int, itemsize: int = 4, chunks: int = 1,
+             channels: int = 1) -> Schedule:
     """nccl-tests' alltoall as NCCL's grouped sends and receives (module docstring)."""
     get_collective("alltoall").check_count(ranks, count)
     seg = count // ranks
-    b = ScheduleBuilder(ranks, count, itemsize, name="p2p", meta={"chunks": chunks, "channels": channels},
-                        collective="alltoall")
+    b = ScheduleBuilder(ranks, count, itemsize, name="p2p",
+                        meta={"chunks": chunks, "channels": channels}, collective="alltoall")
     p_off, p_len = (a[0] for a in _parts(seg, chunks))
-    q, r, i = (a.ravel() for a in np.meshgrid(np.arange(1, ranks), np.arange(ranks), np.arange(chunks),
-                                              indexing="ij"))
+    q, r, i = (a.ravel()
+               for a in np.meshgrid(np.arange(1, ranks), np.arange(ranks), np.arange(chunks),
+                                    indexing="ij"))
     peer = (r + q) % ranks
     slot = (q - 1) * chunks + i
     b.add_step(r, peer, peer * seg + p_off[i], p_len[i], COPY, channel=(slot + chunks) % channels,
@@ -45,10 +49,11 @@ def alltoall(ranks: int, count: int, itemsize: int = 4, chunks: int = 1, channel
     return b.build()
 
 
-def sendrecv(ranks: int, count: int, itemsize: int = 4, chunks: int = 1, channels: int = 1) -> Schedule:
+def sendrecv(ranks: int, count: int, itemsize: int = 4, chunks: int = 1,
+             channels: int = 1) -> Schedule:
     """nccl-tests' sendrecv: every rank sends its buffer to the next (module docstring)."""
-    b = ScheduleBuilder(ranks, count, itemsize, name="p2p", meta={"chunks": chunks, "channels": channels},
-                        collective="sendrecv")
+    b = ScheduleBuilder(ranks, count, itemsize, name="p2p",
+                        meta={"chunks": chunks, "channels": channels}, collective="sendrecv")
     p_off, p_len = (a[0] for a in _parts(count, chunks))
     r, i = (a.ravel() for a in np.meshgrid(np.arange(ranks), np.arange(chunks), indexing="ij"))
     b.add_step(r, (r + 1) % ranks, p_off[i], p_len[i], COPY, channel=(chunks + i) % channels)
@@ -56,10 +61,10 @@ def sendrecv(ranks: int, count: int, itemsize: int = 4, chunks: int = 1, channel
 
 
 P2P_ALLTOALL = Algorithm(
-    "p2p", "NCCL's alltoall: a send and a receive to every peer, in rounds, on p2p channels", alltoall,
-    lambda p, q: p * (p - 1) * q["chunks"], params=("chunks", "channels"), default_chunks=lambda nb, p, q: 1,
-    collective="alltoall")
+    "p2p", "NCCL's alltoall: a send and a receive to every peer, in rounds, on p2p channels",
+    alltoall, lambda p, q: p * (p - 1) * q["chunks"], params=("chunks", "channels"),
+    default_chunks=lambda nb, p, q: 1, collective="alltoall")
 P2P_SENDRECV = Algorithm(
-    "p2p", "nccl-tests' sendrecv: rank r sends to r+1 and receives from r-1, on p2p channels", sendrecv,
-    lambda p, q: p * q["chunks"], params=("chunks", "channels"), default_chunks=lambda nb, p, q: 1,
-    collective="sendrecv")
+    "p2p", "nccl-tests' sendrecv: rank r sends to r+1 and receives from r-1, on p2p channels",
+    sendrecv, lambda p, q: p * q["chunks"], params=("chunks", "channels"),
+    default_chunks=lambda nb, p, q: 1, collective="sendrecv")

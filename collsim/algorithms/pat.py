@@ -1,21 +1,24 @@
-"""PAT (Parallel Aggregated Trees) AllGather and ReduceScatter: NCCL's log-step algorithm for one GPU per node.
+"""PAT (Parallel Aggregated Trees) AllGather and
+ReduceScatter: NCCL's log-step algorithm for one GPU per node.
 
 NCCL 2.23+ runs PAT for AllGather and ReduceScatter when every node has one GPU (src/graph/tuning.cc
-``ncclPatEnable``; ``collsim.nccl.tuning``). Its schedule (src/include/collectives.h ``PatAGAlgorithm``,
-``PatRSAlgorithm``; Jeaugey, arXiv 2506.20252) is a Bruck pattern with the dimensions reversed: the data of
-rank r + s reaches rank r along the set bits of the distance s, the highest first, each hop a peer at distance
-2^d (``sendDims``/``recvDims``, "Should cover 2^32 ranks"); distances of nranks or more are skipped
-(``if (s >= nranks) skip``), so any rank count works in log2Up(nranks) dimensions.
+``ncclPatEnable``; ``collsim.nccl.tuning``). Its schedule (src/include/collectives.h
+``PatAGAlgorithm``, ``PatRSAlgorithm``; Jeaugey, arXiv 2506.20252) is a Bruck pattern with the
+dimensions reversed: the data of rank r + s reaches rank r along the set bits of the distance s, the
+highest first, each hop a peer at distance 2^d (``sendDims``/``recvDims``, "Should cover 2^32
+ranks"); distances of nranks or more are skipped (``if (s >= nranks) skip``), so any rank count
+works in log2Up(nranks) dimensions.
 
-As a schedule on the collective's buffer (``collsim.core.collective``): for dimension d from the highest
-down, every segment b moves from the rank at distance u to the one at distance u + 2^d (u a multiple of
-2^(d+1), u + 2^d < P), copied (AllGather) ; ReduceScatter is the same tree run backwards: every transfer
-reversed in time and direction, adding, so that segment b's partial sums flow to rank b. NCCL aggregates the
-segments of one dimension into one step of its staging buffer and keeps up to 16 steps in flight
-(``parallelFactor``, NCCL_PAT_NWORKERS / 32); here each segment is its own transfer (the checker needs the
-places), each segment is cut in ``chunks`` pieces that follow each other one dimension behind (piece j runs
-dimension step s at step j + s), and the connection window keeps up to 16 in flight
-(``collsim.predict.schedules``). PAT runs on every channel of its own: one ring of channels per call.
+As a schedule on the collective's buffer (``collsim.core.collective``): for dimension d from the
+highest down, every segment b moves from the rank at distance u to the one at distance u + 2^d (u a
+multiple of 2^(d+1), u + 2^d < P), copied (AllGather) ; ReduceScatter is the same tree run
+backwards: every transfer reversed in time and direction, adding, so that segment b's partial sums
+flow to rank b. NCCL aggregates the segments of one dimension into one step of its staging buffer
+and keeps up to 16 steps in flight (``parallelFactor``, NCCL_PAT_NWORKERS / 32); here each segment
+is its own transfer (the checker needs the places), each segment is cut in ``chunks`` pieces that
+follow each other one dimension behind (piece j runs dimension step s at step j + s), and the
+connection window keeps up to 16 in flight (``collsim.predict.schedules``). PAT runs on every
+channel of its own: one ring of channels per call.
 """
 from __future__ import annotations
 
@@ -34,7 +37,8 @@ def _dims(ranks: int) -> int:
     return max(1, (ranks - 1).bit_length())
 
 
-def pat(ranks: int, count: int, itemsize: int = 4, *, gather: bool, chunks: int = 1, channels: int = 1) -> Schedule:
+def pat(ranks: int, count: int, itemsize: int = 4, *, gather: bool, chunks: int = 1,
+        channels: int = 1) -> Schedule:
     """PAT AllGather (``gather``) or ReduceScatter (module docstring)."""
     name = "all_gather" if gather else "reduce_scatter"
     get_collective(name).check_count(ranks, count)
@@ -42,16 +46,16 @@ def pat(ranks: int, count: int, itemsize: int = 4, *, gather: bool, chunks: int 
     off, ln = split_ranges(np.array([0]), np.array([seg]), channels)
     p_off, p_len = split_ranges(off[0], ln[0], chunks)                                   # (C, K)
     b = np.arange(ranks)
-    rounds = []                                            # (src, dst, segment) of every dimension step
+    rounds = []                                        # (src, dst, segment) of every dimension step
     for d in reversed(range(_dims(ranks))):
         u = np.arange(0, max(ranks - (1 << d), 0), 2 << d)
         blk = np.repeat(b, len(u))
         at = blk + np.tile(u, ranks)
         rounds.append(((at % ranks), (at + (1 << d)) % ranks, blk))
-    if not gather:                                         # the same tree backwards: reduce towards the owner
+    if not gather:                               # the same tree backwards: reduce towards the owner
         rounds = [(dst, src, blk) for src, dst, blk in reversed(rounds)]
-    out = ScheduleBuilder(ranks, count, itemsize, name="pat", meta={"chunks": chunks, "channels": channels},
-                          collective=name)
+    out = ScheduleBuilder(ranks, count, itemsize, name="pat",
+                          meta={"chunks": chunks, "channels": channels}, collective=name)
     k = len(rounds)
     for t in range(chunks + k - 1):
         parts = []
@@ -76,9 +80,9 @@ def _chunks(nbytes: int, ranks: int, q: dict) -> int:
 
 PAT_ALLGATHER = Algorithm(
     "pat", "NCCL's PAT all-gather: reversed Bruck, log2 P dimension steps, highest distance first",
-    lambda *a, **q: pat(*a, gather=True, **q), _bound, params=("chunks", "channels"), default_chunks=_chunks,
-    nccl_name="PAT", collective="all_gather")
+    lambda *a, **q: pat(*a, gather=True, **q), _bound, params=("chunks", "channels"),
+    default_chunks=_chunks, nccl_name="PAT", collective="all_gather")
 PAT_REDUCESCATTER = Algorithm(
     "pat", "NCCL's PAT reduce-scatter: PAT all-gather's trees run backwards, adding",
-    lambda *a, **q: pat(*a, gather=False, **q), _bound, params=("chunks", "channels"), default_chunks=_chunks,
-    nccl_name="PAT", collective="reduce_scatter")
+    lambda *a, **q: pat(*a, gather=False, **q), _bound, params=("chunks", "channels"),
+    default_chunks=_chunks, nccl_name="PAT", collective="reduce_scatter")

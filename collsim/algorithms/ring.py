@@ -14,16 +14,14 @@ Ring orders (``ring_orders``):
 
 * one node (no ``gpus_per_node``, or one node of them): every channel is the ring
   0, 1, ..., P-1;
-* several nodes of G GPUs: NCCL 2.20+'s paired rail rings. Channel c follows
-  search channel s = c mod G (coll channels repeat the search channels,
-  NVIDIA/nccl src/graph/connect.cc:69-72); even s enters a node at GPU s and
-  visits s, s-1, ..., s+1 (mod G), leaving from GPU s+1; odd s enters at s and
-  visits s, s+1, ..., s-1 (src/graph/search.cc:559-574, 669-751, crossNic 2);
-  odd nodes run the order of s^1 (connect.cc:392-405), so every hop between
-  nodes joins two GPUs of one rail (one NIC index), except the wrap-around hop
-  when the node count is odd; with K < G NICs of B GPUs each (B even), search channel s enters at a GPU of
-  NIC s mod K (``entry_gpu``) and runs through the node so that it leaves from a GPU of the same NIC, the same
-  order on every node;
+* several nodes of G GPUs: NCCL 2.20+'s paired rail rings. Channel c follows search channel s = c
+  mod G (coll channels repeat the search channels, NVIDIA/nccl src/graph/connect.cc:69-72); even s
+  enters a node at GPU s and visits s, s-1, ..., s+1 (mod G), leaving from GPU s+1; odd s enters at
+  s and visits s, s+1, ..., s-1 (src/graph/search.cc:559-574, 669-751, crossNic 2); odd nodes run
+  the order of s^1 (connect.cc:392-405), so every hop between nodes joins two GPUs of one rail (one
+  NIC index), except the wrap-around hop when the node count is odd; with K < G NICs of B GPUs each
+  (B even), search channel s enters at a GPU of NIC s mod K (``entry_gpu``) and runs through the
+  node so that it leaves from a GPU of the same NIC, the same order on every node;
 * ``direct`` (GPUs linked without NVSwitch): channel c visits the GPUs of each
   node along Hamiltonian cycle c mod H (``hamiltonian_cycles``), so the channels
   spread over the pair links.
@@ -44,12 +42,13 @@ from collsim.algorithms.timing import chain, step
 from collsim.core.compose import ScheduleBuilder, split_ranges
 from collsim.core.schedule import COPY, REDUCE, Schedule
 
-MAX_ENUMERATED_CYCLES = 720   # up to 7 GPUs a node: every Hamiltonian cycle; beyond, the rotations i -> i + d
+# up to 7 GPUs a node: every Hamiltonian cycle; beyond, the rotations i -> i + d
+MAX_ENUMERATED_CYCLES = 720
 
 
 def ring_phases(b: ScheduleBuilder, groups: np.ndarray, offset, length, slices: int = 1,
-                reduce_scatter: bool = True, all_gather: bool = True, channel=0, steps: int | None = None,
-                chunks: tuple | None = None) -> None:
+                reduce_scatter: bool = True, all_gather: bool = True, channel=0,
+                steps: int | None = None, chunks: tuple | None = None) -> None:
     """Append ring reduce-scatter and/or all-gather steps to ``b``.
 
     groups: (G, n) rank matrix; row g is one ring (position i sends to i+1).
@@ -68,12 +67,15 @@ def ring_phases(b: ScheduleBuilder, groups: np.ndarray, offset, length, slices: 
     chunk_off, chunk_len = split_ranges(offset, length, n) if chunks is None else chunks    # (G, n)
     g = groups.shape[0]
     phases = ([(REDUCE, 0)] if reduce_scatter else []) + ([(COPY, 1)] if all_gather else [])
-    # step (phase, k, slice) x transfer (group, position): chunk (position + shift - k) mod n of the group
-    idx = np.int32 if g * n * slices < 1 << 31 else np.int64                          # index width: half the bytes
+    # step (phase, k, slice) x transfer (group, position):
+    # chunk (position + shift - k) mod n of the group
+    idx = np.int32 if g * n * slices < 1 << 31 else np.int64           # index width: half the bytes
     shift = np.array([sh for _, sh in phases], idx)[:, None]
     k = np.arange(steps, dtype=idx)[None, :]
-    chunk = (np.arange(n, dtype=idx)[None, None, :] + (shift - k)[:, :, None]) % n    # (phases, steps, n)
-    flat = (np.arange(g, dtype=idx) * n)[None, None, :, None] + chunk[:, :, None, :]  # (phases, steps, G, n)
+    # (phases, steps, n)
+    chunk = (np.arange(n, dtype=idx)[None, None, :] + (shift - k)[:, :, None]) % n
+    # (phases, steps, G, n)
+    flat = (np.arange(g, dtype=idx) * n)[None, None, :, None] + chunk[:, :, None, :]
     flat = flat.reshape(len(phases), steps, 1, g * n)
     if slices > 1:
         flat = flat * slices + np.arange(slices, dtype=idx)[None, None, :, None]
@@ -82,14 +84,15 @@ def ring_phases(b: ScheduleBuilder, groups: np.ndarray, offset, length, slices: 
     ops = np.repeat([op for op, _ in phases], steps * slices)[:, None]
     ch = np.repeat(np.broadcast_to(np.asarray(channel, np.int64), (g,)), n)[None, :]
     b.add_steps(groups.ravel()[None, :], np.roll(groups, -1, axis=1).ravel()[None, :],
-                np.take(chunk_off, flat).reshape(shape), np.take(chunk_len, flat).reshape(shape), ops, ch)
+                np.take(chunk_off, flat).reshape(shape), np.take(chunk_len, flat).reshape(shape),
+                ops, ch)
 
 
 @lru_cache(maxsize=16)
 def hamiltonian_cycles(g: int) -> tuple[tuple[int, ...], ...]:
-    """Directed Hamiltonian cycles of g fully linked GPUs, each from GPU 0: all of them while there are at
-    most ``MAX_ENUMERATED_CYCLES`` (every directed pair link then lies on equally many), else the
-    rotations i -> i + d for d coprime to g."""
+    """Directed Hamiltonian cycles of g fully linked GPUs, each from GPU 0: all of them while there
+    are at most ``MAX_ENUMERATED_CYCLES`` (every directed pair link then lies on equally many), else
+    the rotations i -> i + d for d coprime to g."""
     if g <= 2:
         return (tuple(range(g)),)
     count = 1
@@ -101,22 +104,23 @@ def hamiltonian_cycles(g: int) -> tuple[tuple[int, ...], ...]:
 
 
 def nic_block(g: int, nics: int | None) -> int:
-    """GPUs a node has per NIC when each NIC serves two or more of them alike (else 1: a NIC per GPU, or more)."""
+    """GPUs a node has per NIC when each NIC serves two or
+    more of them alike (else 1: a NIC per GPU, or more)."""
     return g // nics if nics and nics < g and g % nics == 0 and (g // nics) % 2 == 0 else 1
 
 
 def entry_gpu(s: int, g: int, nics: int | None = None) -> int:
-    """The local GPU where search channel s enters a node: GPU s with a NIC per GPU; with K NICs of B GPUs each,
-    a GPU of NIC s mod K (NCCL's search starts channel c at net c mod K, search.cc ncclTopoSearchRecNet),
-    the (s div K) mod B-th of its block."""
+    """The local GPU where search channel s enters a node: GPU s with a NIC per GPU; with K NICs of
+    B GPUs each, a GPU of NIC s mod K (NCCL's search starts channel c at net c mod K, search.cc
+    ncclTopoSearchRecNet), the (s div K) mod B-th of its block."""
     b = nic_block(g, nics)
     return s % g if b == 1 else (s % nics) * b + (s // nics) % b
 
 
 def node_order(s: int, g: int, nics: int | None = None) -> np.ndarray:
-    """Local GPUs of rail ring search channel s in visiting order. A NIC per GPU: even s runs s, s-1, ..., s+1,
-    odd s runs s, s+1, ..., s-1. K NICs of B GPUs: from ``entry_gpu`` down if its place in its NIC's block is
-    even, else up, so that it leaves from a GPU of the same NIC."""
+    """Local GPUs of rail ring search channel s in visiting order. A NIC per GPU: even s runs s,
+    s-1, ..., s+1, odd s runs s, s+1, ..., s-1. K NICs of B GPUs: from ``entry_gpu`` down if its
+    place in its NIC's block is even, else up, so that it leaves from a GPU of the same NIC."""
     e, b = entry_gpu(s, g, nics), nic_block(g, nics)
     step = (1 if s % 2 else -1) if b == 1 else (1 if (e % b) % 2 else -1)
     return (e + step * np.arange(g)) % g
@@ -133,7 +137,8 @@ def ring_orders(ranks: int, channels: int, gpus_per_node: int | None = None, dir
             local = [np.array(hamiltonian_cycles(g)[c % len(hamiltonian_cycles(g))])] * nodes
         elif nodes == 1:
             local = [np.arange(g)]
-        elif nic_block(g, nics_per_node) > 1:           # enters and leaves through one NIC: the same on every node
+        # enters and leaves through one NIC: the same on every node
+        elif nic_block(g, nics_per_node) > 1:
             local = [node_order(c % g, g, nics_per_node)] * nodes
         else:
             s = c % g
@@ -145,9 +150,10 @@ def ring_orders(ranks: int, channels: int, gpus_per_node: int | None = None, dir
 def ring(ranks: int, count: int, itemsize: int = 4, slices: int = 1, channels: int = 1,
          gpus_per_node: int | None = None, direct: bool = False, loops: int = 1,
          nics_per_node: int | None = None) -> Schedule:
-    """Ring AllReduce of ``count`` elements on ``ranks`` ranks over ``channels`` rings, 2(P-1)*slices steps per
-    loop: with ``loops`` L every channel part is cut into L consecutive parts, reduced one after the other by the
-    same ring (NCCL's loop over the buffer, nranks x chunkSize bytes at a time: device/all_reduce.h runRing)."""
+    """Ring AllReduce of ``count`` elements on ``ranks`` ranks over ``channels`` rings,
+    2(P-1)*slices steps per loop: with ``loops`` L every channel part is cut into L consecutive
+    parts, reduced one after the other by the same ring (NCCL's loop over the buffer, nranks x
+    chunkSize bytes at a time: device/all_reduce.h runRing)."""
     meta = {"slices": slices, "channels": channels}
     if loops > 1:
         meta["loops"] = loops
@@ -167,27 +173,32 @@ def ring(ranks: int, count: int, itemsize: int = 4, slices: int = 1, channels: i
 
 
 def ring_quotient(ranks: int, count: int, itemsize: int = 4, slices: int = 1, channels: int = 1,
-                  gpus_per_node: int = 1, loops: int = 1, nodes: int = 2, nics_per_node: int | None = None,
-                  reduce_scatter: bool = True, all_gather: bool = True) -> Schedule:
-    """The rail rings of ``ring(ranks, count, ..., gpus_per_node=G)`` seen from ``nodes`` consecutive nodes: the
-    quotient by the shift of every rank ``nodes`` nodes on, which maps NCCL's rings onto themselves when the
-    rings repeat every ``nodes`` nodes and the node count is a multiple of it (``collsim.simulate.symmetry``).
+                  gpus_per_node: int = 1, loops: int = 1, nodes: int = 2,
+                  nics_per_node: int | None = None, reduce_scatter: bool = True,
+                  all_gather: bool = True) -> Schedule:
+    """The rail rings of ``ring(ranks, count, ..., gpus_per_node=G)`` seen from ``nodes``
+    consecutive nodes: the quotient by the shift of every rank ``nodes`` nodes on, which maps NCCL's
+    rings onto themselves when the rings repeat every ``nodes`` nodes and the node count is a
+    multiple of it (``collsim.simulate.symmetry``).
 
-    Positions 0..M-1 of every channel's ring (M = nodes x G ranks) run the whole ring's 2(P-1) steps per loop; the
-    last sends to the first, which stands for the first position ``nodes`` nodes on. Chunks carry labels mod M
-    (position i sends label (i - k) mod M at reduce-scatter step k), so each transfer waits for the one its
-    predecessor sent a step before, as in the whole ring; a label's earlier use M steps back is a wait the
-    ring's own chain already implies. Each chunk has the whole ring's size when the parts split evenly (then
-    every transfer is the image of its whole ring's one, exactly), else the nearest whole count of elements.
-    ``reduce_scatter``/``all_gather``: the phases it runs (one of them: the quotient of a ring ReduceScatter or
-    AllGather, ``collsim.algorithms.ring_halves``, whose chunks are the segments' channel parts alike)."""
+    Positions 0..M-1 of every channel's ring (M = nodes x G ranks) run the whole ring's 2(P-1) steps
+    per loop; the last sends to the first, which stands for the first position ``nodes`` nodes on.
+    Chunks carry labels mod M (position i sends label (i - k) mod M at reduce-scatter step k), so
+    each transfer waits for the one its predecessor sent a step before, as in the whole ring; a
+    label's earlier use M steps back is a wait the ring's own chain already implies. Each chunk has
+    the whole ring's size when the parts split evenly (then every transfer is the image of its whole
+    ring's one, exactly), else the nearest whole count of elements.
+    ``reduce_scatter``/``all_gather``: the phases it runs (one of them: the quotient of a ring
+    ReduceScatter or AllGather, ``collsim.algorithms.ring_halves``, whose chunks are the segments'
+    channel parts alike)."""
     m = nodes * gpus_per_node
     off, ln = split_ranges(np.array([0]), np.array([count]), channels)
-    chunk = np.maximum(np.rint(split_ranges(off[0], ln[0], loops)[1] / ranks), 1).astype(np.int64)   # (C, L)
-    part = (m * chunk).T.ravel()                                       # loop-major: loop i's parts one by one
+    # (C, L)
+    chunk = np.maximum(np.rint(split_ranges(off[0], ln[0], loops)[1] / ranks), 1).astype(np.int64)
+    part = (m * chunk).T.ravel()                             # loop-major: loop i's parts one by one
     starts = np.concatenate([[0], np.cumsum(part)[:-1]]).reshape(loops, channels)
-    meta = {"slices": slices, "channels": channels, "gpus_per_node": gpus_per_node, "quotient_of": ranks,
-            "loops": loops}
+    meta = {"slices": slices, "channels": channels, "gpus_per_node": gpus_per_node,
+            "quotient_of": ranks, "loops": loops}
     b = ScheduleBuilder(m, int(part.sum()), itemsize, name="ring", meta=meta)
     orders = ring_orders(ranks, channels, gpus_per_node, nics_per_node=nics_per_node)[:, :m]
     for i in range(loops):
@@ -197,27 +208,31 @@ def ring_quotient(ranks: int, count: int, itemsize: int = 4, slices: int = 1, ch
 
 
 def ring_time(p: int, nb, links, params: dict):
-    """Closed form on a uniform topology (``timing.chain``): per loop 2(P-1)S steps of m = N/(P S C L) bytes per
-    transfer, the first (P-1)S reducing."""
+    """Closed form on a uniform topology (``timing.chain``): per loop 2(P-1)S steps of m = N/(P S
+    C L) bytes per transfer, the first (P-1)S reducing."""
     c, s, loops = params["channels"], params["slices"], params.get("loops", 1)
     if p == 1:
         return np.zeros_like(nb)
     m = nb / (p * s * c * loops)
     k = (p - 1) * s
-    return chain([(*step(m, links.alpha, links.beta, links.gamma), k), (*step(m, links.alpha, links.beta, 0.0), k)]
-                 * loops, c)
+    return chain([(*step(m, links.alpha, links.beta, links.gamma), k),
+                  (*step(m, links.alpha, links.beta, 0.0), k)] * loops, c)
 
 
 RING = Algorithm(
-    "ring", "ring reduce-scatter + all-gather per channel, 2(P-1) steps; NCCL's rail rings across nodes",
+    "ring",
+    "ring reduce-scatter + all-gather per channel, 2(P-1) steps; NCCL's rail rings across nodes",
     ring, lambda p, q: 2 * p * (p - 1) * q["slices"] * q["channels"] * q.get("loops", 1),
     params=("slices", "channels", "gpus_per_node", "direct", "loops", "nics_per_node"),
-    closed_form=ring_time, granularity=lambda p, q: p * q["slices"] * q["channels"] * q.get("loops", 1),
-    formula="K = 2(P-1)S steps of m = N/(P S C): d = alpha + m beta (+ m gamma in the first half), h = m beta; "
-            "T = sum d + (C-1) h + sum_{k<K-1} max(0, (C-1) h - (d_k - h)); one channel: "
-            "2(P-1) S alpha + 2 (P-1)/P N beta + (P-1)/P N gamma",
-    exact="policy \"schedule\" (ports serve in schedule order): slices 1 exact on a uniform topology for N a multiple "
-          "of the granularity; slices > 1 an upper bound (the simulation sends a chunk's next slice as soon as the "
-          "last has left: 2(P-1)(alpha + m beta) + (S-1) m beta on one channel). Policy \"fair\" (the default): the "
-          "same on one channel; C channels share every port and pay their latencies together: with slices 1 between "
-          "this form and the one-channel form, never above the one-channel, one-slice form", nccl_name="Ring")
+    closed_form=ring_time,
+    granularity=lambda p, q: p * q["slices"] * q["channels"] * q.get("loops", 1),
+    formula="K = 2(P-1)S steps of m = N/(P S C): d = alpha + m beta (+ m gamma in the first half), "
+            "h = m beta; T = sum d + (C-1) h + sum_{k<K-1} max(0, (C-1) h - (d_k - h)); one "
+            "channel: 2(P-1) S alpha + 2 (P-1)/P N beta + (P-1)/P N gamma",
+    exact="policy \"schedule\" (ports serve in schedule order): slices 1 exact on a uniform "
+          "topology for N a multiple of the granularity; slices > 1 an upper bound (the simulation "
+          "sends a chunk's next slice as soon as the last has left: 2(P-1)(alpha + m beta) + (S-1) "
+          "m beta on one channel). Policy \"fair\" (the default): the same on one channel; C "
+          "channels share every port and pay their latencies together: with slices 1 between this "
+          "form and the one-channel form, never above the one-channel, one-slice form",
+    nccl_name="Ring")

@@ -1,19 +1,20 @@
-"""Closed-form building blocks, shared by the algorithms' records (``Algorithm.closed_form``): the textbook
-(store-and-forward) alpha-beta model, where every message of a channel pays its whole alpha + b beta before
-the next one leaves. The simulation (``collsim.simulate``) overlaps a message's latency with the next
-message's bytes, so these forms are exact where a channel's next message waits for data anyway (a ring of
-whole chunks, halving-doubling on one channel) and upper bounds elsewhere (``Algorithm.exact`` says which;
-``tests/test_cost.py`` checks both against the simulation under schedule-order contention).
+"""Closed-form building blocks, shared by the algorithms' records (``Algorithm.closed_form``): the
+textbook (store-and-forward) alpha-beta model, where every message of a channel pays its whole
+alpha + b beta before the next one leaves. The simulation (``collsim.simulate``) overlaps a
+message's latency with the next message's bytes, so these forms are exact where a channel's next
+message waits for data anyway (a ring of whole chunks, halving-doubling on one channel) and upper
+bounds elsewhere (``Algorithm.exact`` says which; ``tests/test_cost.py`` checks both against the
+simulation under schedule-order contention).
 
-Units: seconds, bytes, seconds per byte. A transfer of b bytes lasts d = alpha + b beta (+ b gamma if it
-reduces) and holds its channel for d and its ports for h = b beta.
+Units: seconds, bytes, seconds per byte. A transfer of b bytes lasts d = alpha + b beta (+ b gamma
+if it reduces) and holds its channel for d and its ports for h = b beta.
 
-``chain``: K steps in which every rank in use moves one transfer per channel on each of its ports, in
-channel order (C channels), every transfer of step k lasting d_k and holding its port h_k, and every
-transfer of step k + 1 following its own channel's transfer of step k (its data or its slot). The
-critical path then walks the channels 0..C-1 along one port's holds (C - 1 holds of h), and where the
-ports of step k are also the ports of step k + 1 (``wrap[k]``) it may go on from channel C - 1 to
-channel 0 of step k + 1 after one more hold h_k instead of a whole d_k. Longest path:
+``chain``: K steps in which every rank in use moves one transfer per channel on each of its ports,
+in channel order (C channels), every transfer of step k lasting d_k and holding its port h_k, and
+every transfer of step k + 1 following its own channel's transfer of step k (its data or its slot).
+The critical path then walks the channels 0..C-1 along one port's holds (C - 1 holds of h), and
+where the ports of step k are also the ports of step k + 1 (``wrap[k]``) it may go on from channel
+C - 1 to channel 0 of step k + 1 after one more hold h_k instead of a whole d_k. Longest path:
 
     T = sum_k d_k + max over cuts of the steps into intervals I_1..I_J (a cut only after a step k
         with wrap[k]) of  sum_j (C - 1) max_{k in I_j} h_k  -  sum_{cuts k} (d_k - h_k)
@@ -32,8 +33,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Links:
-    """alpha (s), beta (s/byte) of the link of one node (intra), between nodes (inter) and between a GPU
-    and its NVSwitch (nvls); gamma (s/byte) of a reduction."""
+    """alpha (s), beta (s/byte) of the link of one node (intra), between nodes (inter) and between a
+    GPU and its NVSwitch (nvls); gamma (s/byte) of a reduction."""
 
     alpha: float
     beta: float
@@ -53,16 +54,19 @@ class Links:
 
 
 def step(m, alpha: float, beta: float, gamma: float) -> tuple[np.ndarray, np.ndarray]:
-    """(d, h) of a step moving ``m`` bytes (array over sizes): d = alpha + m (beta + gamma), h = m beta."""
+    """(d, h) of a step moving ``m`` bytes (array over
+    sizes): d = alpha + m (beta + gamma), h = m beta."""
     h = m * beta
     return alpha + h + m * gamma, h
 
 
 def chain(steps: list, channels: int, wrap=None) -> np.ndarray:
-    """Exact time of the step chain in the module docstring. ``steps``: list of (d, h, count) with d, h
-    arrays over sizes (count identical steps each, the ports running on between them); ``wrap``: per
-    entry, whether the ports run on after its last step (default all; the last step never cuts)."""
-    kept = [(x, w) for x, w in zip(steps, [True] * len(steps) if wrap is None else wrap) if x[2] > 0]
+    """Exact time of the step chain in the module docstring. ``steps``: list of (d, h, count) with
+    d, h arrays over sizes (count identical steps each, the ports running on between them);
+    ``wrap``: per entry, whether the ports run on after its last step (default all; the last step
+    never cuts)."""
+    kept = [(x, w) for x, w in zip(steps, [True] * len(steps) if wrap is None else wrap)
+            if x[2] > 0]
     if not kept:
         return 0.0
     steps, wrap = [x for x, _ in kept], [w for _, w in kept]
@@ -85,12 +89,12 @@ def chain(steps: list, channels: int, wrap=None) -> np.ndarray:
 
 
 def _cuts(entries: list, c1: int) -> float:
-    """max over cuts of sum_j c1 max h - sum (d - h) at the cuts, for one size (``entries``: (d, h, count,
-    wrap after the last) runs of identical steps). A monotonic stack holds, for the open interval's
-    possible starts grouped by their max h so far (decreasing), the best value before them and the best
-    over the stack up to there: O(steps)."""
-    before = 0.0                         # best value of the steps before a new interval (0 at the start)
-    stack: list = []                     # [h max, best start value, best value over the stack so far]
+    """max over cuts of sum_j c1 max h - sum (d - h) at the cuts, for one size (``entries``: (d, h,
+    count, wrap after the last) runs of identical steps). A monotonic stack holds, for the open
+    interval's possible starts grouped by their max h so far (decreasing), the best value before
+    them and the best over the stack up to there: O(steps)."""
+    before = 0.0                    # best value of the steps before a new interval (0 at the start)
+    stack: list = []                # [h max, best start value, best value over the stack so far]
     last = len(entries) - 1
     for j, (d, h, count, w) in enumerate(entries):
         for k in range(count):

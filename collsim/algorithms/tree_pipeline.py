@@ -1,9 +1,8 @@
 """Pipelining of the tree AllReduce: the steps of every (edge, chunk) transfer.
 
-A ``TreePlan`` (``collsim.algorithms.tree_plan``) holds the edges of one or
-more trees over positions 0..n-1 with their edge colours and heights. Given it and a number of pipeline chunks C, this
-module orders every (edge, chunk) transfer into steps and appends them to a
-schedule:
+A ``TreePlan`` (``collsim.algorithms.tree_plan``) holds the edges of one or more trees over
+positions 0..n-1 with their edge colours and heights. Given it and a number of pipeline chunks C,
+this module orders every (edge, chunk) transfer into steps and appends them to a schedule:
 
 * ``up_slots``, ``down_slots``: the step of every reduce-up transfer (child ->
   parent, chunk c) and of every broadcast-down copy;
@@ -38,7 +37,8 @@ from collsim.algorithms.tree_plan import TreePlan, read_only, tree_plan
 from collsim.core.compose import ScheduleBuilder, split_ranges
 from collsim.core.schedule import COPY, REDUCE
 
-__all__ = ["TreePlan", "TreeSteps", "down_slots", "tree_phase", "tree_plan", "tree_steps", "up_slots"]
+__all__ = ["TreePlan", "TreeSteps", "down_slots", "tree_phase", "tree_plan", "tree_steps",
+           "up_slots"]
 
 
 def _edge_above(plan: TreePlan, n_pos: int) -> np.ndarray:
@@ -61,13 +61,14 @@ def _kid_edges(plan: TreePlan, n_pos: int) -> np.ndarray:
     return kids
 
 
-def _list_schedule(plan: TreePlan, chunks: int, offset: np.ndarray, sender: np.ndarray, receiver: np.ndarray,
-                   before: np.ndarray) -> np.ndarray:
-    """Step of every (edge, chunk) transfer ``sender[e] -> receiver[e]``: (E, C) int array. Transfers go in
-    super-step key order (chunk c of edge e at c + offset[e], colour by colour), each to the first step
-    after the (edge, chunk) transfers of ``before`` (E, m; -1 padded) and after the last use of its
-    sender's send port and its receiver's receive port. One key's transfers are edges of one colour (no
-    shared port) after transfers of smaller keys, so they are placed together."""
+def _list_schedule(plan: TreePlan, chunks: int, offset: np.ndarray, sender: np.ndarray,
+                   receiver: np.ndarray, before: np.ndarray) -> np.ndarray:
+    """Step of every (edge, chunk) transfer ``sender[e] -> receiver[e]``: (E, C) int array.
+    Transfers go in super-step key order (chunk c of edge e at c + offset[e], colour by colour),
+    each to the first step after the (edge, chunk) transfers of ``before`` (E, m; -1 padded) and
+    after the last use of its sender's send port and its receiver's receive port. One key's
+    transfers are edges of one colour (no shared port) after transfers of smaller keys, so they are
+    placed together."""
     n_e = len(plan.child)
     n_pos = int(max(plan.child.max(), plan.parent.max())) + 1
     e, c, cuts = _key_order(plan, chunks, offset)
@@ -87,11 +88,11 @@ def _list_schedule(plan: TreePlan, chunks: int, offset: np.ndarray, sender: np.n
 def up_slots(plan: TreePlan, chunks: int) -> np.ndarray:
     """Step of every (edge, chunk) reduce-up transfer: (E, C) int array.
 
-    List scheduling with unit durations (``_list_schedule``): chunk c of an edge of height h at super-step
-    c + h, after its children's transfers of that chunk and the last use of its ports (first-come order).
-    So a transfer never shares a port within its step, and every transfer of step s >= 1 follows one of
-    step s - 1 (a child's transfer of the same chunk, or the previous transfer on one of its ports): no
-    step is ever empty.
+    List scheduling with unit durations (``_list_schedule``): chunk c of an edge of height h at
+    super-step c + h, after its children's transfers of that chunk and the last use of its ports
+    (first-come order). So a transfer never shares a port within its step, and every transfer of
+    step s >= 1 follows one of step s - 1 (a child's transfer of the same chunk, or the previous
+    transfer on one of its ports): no step is ever empty.
     """
     if len(plan.child) == 0:
         return np.zeros((0, chunks), np.int64)
@@ -100,12 +101,14 @@ def up_slots(plan: TreePlan, chunks: int) -> np.ndarray:
 
 
 def down_slots(plan: TreePlan, chunks: int) -> np.ndarray:
-    """Step of every (edge, chunk) broadcast-down copy, counted from the first down step: (E, C) int array.
+    """Step of every (edge, chunk) broadcast-down copy,
+    counted from the first down step: (E, C) int array.
 
-    The same list scheduling as ``up_slots`` in the other direction: chunk c of an edge whose parent is
-    d below its root at super-step c + d, after the copy of that chunk into the parent and the last use
-    of its ports. Chunk 0 goes down first, as it came up first: NCCL's tree forwards every chunk down as
-    soon as the root has it (runTreeUpDown), so the broadcast pipelines behind the reduce.
+    The same list scheduling as ``up_slots`` in the other direction: chunk c of an edge whose parent
+    is d below its root at super-step c + d, after the copy of that chunk into the parent and the
+    last use of its ports. Chunk 0 goes down first, as it came up first: NCCL's tree forwards every
+    chunk down as soon as the root has it (runTreeUpDown), so the broadcast pipelines behind the
+    reduce.
     """
     if len(plan.child) == 0:
         return np.zeros((0, chunks), np.int64)
@@ -119,11 +122,12 @@ def down_slots(plan: TreePlan, chunks: int) -> np.ndarray:
     return _list_schedule(plan, chunks, below_root, plan.parent, plan.child, above[:, None])
 
 
-def _key_order(plan: TreePlan, chunks: int, offset: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """(edge, chunk) of every transfer in super-step key order (chunk c of edge e at c + offset[e], colour
-    by colour), and the cuts between keys, without a sort over all transfers: the transfers of
-    super-step s and colour q are the edges of colour q with s - C < offset <= s, a range of the edges
-    sorted by (colour, offset)."""
+def _key_order(plan: TreePlan, chunks: int,
+               offset: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """(edge, chunk) of every transfer in super-step key order (chunk c of edge e at c + offset[e],
+    colour by colour), and the cuts between keys, without a sort over all transfers: the transfers
+    of super-step s and colour q are the edges of colour q with s - C < offset <= s, a range of the
+    edges sorted by (colour, offset)."""
     eo = np.lexsort((offset, plan.colour))
     span = int(offset.max()) + 2 * chunks + 1            # (colour, offset) -> one sortable int
     pair = plan.colour[eo] * span + offset[eo] + chunks
@@ -143,10 +147,10 @@ def _key_order(plan: TreePlan, chunks: int, offset: np.ndarray) -> tuple[np.ndar
 class TreeSteps:
     """Every (edge, chunk) transfer of a plan, up and down, in schedule order.
 
-    Per transfer (int32, read-only): ``step``, ``slot`` (position in its step),
-    ``src``/``dst`` positions, ``tree``, ``chunk``, ``edge``, ``colour`` (its edge's); per step ``up``
-    (true: reduce child -> parent, else copy parent -> child); ``width``: most
-    transfers in a step; ``trees``, ``chunks``.
+    Per transfer (int32, read-only): ``step``, ``slot`` (position in its step), ``src``/``dst``
+    positions, ``tree``, ``chunk``, ``edge``, ``colour`` (its edge's); per step ``up`` (true: reduce
+    child -> parent, else copy parent -> child); ``width``: most transfers in a step; ``trees``,
+    ``chunks``.
     """
 
     step: np.ndarray
@@ -165,16 +169,17 @@ class TreeSteps:
 
 @lru_cache(maxsize=16)
 def tree_steps(layout: str, n: int, gpus_per_node: int, chunks: int) -> TreeSteps:
-    """Cached ``TreeSteps`` of ``tree_plan(layout, n, gpus_per_node)`` pipelined over chunks: the U up steps
-    of ``up_slots``, then the D down steps of ``down_slots`` (chunk 0 first), each step in (edge, chunk)
-    order."""
+    """Cached ``TreeSteps`` of ``tree_plan(layout, n, gpus_per_node)`` pipelined over chunks: the U
+    up steps of ``up_slots``, then the D down steps of ``down_slots`` (chunk 0 first), each step in
+    (edge, chunk) order."""
     plan = tree_plan(layout, n, gpus_per_node)
     slot = up_slots(plan, chunks).ravel()
     n_up = len(slot)
     u = int(slot.max()) + 1 if n_up else 0
     down = down_slots(plan, chunks).ravel() + u
-    key = np.r_[slot, down]                               # (edge, chunk) up, then (edge, chunk) down
-    order = np.argsort(key.astype(np.int16 if key.max(initial=0) < 1 << 15 else np.int64), kind="stable")
+    key = np.r_[slot, down]                              # (edge, chunk) up, then (edge, chunk) down
+    order = np.argsort(key.astype(np.int16 if key.max(initial=0) < 1 << 15 else np.int64),
+                       kind="stable")
     sizes = np.bincount(key, minlength=int(key.max(initial=-1)) + 1)
     up = np.arange(len(sizes)) < u
     step = np.repeat(np.arange(int((sizes > 0).sum())), sizes[sizes > 0])
@@ -183,28 +188,27 @@ def tree_steps(layout: str, n: int, gpus_per_node: int, chunks: int) -> TreeStep
     edge, chunk = order % max(n_up, 1) // chunks, order % chunks
     src = np.where(is_up, plan.child[edge], plan.parent[edge])
     dst = np.where(is_up, plan.parent[edge], plan.child[edge])
-    cols = [a.astype(np.int32) for a in (step, pos, src, dst, plan.tree[edge], chunk, edge, plan.colour[edge])]
+    cols = [a.astype(np.int32)
+            for a in (step, pos, src, dst, plan.tree[edge], chunk, edge, plan.colour[edge])]
     steps = TreeSteps(*cols, up[sizes > 0], int(sizes.max()) if n_up else 0, plan.trees, chunks)
     read_only(*cols, steps.up)
     return steps
 
 
-def tree_phase(b: ScheduleBuilder, steps: TreeSteps, groups: np.ndarray, seg_off, seg_len, channel=0,
-               lanes: tuple[int, int] = (0, 1), fan: int = 0) -> None:
+def tree_phase(b: ScheduleBuilder, steps: TreeSteps, groups: np.ndarray, seg_off, seg_len,
+               channel=0, lanes: tuple[int, int] = (0, 1), fan: int = 0) -> None:
     """Append the pipelined reduce-up / broadcast-down steps of ``steps`` to ``b``.
 
     groups: (G, n) rank of every tree position in each of G groups (disjoint ranks, or disjoint
-    element ranges on other channels).
-    seg_off, seg_len: (G, T) the element range tree t handles in group g (length 0: the group does
-    not use tree t).
-    channel: (G,) or scalar, the channel of each group.
-    lanes: the lane of the reduce-up and of the broadcast-down transfers (NCCL runs them in separate warps).
-    fan: if > 0, a parent's copies down to children of edge colour q > 0 run in lane ``fan + q - 1``, beside
-    those of colour 0: NCCL's broadcast sends to every child at once (its primitives' FanAsymmetric<1,
-    NCCL_MAX_TREE_ARITY>, device/all_reduce.h runTreeSplit), where one lane would send to one child after the
-    other.
-    Every step holds its transfers group by group; it is laid out padded to
-    ``steps.width`` per group with zero-length transfers, which ``add_steps`` drops.
+    element ranges on other channels). seg_off, seg_len: (G, T) the element range tree t handles in
+    group g (length 0: the group does not use tree t). channel: (G,) or scalar, the channel of each
+    group. lanes: the lane of the reduce-up and of the broadcast-down transfers (NCCL runs them in
+    separate warps). fan: if > 0, a parent's copies down to children of edge colour q > 0 run in
+    lane ``fan + q - 1``, beside those of colour 0: NCCL's broadcast sends to every child at once
+    (its primitives' FanAsymmetric<1, NCCL_MAX_TREE_ARITY>, device/all_reduce.h runTreeSplit), where
+    one lane would send to one child after the other. Every step holds its transfers group by group;
+    it is laid out padded to ``steps.width`` per group with zero-length transfers, which
+    ``add_steps`` drops.
     """
     groups = np.atleast_2d(np.asarray(groups, np.int64))
     if len(steps.step) == 0:
@@ -220,6 +224,7 @@ def tree_phase(b: ScheduleBuilder, steps: TreeSteps, groups: np.ndarray, seg_off
     ch = np.repeat(np.broadcast_to(np.asarray(channel, np.int64), (len(groups),)), steps.width)
     lane = np.zeros(shape, np.int64)
     lane[steps.step, :, steps.slot] = np.where(steps.up[steps.step], lanes[0],
-                                               np.where((steps.colour > 0) & (fan > 0), fan + steps.colour - 1,
-                                                        lanes[1]))[:, None]
-    b.add_steps(*cols, np.where(steps.up, REDUCE, COPY)[:, None], ch[None, :], lane.reshape(shape[0], -1))
+                                               np.where((steps.colour > 0) & (fan > 0),
+                                                        fan + steps.colour - 1, lanes[1]))[:, None]
+    b.add_steps(*cols, np.where(steps.up, REDUCE, COPY)[:, None], ch[None, :],
+                lane.reshape(shape[0], -1))

@@ -1,9 +1,10 @@
 """The trees a pipelined tree AllReduce runs on, as edges with colours and heights: ``tree_plan``.
 
 A ``TreePlan`` holds the edges of one or more trees over positions 0..n-1 (shapes from
-``collsim.algorithms.tree_shapes``). Its edges are coloured with K colours so that no position sends, nor
-receives, on two edges of one colour (a bipartite edge colouring, Koenig: K = 2 for the double tree), which
-``collsim.algorithms.tree_pipeline`` uses to place transfers of one colour in one step.
+``collsim.algorithms.tree_shapes``). Its edges are coloured with K colours so that no position
+sends, nor receives, on two edges of one colour (a bipartite edge colouring, Koenig: K = 2 for the
+double tree), which ``collsim.algorithms.tree_pipeline`` uses to place transfers of one colour in
+one step.
 """
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from collsim.algorithms.tree_shapes import btree_parents, chain_tree_parents, depths, dtree_parents, heights
+from collsim.algorithms.tree_shapes import (
+    btree_parents,
+    chain_tree_parents,
+    depths,
+    dtree_parents,
+    heights,
+)
 from collsim.errors import CollsimError
 
 MAX_TREE_POSITIONS = 1 << 15   # ranks a pipelined tree spans: planning it grows faster than n
@@ -93,9 +100,10 @@ def tree_plan(layout: str, n: int, gpus_per_node: int = 1) -> TreePlan:
     (``chain_tree_parents`` of the double tree over n // gpus_per_node nodes);
     "double0"/"double1" and "nccl0"/"nccl1": one of the two trees alone."""
     if n > MAX_TREE_POSITIONS:
-        raise CollsimError(f"a tree over {n} positions: collsim pipelines trees of at most {MAX_TREE_POSITIONS} "
-                           "(collsim.algorithms.tree_plan.MAX_TREE_POSITIONS: the pipeline is planned edge by "
-                           "edge, seconds at that size and superlinear past it)")
+        raise CollsimError(f"a tree over {n} positions: collsim pipelines trees of at most "
+                           f"{MAX_TREE_POSITIONS} "
+                           f"(collsim.algorithms.tree_plan.MAX_TREE_POSITIONS: the pipeline is "
+                           f"planned edge by edge, seconds at that size and superlinear past it)")
     if layout == "binary":
         parents = [btree_parents(n)]
     elif layout.startswith("double"):

@@ -1,4 +1,5 @@
-"""Prove a schedule computes its collective by executing it, or name the first transfer that breaks it.
+"""Prove a schedule computes its collective by executing it,
+or name the first transfer that breaks it.
 
 The collective (``Schedule.collective``, ``collsim.core.collective``) says which cells start with
 their rank's input (the others start empty: no contribution, value 0) and what every checked cell
@@ -75,10 +76,11 @@ LINK_BYTES = 200   # one (src, dst) -> bytes entry of the report: a tuple, two i
 
 @dataclass
 class CheckReport:
-    """Outcome of ``check``. bytes_* are numpy arrays (bytes per rank, GPUs only: traffic to and from
-    a switch counts on the GPU's side); link_bytes maps (src, dst) -> bytes (switch endpoints included).
-    step/transfer locate the first error as 0-based indices (transfer = index within step); the
-    message counts both from 1, as every picture does ("step 2 of 6, transfer 1 of 4: ...")."""
+    """Outcome of ``check``. bytes_* are numpy arrays (bytes per rank, GPUs only: traffic to and
+    from a switch counts on the GPU's side); link_bytes maps (src, dst) -> bytes (switch endpoints
+    included). step/transfer locate the first error as 0-based indices (transfer = index within
+    step); the message counts both from 1, as every picture does ("step 2 of 6, transfer 1 of 4:
+    ...")."""
 
     ok: bool
     error: str | None
@@ -94,9 +96,11 @@ class CheckReport:
     def summary(self) -> str:
         head = f"OK: {self.done}" if self.ok else f"WRONG: {self.error}"
         sent = self.bytes_sent
-        lines = [head, f"steps {self.n_steps}, transfers {self.n_transfers}, links {len(self.link_bytes)}",
-                 f"bytes sent per rank: min {int(sent.min())}, max {int(sent.max())}, "
-                 f"total {int(sent.sum())}"]
+        lines = [head,
+                 f"steps {self.n_steps}, transfers {self.n_transfers}, links "
+                 f"{len(self.link_bytes)}",
+                 f"bytes sent per rank: min {int(sent.min())}, max {int(sent.max())}, total "
+                 f"{int(sent.sum())}"]
         return "\n".join(lines)
 
 
@@ -125,8 +129,9 @@ def _traffic(s: Schedule):
 def check(schedule: Schedule, seed: int = 0) -> CheckReport:
     """Execute ``schedule`` on random int64 data; see the module docstring."""
     s = schedule
-    links_bound = min(s.n_transfers, s.endpoints ** 2)       # distinct (src, dst) pairs of the report
-    execution = Execution(s, seed, extra_bytes=LINK_BYTES * links_bound)   # refuses what will not fit, first
+    links_bound = min(s.n_transfers, s.endpoints ** 2)     # distinct (src, dst) pairs of the report
+    # refuses what will not fit, first
+    execution = Execution(s, seed, extra_bytes=LINK_BYTES * links_bound)
     sent, recv, (key, per) = _traffic(s)
     e = s.endpoints
     links = {(int(k) // e, int(k) % e): int(b) for k, b in zip(key, per)}
@@ -165,7 +170,8 @@ class ContributionStates:
     over: np.ndarray
 
     def complete(self) -> bool:
-        """True when every cell ends holding each contribution exactly once (then ``check`` is ok)."""
+        """True when every cell ends holding each
+        contribution exactly once (then ``check`` is ok)."""
         return bool(np.all(self.distinct[-1] == self.distinct.shape[1]) and not self.over[-1].any())
 
 
@@ -185,7 +191,7 @@ def contribution_states(schedule: Schedule) -> ContributionStates:
     over = np.empty(shape, bool)
     distinct[0], over[0] = st.held(slice(0, st.gpu_cells)), False
     for k, st in enumerate(run, start=1):
-        cells = st.written[st.written < st.gpu_cells]                # the ranks' cells (not the switches')
+        cells = st.written[st.written < st.gpu_cells]         # the ranks' cells (not the switches')
         distinct[k], over[k] = distinct[k - 1], over[k - 1]
         distinct[k, cells], over[k, cells] = st.held(cells), st.twice[cells] < NONE
     if st.error:
@@ -216,7 +222,8 @@ def _final_error(st: Execution):
             rank, atom = divmod(int(wrong[0]), st.atoms)
             return None, None, f"rank {rank} {st.span(atom, atom + 1)} hold a wrong value"
         return None
-    first = min(st.twice[gpus][tainted].min(initial=NONE), st.stale[gpus][~complete].min(initial=NONE))
+    first = min(st.twice[gpus][tainted].min(initial=NONE),
+                st.stale[gpus][~complete].min(initial=NONE))
     if first < NONE:
         t = s.transfer(int(first))
         where = f"rank {t.src} -> {t.dst} {st.span(st.ev_atom[first], st.ev_atom[first] + 1)}"
@@ -233,12 +240,14 @@ def _final_error(st: Execution):
     while end < st.atoms and np.array_equal(bits[cell + end - atom], bits[cell]) \
             and np.array_equal(target[cell + end - atom], target[cell]):
         end += 1
-    lacking, extra = _bits(target[cell] & ~bits[cell], s.ranks), _bits(bits[cell] & ~target[cell], s.ranks)
+    lacking, extra = (_bits(target[cell] & ~bits[cell], s.ranks),
+                      _bits(bits[cell] & ~target[cell], s.ranks))
     what = []
     if len(lacking):
         what.append(f"without the contribution of rank(s) {_ranks_text(lacking)}")
     if len(extra):
-        what.append(f"with data of rank(s) {_ranks_text(extra)} that {st.collective.name} does not put there")
+        what.append(f"with data of rank(s) {_ranks_text(extra)} that {st.collective.name} does not "
+                    f"put there")
     reason = f"rank {rank} {st.span(atom, end)} end {' and '.join(what)}"
     w = int(st.writer[cell])
     if w < 0:

@@ -144,8 +144,8 @@ class Collective:
     def check_count(self, ranks: int, count: int) -> None:
         """One-line error when ``count`` elements cannot be cut in ``ranks`` equal segments."""
         if self.segmented and count % ranks:
-            raise CollsimError(f"{self.name} cuts the buffer in one segment per rank: count {count} "
-                               f"is not a multiple of {ranks} ranks")
+            raise CollsimError(f"{self.name} cuts the buffer in one segment per rank: count "
+                               f"{count} is not a multiple of {ranks} ranks")
 
 
 def _ring_factor(n: int) -> float:
@@ -202,5 +202,5 @@ def get(name) -> Collective:
     return c
 
 
-__all__ = ["ALL", "ALLGATHER", "ALLREDUCE", "ALLTOALL", "Atoms", "BROADCAST", "COLLECTIVES", "Collective",
-           "Holding", "REDUCE", "REDUCESCATTER", "SENDRECV", "get"]
+__all__ = ["ALL", "ALLGATHER", "ALLREDUCE", "ALLTOALL", "Atoms", "BROADCAST", "COLLECTIVES",
+           "Collective", "Holding", "REDUCE", "REDUCESCATTER", "SENDRECV", "get"]

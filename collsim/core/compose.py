@@ -18,18 +18,20 @@ def concat(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) 
     if not parts:
         raise ScheduleError("concat needs at least one schedule")
     first = parts[0]
-    shape = lambda p: (p.ranks, p.count, p.itemsize, p.switches, p.network, p.collective)  # noqa: E731
+    shape = lambda p: (p.ranks, p.count, p.itemsize, p.switches, p.network,  # noqa: E731
+                       p.collective)
     for p in parts[1:]:
         if shape(p) != shape(first):
-            raise ScheduleError("concat: schedules differ in ranks, count, itemsize, switches, network or "
-                                "collective")
+            raise ScheduleError("concat: schedules differ in ranks, count, itemsize, switches, "
+                                "network or collective")
     ptrs, base = [np.zeros(1, np.int64)], 0
     for p in parts:
         ptrs.append(p.step_ptr[1:] + base)
         base += p.n_transfers
     cat = lambda attr: np.concatenate([getattr(p, attr) for p in parts])  # noqa: E731
-    return Schedule(first.ranks, first.count, first.itemsize, cat("src"), cat("dst"), cat("offset"),
-                    cat("length"), cat("op"), np.concatenate(ptrs), name=name or first.name,
+    return Schedule(first.ranks, first.count, first.itemsize, src=cat("src"), dst=cat("dst"),
+                    offset=cat("offset"), length=cat("length"), op=cat("op"),
+                    step_ptr=np.concatenate(ptrs), name=name or first.name,
                     meta=meta if meta is not None else first.meta, channel=cat("channel"),
                     switches=first.switches, lane=cat("lane"), network=first.network,
                     dst_offset=cat("dst_offset") if any(p.shifted for p in parts) else None,
@@ -51,7 +53,8 @@ class ScheduleBuilder:
     """
 
     def __init__(self, ranks: int, count: int, itemsize: int = 4, name: str = "",
-                 meta: dict | None = None, switches: int = 0, network: int = 0, collective: str = "all_reduce"):
+                 meta: dict | None = None, switches: int = 0, network: int = 0,
+                 collective: str = "all_reduce"):
         self.ranks, self.count, self.itemsize = int(ranks), int(count), int(itemsize)
         self.name, self.meta, self.switches, self.network = name, meta, int(switches), int(network)
         self.collective = collective
@@ -79,7 +82,8 @@ class ScheduleBuilder:
         """Append many steps at once: 2-D arrays (steps x transfers per step), broadcastable
         to one shape; zero-length transfers are dropped and steps left empty skipped."""
         to = offset if dst_offset is None else dst_offset
-        cols = [np.asarray(x, dtype=t) for x, t in zip((src, dst, offset, length, op, channel, lane, to), DTYPES)]
+        cols = [np.asarray(x, dtype=t)
+                for x, t in zip((src, dst, offset, length, op, channel, lane, to), DTYPES)]
         shape = np.broadcast_shapes(*(c.shape for c in cols))
         if len(shape) != 2:
             raise ScheduleError("add_steps needs 2-D arrays (steps x transfers)")
@@ -88,15 +92,16 @@ class ScheduleBuilder:
         every = bool(sizes.sum() == keep.size)
         for store, c in zip(self._cols, cols):
             c = np.broadcast_to(c, shape)
-            store.append(c.ravel() if every else c[keep])          # ravel of a broadcast: one fast copy
+            store.append(c.ravel() if every else c[keep])      # ravel of a broadcast: one fast copy
         self._ptr.extend((self._ptr[-1] + np.cumsum(sizes[sizes > 0])).tolist())
 
     def build(self) -> Schedule:
         cols = [(np.concatenate(c) if len(c) > 1 else c[0]) if c else np.zeros(0, t)
                 for c, t in zip(self._cols, DTYPES)]
         return Schedule(self.ranks, self.count, self.itemsize, *cols[:5], np.array(self._ptr),
-                        name=self.name, meta=self.meta, channel=cols[5], switches=self.switches, lane=cols[6],
-                        network=self.network, dst_offset=cols[7], collective=self.collective)
+                        name=self.name, meta=self.meta, channel=cols[5], switches=self.switches,
+                        lane=cols[6], network=self.network, dst_offset=cols[7],
+                        collective=self.collective)
 
 
 def split_even(count: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
@@ -115,7 +120,8 @@ def split_even(count: int, parts: int) -> tuple[np.ndarray, np.ndarray]:
     return offsets, lengths
 
 
-def split_ranges(offset: np.ndarray, length: np.ndarray, parts: int) -> tuple[np.ndarray, np.ndarray]:
+def split_ranges(offset: np.ndarray, length: np.ndarray,
+                 parts: int) -> tuple[np.ndarray, np.ndarray]:
     """Split every range (offset[g], length[g]) into ``parts`` even pieces.
 
     Vectorized ``split_even``: returns (offsets, lengths) of shape (G, parts),
@@ -130,14 +136,14 @@ def split_ranges(offset: np.ndarray, length: np.ndarray, parts: int) -> tuple[np
 
 
 def wavefront(schedule: Schedule, lag, oldest_first: bool = True) -> Schedule:
-    """The schedule with transfer i moved ``lag[i]`` steps later (an int per transfer; negative moves
-    earlier, never before step 0), each new step in channel order (then schedule order): pipelining
-    of independent pieces that start one after another, or pieces built apart run side by side
-    (``interleave``). ``oldest_first``: within a new step the transfers of later old steps come
+    """The schedule with transfer i moved ``lag[i]`` steps later (an int per transfer; negative
+    moves earlier, never before step 0), each new step in channel order (then schedule order):
+    pipelining of independent pieces that start one after another, or pieces built apart run side by
+    side (``interleave``). ``oldest_first``: within a new step the transfers of later old steps come
     first (with lags that grow piece by piece: the piece begun earlier, further along), each old
     step's in channel order; else the whole step in channel order (ties in schedule order). Only
-    valid when transfers whose relative order changes touch disjoint elements (e.g. pieces of a buffer
-    that never meet), which the caller guarantees and the checker proves."""
+    valid when transfers whose relative order changes touch disjoint elements (e.g. pieces of a
+    buffer that never meet), which the caller guarantees and the checker proves."""
     s = schedule
     old = s.step_index
     new_step = old + np.asarray(lag, np.int64)
@@ -149,8 +155,8 @@ def wavefront(schedule: Schedule, lag, oldest_first: bool = True) -> Schedule:
 
 
 def interleave(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) -> Schedule:
-    """Schedules over disjoint elements run side by side: step k holds every part's step k, in channel
-    order (``wavefront`` of their ``concat``)."""
+    """Schedules over disjoint elements run side by side: step k holds every part's step k, in
+    channel order (``wavefront`` of their ``concat``)."""
     whole = concat(parts, name=name, meta=meta)
     first = np.cumsum([0] + [p.n_steps for p in parts[:-1]])
     return wavefront(whole, -np.repeat(first, [p.n_transfers for p in parts]), oldest_first=False)

@@ -1,130 +1,21 @@
-"""Executing a schedule step by step on atoms (semantics and representation: ``collsim.core.checker``).
-
-* ``atoms_of``, ``expand_atoms``: the atoms (segments between all transfer
-  boundaries) and the atoms each transfer moves.
-* ``run_steps``: the plain executor: any per-atom data, reduces add, copies
-  overwrite, nothing checked (the grid's multiplicities, one-hot data).
-* ``Execution``: the checker's executor: per cell (rank, atom) an int64 value and
-  a contribution bitset, the earliest mistake the cell carries; ``steps()``
-  yields it after every step and stops at a hard error.
+"""The checker's executor (semantics and representation: ``collsim.core.checker``):
+``Execution`` holds per cell (rank, atom) an int64 value and a contribution bitset, the earliest
+mistake the cell carries; ``steps()`` yields it after every step and stops at a hard error. The
+atoms, and the plain executor that checks nothing, are ``collsim.core.atoms``.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from collsim.core.atoms import atoms_of, dst_atoms, expand_atoms, static_error
 from collsim.core.budget import check_bytes
 from collsim.core.collective import Atoms, get as get_collective
-from collsim.core.schedule import COPY, REDUCE, Schedule
+from collsim.core.schedule import REDUCE, Schedule
 from collsim.errors import CollsimError
 from collsim.inputs import check_memory
 
-NONE = np.iinfo(np.int64).max        # "no mistake recorded"
-MAX_STATE_BYTES = 1 << 32            # execution state check() may allocate: larger schedules are refused
-MAX_SHIFT_ROUNDS = 64                # rounds of carrying atom boundaries across dst_offset shifts
-
-
-def atoms_of(s: Schedule, limit: int | None = None):
-    """Atom boundaries in elements, and each transfer's first and end atom (first ``limit`` transfers).
-
-    The boundaries are every transfer's, 0 and count, the segment boundaries of a segmented
-    collective, and, where transfers write elsewhere than they read (``dst_offset``), closed under
-    their shifts so that a moved range covers as many atoms as it reads (a one-line error where
-    the shifts never align)."""
-    ok_t = slice(0, s.n_transfers if limit is None else limit)
-    off, ln = s.offset[ok_t], s.length[ok_t]
-    parts = [[0, s.count], off, off + ln]
-    if get_collective(s.collective).segmented and s.count:
-        parts.append(np.arange(s.ranks + 1) * (s.count // s.ranks))
-    if s.shifted:
-        to = s.dst_offset[ok_t]
-        parts += [to, to + ln]
-    bounds = np.unique(np.concatenate([np.asarray(p, np.int64) for p in parts]))
-    if s.shifted:
-        bounds = _closed(bounds, off, s.dst_offset[ok_t], ln)
-    return bounds, np.searchsorted(bounds, off), np.searchsorted(bounds, off + ln)
-
-
-def _closed(bounds: np.ndarray, off: np.ndarray, to: np.ndarray, ln: np.ndarray) -> np.ndarray:
-    """``bounds`` with every boundary inside a shifted transfer's read range carried to its write
-    range and back, until nothing new appears (at most ``MAX_SHIFT_ROUNDS`` rounds)."""
-    moved = np.flatnonzero(off != to)
-    off, to, ln = off[moved], to[moved], ln[moved]
-    for _ in range(MAX_SHIFT_ROUNDS):
-        new = [bounds]
-        for a, b in ((off, to), (to, off)):          # read range -> write range, and back
-            lo, hi = np.searchsorted(bounds, a, "right"), np.searchsorted(bounds, a + ln, "left")
-            n = np.maximum(hi - lo, 0)
-            t = np.repeat(np.arange(len(a)), n)
-            inner = lo[t] + np.arange(len(t)) - np.repeat(np.cumsum(n) - n, n)
-            new.append(bounds[inner] - a[t] + b[t])
-        grown = np.unique(np.concatenate(new))
-        if len(grown) == len(bounds):
-            return bounds
-        bounds = grown
-    raise CollsimError(f"the element ranges of transfers with dst_offset do not align after "
-                       f"{MAX_SHIFT_ROUNDS} rounds (collsim.core.execution.MAX_SHIFT_ROUNDS)")
-
-
-def dst_atoms(s: Schedule, bounds: np.ndarray, t: np.ndarray, atom: np.ndarray, a_lo: np.ndarray) -> np.ndarray:
-    """The atom each (transfer ``t``, read atom ``atom``) writes at its destination (``atom`` itself
-    unless the transfer has a ``dst_offset``)."""
-    if not s.shifted:
-        return atom
-    return atom - a_lo[t] + np.searchsorted(bounds, s.dst_offset[t])
-
-
-def expand_atoms(lo: int, hi: int, a_lo, a_hi) -> tuple[np.ndarray, np.ndarray]:
-    """(transfer index, atom index) of every atom that transfers ``lo``..``hi`` - 1 move.
-
-    ``a_lo``/``a_hi`` are each transfer's first and end atom as returned by
-    ``atoms_of``; a transfer spanning n atoms appears n times, with its atoms in order.
-    """
-    n_atoms = a_hi[lo:hi] - a_lo[lo:hi]
-    t = np.repeat(np.arange(lo, hi), n_atoms)
-    return t, a_lo[t] + np.arange(len(t)) - np.repeat(np.cumsum(n_atoms) - n_atoms, n_atoms)
-
-
-def static_error(s: Schedule) -> tuple[int, str] | None:
-    """First transfer with a bad rank or element range, as (index, reason); None if there is none."""
-    bad_rank = (s.src < 0) | (s.src >= s.endpoints) | (s.dst < 0) | (s.dst >= s.endpoints)
-    bad_range = ((s.offset < 0) | (s.length < 0) | (s.offset + s.length > s.count)
-                 | (s.dst_offset < 0) | (s.dst_offset + s.length > s.count))
-    bad = np.flatnonzero(bad_rank | bad_range)
-    if not len(bad):
-        return None
-    i = int(bad[0])
-    t = s.transfer(i)
-    if bad_rank[i]:
-        more = f" and switches {s.ranks}..{s.endpoints - 1}" if s.endpoints > s.ranks else ""
-        return i, f"bad rank: {t.src} -> {t.dst} with ranks 0..{s.ranks - 1}{more}"
-    read_ok = t.count >= 0 and 0 <= t.offset <= s.count - t.count
-    at, what = (t.offset, "element range") if not read_ok else (t.dst_offset, "written element range")
-    return i, f"{what} [{at}, {at + t.count}) outside the buffer [0, {s.count})"
-
-
-def run_steps(schedule: Schedule, data):
-    """Execute the step semantics on ``data`` without checking anything; yield the buffers at the
-    start of every step and after the last (``n_steps + 1`` arrays).
-
-    ``data`` has shape (ranks, atoms, ...) with atoms as in ``atoms_of`` (trailing axes move
-    along, e.g. one-hot contribution vectors for pictures). Reduces add, copies overwrite; switch
-    endpoints start at zero and are not yielded (the arrays have ``ranks`` rows); a schedule with a
-    bad rank or range raises ``CollsimError``.
-    """
-    static = static_error(schedule)
-    if static:
-        raise CollsimError(f"transfer {static[0]}: {static[1]}")
-    s, (bounds, a_lo, a_hi) = schedule, atoms_of(schedule)
-    data = np.asarray(data)
-    value = np.concatenate([data, np.zeros((s.endpoints - s.ranks,) + data.shape[1:], data.dtype)])
-    yield value[:s.ranks].copy()
-    for k in range(s.n_steps):
-        t, atom = expand_atoms(int(s.step_ptr[k]), int(s.step_ptr[k + 1]), a_lo, a_hi)
-        dst, cp, to = s.dst[t], s.op[t] == COPY, dst_atoms(s, bounds, t, atom, a_lo)
-        moved = value[s.src[t], atom]                 # every send reads the start-of-step buffer
-        np.add.at(value, (dst[~cp], to[~cp]), moved[~cp])
-        value[dst[cp], to[cp]] = moved[cp]
-        yield value[:s.ranks].copy()
+NONE = np.iinfo(np.int64).max   # "no mistake recorded"
+MAX_STATE_BYTES = 1 << 32       # execution state check() may allocate: larger schedules are refused
 
 
 class Execution:
@@ -147,19 +38,26 @@ class Execution:
         self.bounds, a_lo, a_hi = atoms_of(s, self.limit)
         p, self.atoms, words = s.ranks, len(self.bounds) - 1, (s.ranks + 63) // 64
         self.gpu_cells, cells = p * self.atoms, s.endpoints * self.atoms
-        self.nvswitch_cells = (p + s.switches) * self.atoms       # then the network's switch (must hold the sum)
+        # then the network's switch (must hold the sum)
+        self.nvswitch_cells = (p + s.switches) * self.atoms
         need = cells * (5 + words) * 8      # data, value, writer, twice, stale and bits, bytes
         if need > MAX_STATE_BYTES:
-            raise CollsimError(f"checking this schedule needs {need / 2**30:.1f} GiB of state ({p} ranks x "
-                               f"{self.atoms} element ranges); the limit is collsim.core.execution.MAX_STATE_BYTES "
+            raise CollsimError(f"checking this schedule needs {need / 2**30:.1f} GiB of state ({p} "
+                               f"ranks x {self.atoms} element ranges); the limit is "
+                               f"collsim.core.execution.MAX_STATE_BYTES "
                                f"({MAX_STATE_BYTES / 2**30:g} GiB)")
         moved = a_hi - a_lo                 # atoms each transfer moves
-        per_step = np.bincount(s.step_index[:self.limit], weights=moved, minlength=1) if self.limit else [0]
-        check_memory(check_bytes(int(moved.sum()), need, int(max(per_step)) * (5 + words) * 8) + extra_bytes,
-                     f"checking this schedule ({p} ranks x {self.atoms} element ranges, {s.n_transfers} transfers)")
+        per_step = (np.bincount(s.step_index[:self.limit], weights=moved, minlength=1) if self.limit
+                    else [0])
+        check_memory(check_bytes(int(moved.sum()), need,
+                                 int(max(per_step)) * (5 + words) * 8) + extra_bytes,
+                     f"checking this schedule ({p} ranks x {self.atoms} element ranges, "
+                     f"{s.n_transfers} transfers)")
         self.collective = get_collective(s.collective)
-        self.data = np.random.default_rng(seed).integers(-2**40, 2**40, size=self.gpu_cells, dtype=np.int64)
-        held = np.flatnonzero(self.collective.start(Atoms(p, self.bounds)).ravel())   # cells with input
+        self.data = np.random.default_rng(seed).integers(-2**40, 2**40, size=self.gpu_cells,
+                                                         dtype=np.int64)
+        # cells with input
+        held = np.flatnonzero(self.collective.start(Atoms(p, self.bounds)).ravel())
         self.value = np.zeros(cells, np.int64)
         self.value[held] = self.data[held]
         one, r = np.uint64(1) << (np.arange(p) % 64).astype(np.uint64), held // self.atoms
@@ -188,7 +86,8 @@ class Execution:
         self.t, self.atom = t, to                  # messages name the elements a transfer writes
         self.src, self.dst = s.src[t] * self.atoms + atom, s.dst[t] * self.atoms + to
         k = np.arange(s.n_steps + 1)
-        self.ptr, self.mid = np.searchsorted(step, k), np.searchsorted(2 * step + red, 2 * k[:-1] + 1)
+        self.ptr, self.mid = (np.searchsorted(step, k),
+                              np.searchsorted(2 * step + red, 2 * k[:-1] + 1))
         by_cell = np.lexsort((self.dst, step))
         key = step[by_cell] * (s.endpoints * self.atoms) + self.dst[by_cell]
         again = np.zeros(len(t) + 1, bool)       # in key order: the cell of the one before
@@ -246,10 +145,11 @@ class Execution:
         lo, mid, hi = self.ptr[k], self.mid[k], self.ptr[k + 1]
         src, dst, t, atom = (a[lo:hi] for a in (self.src, self.dst, self.t, self.atom))
         # every send reads the buffer as at the start of the step
-        in_bits, in_val, in_twice, in_stale = self.bits[src], self.value[src], self.twice[src], self.stale[src]
+        in_bits, in_val, in_twice, in_stale = (self.bits[src], self.value[src], self.twice[src],
+                                               self.stale[src])
         c, r = slice(0, mid - lo), slice(mid - lo, hi - lo)
         if mid < hi:
-            if self.shared[k]:         # several reduces into one cell: group them (in transfer order)
+            if self.shared[k]:       # several reduces into one cell: group them (in transfer order)
                 r = mid - lo + np.argsort(dst[r], kind="stable")
                 cells = dst[r]
                 heads = np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]])
@@ -265,12 +165,13 @@ class Execution:
             np.add.at(self.value, cells, in_val[r])
             np.minimum.at(self.twice, cells, np.where(twice, t[r], in_twice[r]))
             np.minimum.at(self.stale, cells, in_stale[r])
-        if lo < mid:                   # a copy out of an NVSwitch is its own reduction: never a stale copy
+        if lo < mid:            # a copy out of an NVSwitch is its own reduction: never a stale copy
             nvswitch = (src[c] >= self.gpu_cells) & (src[c] < self.nvswitch_cells)
             partial = (in_bits[c] != self.full).any(axis=1) & ~nvswitch & self.collective.reduces
             self._record(t[c], atom[c], partial, self.full & ~in_bits[c])
             cells = dst[c]
-            self.value[cells], self.bits[cells], self.twice[cells] = in_val[c], in_bits[c], in_twice[c]
+            self.value[cells], self.bits[cells], self.twice[cells] = (in_val[c], in_bits[c],
+                                                                      in_twice[c])
             self.stale[cells] = np.where(partial, np.minimum(in_stale[c], t[c]), in_stale[c])
         self.writer[dst] = t
         self.written = dst

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collsim.core.execution import static_error
+from collsim.core.atoms import static_error
 from collsim.core.schedule import COPY, REDUCE, Schedule
 from collsim.errors import CollsimError
 
@@ -61,7 +61,8 @@ class RankPlan:
 
 
 def fit_error(schedule: Schedule, world: int) -> str | None:
-    """Why ``schedule`` cannot run on ``world`` ranks of a real backend, in one line; None if it can.
+    """Why ``schedule`` cannot run on ``world`` ranks of a
+    real backend, in one line; None if it can.
 
     Refused: a transfer to or from an endpoint past the schedule's ranks (an NVSwitch: no backend
     here has one), a schedule for another rank count, a negative rank, an element range outside
@@ -72,8 +73,8 @@ def fit_error(schedule: Schedule, world: int) -> str | None:
     if len(beyond):
         i = int(beyond[0])
         t = s.transfer(i)
-        return (f"{s.place(i)}: {t.src} -> {t.dst} goes through a switch endpoint (ranks are 0..{s.ranks - 1}); "
-                "no backend here has an NVSwitch to run it")
+        return (f"{s.place(i)}: {t.src} -> {t.dst} goes through a switch endpoint (ranks are "
+                f"0..{s.ranks - 1}); no backend here has an NVSwitch to run it")
     if s.ranks != world:
         return f"the schedule is for {s.ranks} ranks, the run has {world}"
     static = static_error(s)
@@ -118,10 +119,12 @@ def execute(plans: list[RankPlan], data) -> np.ndarray:
             scratch = np.zeros(p.steps[k].scratch, buf.dtype)
             for src, off, n, _, slot in p.steps[k].recvs:
                 pending = queues.get((src, p.rank))
-                msg = start[p.rank, off:off + n] if src == p.rank else pending.popleft() if pending else None
+                msg = (start[p.rank, off:off + n] if src == p.rank
+                       else pending.popleft() if pending else None)
                 if msg is None or len(msg) != n:
-                    raise CollsimError(f"step {k + 1} of {len(p.steps)}: rank {p.rank} expects {n} elements from "
-                                       f"rank {src}, {'none were sent' if msg is None else f'{len(msg)} were'}")
+                    raise CollsimError(f"step {k + 1} of {len(p.steps)}: rank {p.rank} expects {n} "
+                                       f"elements from rank {src}, "
+                                       f"{'none were sent' if msg is None else f'{len(msg)} were'}")
                 scratch[slot:slot + n] = msg
             for src, off, n, op, slot in p.steps[k].recvs:
                 if op == REDUCE:
@@ -130,5 +133,6 @@ def execute(plans: list[RankPlan], data) -> np.ndarray:
                     buf[p.rank, off:off + n] = scratch[slot:slot + n]
     unmatched = [pair for pair, q in queues.items() if q]
     if unmatched:
-        raise CollsimError(f"rank {unmatched[0][0]} sends to rank {unmatched[0][1]} more than it receives")
+        raise CollsimError(f"rank {unmatched[0][0]} sends to rank {unmatched[0][1]} more than it "
+                           f"receives")
     return buf

@@ -1,8 +1,8 @@
 """One schedule representation for every part of collsim.
 
-A schedule is a list of steps; a step is a list of transfers. A transfer moves
-``count`` elements starting at element ``offset`` from rank ``src`` to rank
-``dst`` and applies them there, at element ``dst_offset`` (default: ``offset``, the same place), with ``op``:
+A schedule is a list of steps; a step is a list of transfers. A transfer moves ``count`` elements
+starting at element ``offset`` from rank ``src`` to rank ``dst`` and applies them there, at element
+``dst_offset`` (default: ``offset``, the same place), with ``op``:
 
 * ``reduce``: the receiver adds the incoming elements to its own;
 * ``copy``:   the receiver overwrites its own elements with the incoming ones.
@@ -53,8 +53,9 @@ from collsim.inputs import parse_json, read_text
 
 REDUCE = 0
 COPY = 1
-DTYPES = (np.int64, np.int64, np.int64, np.int64, np.uint8, np.int32, np.uint8,  # src dst offset length op
-          np.int64)                                                             # channel lane dst_offset
+# src dst offset length op
+DTYPES = (np.int64, np.int64, np.int64, np.int64, np.uint8, np.int32, np.uint8,
+          np.int64)                                                        # channel lane dst_offset
 
 
 class Schedule:
@@ -81,8 +82,9 @@ class Schedule:
     """
 
     def __init__(self, ranks: int, count: int, itemsize: int, src, dst, offset, length, op,
-                 step_ptr, name: str = "", meta: dict | None = None, channel=None, switches: int = 0, lane=None,
-                 network: int = 0, *, dst_offset=None, collective: str = "all_reduce"):
+                 step_ptr, name: str = "", meta: dict | None = None, channel=None,
+                 switches: int = 0, lane=None, network: int = 0, *, dst_offset=None,
+                 collective: str = "all_reduce"):
         self.ranks = int(ranks)
         self.count = int(count)
         self.itemsize = int(itemsize)
@@ -123,10 +125,12 @@ class Schedule:
         n = len(self.src)
         for name in ("dst", "offset", "dst_offset", "length", "op", "channel", "lane"):
             if len(getattr(self, name)) != n:
-                raise ScheduleError(f"column {name} has {len(getattr(self, name))} entries, src has {n}")
+                raise ScheduleError(f"column {name} has {len(getattr(self, name))} entries, src "
+                                    f"has {n}")
         sp = self.step_ptr
         if len(sp) < 1 or sp[0] != 0 or sp[-1] != n or np.any(np.diff(sp) < 0):
-            raise ScheduleError("step_ptr must start at 0, end at the transfer count and never decrease")
+            raise ScheduleError("step_ptr must start at 0, end at the transfer count and never "
+                                "decrease")
         if n and (self.op.max() > COPY):
             raise ScheduleError("op codes must be 0 (reduce) or 1 (copy)")
         if n and self.channel.min() < 0:
@@ -140,12 +144,14 @@ class Schedule:
     def take(self, index, step_ptr, **changes) -> "Schedule":
         """The schedule of transfers ``index`` (an index or mask array), in that order, cut in steps
         by ``step_ptr``; ``changes`` replace the channel column or the keyword attributes."""
-        cols = {k: getattr(self, k)[index] for k in ("src", "dst", "offset", "length", "op", "channel", "lane")}
+        cols = {k: getattr(self, k)[index]
+                for k in ("src", "dst", "offset", "length", "op", "channel", "lane")}
         if self.shifted:
             cols["dst_offset"] = self.dst_offset[index]
         keep = dict(name=self.name, meta=self.meta, switches=self.switches, network=self.network,
                     collective=self.collective)
-        return Schedule(self.ranks, self.count, self.itemsize, step_ptr=step_ptr, **{**cols, **keep, **changes})
+        return Schedule(self.ranks, self.count, self.itemsize, step_ptr=step_ptr,
+                        **{**cols, **keep, **changes})
 
     @property
     def n_steps(self) -> int:
@@ -191,8 +197,9 @@ class Schedule:
         return f"step {step + 1} of {self.n_steps}, transfer {i - lo + 1} of {hi - lo}"
 
     def transfer(self, i: int) -> Transfer:
-        return Transfer(int(self.src[i]), int(self.dst[i]), int(self.offset[i]), int(self.length[i]),
-                        OP_NAMES[int(self.op[i])], int(self.channel[i]), int(self.lane[i]),
+        return Transfer(int(self.src[i]), int(self.dst[i]), int(self.offset[i]),
+                        int(self.length[i]), OP_NAMES[int(self.op[i])], int(self.channel[i]),
+                        int(self.lane[i]),
                         dst_offset=int(self.dst_offset[i]) if self.shifted else None)
 
     @property
@@ -210,31 +217,36 @@ class Schedule:
         more += ", network" if self.network else ""
         more += f", {self.collective}" if self.collective != "all_reduce" else ""
         return (f"Schedule({self.name or 'unnamed'}, ranks={self.ranks}, count={self.count}, "
-                f"itemsize={self.itemsize}, steps={self.n_steps}, transfers={self.n_transfers}{more})")
+                f"itemsize={self.itemsize}, steps={self.n_steps}, "
+                f"transfers={self.n_transfers}{more})")
 
     # ---------------------------------------------------------- constructors
     @classmethod
     def from_steps(cls, ranks: int, count: int, steps: Iterable[Iterable], itemsize: int = 4,
                    name: str = "", meta: dict | None = None, switches: int = 0, network: int = 0,
                    collective: str = "all_reduce") -> "Schedule":
-        """Build from a list of steps of ``Transfer``s, dicts or (src, dst, offset, count[, op[, channel[, lane]]])
-        tuples (op default "reduce", channel and lane default 0, dst_offset default offset)."""
+        """Build from a list of steps of ``Transfer``s, dicts or (src, dst, offset, count[, op[,
+        channel[, lane]]]) tuples (op default "reduce", channel and lane default 0, dst_offset
+        default offset)."""
         a, ptr = transfer_rows(steps)
         return cls(ranks, count, itemsize, *a[:, :5].T, ptr, name=name, meta=meta, channel=a[:, 5],
-                   switches=switches, lane=a[:, 6], network=network, dst_offset=a[:, 7], collective=collective)
+                   switches=switches, lane=a[:, 6], network=network, dst_offset=a[:, 7],
+                   collective=collective)
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
         ops = [OP_NAMES[o] for o in self.op.tolist()]
-        src, dst, off, ln, ch, la = (a.tolist() for a in (self.src, self.dst, self.offset, self.length, self.channel,
-                                                        self.lane))
+        src, dst, off, ln, ch, la = (a.tolist()
+                                     for a in (self.src, self.dst, self.offset, self.length,
+                                               self.channel, self.lane))
         to = self.dst_offset.tolist() if self.shifted else off
         steps = []
         for s in range(self.n_steps):
             lo, hi = int(self.step_ptr[s]), int(self.step_ptr[s + 1])
-            steps.append([{"src": src[i], "dst": dst[i], "offset": off[i], "count": ln[i], "op": ops[i],
-                           "channel": ch[i], **({"lane": la[i]} if la[i] else {}),
-                           **({"dst_offset": to[i]} if to[i] != off[i] else {})} for i in range(lo, hi)])
+            steps.append([{"src": src[i], "dst": dst[i], "offset": off[i], "count": ln[i],
+                           "op": ops[i], "channel": ch[i], **({"lane": la[i]} if la[i] else {}),
+                           **({"dst_offset": to[i]} if to[i] != off[i] else {})}
+                          for i in range(lo, hi)])
         d = {"ranks": self.ranks, "count": self.count, "itemsize": self.itemsize, "steps": steps}
         if self.collective != "all_reduce":
             d["collective"] = self.collective
@@ -257,8 +269,9 @@ class Schedule:
         that is not one (module docstring)."""
         check_document(d)
         return cls.from_steps(d["ranks"], d["count"], d["steps"], itemsize=d.get("itemsize", 4),
-                              name=d.get("name", ""), meta=d.get("meta"), switches=d.get("switches", 0),
-                              network=d.get("network", 0), collective=d.get("collective", "all_reduce"))
+                              name=d.get("name", ""), meta=d.get("meta"),
+                              switches=d.get("switches", 0), network=d.get("network", 0),
+                              collective=d.get("collective", "all_reduce"))
 
     @classmethod
     def from_json(cls, text: str, where: str = "schedule") -> "Schedule":

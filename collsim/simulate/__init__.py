@@ -26,10 +26,11 @@ machine's fixed cost per call (``call_us``).
 Deterministic: no randomness, a fixed order of floating-point operations; the engine (``events``)
 agrees with the reference loop. Modules: ``reference`` (the semantics), ``costs`` (durations),
 ``resources`` (routing), ``deps`` (what each transfer waits for), ``fair`` (a fairly shared port),
-``events`` (the engine), ``heaps`` (its event queues), ``jit`` (compiled by numba for large runs),
-``symmetry`` (channels that repeat each other simulated once, exactly), ``shift`` (a ring on ranks
-alike simulated on a few of them). Simulations of many transfers show a tqdm progress bar on stderr
-when stderr is a terminal (``PROGRESS_TRANSFERS``). """
+``events`` (the engine), ``ports`` (its ports' jobs: service, fair shares), ``heaps`` (its event
+queues), ``jit`` (compiled by numba for large runs), ``symmetry`` (channels that repeat each other
+simulated once, exactly), ``shift`` (a ring on ranks alike simulated on a few of them). Simulations
+of many transfers show a tqdm progress bar on stderr when stderr is a terminal
+(``PROGRESS_TRANSFERS``)."""
 from __future__ import annotations
 
 import sys
@@ -230,8 +231,8 @@ def _run(schedule: Schedule, routes: Routes, c, policy: str, progress, topology:
     ptr, dep = data_deps(s, sa, sb, nseg, da, db)
     engine_pred, window_pred = structural(s, c.window)
     rows, sizes, caps, n_rows = jobs(s, routes, c, topology)
-    return run(s.n_transfers, ptr, dep, engine_pred, window_pred, rows, sizes, caps, n_rows, c,
-               policy, progress)
+    return run(s.n_transfers, ptr, dep, engine_pred, window_pred, rows=rows, sizes=sizes, caps=caps,
+               n_ports=n_rows, costs=c, policy=policy, progress=progress)
 
 
 def simulate(schedule: Schedule, topology: Topology, gamma: float = 0.0, progress: bool = True,
@@ -265,7 +266,8 @@ def _plan_checks(s: Schedule) -> None:
         raise CollsimError(f"schedule names a rank outside 0..{s.endpoints - 1}")
     if n and (min(s.offset.min(), s.dst_offset.min()) < 0 or s.length.min() < 0
               or max(ends.max(), (s.dst_offset + s.length).max()) > s.count):
-        raise CollsimError(f"schedule has an element range outside its buffer of {s.count} elements")
+        raise CollsimError(f"schedule has an element range outside its buffer of {s.count} "
+                           f"elements")
 
 
 def simulate_times(schedules: Iterable[Schedule], topology: Topology, gamma: float = 0.0,

@@ -86,9 +86,8 @@ def transfer_costs(schedule: Schedule, topology: Topology, routes: Routes, gamma
     alone = wire * np.array([c.channel_beta for c in paths])[routes.link]
     compute = nb * gamma * (s.op == REDUCE) if gamma else np.zeros(s.n_transfers)
     overhead = np.array([c.overhead for c in paths])[routes.link]
-    latency = np.array([c.latency
-                        for c in paths])[routes.link] + np.array([c.fill
-                                                                  for c in paths])[routes.link] * alone
+    latency = (np.array([c.latency for c in paths])[routes.link]
+               + np.array([c.fill for c in paths])[routes.link] * alone)
     proxy = np.where(routes.link == 1, p.inter.proxy, 0.0)
     # the network's switch reduces, then the sum is ready
     if s.network and topology.sharp_us:

@@ -1,10 +1,11 @@
 """What every transfer waits for before it starts: the dependency lists of the "ready" engine
 (``collsim.simulate.events``), built once per schedule structure.
 
-- Data: for every element i reads (on its sender, and on its receiver if it reduces), the transfers of the
-  last earlier step that wrote it (``collsim.simulate.reference`` rule 1).
+- Data: for every element i reads (on its sender, and on its receiver if it reduces), the transfers
+  of the last earlier step that wrote it (``collsim.simulate.reference`` rule 1).
 - Engine: the transfer before i on its engine (rule 2), whose end i waits for.
-- Window: the transfer ``window`` places before i on its connection (rule 3), whose arrival i waits for.
+- Window: the transfer ``window`` places before i on its
+  connection (rule 3), whose arrival i waits for.
 
 Cells are (endpoint, segment) with segments between the schedule's breakpoints (``segments``).
 """
@@ -17,9 +18,11 @@ from collsim.simulate.jit import jit, pick
 
 
 def _grid(offset: np.ndarray, end: np.ndarray) -> int:
-    """A common divisor of every offset and end, large where the breakpoints sit on a grid: the gcd of a
-    sample, kept when it divides them all (one vectorized check), else the gcd of all of them."""
-    sample = np.concatenate([offset[:: max(1, len(offset) // 4096)], end[:: max(1, len(end) // 4096)]])
+    """A common divisor of every offset and end, large where the breakpoints sit on a grid: the gcd
+    of a sample, kept when it divides them all (one vectorized check), else the gcd of all of
+    them."""
+    sample = np.concatenate([offset[:: max(1, len(offset) // 4096)],
+                             end[:: max(1, len(end) // 4096)]])
     g = int(np.gcd.reduce(sample)) or 1
     if g > 1 and not ((offset % g == 0).all() and (end % g == 0).all()):
         g = int(np.gcd.reduce(np.concatenate([offset, end]))) or 1
@@ -47,7 +50,7 @@ def segments(offset: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarra
         idx = np.cumsum(mark, dtype=np.int64) - 1
         idx = idx.astype(np.int32) if len(idx) < 1 << 31 else idx
         return idx[a], idx[b], int(idx[-1])
-    srt = np.sort(np.concatenate([offset, end]), kind="stable")   # radix/timsort: fast on these runs
+    srt = np.sort(np.concatenate([offset, end]), kind="stable")  # radix/timsort: fast on these runs
     bp = srt[np.concatenate([[True], srt[1:] != srt[:-1]])]
     for modulus in range(8 * len(bp) + 1, 8 * len(bp) + 9, 2):   # a few tries, then binary search
         slot = bp % modulus
@@ -59,7 +62,8 @@ def segments(offset: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def _previous(key: np.ndarray, lag: int) -> np.ndarray:
-    """For every transfer the one ``lag`` places before it (schedule order) with the same key, -1 if none."""
+    """For every transfer the one ``lag`` places before it
+    (schedule order) with the same key, -1 if none."""
     out = np.full(len(key), -1, np.int64)
     if lag < 1 or not len(key):
         return out
@@ -84,21 +88,23 @@ def structural(s: Schedule, window: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def ranges(s: Schedule) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """Every transfer's segment range read (sa, sb) and written (da, db: the same arrays unless it has a
-    ``dst_offset``), and the number of segments (``segments`` of all of them)."""
+    """Every transfer's segment range read (sa, sb) and written (da, db: the same arrays unless it
+    has a ``dst_offset``), and the number of segments (``segments`` of all of them)."""
     if not s.shifted:
         sa, sb, nseg = segments(s.offset, s.offset + s.length)
         return sa, sb, sa, sb, nseg
-    a, b, nseg = segments(np.r_[s.offset, s.dst_offset], np.r_[s.offset, s.dst_offset] + np.r_[s.length, s.length])
+    a, b, nseg = segments(np.r_[s.offset, s.dst_offset],
+                          np.r_[s.offset, s.dst_offset] + np.r_[s.length, s.length])
     n = s.n_transfers
     return a[:n], b[:n], a[n:], b[n:], nseg
 
 
 @jit
 def _deps(step_ptr, src, dst, reduce, sa, sb, da, db, nseg, cells):
-    """(owner, dep) pairs in transfer order (module docstring): steps in order, each step's reads against the
-    writes of earlier steps, then its writes. A cell keeps the step that last wrote it and that step's writers
-    (a list through ``nxt``); a transfer's deps are counted once (``mark``)."""
+    """(owner, dep) pairs in transfer order (module docstring): steps in order, each step's reads
+    against the writes of earlier steps, then its writes. A cell keeps the step that last wrote it
+    and that step's writers (a list through ``nxt``); a transfer's deps are counted once
+    (``mark``)."""
     n, writes = len(src), 0
     for i in range(n):
         writes += db[i] - da[i]
@@ -136,15 +142,15 @@ def _deps(step_ptr, src, dst, reduce, sa, sb, da, db, nseg, cells):
     return owner[:used], dep[:used]
 
 
-def data_deps(s: Schedule, sa: np.ndarray, sb: np.ndarray, nseg: int, da=None, db=None) -> tuple[np.ndarray,
-                                                                                                np.ndarray]:
-    """CSR (ptr, deps) of every transfer's data dependencies (module docstring); ``sa``/``sb``: its segment
-    range read, ``da``/``db`` written (default: the same, ``ranges``); compiled (``collsim.simulate.jit``),
-    one pass over the steps."""
+def data_deps(s: Schedule, sa: np.ndarray, sb: np.ndarray, nseg: int, da=None,
+              db=None) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (ptr, deps) of every transfer's data dependencies (module docstring); ``sa``/``sb``: its
+    segment range read, ``da``/``db`` written (default: the same, ``ranges``); compiled
+    (``collsim.simulate.jit``), one pass over the steps."""
     da, db = (sa, sb) if da is None else (da, db)
     cols = (a.astype(np.int64) for a in (sa, sb, da, db))
     owner, dep = pick(_deps, s.n_transfers)(s.step_ptr, s.src, s.dst, s.op == REDUCE, *cols, nseg,
                                             s.endpoints * max(nseg, 1))
-    ptr = np.zeros(s.n_transfers + 1, np.int64)                 # owners come in order: a CSR as they are
+    ptr = np.zeros(s.n_transfers + 1, np.int64)            # owners come in order: a CSR as they are
     np.cumsum(np.bincount(owner, minlength=s.n_transfers), out=ptr[1:])
     return ptr, dep

@@ -1,18 +1,21 @@
-"""The engine: the semantics of ``collsim.simulate.reference`` in one pass, compiled (``collsim.simulate.jit``).
+"""The engine: the semantics of ``collsim.simulate.reference`` in one pass, compiled
+(``collsim.simulate.jit``).
 
-Policy "fair" (the default): an event simulation. A transfer starts when everything it waits for has happened
-(its data dependencies arrived, the transfer before it on its engine ended, its window predecessor arrived;
-``collsim.simulate.deps``); its jobs (its bytes on each port they cross, its sender's proxy and channel) then
-join those ports. A port shares its rate max-min fairly among its jobs (each the same share, or its cap if
-less: ``collsim.simulate.fair.rates``) and keeps, per job, the service (seconds of the whole port) it still
-owes; a job is done when that is below ``EPS`` of what it needed. A transfer is done when all its jobs are,
-and its dependents learn when it arrives. Two heaps (``collsim.simulate.heaps``) hold the transfers ready to
-start and every busy port's next end (indexed: it moves), keyed (time, seq): events are taken in time order, ties in the
-order they were scheduled, so the run is deterministic. Policy "schedule": every port serves its jobs one at a
-time in schedule order (everything a transfer waits for comes earlier in the schedule), one pass.
+Policy "fair" (the default): an event simulation. A transfer starts when everything it waits for has
+happened (its data dependencies arrived, the transfer before it on its engine ended, its window
+predecessor arrived; ``collsim.simulate.deps``); its jobs (its bytes on each port they cross, its
+sender's proxy and channel) then join those ports. A port shares its rate max-min fairly among its
+jobs (each the same share, or its cap if less: ``collsim.simulate.fair.rates``) and keeps, per job,
+the service (seconds of the whole port) it still owes (``collsim.simulate.ports``); a job is done
+when that is below ``EPS`` of what it needed. A transfer is done when all its jobs are, and its
+dependents learn when it arrives. Two heaps (``collsim.simulate.heaps``) hold the transfers ready to
+start and every busy port's next end (indexed: it moves), keyed (time, seq): events are taken in
+time order, ties in the order they were scheduled, so the run is deterministic. Policy "schedule":
+every port serves its jobs one at a time in schedule order (everything a transfer waits for comes
+earlier in the schedule), one pass.
 
-State lives in numpy arrays; the loops run in ``PROGRESS_BLOCK`` transfers at a time so that a progress bar
-can follow a long run.
+State lives in numpy arrays; the loops run in ``PROGRESS_BLOCK`` transfers at a time so that a
+progress bar can follow a long run.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import numpy as np
 
 from collsim.simulate.heaps import drop, new_heap, pop, push, put
 from collsim.simulate.jit import jit, pick
+from collsim.simulate.ports import next_end, serve, shares
 
 EPS = 1e-9             # a job is done when the service it still owes is below EPS of its whole
 PROGRESS_BLOCK = 1 << 20
@@ -27,8 +31,8 @@ PROGRESS_BLOCK = 1 << 20
 
 @jit
 def _waiters(n, data_ptr, data_dep, window_pred):
-    """CSR (ptr, waiters) of who waits for each transfer's arrival: its data dependents, then its window
-    successor, each list in transfer order (a counting sort)."""
+    """CSR (ptr, waiters) of who waits for each transfer's arrival: its data dependents, then its
+    window successor, each list in transfer order (a counting sort)."""
     ptr = np.zeros(n + 1, np.int64)
     for x in range(len(data_dep)):
         ptr[data_dep[x] + 1] += 1
@@ -53,10 +57,12 @@ def _waiters(n, data_ptr, data_dep, window_pred):
 
 
 def _waiting(n: int, data_ptr, data_dep, engine_pred, window_pred):
-    """(dependencies left per transfer, who waits for each one's arrival (CSR), its engine successor)."""
+    """(dependencies left per transfer, who waits for each
+    one's arrival (CSR), its engine successor)."""
     count = (np.diff(data_ptr) + (engine_pred >= 0) + (window_pred >= 0)).astype(np.int64)
-    ptr, waiters = pick(_waiters, n)(n, np.asarray(data_ptr, np.int64), np.asarray(data_dep, np.int64),
-                            np.asarray(window_pred, np.int64))
+    ptr, waiters = pick(_waiters, n)(n, np.asarray(data_ptr, np.int64),
+                                     np.asarray(data_dep, np.int64),
+                                     np.asarray(window_pred, np.int64))
     succ = np.full(n, -1, np.int64)
     has_e = engine_pred >= 0
     succ[engine_pred[has_e]] = np.flatnonzero(has_e)
@@ -65,7 +71,8 @@ def _waiting(n: int, data_ptr, data_dep, engine_pred, window_pred):
 
 @jit
 def _waited(k, t, tm, left, ready, ctr):
-    """Transfer k's wait for something that happens at t is over: it may start then, once nothing else holds it."""
+    """Transfer k's wait for something that happens at t is
+    over: it may start then, once nothing else holds it."""
     if t > tm[0, k]:
         tm[0, k] = t
     left[k] -= 1
@@ -76,8 +83,9 @@ def _waited(k, t, tm, left, ready, ctr):
 
 @jit
 def _finish(i, e, tm, cost, left, wp, wl, nxt, ready, ctr):
-    """Transfer i's jobs are done at e: its arrival and end, and the dependents that can start now (into the
-    ready heap). ``tm``: (ready time, start, end, arrive) rows; ``cost``: (compute, overhead, latency, alone)."""
+    """Transfer i's jobs are done at e: its arrival and end, and the dependents that can start now
+    (into the ready heap). ``tm``: (ready time, start, end, arrive) rows; ``cost``: (compute,
+    overhead, latency, alone)."""
     e += cost[0, i]
     r = e + cost[2, i]
     tm[3, i] = r
@@ -90,81 +98,16 @@ def _finish(i, e, tm, cost, left, wp, wl, nxt, ready, ctr):
 
 
 @jit
-def _serve(p, t, pt, head, jnext, jleft, jrate):
-    """Port p's jobs served from its last time to t."""
-    dt = t - pt[p]
-    if dt > 0:
-        j = head[p]
-        while j >= 0:
-            jleft[j] -= jrate[j] * dt
-            j = jnext[j]
-    pt[p] = t
-
-
-@jit
-def _shares(p, head, count, jnext, caps, jrate, fixed):
-    """Max-min fair rates of port p's jobs (``collsim.simulate.fair.rates``: the smallest caps first)."""
-    k = count[p]
-    if k == 0:
-        return
-    level = 1.0 / k
-    low = 2.0
-    j = head[p]
-    while j >= 0:
-        fixed[j] = False
-        if caps[j] < low:
-            low = caps[j]
-        j = jnext[j]
-    if low >= level:
-        j = head[p]
-        while j >= 0:
-            jrate[j] = level
-            j = jnext[j]
-        return
-    rest, m = 1.0, k
-    while m > 0:                  # the smallest cap left, while it is below an equal share of what is left
-        best, j = -1, head[p]
-        while j >= 0:
-            if not fixed[j] and (best < 0 or caps[j] < caps[best]):
-                best = j
-            j = jnext[j]
-        level = rest / m
-        if caps[best] >= level:
-            break
-        jrate[best] = caps[best]
-        fixed[best] = True
-        rest -= caps[best]
-        m -= 1
-    j = head[p]
-    while j >= 0:
-        if not fixed[j]:
-            jrate[j] = rest / m
-        j = jnext[j]
-
-
-@jit
-def _next(p, head, pt, jnext, jleft, jrate):
-    """When port p's next job is done (inf: none)."""
-    best = np.inf
-    j = head[p]
-    while j >= 0:
-        d = pt[p] + (jleft[j] / jrate[j] if jrate[j] > 0 else 0.0)
-        if d < best:
-            best = d
-        j = jnext[j]
-    return best
-
-
-@jit
-def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pend, pt, head, count, jnext, jprev,
-          jleft, jrate, fixed, ready, busy, ctr):
-    """Run events until every transfer is done or ``limit`` more are; ``ctr``: (ready size, busy size, seq,
-    done). Returns the transfers done."""
+def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pend, pt, head, count,
+          jnext, jprev, jleft, jrate, fixed, ready, busy, ctr):
+    """Run events until every transfer is done or ``limit`` more are; ``ctr``: (ready size, busy
+    size, seq, done). Returns the transfers done."""
     rt, rs, ri, rpos = ready
     bt, bs, bi, bpos = busy
     stop = ctr[3] + limit
     while ctr[3] < stop:
-        take_ready = ctr[0] > 0 and (ctr[1] == 0 or rt[0] < bt[0] or (rt[0] == bt[0] and rs[0] < bs[0]))
+        take_ready = (ctr[0] > 0
+                      and (ctr[1] == 0 or rt[0] < bt[0] or (rt[0] == bt[0] and rs[0] < bs[0])))
         if take_ready:
             i, time = ri[0], rt[0]
             ctr[0] = pop(rt, rs, ri, rpos, ctr[0], False)
@@ -172,7 +115,7 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pen
             k = 0
             for j in range(jptr[i], jptr[i + 1]):
                 p = rows[j]
-                _serve(p, time, pt, head, jnext, jleft, jrate)
+                serve(p, time, pt, head, jnext, jleft, jrate)
                 jleft[j] = sizes[j]
                 jprev[j] = -1
                 jnext[j] = head[p]
@@ -180,19 +123,21 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pen
                     jprev[head[p]] = j
                 head[p] = j
                 count[p] += 1
-                _shares(p, head, count, jnext, caps, jrate, fixed)
-                ctr[1] = put(bt, bs, bi, bpos, ctr[1], p, _next(p, head, pt, jnext, jleft, jrate), ctr[2])
+                shares(p, head, count, jnext, caps, jrate, fixed)
+                ctr[1] = put(bt, bs, bi, bpos, size=ctr[1], item=p,
+                             t=next_end(p, head, pt, jnext, jleft, jrate), seq=ctr[2])
                 ctr[2] += 1
                 k += 1
             pend[i] = k
             if k == 0:
-                _finish(i, time + cost[3, i], tm, cost, left, wp, wl, nxt, ready, ctr)
+                _finish(i, time + cost[3, i], tm, cost, left=left, wp=wp, wl=wl, nxt=nxt,
+                        ready=ready, ctr=ctr)
                 ctr[3] += 1
             continue
         if ctr[1] == 0:
             break
         p, time = bi[0], bt[0]
-        _serve(p, time, pt, head, jnext, jleft, jrate)
+        serve(p, time, pt, head, jnext, jleft, jrate)
         j = head[p]
         while j >= 0:
             after = jnext[j]
@@ -208,12 +153,14 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pen
                 i = jown[j]
                 pend[i] -= 1
                 if pend[i] == 0:
-                    _finish(i, time, tm, cost, left, wp, wl, nxt, ready, ctr)
+                    _finish(i, time, tm, cost, left=left, wp=wp, wl=wl, nxt=nxt, ready=ready,
+                            ctr=ctr)
                     ctr[3] += 1
             j = after
-        _shares(p, head, count, jnext, caps, jrate, fixed)
+        shares(p, head, count, jnext, caps, jrate, fixed)
         if count[p]:
-            ctr[1] = put(bt, bs, bi, bpos, ctr[1], p, _next(p, head, pt, jnext, jleft, jrate), ctr[2])
+            ctr[1] = put(bt, bs, bi, bpos, size=ctr[1], item=p,
+                         t=next_end(p, head, pt, jnext, jleft, jrate), seq=ctr[2])
             ctr[2] += 1
         else:                                                    # idle: out of the heap
             ctr[1] = drop(bt, bs, bi, bpos, ctr[1], p)
@@ -222,7 +169,8 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pen
 
 @jit
 def _in_order(n, tm, cost, left, wp, wl, nxt, rows, sizes, jptr, free, ready, ctr):
-    """Policy "schedule": transfer by transfer in schedule order, each port serving its jobs one at a time."""
+    """Policy "schedule": transfer by transfer in schedule
+    order, each port serving its jobs one at a time."""
     for i in range(n):
         q = tm[0, i]
         e = q + cost[3, i]
@@ -237,21 +185,25 @@ def _in_order(n, tm, cost, left, wp, wl, nxt, rows, sizes, jptr, free, ready, ct
             if h > e:
                 e = h
         tm[1, i] = b0
-        _finish(i, e, tm, cost, left, wp, wl, nxt, ready, ctr)     # (its ready heap goes unused)
+        # (its ready heap goes unused)
+        _finish(i, e, tm, cost, left=left, wp=wp, wl=wl, nxt=nxt, ready=ready, ctr=ctr)
 
 
-def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndarray, window_pred: np.ndarray,
-        rows: np.ndarray, sizes: np.ndarray, caps: np.ndarray, n_ports: int, costs, policy: str = "fair",
+def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndarray,
+        window_pred: np.ndarray, rows: np.ndarray, sizes: np.ndarray, caps: np.ndarray,
+        n_ports: int, costs, policy: str = "fair",
         progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start, end, arrive) in seconds of every transfer (``collsim.simulate.costs.Costs``). ``rows``, ``sizes``,
-    ``caps``: (n, k) arrays, every transfer's k jobs: the port (a row of one table of ``n_ports`` rows; the spare
-    row ``n_ports - 1`` means none), the seconds of it the job needs, the most of its rate the job takes.
-    ``progress``: called with the transfers done since its last call (a tqdm bar's ``update``), or None."""
+    """(start, end, arrive) in seconds of every transfer (``collsim.simulate.costs.Costs``).
+    ``rows``, ``sizes``, ``caps``: (n, k) arrays, every transfer's k jobs: the port (a row of one
+    table of ``n_ports`` rows; the spare row ``n_ports - 1`` means none), the seconds of it the job
+    needs, the most of its rate the job takes. ``progress``: called with the transfers done since
+    its last call (a tqdm bar's ``update``), or None."""
     count, wp, wl, nxt = _waiting(n, data_ptr, data_dep, engine_pred, window_pred)
     tm = np.zeros((4, n))                                      # ready time, start, end, arrive
-    cost = np.ascontiguousarray(np.stack([np.broadcast_to(np.asarray(a, np.float64), (n,)) for a in
-                                          (costs.compute, costs.overhead, costs.latency, costs.alone)]))
-    held = np.asarray(rows) != n_ports - 1                     # the jobs that hold a port, as a CSR per transfer
+    cost = np.ascontiguousarray(np.stack([np.broadcast_to(np.asarray(a, np.float64), (n,))
+                                          for a in (costs.compute, costs.overhead, costs.latency,
+                                                    costs.alone)]))
+    held = np.asarray(rows) != n_ports - 1        # the jobs that hold a port, as a CSR per transfer
     per = held.sum(axis=1) if n else np.zeros(0, np.int64)
     jptr = np.zeros(n + 1, np.int64)
     np.cumsum(per, out=jptr[1:])
@@ -266,19 +218,23 @@ def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndar
         c = np.ascontiguousarray(np.asarray(caps)[held], np.float64)
         jown = np.repeat(np.arange(n, dtype=np.int64), per)
         pend = np.zeros(n, np.int64)
-        pt, head, used = np.zeros(n_ports), np.full(n_ports, -1, np.int64), np.zeros(n_ports, np.int64)
+        pt, head, used = (np.zeros(n_ports), np.full(n_ports, -1, np.int64),
+                          np.zeros(n_ports, np.int64))
         jnext, jprev = np.full(len(r), -1, np.int64), np.full(len(r), -1, np.int64)
         jleft, jrate, fixed = np.zeros(len(r)), np.zeros(len(r)), np.zeros(len(r), np.bool_)
         busy = new_heap(max(n_ports, 1), max(n_ports, 1))
         done, fair = 0, pick(_fair, n)
         while done < n:
-            now = fair(PROGRESS_BLOCK if progress is not None else n, tm, cost, count, wp, wl, nxt, r, z, c, jptr,
-                        jown, pend, pt, head, used, jnext, jprev, jleft, jrate, fixed, ready, busy, ctr)
+            now = fair(PROGRESS_BLOCK if progress is not None else n, tm, cost, left=count, wp=wp,
+                       wl=wl, nxt=nxt, rows=r, sizes=z, caps=c, jptr=jptr, jown=jown, pend=pend,
+                       pt=pt, head=head, count=used, jnext=jnext, jprev=jprev, jleft=jleft,
+                       jrate=jrate, fixed=fixed, ready=ready, busy=busy, ctr=ctr)
             if now == done:
                 break
             if progress is not None:
                 progress(int(now - done))
             done = int(now)
     else:
-        pick(_in_order, n)(n, tm, cost, count, wp, wl, nxt, r, z, jptr, np.zeros(n_ports), ready, ctr)
+        pick(_in_order, n)(n, tm, cost, count, wp=wp, wl=wl, nxt=nxt, rows=r, sizes=z, jptr=jptr,
+                           free=np.zeros(n_ports), ready=ready, ctr=ctr)
     return tm[1], tm[2], tm[3]

@@ -1,12 +1,13 @@
-"""Binary min-heaps on arrays for the engine (``collsim.simulate.events``), keyed (time, seq): times compare
-first, then seqs (a counter: ties go to what was scheduled first), so the engine's order of events is
-deterministic. A heap is four arrays: ``ht`` (times, seconds), ``hs`` (seqs), ``hi`` (items) of its capacity,
-and ``pos`` (an item's place, -1: absent); its size is kept by the caller.
+"""Binary min-heaps on arrays for the engine (``collsim.simulate.events``), keyed (time, seq): times
+compare first, then seqs (a counter: ties go to what was scheduled first), so the engine's order of
+events is deterministic. A heap is four arrays: ``ht`` (times, seconds), ``hs`` (seqs),
+``hi`` (items) of its capacity, and ``pos`` (an item's place, -1: absent); its size is kept by the
+caller.
 
-``push``/``pop`` keep a queue of items that come in once and leave once (``pos`` unused); ``put`` moves an item
-that is already in and ``drop`` takes one out (an indexed heap: a port's next end changes as jobs come and go,
-and an idle port leaves). Sifts move a hole rather
-than swapping, and every function compiles with ``collsim.simulate.jit``.
+``push``/``pop`` keep a queue of items that come in once and leave once (``pos`` unused); ``put``
+moves an item that is already in and ``drop`` takes one out (an indexed heap: a port's next end
+changes as jobs come and go, and an idle port leaves). Sifts move a hole rather than swapping, and
+every function compiles with ``collsim.simulate.jit``.
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from collsim.simulate.jit import jit
 
 def new_heap(capacity: int, items: int):
     """(ht, hs, hi, pos) of an empty heap of ``capacity`` places for items 0..items-1."""
-    return (np.zeros(capacity, np.float64), np.zeros(capacity, np.int64), np.zeros(capacity, np.int64),
-            np.full(items, -1, np.int64))
+    return (np.zeros(capacity, np.float64), np.zeros(capacity, np.int64),
+            np.zeros(capacity, np.int64), np.full(items, -1, np.int64))
 
 
 @jit
@@ -71,13 +72,15 @@ def pop(ht, hs, hi, pos, size, indexed):
         pos[hi[0]] = -1
     size -= 1
     if size > 0:
-        _down(ht, hs, hi, pos=pos, k=0, size=size, t=ht[size], s=hs[size], item=hi[size], indexed=indexed)
+        _down(ht, hs, hi, pos=pos, k=0, size=size, t=ht[size], s=hs[size], item=hi[size],
+              indexed=indexed)
     return size
 
 
 @jit
 def put(ht, hs, hi, pos, size, item, t, seq):
-    """Insert ``item`` at (t, seq) into an indexed heap, or move it there if it is in; returns the new size."""
+    """Insert ``item`` at (t, seq) into an indexed heap, or
+    move it there if it is in; returns the new size."""
     k = pos[item]
     if k < 0:
         _up(ht, hs, hi, pos=pos, k=size, t=t, s=seq, item=item, indexed=True)

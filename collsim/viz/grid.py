@@ -17,7 +17,7 @@ The colours are the checker's own execution, counted after every step
 sender's bits into the receiver's and flags "more than once" where they overlap,
 a copy overwrites both), so the last picture is all green exactly when
 ``collsim.core.checker.check`` passes. Per-step multiplicities (for cell text, small
-schedules only) come from the plain executor (``collsim.core.execution.run_steps``)
+schedules only) come from the plain executor (``collsim.core.atoms.run_steps``)
 on one-hot data: rank r starts with the unit vector e_r in every chunk, so after
 any step a chunk holds the multiplicity of each rank's contribution (2 = counted twice).
 """
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collsim.core.atoms import atoms_of, run_steps
 from collsim.core.checker import ContributionStates, contribution_states
-from collsim.core.execution import atoms_of, run_steps
 from collsim.core.schedule import REDUCE, Schedule
 from collsim.viz import palette
 from collsim.viz.grid_bins import arrow_columns, binned, column_bins

@@ -7,8 +7,8 @@ from hypothesis import given, settings, strategies as st
 
 from collsim.algorithms import ALGORITHMS, build_schedule
 from collsim.algorithms.lecture import lecture_ring, lecture_tree
+from collsim.core.atoms import atoms_of, run_steps
 from collsim.core.checker import check, contribution_states
-from collsim.core.execution import atoms_of, run_steps
 from collsim.core.schedule import Schedule
 from collsim.errors import CollsimError
 

@@ -1,12 +1,12 @@
 """collsim.core.rank_plan: every rank's sends and receives, executed with numpy as the ranks would run
-them, against the exact sum and against the step executor (``execution.run_steps``)."""
+them, against the exact sum and against the step executor (``atoms.run_steps``)."""
 import numpy as np
 import pytest
 
 from collsim.algorithms import ALGORITHMS, build_schedule
 from collsim.algorithms.lecture import LECTURE
+from collsim.core.atoms import atoms_of, run_steps
 from collsim.core.checker import check
-from collsim.core.execution import atoms_of, run_steps
 from collsim.core.rank_plan import RankPlan, StepPlan, execute, fit_error, rank_plan
 from collsim.core.schedule import COPY, REDUCE, Schedule
 from collsim.errors import CollsimError

@@ -93,7 +93,7 @@ def test_grid_view_executes_only_when_a_later_step_is_shown():
 
 
 def test_run_steps_executes_real_values():
-    from collsim.core.execution import atoms_of, run_steps
+    from collsim.core.atoms import atoms_of, run_steps
 
     s = ring(3, 10)
     bounds, _, _ = atoms_of(s)
