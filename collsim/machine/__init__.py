@@ -4,8 +4,9 @@ Two ways to write one down, both taken by every command's ``--cluster``:
 
 - a cluster description (``cluster.Cluster``: GPU part, GPUs per node, nodes, NVSwitch / NVLink /
   PCIe with or without peer-to-peer, NVLink domains across hosts, NICs and network, SHARP), from a
-  preset name (``presets.CLUSTERS``) or a YAML/JSON file with a ``gpu`` key; its keys are strict,
-  its numbers within ``bounds`` and its layout follows ``rules``; ``fabric`` describes the switches
+  preset name (``presets.CLUSTERS``) or a YAML/JSON file with a ``gpu`` key; its keys are strict
+  (``cluster_file``: the file form read and written), its numbers within ``bounds`` and its layout
+  follows ``rules``; ``fabric`` describes the switches
   above the NICs (leaf groups, rails, oversubscription per tier; default non-blocking). Every
   hardware number behind it is cited in ``hardware`` (PCIe generations), ``gpus`` (the GPU table)
   and ``networks`` (ib, roce, tcp, efa, tcpx); ``provenance`` says where each uncertain input comes

@@ -54,36 +54,23 @@ GPU: rail g is NIC g).
 """
 from __future__ import annotations
 
-import difflib
-import re
 from dataclasses import dataclass, field, replace
 
 from collsim.errors import CollsimError
-from collsim.machine.bounds import BOUNDS, MAX_GPUS_PER_NODE, MAX_NODES, check, check_int
+from collsim.machine.bounds import MAX_GPUS_PER_NODE, MAX_NODES, check, check_int
+from collsim.machine.cluster_file import KEYS, as_dict, checked_fields
 from collsim.machine.fabric import Fabric
-from collsim.machine.hardware import (
-    GPU,
-    GPUS,
-    NETS,
-    PCIE_RING_EFFICIENCY,
-    SHM_RING_EFFICIENCY,
-    Net,
-    gpu_name,
-)
+from collsim.machine.gpus import GPU, GPUS, gpu_name
+from collsim.machine.hardware import PCIE_RING_EFFICIENCY, SHM_RING_EFFICIENCY
 from collsim.machine.linkview import CALL_US, to_topology
+from collsim.machine.networks import NETS, Net
 from collsim.machine.provenance import calibrated_record, inputs
 from collsim.machine.rules import check_intra, check_network, view_degraded
 from collsim.machine.versions import NCCL_VERSIONS, NEWEST_NCCL, nearest_ported
 
 INTRA = ("nvswitch", "nvlink", "pcie")
 CPUS = ("intel", "amd", "arm")
-KEYS = ("name", "source", "notes", "gpu", "gpus_per_node", "nodes", "intra", "p2p", "pcie_gen",
-        "nvlink_GBps", "pcie_GBps", "nvlink_domain", "nics_per_node", "nic_Gbps", "net", "sharp",
-        "fabric_efficiency", "fabric", "degraded_nics", "nvls", "nccl", "cpu", "call_us",
-        "calibrated")
-_STRINGS = ("gpu", "intra", "net", "cpu", "nccl", "name", "source")
 _BOOLS = ("p2p", "sharp", "nvls")
-_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 
 
 @dataclass(frozen=True)
@@ -271,15 +258,8 @@ class Cluster:
                        gpus_per_node=gpus_per_node, nics_per_node=nics, nvlink_domain=None)
 
     def to_dict(self) -> dict:
-        d = {k: getattr(self, k) for k in KEYS
-             if k not in ("notes", "fabric", "degraded_nics", "calibrated")
-             or getattr(self, k) not in (None, ())}
-        if self.fabric is not None:
-            d["fabric"] = self.fabric.to_dict()
-        if self.degraded_nics:
-            d["degraded_nics"] = [{"node": n, "nic": k, "nic_Gbps": r}
-                                  for n, k, r in self.degraded_nics]
-        return {**d, **self.extra}
+        """The mapping of this cluster's file (``collsim.machine.cluster_file.as_dict``)."""
+        return as_dict(self)
 
     def describe(self) -> str:
         """One line: shape, links, network, NVLS and NCCL version."""
@@ -304,30 +284,7 @@ class Cluster:
     @classmethod
     def from_dict(cls, d, where: str = "cluster") -> "Cluster":
         """Build from the file format above; errors name ``where`` and the key."""
-        if not isinstance(d, dict):
-            raise CollsimError(f"{where}: expected a mapping with gpu, gpus_per_node, nodes, ...")
-        for key in d:
-            if key not in KEYS:
-                # a cut-off key: the one it starts
-                close = [k for k in KEYS if k.startswith(str(key))] or \
-                    difflib.get_close_matches(str(key), KEYS, n=1, cutoff=0.6)
-                hint = f"did you mean {close[0]!r}?" if close else "known: " + ", ".join(KEYS)
-                raise CollsimError(f"{where}: unknown key {str(key)!r:.40} ({hint}; free text goes "
-                                   "under 'notes')")
-        if "gpu" not in d or "gpus_per_node" not in d:
-            raise CollsimError(f"{where}: needs at least gpu and gpus_per_node")
-        known = dict(d)
-        # YAML 1.1 reads 1e308 (no dot) as text: take it as the number it spells
-        for key in BOUNDS:
-            if isinstance(known.get(key), str) and _FLOAT.fullmatch(known[key].strip()):
-                known[key] = float(known[key])
-        for key in _STRINGS:
-            if key in known and not isinstance(known[key], str):
-                if key == "nccl" and isinstance(known[key], float):
-                    # YAML reads 2.26 as a number (and 2.20 as 2.2)
-                    known[key] = f"{known[key]:.2f}"
-                    continue
-                raise CollsimError(f"{where}: {key} must be a string, got {known[key]!r:.40}")
+        known = checked_fields(d, where)
         try:
             return cls(**known)
         except CollsimError as e:

@@ -1,7 +1,8 @@
 """Pictures of schedules and simulations (matplotlib, imported inside the modules).
 
 - ``collsim.viz.grid``: ranks x chunks grid per step, transfers as arrows (``grid_bins``: columns
-  binned and arrows spread, so large schedules stay readable).
+  binned and arrows spread, so large schedules stay readable; ``grid_colors``: the cells' and
+  transfers' colours and their legend).
 - ``collsim.viz.machine``: the machine (GPUs on NVSwitch, NICs on rails) with a step's chunks
   moving.
 - ``collsim.viz.timeline``: per-link and per-rank Gantt charts of a simulation.

@@ -23,7 +23,6 @@ any step a chunk holds the multiplicity of each rank's contribution (2 = counted
 """
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,15 +30,13 @@ import numpy as np
 from collsim.core.checker import ContributionStates, contribution_states
 from collsim.core.execution import atoms_of, run_steps
 from collsim.core.schedule import REDUCE, Schedule
-from collsim.viz import palette
 from collsim.viz.grid_bins import arrow_columns, binned, column_bins
+from collsim.viz.grid_colors import COPY_RGBA, REDUCE_RGBA, cell_colors, legend_handles
 
 LABEL_LIMIT = 48          # write the contributions into cells when ranks x chunks is at most this
 # draw at most this many arrows per step (evenly spread over its transfers)
 MAX_ARROWS = 256
 _FULL_STATE_LIMIT = 250_000     # keep per-step multiplicities (for labels) below this many numbers
-REDUCE_RGBA = palette.rgba(palette.REDUCE, 0.9)
-COPY_RGBA = palette.rgba(palette.COPY, 0.9)
 
 
 @dataclass
@@ -73,24 +70,6 @@ def grid_states(schedule: Schedule) -> GridStates:
     return GridStates(st.bounds, st.distinct, st.over, mult)
 
 
-def held_color(fraction):
-    """RGBA of a cell holding ``fraction`` (0-1) of the ranks' contributions: pale to dark blue."""
-    from matplotlib import colormaps
-
-    name, lo, hi = palette.HELD_RAMP
-    return colormaps[name](lo + (hi - lo) * np.asarray(fraction, float))
-
-
-def cell_colors(distinct: np.ndarray, over: np.ndarray, ranks: int) -> np.ndarray:
-    """RGBA (…, 4) per cell: blues by fraction held, yellow for the exact sum, vermillion if
-    over-counted."""
-    rgba = held_color(distinct / max(ranks, 1))
-    done = (distinct == ranks) & ~over
-    rgba[done] = palette.rgba(palette.EXACT)
-    rgba[over] = palette.rgba(palette.OVER)
-    return rgba
-
-
 def cell_label(mult_row: np.ndarray) -> str:
     """'x0+2x1' style text of one cell's multiplicities ('Σ' for the exact sum)."""
     ranks = len(mult_row)
@@ -110,37 +89,6 @@ def arrow_polygons(y0, y1, x, width=0.16, head=0.35) -> np.ndarray:
     xs = x[:, None] + np.array([-0.5, -0.5, -1.0, 0.0, 1.0, 0.5, 0.5]) * width
     ys = np.stack([tail, base, base, tip, base, base, tail], axis=1)
     return np.stack([xs, ys], axis=2)
-
-
-def legend_handles():
-    """Patches explaining the grid's colours (for a matplotlib legend): the blues are samples of
-    ``held_color`` (a cell holding 2 of 8 ranks' data is the "¼" blue, not "own data only")."""
-    from matplotlib.patches import Patch
-
-    return [*(Patch(color=held_color(f), label=f"{t} of the ranks' data")
-              for f, t in ((0.25, "¼"), (0.5, "½"), (0.75, "¾"))),
-            Patch(color=palette.EXACT, label="exact sum"),
-            Patch(color=palette.OVER, label="a contribution\ncounted twice (×)"),
-            Patch(color=REDUCE_RGBA[:3], label="reduce transfer\n(receiver adds)"),
-            Patch(color=COPY_RGBA[:3], label="copy transfer\n(receiver overwrites)")]
-
-
-def legend_html() -> str:
-    """The grid's colour legend as one line of HTML (cheaper than drawing it in the figure): a
-    gradient bar for the fraction of ranks whose data a cell holds, then the other colours."""
-
-    from matplotlib.colors import to_hex
-
-    stops = ", ".join(to_hex(held_color(f)) for f in (0, 0.25, 0.5, 0.75, 1))
-    bar = ("fraction of ranks' data held: 0<span "
-           "style='display:inline-block;width:6em;height:0.9em;margin:0 "
-           f"0.3em;vertical-align:middle;background:linear-gradient(to right, {stops})'></span>1; "
-           "black lines: node boundaries")
-    items = (f"<span style='display:inline-block;width:0.9em;height:0.9em;margin:0 0.3em 0 0.8em;"
-             f"background:{to_hex(h.get_facecolor())}'></span>"
-             f"{html.escape(h.get_label().replace(chr(10), ' '))}"
-             for h in legend_handles() if "ranks' data" not in h.get_label())
-    return "<div style='font-size:85%'>" + bar + "".join(items) + "</div>"
 
 
 class GridView:

@@ -24,7 +24,7 @@ from collsim.core.checker import contribution_states
 from collsim.core.schedule import REDUCE, Schedule
 from collsim.errors import CollsimError
 from collsim.viz import palette
-from collsim.viz.grid import COPY_RGBA, REDUCE_RGBA, held_color
+from collsim.viz.grid_colors import COPY_RGBA, REDUCE_RGBA, held_color
 
 MAX_PATHS = 96
 GPU_Y, SWITCH_Y, NIC_Y, RAIL_Y = 2.2, 1.25, 0.45, -0.35     # heights of the layers (data units)

@@ -19,7 +19,7 @@ from collsim.core.checker import contribution_states
 from collsim.core.schedule import REDUCE, Schedule
 from collsim.errors import CollsimError
 from collsim.viz import palette
-from collsim.viz.grid import COPY_RGBA, REDUCE_RGBA, held_color
+from collsim.viz.grid_colors import COPY_RGBA, REDUCE_RGBA, held_color
 from collsim.viz.trees import tree_layout
 
 

@@ -22,7 +22,8 @@ from collsim.algorithms import ALGORITHMS, get
 from collsim.errors import CollsimError
 from collsim.machine.presets import PRESETS
 from collsim.units import format_size
-from collsim.viz.grid import GridView, legend_html
+from collsim.viz.grid import GridView
+from collsim.viz.grid_colors import legend_html
 from collsim.viz.render import FramePNG
 from collsim.viz.timeline import TimelineView, result_data
 from collsim.widgets import running_loop, settle_heap
