@@ -1,10 +1,10 @@
 """Closed-form AllReduce times: the front door to every algorithm's record (``collsim.algorithms``).
 
 Symbols: P ranks, N bytes per rank (``nbytes``), alpha (s) and beta (s/byte) of a link, gamma
-(s/byte) of the receiver's reduction, C channels, S slices, chunks per tree, G GPUs per node, n = P
-/ G nodes, alpha_i / beta_i the inter-node link, alpha_n / beta_n the NVLS link (GPU <-> NVSwitch).
-A transfer of b bytes lasts alpha + b beta (+ b gamma when it reduces) and holds its ports b beta. N
-= 0 costs 0: every schedule is empty (NCCL returns at once too).
+(s/byte) of the receiver's reduction, C channels, S slices, chunks per tree, G GPUs per node,
+n = P / G nodes, alpha_i / beta_i the inter-node link, alpha_n / beta_n the NVLS link (GPU <->
+NVSwitch). A transfer of b bytes lasts alpha + b beta (+ b gamma when it reduces) and holds its
+ports b beta. N = 0 costs 0: every schedule is empty (NCCL returns at once too).
 
 Each record's ``closed_form`` follows its schedule's steps, every message of a channel paying its
 whole alpha + b beta before the next one leaves; the step chains are

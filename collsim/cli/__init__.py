@@ -109,8 +109,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run(args)
     finally:   # main() called in-process (tests, notebooks) leaves the environment as it found it
         if args.max_memory:
-            os.environ.pop(MEMORY_VARIABLE) if old is None else os.environ.update(
-                {MEMORY_VARIABLE: old})
+            os.environ.pop(MEMORY_VARIABLE) if old is None \
+                else os.environ.update({MEMORY_VARIABLE: old})
 
 
 def _run(args) -> int:

@@ -172,8 +172,8 @@ def _log_facts(ev: Evidence, src: Source) -> None:
         for via in _VIA.findall(line):
             ev.transports.setdefault(_transport(via), []).append(where)
         if m := _USING_NETWORK.search(line):
-            ev.transports.setdefault("network " + ("Socket" if m.group(1) == "Socket" else "IB"),
-                                     []).append(where)
+            ev.transports.setdefault(
+                "network " + ("Socket" if m.group(1) == "Socket" else "IB"), []).append(where)
         if m := _GDR.search(line):
             ev.gdr.append((int(m.group(2)), where))
     log = src.log

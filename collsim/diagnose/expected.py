@@ -52,9 +52,9 @@ def _shape(ev: Evidence, run: Run) -> tuple:
         return nodes, per_node, f"{run.source}: '# Rank' lines", f"{run.source}: '# Rank' lines"
     meta = run.meta
     if (isinstance(meta.get("nodes"), int) and isinstance(meta.get("world_size"), int)
-        and meta["nodes"] > 0):
-        return (meta["nodes"], meta["world_size"]
-                // meta["nodes"], f"{run.source} meta", f"{run.source} meta")
+            and meta["nodes"] > 0):
+        return (meta["nodes"], meta["world_size"] // meta["nodes"], f"{run.source} meta",
+                f"{run.source} meta")
     if run.hosts:
         return len(run.hosts), None, f"{run.source} hosts", ""
     nodes = ev.nodes or (None, "")

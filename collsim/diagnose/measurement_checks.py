@@ -32,7 +32,7 @@ def measurement(ctx):
         a = run.averages
         between = src.lines[a[0]:a[1] - 1] if len(a) > 1 else ["-"]
         if (len(run.groups) <= 1
-            and all(not t.strip() or t.lstrip().startswith("#") for t in between)):
+                and all(not t.strip() or t.lstrip().startswith("#") for t in between)):
             # footers one after the other, only comments between them: runs that ended together
             hits.append(Hit(f"{run.source}:{run.averages[0]}",
                             f"{len(run.averages)} '# Avg bus bandwidth' footers with no result row "

@@ -120,7 +120,7 @@ def read_source(path, name: str | None = None) -> Source:
     if stripped.startswith("{"):
         _json_kinds(src, path, text)
     if (any(_HEADER.search(line) or _AVG.search(line) for line in src.lines)
-        or _row_lines(src.lines)):
+            or _row_lines(src.lines)):
         _nccl_tests(src, path)
     if any(_NCCL_LINE.search(line) for line in src.lines):
         _nccl_log(src)
@@ -185,9 +185,9 @@ def _json_kinds(src: Source, path, text: str) -> None:
             break
     lines = [n for n, line in enumerate(src.lines, 1) if '"result"' in line or '"size"' in line]
     per_line = len(m.records) // len(lines) if lines and len(m.records) % len(lines) == 0 else 0
-    at = [n for n in lines
-          for _ in range(per_line)] if kind == "collsim-records" and per_line in (1, 2) \
-        else [1] * len(m.records)   # a published log holds both places of a size on one line
+    # a published log holds both places of a size on one line
+    at = ([n for n in lines for _ in range(per_line)]
+          if kind == "collsim-records" and per_line in (1, 2) else [1] * len(m.records))
     pairs = ([(r, n) for r, n in zip(m.records, at) if not r.get("inplace")]
              or list(zip(m.records, at)))
     # out-of-place rows (the runner's calls are in-place)

@@ -136,8 +136,8 @@ def _overall(all_bands: list) -> tuple:
         return "below_expected", main["ratio"], {**decided, "band": low["band"], "run": low["run"],
                                                  "ratio": low["ratio"],
                                                  "rule": "under half its expected"}
-    return ("above_expected" if main["verdict"] == "above"
-            else "as_expected"), main["ratio"], decided
+    return (("above_expected" if main["verdict"] == "above" else "as_expected"), main["ratio"],
+            decided)
 
 
 def _applies(where: str, ctx: Context) -> bool:

@@ -1,5 +1,5 @@
-"""A cluster's file form (the keys of ``collsim.machine.cluster``'s docstring): a mapping read from a
-YAML/JSON file checked key by key (``checked_fields``), and a cluster written back as one
+"""A cluster's file form (the keys of ``collsim.machine.cluster``'s docstring): a mapping read from
+a YAML/JSON file checked key by key (``checked_fields``), and a cluster written back as one
 (``as_dict``)."""
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ _FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 
 
 def checked_fields(d, where: str = "cluster") -> dict:
-    """The keyword arguments of ``Cluster`` that mapping ``d`` gives: only ``KEYS``, at least gpu and
-    gpus_per_node, YAML's misreadings of numbers and versions undone; errors name ``where`` and the
-    key (the values themselves are checked by ``Cluster``)."""
+    """The keyword arguments of ``Cluster`` that mapping ``d`` gives: only ``KEYS``, at least gpu
+    and gpus_per_node, YAML's misreadings of numbers and versions undone; errors name ``where`` and
+    the key (the values themselves are checked by ``Cluster``)."""
     if not isinstance(d, dict):
         raise CollsimError(f"{where}: expected a mapping with gpu, gpus_per_node, nodes, ...")
     for key in d:

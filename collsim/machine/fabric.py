@@ -74,7 +74,7 @@ class Fabric:
         if self.nodes_per_pod is not None:
             require_int("cluster fabric nodes_per_pod", self.nodes_per_pod, 1, MAX_NODES)
             if (self.nodes_per_pod % self.nodes_per_leaf
-                or self.nodes_per_pod == self.nodes_per_leaf):
+                    or self.nodes_per_pod == self.nodes_per_leaf):
                 raise CollsimError(f"cluster fabric nodes_per_pod ({self.nodes_per_pod}) must be a "
                                    f"multiple of nodes_per_leaf ({self.nodes_per_leaf}) larger "
                                    "than it: a pod joins leaf groups")

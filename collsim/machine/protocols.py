@@ -55,7 +55,7 @@ class PathCosts:
         for name in ("latency", "overhead", "channel_beta", "proxy", "fill"):
             v = getattr(self, name)
             if (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
-                or v < 0):
+                    or v < 0):
                 raise CollsimError(f"path cost {name} must be a finite number >= 0, got {v!r}")
 
 

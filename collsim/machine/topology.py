@@ -111,7 +111,7 @@ class Topology:
             raise CollsimError("topology call_us must be a finite number >= 0, got "
                                f"{self.call_us!r}")
         if (self.sharp_us is not None
-            and not (isinstance(self.sharp_us, (int, float)) and 0 <= self.sharp_us < 1e9)):
+                and not (isinstance(self.sharp_us, (int, float)) and 0 <= self.sharp_us < 1e9)):
             raise CollsimError("topology sharp_us must be a finite number >= 0 or None, got "
                                f"{self.sharp_us!r}")
         if self.nvls is not None and self.links_per_pair:
@@ -215,8 +215,8 @@ class Topology:
             ints[key] = v
         for key in ("call_us", "sharp_us"):
             v = d.get(key, 0.0)
-            if (not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= MAX_SECONDS
-                * 1e6):
+            if (not isinstance(v, (int, float)) or isinstance(v, bool)
+                    or not 0 <= v <= MAX_SECONDS * 1e6):
                 raise CollsimError(f"{where}: field {key!r} must be a number from 0 to "
                                    f"{MAX_SECONDS * 1e6:g}, got {describe(v)}")
         call, sharp = d.get("call_us", 0.0), d.get("sharp_us")

@@ -147,8 +147,8 @@ def _draw_axis(img, draw, axis, px_per_pt: float) -> None:
     locs = locs[(locs >= lo - 1e-9 * abs(hi - lo)) & (locs <= hi + 1e-9 * abs(hi - lo))]
     ticks = axis.get_major_ticks(len(locs))
     shown = bool(ticks) and ticks[0].label1.get_visible()   # off e.g. on a shared x axis
-    labels = ([plain_text(t) for t in axis.major.formatter.format_ticks(locs)] if shown else [""]
-              * len(locs))
+    labels = ([plain_text(t) for t in axis.major.formatter.format_ticks(locs)] if shown
+              else [""] * len(locs))
     size = ticks[0].label1.get_fontsize() if ticks else 10
     font = _font(max(6, round(size * px_per_pt)))
     tick, pad = 3.5 * px_per_pt, 3.5 * px_per_pt

@@ -77,8 +77,8 @@ def nice_ceil(x: float) -> float:
     if x <= 0:
         return 1.0
     scale = 10.0 ** np.floor(np.log10(x))
-    return float(next(m * scale for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * scale >= x
-                      * (1 - 1e-12)))
+    return float(next(m * scale for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10)
+                      if m * scale >= x * (1 - 1e-12)))
 
 
 class TimelineView:

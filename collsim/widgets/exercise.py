@@ -44,7 +44,7 @@ def check_answer(name: str, answer, expected, rel: float = 0.02, why=()) -> str:
 def _reason(answer, why, rel: float) -> str:
     for wrong, says in why:
         if ((_number(wrong) and _number(answer) and math.isclose(answer, wrong, rel_tol=rel))
-            or answer == wrong):
+                or answer == wrong):
             return f": {says}"
     return ""
 

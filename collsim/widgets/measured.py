@@ -225,8 +225,7 @@ class MeasuredVsPredicted:
         text = in_widget(str(e).splitlines()[0], FIELDS) if str(e) else type(e).__name__
         shown = f"; still showing {self._describe()}" if self.comparison is not None else ""
         self.status.value = (f"<span style='color:#b00'>could not show {html.escape(what)}: "
-                             f"{html.escape(text)}</span>") \
-                            + html.escape(shown)
+                             f"{html.escape(text)}</span>" + html.escape(shown))
 
     def _describe(self) -> str:
         return f"{self._run_name}, {self.comparison['config']}"
@@ -249,10 +248,10 @@ class MeasuredVsPredicted:
         nccl = (f"nccl_us (NCCL's model) median {100 * theirs['median_abs_rel_error']:.1f}%, "
                 f"p90 {100 * theirs['p90_abs_rel_error']:.1f}%" if theirs["n"]
                 else "nccl_us: no answer")
-        ours_text = (
-            "model_us (collsim's fitted model) median |error| "
-            f"{100 * ours['median_abs_rel_error']:.1f}%, p90 "
-            f"{100 * ours['p90_abs_rel_error']:.1f}%" if ours["n"] else "model_us: no answer")
+        ours_text = ("model_us (collsim's fitted model) median |error| "
+                     f"{100 * ours['median_abs_rel_error']:.1f}%, "
+                     f"p90 {100 * ours['p90_abs_rel_error']:.1f}%" if ours["n"]
+                     else "model_us: no answer")
         run = self.runs.get(self._run_name)
         scored = ("all scored; the parameters were fitted on this run's even sizes"
                   if run is not None and run.fitted
