@@ -2,11 +2,12 @@
 
 The loop's verbs, one from each room: ``build_schedule`` (algorithms/) makes a ``Schedule`` (core/),
 ``check`` proves it computes the sum, ``load_cluster`` / ``load_machine`` read the machine
-(machine/), ``collsim.simulate.simulate`` times the schedule on it (the room keeps its name: a verb of the
-same name here would hide it), ``predict_nccl`` predicts what NCCL itself does there (predict/),
-``collsim.diagnose.diagnose`` says whether a measured run is as fast as its machine allows and why not.
-``PREDICTORS`` says who predicts what. ``predict_nccl`` is imported when first used: its simulation loads
-numba (a fifth of a second), which ``collsim --help`` and the schedule verbs do not need.
+(machine/), ``collsim.simulate.simulate`` times the schedule on it (the room keeps its name: a verb
+of the same name here would hide it), ``predict_nccl`` predicts what NCCL itself does there
+(predict/), ``collsim.diagnose.diagnose`` says whether a measured run is as fast as its machine
+allows and why not. ``PREDICTORS`` says who predicts what. ``predict_nccl`` is imported when first
+used: its simulation loads numba (a fifth of a second), which ``collsim --help`` and the schedule
+verbs do not need.
 """
 import importlib
 from importlib import metadata
@@ -19,9 +20,9 @@ from collsim.errors import CollsimError
 from collsim.machine import load_cluster, load_machine
 from collsim.predictors import PREDICTORS
 
-__all__ = ["COPY", "PREDICTORS", "REDUCE", "CollsimError", "Schedule", "ScheduleBuilder", "ScheduleError",
-           "Transfer", "build_schedule", "check", "concat", "load_cluster", "load_machine",
-           "predict_nccl", "split_even"]
+__all__ = ["COPY", "PREDICTORS", "REDUCE", "CollsimError", "Schedule", "ScheduleBuilder",
+           "ScheduleError", "Transfer", "build_schedule", "check", "concat", "load_cluster",
+           "load_machine", "predict_nccl", "split_even"]
 
 
 def __getattr__(name: str):

@@ -23,7 +23,8 @@ class CollsimWarning(UserWarning):
 
 class _Short(reprlib.Repr):
     def repr_int(self, x, level):  # repr of a huge int is slow, or refused past 4300 digits
-        return super().repr_int(x, level) if x.bit_length() < 200 else f"<an integer of {x.bit_length()} bits>"
+        return (super().repr_int(x, level) if x.bit_length() < 200
+                else f"<an integer of {x.bit_length()} bits>")
 
 
 _SHORT = _Short()

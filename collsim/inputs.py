@@ -40,18 +40,21 @@ from collsim.errors import CollsimError, describe, require_int, require_number
 
 MAX_FILE_BYTES = 1 << 30    # any input file
 MAX_JSON_DEPTH = 32         # nesting of arrays and objects
-MAX_YAML_BYTES = 1 << 20    # a YAML file (a cluster description is a few lines; parsing YAML takes ~1 s per MiB)
+# a YAML file (a cluster description is a few lines; parsing YAML takes ~1 s per MiB)
+MAX_YAML_BYTES = 1 << 20
 MAX_BYTES = 1 << 50         # a message size or buffer, bytes (1024 TiB)
 MAX_RANKS = 1 << 20         # ranks, nodes, GPUs per node
 MAX_CHANNELS = 64           # NCCL's MAXCHANNELS (src/include/device.h)
-BUFFSIZE_RANGE = (1 << 15, 1 << 32)  # NCCL_BUFFSIZE bytes (collsim.fitted.layout.Config's floor; 4 GiB)
+# NCCL_BUFFSIZE bytes (collsim.fitted.layout.Config's floor; 4 GiB)
+BUFFSIZE_RANGE = (1 << 15, 1 << 32)
 MAX_CALLS = 1 << 30         # calls, iterations, warm-up calls per measurement
-# a quick run's sizes (runners/allreduce_bench.py --quick, collsim fit --cluster): one per regime, from a call's
-# latency (8 B) through LL's and LL128's ranges to the bandwidth plateau (1 GiB)
+# a quick run's sizes (runners/allreduce_bench.py --quick, collsim fit --cluster): one per regime,
+# from a call's latency (8 B) through LL's and LL128's ranges to the bandwidth plateau (1 GiB)
 QUICK_SIZES = (8, 64 << 10, 8 << 20, 256 << 20, 1 << 30)
 MAX_SECONDS = 3600.0        # a latency (alpha), seconds
 MAX_SECONDS_PER_BYTE = 1.0  # beta, gamma: seconds per byte (1 B/s)
-MAX_MEMORY_BYTES = 4 * 10**9  # what one command may hold by collsim's estimate (COLLSIM_MAX_MEMORY lifts it)
+# what one command may hold by collsim's estimate (COLLSIM_MAX_MEMORY lifts it)
+MAX_MEMORY_BYTES = 4 * 10**9
 MEMORY_VARIABLE = "COLLSIM_MAX_MEMORY"
 
 _MEMORY = re.compile(r"\s*([0-9]{1,20})\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
@@ -66,7 +69,8 @@ def memory_budget() -> int:
         return MAX_MEMORY_BYTES
     m = _MEMORY.fullmatch(text)
     if not m or int(m.group(1)) < 1:
-        raise CollsimError(f"{MEMORY_VARIABLE} must be a size in bytes such as 16G, got {describe(text)}")
+        raise CollsimError(f"{MEMORY_VARIABLE} must be a size in bytes such as 16G, got "
+                           f"{describe(text)}")
     return int(m.group(1)) << (10 * " KMGT".index(m.group(2).upper() or " "))
 
 
@@ -75,9 +79,9 @@ def check_memory(estimate: float, what: str) -> None:
     ``memory_budget()``: one CollsimError line naming the estimate and how to lift the bound."""
     budget = memory_budget()
     if estimate > budget:
-        raise CollsimError(f"{what} would hold about {estimate / 1e9:.3g} GB (collsim's estimate), over the "
-                           f"{budget / 1e9:.3g} GB memory bound: ask for less, or lift the bound with "
-                           f"collsim --max-memory SIZE or {MEMORY_VARIABLE}=SIZE")
+        raise CollsimError(f"{what} would hold about {estimate / 1e9:.3g} GB (collsim's estimate), "
+                           f"over the {budget / 1e9:.3g} GB memory bound: ask for less, or lift "
+                           f"the bound with collsim --max-memory SIZE or {MEMORY_VARIABLE}=SIZE")
 
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
@@ -95,7 +99,8 @@ def regular_file(path, what: str = "file", limit: int = MAX_FILE_BYTES) -> os.st
     except FileNotFoundError:
         raise CollsimError(f"{what} {path}: no such file") from None
     except (OSError, ValueError) as e:
-        raise CollsimError(f"{what} {path}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
+        raise CollsimError(f"{what} {path}: cannot read it "
+                           f"({getattr(e, 'strerror', None) or e})") from None
     if stat.S_ISDIR(st.st_mode):
         raise CollsimError(f"{what} {path}: is a directory, not a file")
     if not stat.S_ISREG(st.st_mode):
@@ -107,7 +112,8 @@ def regular_file(path, what: str = "file", limit: int = MAX_FILE_BYTES) -> os.st
 
 
 def _limit_name(limit: int) -> str:
-    return "collsim.inputs.MAX_YAML_BYTES" if limit == MAX_YAML_BYTES else "collsim.inputs.MAX_FILE_BYTES"
+    return ("collsim.inputs.MAX_YAML_BYTES" if limit == MAX_YAML_BYTES
+            else "collsim.inputs.MAX_FILE_BYTES")
 
 
 def read_bytes(path, what: str = "file", limit: int = MAX_FILE_BYTES) -> bytes:
@@ -117,14 +123,16 @@ def read_bytes(path, what: str = "file", limit: int = MAX_FILE_BYTES) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
-        raise CollsimError(f"{what} {path}: cannot read it ({e.strerror or type(e).__name__})") from None
+        raise CollsimError(f"{what} {path}: cannot read it "
+                           f"({e.strerror or type(e).__name__})") from None
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise CollsimError(f"{what} {path}: not a regular file (a pipe, a device or a socket)")
         try:
             data = f.read(limit + 1)
         except OSError as e:
-            raise CollsimError(f"{what} {path}: cannot read it ({e.strerror or type(e).__name__})") from None
+            raise CollsimError(f"{what} {path}: cannot read it "
+                               f"({e.strerror or type(e).__name__})") from None
     if len(data) > limit:  # a file that grew, or one of /proc whose size says 0
         raise CollsimError(f"{what} {path}: larger than {limit} bytes ({_limit_name(limit)})")
     return data
@@ -139,7 +147,8 @@ def read_text(path, what: str = "file", errors: str = "strict", limit: int = MAX
     try:
         return data.decode("utf-8", errors=errors)
     except UnicodeDecodeError as e:
-        raise CollsimError(f"{what} {path}: not a text file (byte {e.start} is not UTF-8)") from None
+        raise CollsimError(f"{what} {path}: not a text file (byte {e.start} is not "
+                           "UTF-8)") from None
 
 
 def json_depth(text: str) -> int:
@@ -165,7 +174,8 @@ def parse_json(text: str, where: str):
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise CollsimError(f"{where}: not valid JSON (line {e.lineno} column {e.colno}: {e.msg})") from None
+        raise CollsimError(f"{where}: not valid JSON (line {e.lineno} column {e.colno}: "
+                           f"{e.msg})") from None
     except (ValueError, RecursionError) as e:  # an integer of more than 4300 digits
         raise CollsimError(f"{where}: not valid JSON ({str(e).split(';')[0]})") from None
 
@@ -175,13 +185,15 @@ def parse_yaml(text: str, where: str):
     and column of the problem. At most ``MAX_YAML_BYTES`` (refused before parsing); libyaml's
     parser where PyYAML has it (ten times faster), aliases refused from its events first."""
     if len(text) > MAX_YAML_BYTES:
-        raise CollsimError(f"{where}: YAML larger than {MAX_YAML_BYTES} bytes (collsim.inputs.MAX_YAML_BYTES: "
-                           "parsing YAML takes about a second per MiB); write it as JSON")
+        raise CollsimError(f"{where}: YAML larger than {MAX_YAML_BYTES} bytes "
+                           "(collsim.inputs.MAX_YAML_BYTES: parsing YAML takes about a second per "
+                           "MiB); write it as JSON")
 
     class Loader(yaml.SafeLoader):
         def compose_node(self, parent, index):
             if self.check_event(yaml.AliasEvent):
-                raise yaml.composer.ComposerError(None, None, _NO_ALIASES, self.peek_event().start_mark)
+                raise yaml.composer.ComposerError(None, None, _NO_ALIASES,
+                                                  self.peek_event().start_mark)
             return super().compose_node(parent, index)
 
     fast = getattr(yaml, "CSafeLoader", None)
@@ -196,7 +208,8 @@ def parse_yaml(text: str, where: str):
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(e, "problem", None)
-        raise CollsimError(f"{where}: invalid YAML{at}{f' ({problem})' if problem else ''}") from None
+        raise CollsimError(f"{where}: invalid "
+                           f"YAML{at}{f' ({problem})' if problem else ''}") from None
     except RecursionError:
         raise CollsimError(f"{where}: invalid YAML (nested too deeply)") from None
 
@@ -232,7 +245,8 @@ def read_field(record: dict, key: str, where: str, kind: type, *, required: bool
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
         raise CollsimError(f"{what} must be {_KINDS[kind]}, got {describe(value)}")
     if choices is not None and value not in choices:
-        raise CollsimError(f"{what} must be one of {', '.join(map(str, choices))}; got {describe(value)}")
+        raise CollsimError(f"{what} must be one of {', '.join(map(str, choices))}; got "
+                           f"{describe(value)}")
     return value
 
 

@@ -22,16 +22,19 @@ from collsim.inputs import read_text
 
 
 def torchrun_env(nnodes: int, nproc_per_node: int) -> list[dict]:
-    """The environment torchrun gives each process of ``nnodes`` x ``nproc_per_node``, in RANK order."""
+    """The environment torchrun gives each process of ``nnodes`` x ``nproc_per_node``, in RANK
+    order."""
     n = require_int("nnodes", nnodes, 1)
     g = require_int("nproc_per_node", nproc_per_node, 1)
     return [{"RANK": str(node * g + local), "LOCAL_RANK": str(local), "WORLD_SIZE": str(n * g),
-             "LOCAL_WORLD_SIZE": str(g), "GROUP_RANK": str(node)} for node in range(n) for local in range(g)]
+             "LOCAL_WORLD_SIZE": str(g), "GROUP_RANK": str(node)} for node in range(n)
+            for local in range(g)]
 
 
 def torchrun_identity(env: dict) -> dict:
     """rank, world_size and the local GPU index, read as a torchrun process should."""
-    return {"rank": int(env["RANK"]), "world_size": int(env["WORLD_SIZE"]), "device": int(env["LOCAL_RANK"])}
+    return {"rank": int(env["RANK"]), "world_size": int(env["WORLD_SIZE"]),
+            "device": int(env["LOCAL_RANK"])}
 
 
 def lecture_identity(env: dict, gpus_per_node: int, local_rank_arg: int | None = None) -> dict:
@@ -57,20 +60,21 @@ def problems(rows: list[dict]) -> list[str]:
     ranks = [r["lecture"]["rank"] for r in rows]
     dup = sorted({x for x in ranks if ranks.count(x) > 1})
     if dup:
-        out.append(f"ranks {dup} are claimed by {len(rows) // len(set(ranks))} processes each: the rendezvous "
-                   "cannot form one group (it hangs or fails)")
+        out.append(f"ranks {dup} are claimed by {len(rows) // len(set(ranks))} processes each: the "
+                   "rendezvous cannot form one group (it hangs or fails)")
     worlds = {r["lecture"]["world_size"] for r in rows}
     if worlds != {len(rows)}:
         out.append(f"world size {sorted(worlds)} != {len(rows)} processes")
         w = len(rows)
         expected = [wl * (wl + 1) // 2 for wl in sorted(worlds)]
-        out.append(f"its assert expects {expected} where an AllReduce over all {w} processes gives {w * (w + 1) // 2}")
+        out.append(f"its assert expects {expected} where an AllReduce over all {w} processes gives "
+                   f"{w * (w + 1) // 2}")
     return out
 
 
 def function_source(path, name: str) -> str:
-    """The source text of top-level function ``name`` in the Python file ``path`` (read, not imported:
-    showing a torch script's function needs no torch)."""
+    """The source text of top-level function ``name`` in the Python file ``path`` (read, not
+    imported: showing a torch script's function needs no torch)."""
 
     text = read_text(path, "Python file")
     for node in ast.parse(text).body:
@@ -84,13 +88,15 @@ def run_torchrun(script, args, nproc: int = 2, timeout: float = 120.0, cwd=None)
     compute thread per process); returns the finished process. A failure raises CollsimError with
     the end of its output."""
 
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={int(nproc)}",
-           str(script), *map(str, args)]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+           f"--nproc-per-node={int(nproc)}", str(script), *map(str, args)]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     try:
-        proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=timeout)
     except subprocess.TimeoutExpired:
         raise CollsimError(f"torchrun {script} did not finish in {timeout:g} s") from None
     if proc.returncode != 0:
-        raise CollsimError(f"torchrun {script} failed ({proc.returncode}): {(proc.stderr or proc.stdout)[-1500:]}")
+        raise CollsimError(f"torchrun {script} failed ({proc.returncode}): "
+                           f"{(proc.stderr or proc.stdout)[-1500:]}")
     return proc

@@ -4,11 +4,11 @@
   line): a path that is one of ``inputs`` (it would be written over while, or instead of, being
   read), a folder, something that is not a regular file (a device such as /dev/full, a pipe),
   a folder that does not exist or that we may not write in.
-* ``atomic_write(path)``: a file object for writing ``path`` in full: the bytes go to a
-  temporary file in the same folder, which replaces ``path`` in one rename when the block ends
-  without error (a symbolic link at ``path`` is replaced, not written through). On any error (a
-  full disk, a read-only folder, an exception while writing) the temporary file is removed, ``path`` is
-  as it was, and a write error becomes one ``CollsimError`` line.
+* ``atomic_write(path)``: a file object for writing ``path`` in full: the bytes go to a temporary
+  file in the same folder, which replaces ``path`` in one rename when the block ends without error
+  (a symbolic link at ``path`` is replaced, not written through). On any error (a full disk, a
+  read-only folder, an exception while writing) the temporary file is removed, ``path`` is as it
+  was, and a write error becomes one ``CollsimError`` line.
 * ``plot_format(path)`` / ``save_figure(fig, path)``: figures, whose format is the extension
   (``PLOT_FORMATS``), checked before any drawing and written through ``atomic_write``.
 * ``printable(text)``: text from a file made safe for a terminal (control characters such as
@@ -44,7 +44,8 @@ def check_output(path, inputs=(), what: str = "output") -> Path:
     p = Path(path)
     for i in inputs or ():
         if _same(p, Path(i)):
-            raise CollsimError(f"cannot write {what} {p}: it is also an input ({i}); choose another name")
+            raise CollsimError(f"cannot write {what} {p}: it is also an input ({i}); choose "
+                               "another name")
     try:
         mode = os.stat(p).st_mode
     except FileNotFoundError:
@@ -79,7 +80,8 @@ def atomic_write(path, what: str = "output", binary: bool = False):
     except OSError as e:
         raise CollsimError(f"cannot write {what} {p}: {e.strerror}") from None
     try:
-        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="")) as f:
+        with (os.fdopen(fd, "wb") if binary
+              else os.fdopen(fd, "w", encoding="utf-8", newline="")) as f:
             yield f
         os.replace(tmp, p)
     except OSError as e:
@@ -93,13 +95,14 @@ def plot_format(path) -> str:
     """The figure format of ``path`` from its extension, or a CollsimError naming the known ones."""
     ext = Path(path).suffix.lower().lstrip(".")
     if ext not in PLOT_FORMATS:
-        raise CollsimError(f"cannot write figure {path}: unknown format {ext or '(no extension)'!r}; "
-                           f"use one of .{', .'.join(PLOT_FORMATS)}")
+        raise CollsimError(f"cannot write figure {path}: unknown format "
+                           f"{ext or '(no extension)'!r}; use one of .{', .'.join(PLOT_FORMATS)}")
     return ext
 
 
 def save_figure(fig, path, dpi: int = 110) -> None:
-    """Write a matplotlib figure to ``path`` in the format of its extension, in full or not at all."""
+    """Write a matplotlib figure to ``path`` in the format of its extension, in full or not at
+    all."""
     fmt = plot_format(path)
     with atomic_write(path, "figure", binary=True) as f:
         fig.savefig(f, format=fmt, dpi=dpi)
@@ -113,7 +116,8 @@ def printable(text, newlines: bool = False) -> str:
     """``str(text)`` with control characters (ESC, CR, BEL, ...; newline too unless
     ``newlines``; not tab) escaped as ``repr`` writes them (``\\x1b``): what a file holds cannot
     move the cursor, recolour the terminal or start a line of its own."""
-    return (_CONTROL_BUT_NEWLINE if newlines else _CONTROL).sub(lambda m: repr(m.group())[1:-1], str(text))
+    return (_CONTROL_BUT_NEWLINE if newlines else _CONTROL).sub(
+        lambda m: repr(m.group())[1:-1], str(text))
 
 
 class PrintableStream:

@@ -15,10 +15,9 @@ line ``collsim: warning: ...``. Anything else is a bug in collsim: one line
 only with ``COLLSIM_TRACEBACK=1``.
 
 Modules: ``args`` (shared options), ``schedule`` (schedule, check, predict), ``simulate`` (simulate,
-sweep; ``nccl_run``: simulate --cluster runs NCCL's schedule), ``nccl`` (predict-nccl; ``nccl_scale``: over a
-list of node counts), ``measure`` (show,
-import-nccl-tests, fidelity), ``fit`` (fit, compare, explain), ``diagnose`` (diagnose), ``tuner``
-(export-tuner), ``demo``.
+sweep; ``nccl_run``: simulate --cluster runs NCCL's schedule), ``nccl`` (predict-nccl;
+``nccl_scale``: over a list of node counts), ``measure`` (show, import-nccl-tests, fidelity),
+``fit`` (fit, compare, explain), ``diagnose`` (diagnose), ``tuner`` (export-tuner), ``demo``.
 """
 from __future__ import annotations
 
@@ -76,8 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="collsim", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"collsim {__version__}")
     parser.add_argument("--max-memory", metavar="SIZE", type=_memory,
-                        help=f"memory a command may hold by collsim's estimate, e.g. 16G (default "
-                             f"{MAX_MEMORY_BYTES / 1e9:g} GB; also {MEMORY_VARIABLE}): larger work is refused")
+                        help="memory a command may hold by collsim's estimate, e.g. 16G (default "
+                             f"{MAX_MEMORY_BYTES / 1e9:g} GB; also {MEMORY_VARIABLE}): larger work "
+                             "is refused")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
@@ -92,7 +92,8 @@ def _say(kind: str, message) -> None:
 
 def _warning(message, category, *_args, **_kwargs) -> None:
     """``warnings.showwarning`` for the CLI: one line per warning."""
-    _say("warning", message if issubclass(category, CollsimWarning) else f"{category.__name__}: {message}")
+    _say("warning", message if issubclass(category, CollsimWarning)
+         else f"{category.__name__}: {message}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run(args)
     finally:   # main() called in-process (tests, notebooks) leaves the environment as it found it
         if args.max_memory:
-            os.environ.pop(MEMORY_VARIABLE) if old is None else os.environ.update({MEMORY_VARIABLE: old})
+            os.environ.pop(MEMORY_VARIABLE) if old is None \
+                else os.environ.update({MEMORY_VARIABLE: old})
 
 
 def _run(args) -> int:
@@ -129,13 +131,16 @@ def _run(args) -> int:
         _say("error", "interrupted")
         return 130
     except MemoryError as e:  # an input within the bounds whose work does not fit this machine
-        _say("error", f"out of memory ({str(e)[:120] or 'MemoryError'}): ask for fewer ranks, steps or sizes")
+        _say("error",
+             f"out of memory ({str(e)[:120] or 'MemoryError'}): ask for fewer ranks, steps or "
+             "sizes")
         return 2
     except Exception as e:  # noqa: BLE001 - the last resort: a bug, said in one line
         if os.environ.get("COLLSIM_TRACEBACK"):
             traceback.print_exc()
-        _say("internal error", f"{type(e).__name__}: {str(e)[:200]} (a bug in collsim: please report it with "
-                               "the command line; COLLSIM_TRACEBACK=1 shows where)")
+        _say("internal error",
+             f"{type(e).__name__}: {str(e)[:200]} (a bug in collsim: please report it with "
+             "the command line; COLLSIM_TRACEBACK=1 shows where)")
         return INTERNAL_ERROR
 
 

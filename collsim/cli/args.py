@@ -18,7 +18,14 @@ from collsim.algorithms import BY_COLLECTIVE, build_schedule
 from collsim.core.collective import get as get_collective
 from collsim.core.document import MAX_ITEMSIZE
 from collsim.errors import CollsimError, require_number
-from collsim.inputs import MAX_BYTES, MAX_CHANNELS, MAX_RANKS, MAX_SECONDS, MAX_SECONDS_PER_BYTE, int_text
+from collsim.inputs import (
+    MAX_BYTES,
+    MAX_CHANNELS,
+    MAX_RANKS,
+    MAX_SECONDS,
+    MAX_SECONDS_PER_BYTE,
+    int_text,
+)
 from collsim.machine import load_cluster, load_machine, machine_kind, to_topology
 from collsim.machine.topology import Link, Topology
 from collsim.outputs import plot_format
@@ -36,7 +43,8 @@ def _argument_type(parse):
     return typed
 
 
-argument_type = _argument_type     # for other commands' own parsers (collsim.cli.nccl_scale.parse_nodes)
+# for other commands' own parsers (collsim.cli.nccl_scale.parse_nodes)
+argument_type = _argument_type
 
 
 def _size(text: str) -> int:
@@ -80,7 +88,8 @@ plot_path = _argument_type(_figure)  # a figure file of a known format (collsim.
 
 
 def collective_name(text: str) -> str:
-    """--coll's value: a collective's nccl-tests name (``collsim.core.collective``), one-line error otherwise."""
+    """--coll's value: a collective's nccl-tests name (``collsim.core.collective``), one-line error
+    otherwise."""
     try:
         return get_collective(text).name
     except CollsimError as e:
@@ -89,30 +98,35 @@ def collective_name(text: str) -> str:
 
 def add_algo_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--coll", type=collective_name, default=None,
-                   help="the collective, as nccl-tests names it: all_reduce (default), all_gather, reduce_scatter, "
-                        "broadcast, reduce, alltoall, sendrecv")
-    p.add_argument("--algo", required=required, help="algorithm name (see `collsim schedule --list`; default "
-                                                     "with --coll: the collective's first)")
+                   help="the collective, as nccl-tests names it: all_reduce (default), all_gather, "
+                        "reduce_scatter, broadcast, reduce, alltoall, sendrecv")
+    p.add_argument("--algo", required=required,
+                   help="algorithm name (see `collsim schedule --list`; default "
+                        "with --coll: the collective's first)")
     p.add_argument("--ranks", type=positive_int, help="number of ranks P >= 1")
-    p.add_argument("--gpus-per-node", type=positive_int, help="GPUs per node (hierarchical algorithms)")
+    p.add_argument("--gpus-per-node", type=positive_int,
+                   help="GPUs per node (hierarchical algorithms)")
     p.add_argument("--slices", type=positive_int, default=1, help="ring pipeline slices per chunk")
     p.add_argument("--chunks", type=positive_int, help="tree pipeline chunks (default: by size)")
     p.add_argument("--inter", choices=("ring", "tree"), default="ring",
                    help="inter-node algorithm of `hierarchical`")
     p.add_argument("--channels", type=int_in(1, MAX_CHANNELS),
-                   help="channels C >= 1: the buffer in C parts, each its own ring or tree (NCCL's channels; "
-                        "default 1, or NCCL's own count where `simulate --cluster` runs NCCL's schedule)")
-    p.add_argument("--itemsize", type=int_in(1, MAX_ITEMSIZE), default=4, help="bytes per element (default 4)")
+                   help="channels C >= 1: the buffer in C parts, each its own ring or tree (NCCL's "
+                        "channels; default 1, or NCCL's own count where `simulate --cluster` runs "
+                        "NCCL's schedule)")
+    p.add_argument("--itemsize", type=int_in(1, MAX_ITEMSIZE), default=4,
+                   help="bytes per element (default 4)")
 
 
 def algo_params(args) -> dict:
     return {"gpus_per_node": args.gpus_per_node, "slices": args.slices, "chunks": args.chunks,
-            "inter": args.inter, "channels": args.channels or 1, "direct": getattr(args, "direct", False)}
+            "inter": args.inter, "channels": args.channels or 1,
+            "direct": getattr(args, "direct", False)}
 
 
 def fit_to_topology(args, topo) -> None:
-    """Defaults the topology implies: gpus_per_node for algorithms that need it (and for ``ring`` across
-    nodes: NCCL's rail rings), ``direct`` rings on boards without NVSwitch."""
+    """Defaults the topology implies: gpus_per_node for algorithms that need it (and for ``ring``
+    across nodes: NCCL's rail rings), ``direct`` rings on boards without NVSwitch."""
     algo = BY_COLLECTIVE[coll_of(args)].get(args.algo)
     if algo is None or args.gpus_per_node is not None:
         pass
@@ -153,7 +167,8 @@ def algo_of(args) -> str | None:
 
 
 def build_from_args(args):
-    """The schedule the arguments ask for; with --cluster, ranks and the layout come from the machine."""
+    """The schedule the arguments ask for; with --cluster, ranks and the layout come from the
+    machine."""
     if getattr(args, "cluster", None):
         topo = topology_from_args(args, args.ranks)
         fit_to_topology(args, topo)
@@ -162,8 +177,9 @@ def build_from_args(args):
                           collective=coll_of(args), **algo_params(args))
 
 
-CLUSTER_HELP = ("the machine: a preset name (`collsim simulate --list-presets`), a cluster YAML/JSON file "
-                "(collsim.machine.cluster) or a link-level topology file (collsim.machine.topology)")
+CLUSTER_HELP = ("the machine: a preset name (`collsim simulate --list-presets`), a cluster "
+                "YAML/JSON file (collsim.machine.cluster) or a link-level topology file "
+                "(collsim.machine.topology)")
 
 
 def add_cluster_args(g) -> None:
@@ -175,35 +191,39 @@ def add_topology_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("machine (--cluster, or --alpha/--beta for a uniform one)")
     add_cluster_args(g)
     g.add_argument("--alpha", type=seconds, help="latency per message, seconds")
-    g.add_argument("--beta", type=positive_seconds_per_byte, help="seconds per byte (1 / bandwidth), > 0")
+    g.add_argument("--beta", type=positive_seconds_per_byte,
+                   help="seconds per byte (1 / bandwidth), > 0")
     g.add_argument("--alpha-inter", type=seconds, help="inter-node alpha, seconds (hierarchical)")
     g.add_argument("--beta-inter", type=positive_seconds_per_byte,
                    help="inter-node beta, seconds per byte (hierarchical)")
-    g.add_argument("--gamma", type=seconds_per_byte, default=0.0, help="reduction cost, seconds per byte (default 0)")
+    g.add_argument("--gamma", type=seconds_per_byte, default=0.0,
+                   help="reduction cost, seconds per byte (default 0)")
     g.add_argument("--policy", choices=POLICIES, default=POLICIES[0],
-                   help="how a port serves the transfers on it: fair (shares its rate among them, default) or "
-                        "schedule (one at a time in schedule order: what the closed forms assume)")
+                   help="how a port serves the transfers on it: fair (shares its rate among them, "
+                        "default) or schedule (one at a time in schedule order: what the closed "
+                        "forms assume)")
 
 
 def _cluster_topology(args, ranks: int | None):
-    """--cluster's machine: a preset or cluster file resized by --nodes, --gpus-per-node, or --ranks (whole
-    nodes of it); a link-level topology file as it is."""
+    """--cluster's machine: a preset or cluster file resized by --nodes, --gpus-per-node, or --ranks
+    (whole nodes of it); a link-level topology file as it is."""
     if machine_kind(args.cluster) == "topology":
         return load_machine(args.cluster, args.nodes)
     return to_topology(cluster_from_args(args, ranks))
 
 
 def cluster_from_args(args, ranks: int | None):
-    """--cluster's described machine (a preset or cluster file, ``collsim.machine.cluster.Cluster``) resized by
-    --nodes, --gpus-per-node, or --ranks (whole nodes of it); None for a link-level topology file."""
+    """--cluster's described machine (a preset or cluster file, ``collsim.machine.cluster.Cluster``)
+    resized by --nodes, --gpus-per-node, or --ranks (whole nodes of it); None for a link-level
+    topology file."""
     if machine_kind(args.cluster) == "topology":
         return None
     cluster = load_cluster(args.cluster).resized(gpus_per_node=args.gpus_per_node)
     nodes = args.nodes
     if nodes is None and ranks is not None:
         if ranks % cluster.gpus_per_node:
-            raise CollsimError(f"--ranks {ranks} is not a multiple of the cluster's {cluster.gpus_per_node} GPUs "
-                               "per node (give --gpus-per-node)")
+            raise CollsimError(f"--ranks {ranks} is not a multiple of the cluster's "
+                               f"{cluster.gpus_per_node} GPUs per node (give --gpus-per-node)")
         nodes = ranks // cluster.gpus_per_node
     return cluster.resized(nodes=nodes)
 
@@ -212,7 +232,8 @@ def topology_from_args(args, ranks: int | None):
     """The topology the arguments ask for, checked against ``ranks`` (None: the machine's GPUs)."""
     for key in ("cluster", "alpha", "beta", "alpha_inter", "beta_inter", "nodes", "gpus_per_node"):
         if not hasattr(args, key):
-            setattr(args, key, None)                    # commands that take only some of the options
+            # commands that take only some of the options
+            setattr(args, key, None)
     chosen = [x for x in ("cluster",) if getattr(args, x)]
     if args.alpha is not None or args.beta is not None:
         chosen.append("alpha/beta")
@@ -230,18 +251,22 @@ def topology_from_args(args, ranks: int | None):
             raise CollsimError("a uniform topology needs both --alpha and --beta")
         if args.gpus_per_node and args.gpus_per_node < ranks:
             if args.alpha_inter is None or args.beta_inter is None:
-                raise CollsimError("--gpus-per-node with --alpha/--beta needs --alpha-inter and --beta-inter")
+                raise CollsimError("--gpus-per-node with --alpha/--beta needs --alpha-inter and "
+                                   "--beta-inter")
             if ranks % args.gpus_per_node:
-                raise CollsimError(f"--ranks {ranks} is not a multiple of --gpus-per-node {args.gpus_per_node}")
+                raise CollsimError(f"--ranks {ranks} is not a multiple of --gpus-per-node "
+                                   f"{args.gpus_per_node}")
             gpn = args.gpus_per_node
-            topo = Topology(ranks // gpn, gpn, Link(args.alpha, args.beta), Link(args.alpha_inter, args.beta_inter),
-                            gpn, "two-level", "from --alpha/--beta/--alpha-inter/--beta-inter",
-                            nvls=Link(args.alpha, args.beta), sharp_us=0.0)     # switches at the links' costs
+            topo = Topology(ranks // gpn, gpn, Link(args.alpha, args.beta),
+                            Link(args.alpha_inter, args.beta_inter), gpn, "two-level",
+                            "from --alpha/--beta/--alpha-inter/--beta-inter",
+                            nvls=Link(args.alpha, args.beta),
+                            sharp_us=0.0)     # switches at the links' costs
         else:
             topo = Topology.uniform(ranks, args.alpha, args.beta)
     if topo.ranks != ranks:
-        raise CollsimError(f"the topology has {topo.ranks} GPUs ({topo.nodes} nodes x {topo.gpus_per_node}), "
-                           f"but --ranks is {ranks}")
+        raise CollsimError(f"the topology has {topo.ranks} GPUs ({topo.nodes} nodes x "
+                           f"{topo.gpus_per_node}), but --ranks is {ranks}")
     return topo
 
 

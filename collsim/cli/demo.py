@@ -7,11 +7,10 @@
    ``ib-400g`` by default: 4 nodes x 8 H100, NVLink inside, one 400 Gb/s
    InfiniBand NIC per GPU), at sizes from 8 B to 1 GiB: each on one channel, then
    NCCL's layouts on 16 channels (rail rings, NCCL's tree, NVLSTree).
-2. The bundled 2 x H200 NCCL measurements (``data/h200x2/runner``, ``collsim.measure.bundled``; graph
-   timing) beside collsim's NCCL-shaped model (parameters
-   ``data/h200x2/params.json``; fitted on the spot if that file is missing)
-   and NCCL's own tuning model (the table NCCL printed in the run), with the
-   median and p90 |relative error| of each.
+2. The bundled 2 x H200 NCCL measurements (``data/h200x2/runner``, ``collsim.measure.bundled``;
+   graph timing) beside collsim's NCCL-shaped model (parameters ``data/h200x2/params.json``; fitted
+   on the spot if that file is missing) and NCCL's own tuning model (the table NCCL printed in the
+   run), with the median and p90 |relative error| of each.
 
 Times are per AllReduce in microseconds, bandwidths in GB/s (nccl-tests' busbw).
 """
@@ -36,8 +35,8 @@ from collsim.units import format_size
 from collsim.viz.curves import busbw
 from collsim.viz.measured import draw_measured
 
-# (row label, algorithm, parameters): every algorithm on one channel, then NCCL's layouts on 16 channels
-# (the coll channels NCCL runs on multi-node H100: collsim.nccl.search on ib-400g)
+# (row label, algorithm, parameters): every algorithm on one channel, then NCCL's layouts on 16
+# channels (the coll channels NCCL runs on multi-node H100: collsim.nccl.search on ib-400g)
 ROWS = [(a, a, {}) for a in ("ring", "double-tree", "hierarchical", "nccl-tree", "halving-doubling",
                              "recursive-doubling", "direct")] + \
        [("ring 16ch", "ring", {"channels": 16}), ("nccl-tree 16ch", "nccl-tree", {"channels": 16}),
@@ -47,7 +46,8 @@ TABLE_SIZES = [8, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30]
 
 
 def simulated(cluster: str, nodes: int | None, sizes) -> tuple[dict, object]:
-    """{row label: time_s array} on the machine ``cluster`` (a preset or file; ``ROWS``), and its topology."""
+    """{row label: time_s array} on the machine ``cluster`` (a preset or file; ``ROWS``), and its
+    topology."""
     topo = load_machine(cluster, nodes)
     out = {}
     for label, algo, params in ROWS:
@@ -68,7 +68,8 @@ def data_files(data_dir: Path) -> tuple[list[Path], Path, Path]:
 
 
 def measured_vs_models(data_dir: Path):
-    """(result of collsim.fit.compare.compare on every point, params, points, how params were obtained)."""
+    """(result of collsim.fit.compare.compare on every point, params, points, how params were
+    obtained)."""
     files, probe, pfile = data_files(data_dir)
     points = load_points(files)
     attach_probe(points, probe)  # NCCL's printed table
@@ -83,14 +84,16 @@ def _pct(summary: dict) -> str:
     """'median% / p90%' of a collsim.fit.summary, or 'n/a' where it has no points."""
     if not summary["n"]:
         return "n/a"
-    return f"{100 * summary['median_abs_rel_error']:.1f}% / {100 * summary['p90_abs_rel_error']:.1f}%"
+    return (f"{100 * summary['median_abs_rel_error']:.1f}% / "
+            f"{100 * summary['p90_abs_rel_error']:.1f}%")
 
 
 def _fmt_us(t_s: float) -> str:
     return f"{t_s * 1e6:10.1f}" if t_s < 1 else f"{t_s * 1e6:10.3g}"
 
 
-def run(out: str | None, cluster: str = "ib-400g", nodes: int | None = None, data: Path | None = None) -> int:
+def run(out: str | None, cluster: str = "ib-400g", nodes: int | None = None,
+        data: Path | None = None) -> int:
     """Print both tables and write the figure to ``out`` (none when empty or None; its folder is
     created; checked before any work: a known format, not one of the data files)."""
     data = data_path("h200x2") if data is None else Path(data)
@@ -143,7 +146,8 @@ def figure(path: str, grid, times: dict, topo, result: dict, params, points) -> 
     left.set(xlabel="message size (bytes)", ylabel="busbw (GB/s)",
              title=f"simulated on {topo.name} ({topo.nodes} x {topo.gpus_per_node} GPUs)")
     left.legend(fontsize=8)
-    shown = [c["config"] for c in result["configs"] if c["config"].startswith(("default", "Ring/Simple", "Tree/LL/"))]
+    shown = [c["config"] for c in result["configs"]
+             if c["config"].startswith(("default", "Ring/Simple", "Tree/LL/"))]
     draw_measured(top, bottom, result, params, points, configs=shown)
     top.set_title("2 x H200 NVLink: measured vs predicted")
     fig.tight_layout()
@@ -155,9 +159,14 @@ def cmd_demo(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("demo", help="predicted times on a preset cluster next to the bundled H200 measurements")
+    p = sub.add_parser("demo",
+                       help="predicted times on a preset cluster next to the bundled H200 "
+                            "measurements")
     p.add_argument("--out", default="out/demo.png", help="figure to write (PNG); '' for none")
-    p.add_argument("--cluster", default="ib-400g", help="the machine of the predictions (a preset or file)")
-    p.add_argument("--nodes", type=positive_int, default=None, help="resize the cluster to this many nodes")
-    p.add_argument("--data", help="folder of the 2 x H200 measurements (default: the bundled data/h200x2)")
+    p.add_argument("--cluster", default="ib-400g",
+                   help="the machine of the predictions (a preset or file)")
+    p.add_argument("--nodes", type=positive_int, default=None,
+                   help="resize the cluster to this many nodes")
+    p.add_argument("--data",
+                   help="folder of the 2 x H200 measurements (default: the bundled data/h200x2)")
     p.set_defaults(func=cmd_demo)

@@ -1,7 +1,7 @@
 """``collsim diagnose``: is this AllReduce as fast as the hardware allows, and if not, why?
 
-    collsim diagnose [FILE ...] [--cluster SPEC] [--algo ALGO] [--measured SIZE=BUSBW_GBps ...] [--json]
-                     [--top N] [--plot PNG]
+    collsim diagnose [FILE ...] [--cluster SPEC] [--algo ALGO] [--measured SIZE=BUSBW_GBps ...]
+                     [--json] [--top N] [--plot PNG]
 
 FILEs are whatever a user has, in any order, recognised by content (``collsim.diagnose.sources``):
 nccl-tests output (any version, launcher tags, truncated), NCCL_DEBUG lines, ``nvidia-smi topo -m``,
@@ -38,7 +38,8 @@ def _measured(items) -> list:
         try:
             busbw = float(value)
         except ValueError:
-            raise CollsimError(f"--measured {item!r:.60}: busbw {value!r:.20} is not a number") from None
+            raise CollsimError(f"--measured {item!r:.60}: busbw {value!r:.20} is not a "
+                               "number") from None
         nbytes = parse_size(size)
         if nbytes < 1:
             raise CollsimError(f"--measured {item!r:.60}: the size must be at least 1 byte")
@@ -77,19 +78,23 @@ def _versions(text):
 
 
 def register(sub) -> None:
-    p = sub.add_parser("diagnose", help="is my AllReduce as fast as this hardware allows, and if not, why?",
+    p = sub.add_parser("diagnose",
+                       help="is my AllReduce as fast as this hardware allows, and if not, why?",
                        description=__doc__.splitlines()[0])
-    p.add_argument("files", nargs="*", metavar="FILE", help="nccl-tests output, NCCL_DEBUG logs, nvidia-smi topo -m, "
+    p.add_argument("files", nargs="*", metavar="FILE",
+                   help="nccl-tests output, NCCL_DEBUG logs, nvidia-smi topo -m, "
                    "ibstatus, env dumps, command lines, collsim records (any order)")
     p.add_argument("--cluster", help="preset name or cluster file (default: what the files reveal)")
-    p.add_argument("--measured", nargs="+", metavar="SIZE=BUSBW_GBps", help="busbw you measured, e.g. 1G=42.5")
+    p.add_argument("--measured", nargs="+", metavar="SIZE=BUSBW_GBps",
+                   help="busbw you measured, e.g. 1G=42.5")
     p.add_argument("--nccl", metavar="A,B", help="two NCCL versions to compare on this machine, "
                                                  "e.g. 2.22,2.25")
-    p.add_argument("--algo", help="the algorithm the run used, NCCL's name "
-                   "(default: NCCL_ALGO or NCCL's per-call TUNING lines in the files; else NCCL's choice, with "
-                   "Ring and Tree forced beside it)")
+    p.add_argument("--algo", help="the algorithm the run used, NCCL's name (default: NCCL_ALGO or "
+                   "NCCL's per-call TUNING lines in the files; else NCCL's choice, with Ring and "
+                   "Tree forced beside it)")
     p.add_argument("--top", type=positive_int, default=5, help="causes to print (default 5)")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--plot", type=plot_path, help="write a figure (.png, .pdf, .svg, ...): measured busbw against "
+    p.add_argument("--plot", type=plot_path,
+                   help="write a figure (.png, .pdf, .svg, ...): measured busbw against "
                    "the expected range")
     p.set_defaults(func=cmd_diagnose)

@@ -23,7 +23,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collsim.cli.args import argument_type, collective_name, finite_json, plot_path, positive_int, size_arg
+from collsim.cli.args import (
+    argument_type,
+    collective_name,
+    finite_json,
+    plot_path,
+    positive_int,
+    size_arg,
+)
 from collsim.cli.nccl_scale import cmd_scale, parse_nodes
 from collsim.errors import CollsimError
 from collsim.machine import load_cluster
@@ -87,9 +94,8 @@ def cmd_predict_nccl(args) -> int:
         where = f"{r['busiest']} {100 * r['busy']:.0f}%" if r["busiest"] else "-"
         span = f"{r['low_us']:.1f}-{r['high_us']:.1f}"
         print(f"{format_size(r['bytes']):>8} {r['time_us']:11.2f}{mark} {span:>21} "
-              f"{r['algbw_GBps']:8.2f} "
-              f"{r['busbw_GBps']:8.2f}  "
-              f"{r['algo'] + '/' + r['proto']:<16} {r['channels']:>3} {r['nccl_us']:13.2f}  {where}")
+              f"{r['algbw_GBps']:8.2f} {r['busbw_GBps']:8.2f}  {r['algo'] + '/' + r['proto']:<16} "
+              f"{r['channels']:>3} {r['nccl_us']:13.2f}  {where}")
     print(range_note(result))
     if any(r["timed_by"] == "nccl" for r in result["rows"]):
         print("* timed by NCCL's own model: collsim does not simulate this algorithm")

@@ -9,7 +9,8 @@ Examples::
     collsim predict --algo ring --ranks 8 --bytes 1073741824 --alpha 5e-6 --beta 1e-11 --json
     collsim simulate --algo ring --ranks 8 --bytes 1G --alpha 5e-6 --beta 1e-11 --json
     collsim simulate --algo hierarchical --ranks 32 --bytes 256M --cluster ib-400g --gpus-per-node 8
-    collsim sweep --algos ring,double-double-tree,hierarchical --ranks 32 --cluster ib-400g --plot sweep.png
+    collsim sweep --algos ring,double-double-tree,hierarchical --ranks 32 --cluster ib-400g
+                  --plot sweep.png
 
 Units: sizes in bytes (suffixes K, M, G = binary multiples, as nccl-tests),
 alpha in seconds, beta in seconds per byte, gamma in seconds per byte, times
@@ -49,8 +50,8 @@ def cmd_schedule(args) -> int:
     if args.list:
         print(f"{'schedule':20s} {'NCCL':13s} description")
         for name, algo in BY_COLLECTIVE[coll_of(args)].items():
-            print(f"{name:20s} {algo.nccl_name or '-':13s} {'(teaching only) ' if algo.teaching_only else ''}"
-                  f"{algo.description}")
+            print(f"{name:20s} {algo.nccl_name or '-':13s} "
+                  f"{'(teaching only) ' if algo.teaching_only else ''}{algo.description}")
         return 0
     args.algo = algo_of(args)
     if args.algo is None or args.count is None:
@@ -60,10 +61,13 @@ def cmd_schedule(args) -> int:
         print(s.to_json())
         return 0
     print(f"{s!r}")
-    for k in range(min(s.n_steps, args.max_steps)):   # only the transfers shown become Python objects
+    # only the transfers shown become Python objects
+    for k in range(min(s.n_steps, args.max_steps)):
         lo, hi = int(s.step_ptr[k]), int(s.step_ptr[k + 1])
-        moves = ", ".join(f"{t.src}->{t.dst}[{t.offset}:{t.offset + t.count}]{_at(t)}{'+' if t.op == 'reduce' else '='}"
-                          for t in map(s.transfer, range(lo, min(hi, lo + 8))))
+        moves = ", ".join(
+            f"{t.src}->{t.dst}[{t.offset}:{t.offset + t.count}]{_at(t)}"
+            f"{'+' if t.op == 'reduce' else '='}"
+            for t in map(s.transfer, range(lo, min(hi, lo + 8))))
         more = f" ... (+{hi - lo - 8})" if hi - lo > 8 else ""
         print(f"step {k:4d}: {moves}{more}")
     if s.n_steps > args.max_steps:
@@ -85,7 +89,8 @@ def cmd_check(args) -> int:
     elif args.algo:
         s = build_from_args(args)
     else:
-        raise CollsimError("check needs --algo NAME (with --ranks and --count) or --file SCHEDULE.json")
+        raise CollsimError("check needs --algo NAME (with --ranks and --count) or --file "
+                           "SCHEDULE.json")
     r = check(s, seed=args.seed)
     if args.json:
         print(finite_json({"ok": r.ok, "error": r.error, "step": r.step, "transfer": r.transfer,
@@ -103,13 +108,17 @@ def cmd_predict(args) -> int:
     if args.alpha is None or args.beta is None:
         raise CollsimError("predict needs --alpha (s) and --beta (s/byte)")
     params = {k: v for k, v in algo_params(args).items() if v is not None and v != DEFAULTS[k]}
-    params.update((k, v) for k, v in (("alpha_inter", args.alpha_inter), ("beta_inter", args.beta_inter))
+    params.update((k, v) for k, v in (("alpha_inter", args.alpha_inter),
+                                      ("beta_inter", args.beta_inter))
                   if v is not None)
     t = closed_form(args.algo, ranks, nbytes, args.alpha, args.beta, args.gamma, **params)
     alg, bus = ALLREDUCE.bandwidths(nbytes, t * 1e6, ranks)
-    obj = {"algo": args.algo, "ranks": ranks, "bytes": nbytes, "alpha": args.alpha, "beta": args.beta,
-           "gamma": args.gamma, **params, "time_s": round_seconds(t), "algbw_GBps": alg, "busbw_GBps": bus}
-    emit(args, obj, f"{args.algo} P={ranks} {nbytes} B: {t * 1e6:.3f} us  algbw {alg:.2f} GB/s  busbw {bus:.2f} GB/s")
+    obj = {"algo": args.algo, "ranks": ranks, "bytes": nbytes, "alpha": args.alpha,
+           "beta": args.beta, "gamma": args.gamma, **params, "time_s": round_seconds(t),
+           "algbw_GBps": alg, "busbw_GBps": bus}
+    emit(args, obj,
+         f"{args.algo} P={ranks} {nbytes} B: {t * 1e6:.3f} us  algbw {alg:.2f} GB/s  busbw "
+         f"{bus:.2f} GB/s")
     return 0
 
 
@@ -119,12 +128,16 @@ def register(sub) -> None:
     add_algo_args(p, required=False)
     add_cluster_args(p)
     p.add_argument("--count", type=nonneg_int, help="elements per rank buffer (>= 0)")
-    p.add_argument("--json", action="store_true", help="print the schedule as JSON (schema in collsim.core.schedule)")
+    p.add_argument("--json", action="store_true",
+                   help="print the schedule as JSON (schema in collsim.core.schedule)")
     p.add_argument("--list", action="store_true", help="list the algorithms")
-    p.add_argument("--max-steps", type=int_in(1, 2**63 - 1), default=20, help="steps shown in text mode")
+    p.add_argument("--max-steps", type=int_in(1, 2**63 - 1), default=20,
+                   help="steps shown in text mode")
     p.set_defaults(func=cmd_schedule)
 
-    p = sub.add_parser("check", help="execute a schedule on random integers and prove it computes its collective")
+    p = sub.add_parser("check",
+                       help="execute a schedule on random integers and prove it computes its "
+                            "collective")
     add_algo_args(p, required=False)
     add_cluster_args(p)
     p.add_argument("--count", type=nonneg_int, help="elements per rank buffer")
@@ -140,8 +153,10 @@ def register(sub) -> None:
     p.add_argument("--alpha", type=seconds, help="seconds per message")
     p.add_argument("--beta", type=positive_seconds_per_byte, help="seconds per byte, > 0")
     p.add_argument("--alpha-inter", type=seconds, help="inter-node alpha (hierarchical)")
-    p.add_argument("--beta-inter", type=positive_seconds_per_byte, help="inter-node beta (hierarchical)")
-    p.add_argument("--gamma", type=seconds_per_byte, default=0.0, help="seconds per byte reduced (default 0)")
+    p.add_argument("--beta-inter", type=positive_seconds_per_byte,
+                   help="inter-node beta (hierarchical)")
+    p.add_argument("--gamma", type=seconds_per_byte, default=0.0,
+                   help="seconds per byte reduced (default 0)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_predict)
 

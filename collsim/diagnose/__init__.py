@@ -12,8 +12,9 @@ measured sizes, NCCL's own model beside it), ``checks`` (evidence computed from 
 (bands, expected range, verdict, ranked causes: ``diagnose``) and ``report`` (the text the command
 prints).
 
-``topo_xml`` reads NCCL's topology dump; ``hits`` is the computed evidence record; ``measurement_checks``
-the measurement's own errors; ``judged`` the algorithm that ran; ``answers`` the five questions users ask.
+``topo_xml`` reads NCCL's topology dump; ``hits`` is the computed evidence record;
+``measurement_checks`` the measurement's own errors; ``judged`` the algorithm that ran; ``answers``
+the five questions users ask.
 """
 from __future__ import annotations
 

@@ -34,7 +34,8 @@ def sockets(ctx):
     socket = ev.transports.get("NET/Socket") or ev.transports.get("network Socket")
     active = [p for p in ev.ports if (p["state"] or "").startswith("ACTIVE")]
     if socket and active:
-        return [Hit(active[0]["where"], f"IB port {active[0]['device']} is ACTIVE, yet NCCL used sockets", 1.0)]
+        return [Hit(active[0]["where"],
+                    f"IB port {active[0]['device']} is ACTIVE, yet NCCL used sockets", 1.0)]
     return []
 
 
@@ -48,8 +49,9 @@ def nic_far(ctx):
             g = far[0]
             rel = min(topo["cells"].get((g, n), "SYS") for n in topo["nics"])
             where = f"{src}:{topo['rows'].get(g, topo['header'])}"
-            hits.append(Hit(where, f"{len(far)} of {len(topo['gpus'])} GPUs reach every NIC through a CPU ({g}: "
-                            f"{rel})", 1.5))
+            hits.append(Hit(where,
+                            f"{len(far)} of {len(topo['gpus'])} GPUs reach every NIC through a CPU "
+                            f"({g}: {rel})", 1.5))
         near = {n: [g for g in topo["gpus"] if topo["cells"].get((g, n)) in ("PIX", "PXB")]
                 for n in topo["nics"]}
         shared = {n: gs for n, gs in near.items() if len(gs) > 1}
@@ -64,7 +66,8 @@ def nic_far(ctx):
     per_node = ctx.gpus_per_node or 0
     active = [p for p in ev.ports if (p["state"] or "").startswith("ACTIVE")]
     if len(ev.nics) == 1 and len(active) <= 1 and per_node > 2 and ctx.nodes and ctx.nodes > 1:
-        hits.append(Hit(ev.nics[0][2], f"NCCL uses one NIC ({ev.nics[0][0]}) for {per_node} GPUs: most of them "
+        hits.append(Hit(ev.nics[0][2],
+                        f"NCCL uses one NIC ({ev.nics[0][0]}) for {per_node} GPUs: most of them "
                         "are not on its PCI switch", 1.0))
     elif (len(ev.nics) == 1 and len(active) <= 1 and not per_node and ev.rows_ranks
           and ev.rows_ranks[0] > 2):
@@ -83,8 +86,10 @@ def link_rate(ctx):
     nominal = ctx.cluster.nic_Gbps if ctx.cluster is not None and ctx.spec_given else 0
     for p in active:
         if p["rate_Gbps"] < 0.75 * max(top, nominal):
-            hits.append(Hit(p["where"], f"{p['device']} port {p['port']} runs at {p['rate_Gbps']:g} Gb/s where "
-                            f"{'others run' if top > p['rate_Gbps'] else 'the NIC is'} at {max(top, nominal):g}", 2.0))
+            hits.append(Hit(p["where"],
+                            f"{p['device']} port {p['port']} runs at {p['rate_Gbps']:g} Gb/s where "
+                            f"{'others run' if top > p['rate_Gbps'] else 'the NIC is'} at "
+                            f"{max(top, nominal):g}", 2.0))
     stated = max(ctx.ev.stated_rates, default=None)
     total = sum(p["rate_Gbps"] for p in active)
     if stated and active and not hits and stated[0] > 1.5 * total:
@@ -126,7 +131,8 @@ def channels(ctx):
     for name in ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS"):
         value, where = ctx.ev.env.get(name, (None, ""))
         if value and value.isdigit() and want and int(value) * 2 <= want:
-            hits.append(Hit(where, f"{name}={value} caps channels below the {want} NCCL would run", 1.5))
+            hits.append(Hit(where, f"{name}={value} caps channels below the {want} NCCL would run",
+                            1.5))
     return hits
 
 
@@ -135,7 +141,8 @@ def nvls(ctx):
     if c is None or not c.nvls or c.gpus_per_node <= 2 or not ev.nvls_channels:
         return []
     n, where = ev.nvls_channels
-    return [Hit(where, "0 nvls channels on an NVSwitch node with NVLink SHARP", 1.5)] if n == 0 else []
+    return ([Hit(where, "0 nvls channels on an NVSwitch node with NVLink SHARP", 1.5)] if n == 0
+            else [])
 
 
 def _network_bound(ctx) -> tuple:
@@ -160,7 +167,8 @@ def two_nodes(ctx):
     for res in ctx.results:
         busbw, row = _large_max(res.run.rows)
         if busbw and busbw > bound:
-            return [Hit(_where(res.run, row), f"busbw {busbw:.1f} GB/s is above the network's line rate, "
+            return [Hit(_where(res.run, row),
+                        f"busbw {busbw:.1f} GB/s is above the network's line rate, "
                         f"{nics} x {rate:g} Gb/s = {bound:.1f} GB/s, on 2 nodes", 3.0)]
     return []
 
@@ -191,7 +199,8 @@ def shm(ctx):
         return hits
     if ev.transports.get("SHM") and not ev.transports.get("P2P") and ctx.cluster is not None \
             and ctx.cluster.intra != "pcie":
-        return [Hit(ev.transports["SHM"][0], "GPUs of an NVLink node talk through host memory", 1.0)]
+        return [Hit(ev.transports["SHM"][0],
+                    "GPUs of an NVLink node talk through host memory", 1.0)]
     return []
 
 
@@ -203,7 +212,9 @@ def interface(ctx):
     value, where = ev.env.get("NCCL_IB_HCA", ("", ""))
     named = [h for h in value.lstrip("=").split(",") if h and not value.startswith("^")]
     if named and c is not None and ctx.spec_given and c.nodes > 1 and len(named) < c.nics_per_node:
-        return [Hit(where, f"NCCL_IB_HCA names {len(named)} HCA(s) of the {c.nics_per_node} NICs per node", 1.0)]
+        return [Hit(where,
+                    f"NCCL_IB_HCA names {len(named)} HCA(s) of the {c.nics_per_node} NICs per node",
+                    1.0)]
     return []
 
 
@@ -226,8 +237,10 @@ def slow_node(ctx):
     suspects = sorted(h for h, w in counts.items() if len(w) == most)
     if not suspects:
         return []
-    return [Hit(counts[suspects[0]][0], f"{' or '.join(suspects)} {'is' if len(suspects) == 1 else 'are each'} in "
-                f"{most} of the {len(slow)} slow runs (below 80% of the best, {top:g} GB/s) and in no fast one",
+    return [Hit(counts[suspects[0]][0],
+                f"{' or '.join(suspects)} {'is' if len(suspects) == 1 else 'are each'} in {most} "
+                f"of the {len(slow)} slow runs (below 80% of the best, {top:g} GB/s) and in no "
+                "fast one",
                 3.0 if most > 1 else 1.0)]
 
 
@@ -236,7 +249,8 @@ def binding(ctx):
         return []
     for c in ctx.ev.commands:
         if c["launcher"] in ("mpirun", "mpiexec") and not c["bind_to"]:
-            return [Hit(c["where"], "mpirun without --bind-to: MPI's default binding (a core or a socket) "
+            return [Hit(c["where"],
+                        "mpirun without --bind-to: MPI's default binding (a core or a socket) "
                         "applies", 0.5)]
     return []
 
@@ -266,11 +280,14 @@ def version(ctx):
     ratio, lo, hi, size = worst
     if median > 0.8 and ratio > 0.5:
         return []
-    return [Hit(f"{lo[2].source}:{lo[1][1]}", f"NCCL {lo[1][0]} reaches {lo[0]:g} GB/s at {size} B where NCCL "
-                f"{hi[1][0]} reaches {hi[0]:g} (median ratio {median:.2f} over {len(ratios)} sizes)", 3.0)]
+    return [Hit(f"{lo[2].source}:{lo[1][1]}",
+                f"NCCL {lo[1][0]} reaches {lo[0]:g} GB/s at {size} B where NCCL {hi[1][0]} reaches "
+                f"{hi[0]:g} (median ratio {median:.2f} over {len(ratios)} sizes)", 3.0)]
 
 
-CHECKS = {"sockets_instead_of_ib": sockets, "nic_on_cpu_or_wrong_numa": nic_far, "nic_link_rate": link_rate,
-          "too_few_channels": channels, "nvls_disabled_or_unavailable": nvls, "two_node_tree_anomaly": two_nodes,
+CHECKS = {"sockets_instead_of_ib": sockets, "nic_on_cpu_or_wrong_numa": nic_far,
+          "nic_link_rate": link_rate, "too_few_channels": channels,
+          "nvls_disabled_or_unavailable": nvls, "two_node_tree_anomaly": two_nodes,
           "p2p_disabled_or_shm": shm, "wrong_interface": interface, "slow_or_bad_node": slow_node,
-          "cpu_binding": binding, "nccl_version_regression": version, "measurement_error": measurement}
+          "cpu_binding": binding, "nccl_version_regression": version,
+          "measurement_error": measurement}

@@ -12,12 +12,15 @@ from dataclasses import dataclass, field
 
 from collsim.diagnose.sources import Run, Source
 
-_HOST = re.compile(r"(?:^|\s|\])([A-Za-z0-9][^\s:\[\]]*):(\d+):(\d+) \[(\d+)\] NCCL (?:INFO|WARN|TRACE)")
-_NET_USING = re.compile(r"NET/(IB|Socket|IBext\S*|AWS Libfabric|OFI)\s*:\s*Using (.*?)(?:\s*;\s*OOB.*)?$")
+_HOST = re.compile(
+    r"(?:^|\s|\])([A-Za-z0-9][^\s:\[\]]*):(\d+):(\d+) \[(\d+)\] NCCL (?:INFO|WARN|TRACE)")
+_NET_USING = re.compile(
+    r"NET/(IB|Socket|IBext\S*|AWS Libfabric|OFI)\s*:\s*Using (.*?)(?:\s*;\s*OOB.*)?$")
 _IB_DEVICE = re.compile(r"\[\d+\]\s*=?\{?\s*(?:\[\d+\]\s*)?([A-Za-z0-9_]+):\d+/(IB|RoCE)")
 _NO_IB = re.compile(r"NET/IB : No device found")
-_VIA = re.compile(r"via (NET/(?:IB\w*|Socket|AWS Libfabric|OFI)[^\s]*|P2P/\S+|SHM/\S+|direct shared memory"
-                  r"|NVLS|CollNet)")
+_VIA = re.compile(
+    r"via (NET/(?:IB\w*|Socket|AWS Libfabric|OFI)[^\s]*|P2P/\S+|SHM/\S+|direct shared memory"
+    r"|NVLS|CollNet)")
 _GDR = re.compile(r"use ring PXN (\d) GDR (\d)")
 _USING_NETWORK = re.compile(r"Using network (\S+)")
 
@@ -35,8 +38,10 @@ class Evidence:
     ranks: tuple | None = None
     nics: list = field(default_factory=list)            # (device, link layer, where) NCCL uses
     ports: list = field(default_factory=list)           # ib_ports records with "where"
-    transports: dict = field(default_factory=dict)      # "NET/IB", "NET/Socket", "P2P", "SHM", ... -> [where]
-    gdr: list = field(default_factory=list)             # (0 or 1, where) from "use ring PXN . GDR ."
+    # "NET/IB", "NET/Socket", "P2P", "SHM", ... -> [where]
+    transports: dict = field(default_factory=dict)
+    # (0 or 1, where) from "use ring PXN . GDR ."
+    gdr: list = field(default_factory=list)
     env: dict = field(default_factory=dict)             # name -> (value, where)
     version: tuple | None = None
     coll_channels: tuple | None = None
@@ -97,7 +102,8 @@ def gather(sources: list[Source], measured: list | None = None) -> Evidence:
         for key, (value, n) in src.env.items():
             ev.env[key] = (value, f"{src.name}:{n}")
         ev.commands += [{**c, "where": f"{src.name}:{c['line']}"} for c in src.commands]
-        ev.ports += [{**p, "where": f"{src.name}:{p.get('rate_line', p['line'])}"} for p in src.ports]
+        ev.ports += [{**p, "where": f"{src.name}:{p.get('rate_line', p['line'])}"}
+                     for p in src.ports]
         ev.pairs += [{**p, "where": f"{src.name}:{p['line']}"} for p in src.pairs]
         ev.channels += [{**c, "where": f"{src.name}:{c['line']}"} for c in src.channels]
         ev.stated_rates += [(g, f"{src.name}:{n}") for g, n in src.stated]
@@ -114,7 +120,8 @@ def gather(sources: list[Source], measured: list | None = None) -> Evidence:
         best = gpus.most_common(1)[0][0]
         ev.gpu = next(((n, w) for n, w in _gpu_sites(sources) if n == best), ev.gpu)
     if measured:
-        ev.runs.append(Run("--measured", rows=[{"bytes": b, "busbw_GBps": v, "time_us": 0.0, "line": 0}
+        ev.runs.append(Run("--measured", rows=[{"bytes": b, "busbw_GBps": v,
+                                                "time_us": 0.0, "line": 0}
                                                for b, v in measured]))
         ev.kinds.add("measured")
     for c in ev.commands:
@@ -165,7 +172,8 @@ def _log_facts(ev: Evidence, src: Source) -> None:
         for via in _VIA.findall(line):
             ev.transports.setdefault(_transport(via), []).append(where)
         if m := _USING_NETWORK.search(line):
-            ev.transports.setdefault("network " + ("Socket" if m.group(1) == "Socket" else "IB"), []).append(where)
+            ev.transports.setdefault(
+                "network " + ("Socket" if m.group(1) == "Socket" else "IB"), []).append(where)
         if m := _GDR.search(line):
             ev.gdr.append((int(m.group(2)), where))
     log = src.log
@@ -175,7 +183,8 @@ def _log_facts(ev: Evidence, src: Source) -> None:
         n = next((i for i, line in enumerate(src.lines, 1) if log.version in line), 1)
         ev.version = (log.version, f"{src.name}:{n}")
     for c in log.comms:
-        n = next((i for i, line in enumerate(src.lines, 1) if f"nRanks {c['nranks']} nNodes" in line), 1)
+        n = next((i for i, line in enumerate(src.lines, 1)
+                  if f"nRanks {c['nranks']} nNodes" in line), 1)
         where = f"{src.name}:{n}"
         if not ev.ranks or c["nranks"] > ev.ranks[0]:
             ev.ranks = (c["nranks"], where)

@@ -51,8 +51,10 @@ def _shape(ev: Evidence, run: Run) -> tuple:
         per_node = max(max(g.count(h) for h in set(g)) for g in groups)
         return nodes, per_node, f"{run.source}: '# Rank' lines", f"{run.source}: '# Rank' lines"
     meta = run.meta
-    if isinstance(meta.get("nodes"), int) and isinstance(meta.get("world_size"), int) and meta["nodes"] > 0:
-        return meta["nodes"], meta["world_size"] // meta["nodes"], f"{run.source} meta", f"{run.source} meta"
+    if (isinstance(meta.get("nodes"), int) and isinstance(meta.get("world_size"), int)
+            and meta["nodes"] > 0):
+        return (meta["nodes"], meta["world_size"] // meta["nodes"], f"{run.source} meta",
+                f"{run.source} meta")
     if run.hosts:
         return len(run.hosts), None, f"{run.source} hosts", ""
     nodes = ev.nodes or (None, "")
@@ -116,12 +118,13 @@ def machine_for(ev: Evidence, run: Run, spec=None) -> Machine:
     m = Machine(None, env=env)
     name = (run.gpus[0][0] if run.gpus else None) or (ev.gpu[0] if ev.gpu else None)
     if not name:
-        m.why_not = "no GPU name in the files (nccl-tests '# Rank' lines or nvidia-smi name it): give --cluster"
+        m.why_not = ("no GPU name in the files (nccl-tests '# Rank' lines or nvidia-smi name it): "
+                     "give --cluster")
         return m
     gpu = gpu_name(name)
     if gpu not in GPUS:
-        m.why_not = (f"GPU {name!r:.40} is not one collsim describes ({', '.join(GPUS)}): give --cluster to "
-                     "compare with one it does")
+        m.why_not = (f"GPU {name!r:.40} is not one collsim describes ({', '.join(GPUS)}): give "
+                     "--cluster to compare with one it does")
         return m
     m.seen.append(f"GPU {gpu} ({ev.gpu[1] if ev.gpu else run.source})")
     if not nodes:
@@ -196,11 +199,11 @@ def _network(ev: Evidence, gpu: str, per_node: int, m: Machine) -> dict:
 
 
 def expect(machine: Machine, run: Run, ran=None) -> list[dict]:
-    """Per measured size of ``run``: ``bytes``, ``measured``, ``expected`` (collsim's busbw) and its 80%
-    range (``expected_range``: low, high GB/s, ``collsim.predict.ranges.busbw_range``), ``nccl``
-    (NCCL's own model's busbw), ``algo``, ``proto``, ``channels``, ``line``. Empty without a cluster.
-    ``ran`` (``collsim.diagnose.judged.Ran``): the algorithm each size is predicted with (default NCCL's
-    choice)."""
+    """Per measured size of ``run``: ``bytes``, ``measured``, ``expected`` (collsim's busbw) and its
+    80% range (``expected_range``: low, high GB/s, ``collsim.predict.ranges.busbw_range``), ``nccl``
+    (NCCL's own model's busbw), ``algo``, ``proto``, ``channels``, ``line``. Empty without a
+    cluster. ``ran`` (``collsim.diagnose.judged.Ran``): the algorithm each size is predicted with
+    (default NCCL's choice)."""
     rows = {}
     for r in run.rows:
         if r["bytes"] > 0 and r["bytes"] not in rows:
@@ -217,7 +220,8 @@ def expect(machine: Machine, run: Run, ran=None) -> list[dict]:
     predicted = {}
     try:
         for algo, sizes in groups.items():
-            result = predict_nccl(c, sizes, algo=algo, env=machine.env, timing=timing, gpus_per_process=gpp)
+            result = predict_nccl(c, sizes, algo=algo, env=machine.env, timing=timing,
+                                  gpus_per_process=gpp)
             predicted.update(zip(sizes, result["rows"]))   # rows follow the sizes asked, in order
     except CollsimError as e:
         machine.why_not = f"no prediction: {e}"
@@ -225,11 +229,12 @@ def expect(machine: Machine, run: Run, ran=None) -> list[dict]:
     factor = 2.0 * (c.ranks - 1) / c.ranks if c.ranks > 1 else 1.0
     out = []
     for size in sorted(rows):
-        r, p = rows[size], predicted[size]   # busbw from the time where there is one: nccl-tests prints 2 decimals
+        # busbw from the time where there is one: nccl-tests prints 2 decimals
+        r, p = rows[size], predicted[size]
         measured = size / 1e3 / r["time_us"] * factor if r["time_us"] > 0 else r["busbw_GBps"]
         out.append({"bytes": size, "measured": measured, "expected": p["busbw_GBps"],
                     "expected_range": busbw_range(p, c.ranks),
                     "nccl": size / 1e3 / p["nccl_us"] * factor if p["nccl_us"] > 0 else 0.0,
-                    "algo": p["algo"], "proto": p["proto"], "channels": p["channels"], "line": r["line"],
-                    "time_us": p["time_us"]})
+                    "algo": p["algo"], "proto": p["proto"], "channels": p["channels"],
+                    "line": r["line"], "time_us": p["time_us"]})
     return out

@@ -1,14 +1,15 @@
-"""What a measured run is judged against: the algorithm that ran, and whether collsim was fitted on it.
+"""What a measured run is judged against: the algorithm that ran, and whether collsim was fitted on
+it.
 
 The algorithm comes, first found first, from ``--algo`` (``algo``), from ``NCCL_ALGO`` naming one
 algorithm in the files (an env dump, a command line, a run's own metadata), or from NCCL's per-call
-``AllReduce: <bytes> Bytes -> Algo <name> ...`` lines (NCCL_DEBUG_SUBSYS=TUNING or COLL; per size, the
-largest size's algorithm for sizes the log does not name). None: the files do not say, and the report
-shows Ring and Tree forced beside NCCL's choice (``collsim.diagnose.verdict``).
+``AllReduce: <bytes> Bytes -> Algo <name> ...`` lines (NCCL_DEBUG_SUBSYS=TUNING or COLL; per size,
+the largest size's algorithm for sizes the log does not name). None: the files do not say, and the
+report shows Ring and Tree forced beside NCCL's choice (``collsim.diagnose.verdict``).
 
-A run is in-sample when its rows (size, time) are those of a log the simulation's per-transfer costs were
-fitted on (``collsim/fitted/sim_params.json``, ``meta.fit.<algo>.files``, read from the bundled data/):
-its ratio to the prediction then measures the fit, not the model.
+A run is in-sample when its rows (size, time) are those of a log the simulation's per-transfer costs
+were fitted on (``collsim/fitted/sim_params.json``, ``meta.fit.<algo>.files``, read from the bundled
+data/): its ratio to the prediction then measures the fit, not the model.
 """
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ UNKNOWN_SHOWN = ("Ring", "Tree")   # forced beside NCCL's choice when the files 
 
 @dataclass
 class Ran:
-    """The algorithm of a run: ``algo`` for every size (None: unknown), ``by_size`` from NCCL's per-call
-    lines, ``where`` it was read (``--algo``, ``file:line``)."""
+    """The algorithm of a run: ``algo`` for every size (None: unknown), ``by_size`` from NCCL's
+    per-call lines, ``where`` it was read (``--algo``, ``file:line``)."""
 
     algo: str | None = None
     by_size: dict = field(default_factory=dict)
@@ -46,7 +47,8 @@ class Ran:
 
 
 def algorithm_that_ran(ev, algo: str | None = None) -> Ran:
-    """The ``Ran`` of the files' evidence ``ev`` (``collsim.diagnose.evidence.Evidence``) and ``--algo``."""
+    """The ``Ran`` of the files' evidence ``ev`` (``collsim.diagnose.evidence.Evidence``) and
+    ``--algo``."""
     if algo is not None:
         try:
             return Ran(canonical(algo, FORCED_ALGOS), where="--algo")
@@ -68,7 +70,8 @@ def algorithm_that_ran(ev, algo: str | None = None) -> Ran:
 
 @lru_cache(maxsize=1)
 def _fitted_rows() -> dict:
-    """{(size, time_us) rows: the fitted log's path} of every calibration log in the bundled data."""
+    """{(size, time_us) rows: the fitted log's path} of every calibration log in the bundled
+    data."""
     meta = json.loads(FITTED.read_text()).get("meta", {})
     out = {}
     for entry in meta.get("fit", {}).values():

@@ -32,7 +32,8 @@ from __future__ import annotations
 import re
 
 RELATIONS = ("X", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC")   # SOC: older drivers' SYS
-_DEVICE = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|mlx\d+_bond_\d+|ibp\S+|rdma\d+|bnxt_re\d+|efa\d+)$")
+_DEVICE = re.compile(
+    r"^(GPU\d+|NIC\d+|mlx\d+_\d+|mlx\d+_bond_\d+|ibp\S+|rdma\d+|bnxt_re\d+|efa\d+)$")
 _CELL = re.compile(r"^(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)$")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 
@@ -49,8 +50,8 @@ def topo_matrix(lines) -> dict | None:
             if len(head) >= 2 and head[0] == "GPU0" and all(_DEVICE.match(t) for t in head):
                 devices = head
                 out = {"devices": devices, "gpus": [d for d in devices if d.startswith("GPU")],
-                       "nics": [d for d in devices if not d.startswith("GPU")], "cells": {}, "rows": {},
-                       "names": {}, "numa": {}, "header": lineno}
+                       "nics": [d for d in devices if not d.startswith("GPU")],
+                       "cells": {}, "rows": {}, "names": {}, "numa": {}, "header": lineno}
             continue
         if m := _NIC_LEGEND.match(line):
             out["names"][m.group(1)] = m.group(2)
@@ -133,12 +134,14 @@ def nccl_env(lines) -> dict:
     return env
 
 
-_LAUNCH = re.compile(r"(?:^|[\s/$#>])(mpirun|mpiexec|srun|torchrun|horovodrun|[a-z_]+_perf(?:_mpi)?)(?=\s|$)")
+_LAUNCH = re.compile(
+    r"(?:^|[\s/$#>])(mpirun|mpiexec|srun|torchrun|horovodrun|[a-z_]+_perf(?:_mpi)?)(?=\s|$)")
 _BIND = re.compile(r"(?:^|\s)--?bind-to[\s=]+(\S+)|--cpu-bind[=\s]+(\S+)")
 _HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host|-hosts)[\s=]+(\S+)")
 _NP = re.compile(r"(?:^|\s)(?:-np|-n|--np|--ntasks)[\s=]+(\d+)")
-_PER_NODE = re.compile(r"(?:^|\s)(?:-N|--npernode|-npernode|--ntasks-per-node|--nproc-per-node|--nproc_per_node)"
-                       r"[\s=]+(\d+)|ppr:(\d+):node")
+_PER_NODE = re.compile(
+    r"(?:^|\s)(?:-N|--npernode|-npernode|--ntasks-per-node|--nproc-per-node|--nproc_per_node)"
+    r"[\s=]+(\d+)|ppr:(\d+):node")
 _GPUS = re.compile(r"_perf\S*\s.*?(?:^|\s)-g\s+(\d+)")
 
 
@@ -165,7 +168,8 @@ def commands(lines) -> list[dict]:
     return out
 
 
-_PAIR = re.compile(r"^\s*([A-Za-z][\w.-]*(?:\s*[,+&/]\s*[A-Za-z][\w.-]*)+)\s*[:=]?\s+(\d+(?:\.\d+)?)\s*(?:#.*)?$")
+_PAIR = re.compile(
+    r"^\s*([A-Za-z][\w.-]*(?:\s*[,+&/]\s*[A-Za-z][\w.-]*)+)\s*[:=]?\s+(\d+(?:\.\d+)?)\s*(?:#.*)?$")
 
 
 def host_pairs(lines) -> list[dict]:

@@ -1,9 +1,10 @@
-"""The text ``collsim diagnose`` prints for a report of ``collsim.diagnose.verdict.diagnose``: the files read
-and skipped, the machine compared with (what the files showed, what was assumed), the algorithm that ran (or
-Ring and Tree forced beside NCCL's choice when the files do not say), one row per size band (measured busbw,
-collsim's expected busbw and range, NCCL's own model's, the ratio, the verdict), whether the run is a log
-collsim was fitted on (in-sample), the verdict, and the likely causes ranked with their evidence lines, fix,
-the file that would settle them and their source.
+"""The text ``collsim diagnose`` prints for a report of ``collsim.diagnose.verdict.diagnose``: the
+files read and skipped, the machine compared with (what the files showed, what was assumed), the
+algorithm that ran (or Ring and Tree forced beside NCCL's choice when the files do not say), one row
+per size band (measured busbw, collsim's expected busbw and range, NCCL's own model's, the ratio,
+the verdict), whether the run is a log collsim was fitted on (in-sample), the verdict, and the
+likely causes ranked with their evidence lines, fix, the file that would settle them and their
+source.
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ VERDICTS = {"as_expected": "as expected: within the range this hardware should g
             "not_judged": "not judged (no measurement or no prediction to compare)"}
 
 
-MORE = ("nccl-tests output up to -e 8G with its '# Rank' lines", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH "
+MORE = ("nccl-tests output up to -e 8G with its '# Rank' lines",
+        "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH "
         "log", "nvidia-smi topo -m", "ibstatus")
 
 
@@ -50,32 +52,41 @@ def text(report: dict, top: int = 5) -> list[str]:
         what = "per size from NCCL's per-call lines, " if ran["per_size"] else ""
         out.append(f"algorithm that ran: {ran['ran']} ({what}{ran['where']}): predicted with it")
     elif report["bands"]:
-        out.append("algorithm that ran: not in the files (no NCCL_ALGO, per-call TUNING line or algorithm given): "
-                   "judged against NCCL's choice, with Ring and Tree forced below it")
+        out.append("algorithm that ran: not in the files (no NCCL_ALGO, per-call TUNING line or "
+                   "algorithm given): judged against NCCL's choice, with Ring and Tree forced "
+                   "below it")
     if report["bands"]:
-        out.append(f"{'band':<6} {'sizes':<12} {'run':<22} {'measured':>9} {'expected (range)':>22} "
-                   f"{'NCCL model':>10} {'ratio':>6}  verdict   (busbw, GB/s)")
+        out.append(f"{'band':<6} {'sizes':<12} {'run':<22} {'measured':>9} "
+                   f"{'expected (range)':>22} {'NCCL model':>10} {'ratio':>6}  verdict   (busbw, "
+                   "GB/s)")
         for b in report["bands"]:
             rng = b.get("range_GBps")
-            exp = f"{_gbps(b.get('expected_busbw_GBps'))} ({_gbps(rng[0])}-{_gbps(rng[1])})" if rng else "-"
+            exp = (f"{_gbps(b.get('expected_busbw_GBps'))} ({_gbps(rng[0])}-{_gbps(rng[1])})" if rng
+                   else "-")
             ratio = f"{b['ratio']:.2f}" if "ratio" in b else "-"
-            out.append(f"{b['band']:<6} {b['sizes']:<12} {b['run'][:22]:<22} {_gbps(b['measured_busbw_GBps']):>9} "
-                       f"{exp:>22} {_gbps(b.get('nccl_busbw_GBps')):>10} {ratio:>6}  {b['verdict']}")
+            out.append(f"{b['band']:<6} {b['sizes']:<12} {b['run'][:22]:<22} "
+                       f"{_gbps(b['measured_busbw_GBps']):>9} {exp:>22} "
+                       f"{_gbps(b.get('nccl_busbw_GBps')):>10} {ratio:>6}  {b['verdict']}")
             for algo, f in b.get("forced", {}).items():
-                rng = f"{_gbps(f['expected_busbw_GBps'])} ({_gbps(f['range_GBps'][0])}-{_gbps(f['range_GBps'][1])})"
+                rng = (f"{_gbps(f['expected_busbw_GBps'])} "
+                       f"({_gbps(f['range_GBps'][0])}-{_gbps(f['range_GBps'][1])})")
                 out.append(f"{'':<6} {algo + ' forced':<12} {'':<22} {'':>9} {rng:>22} "
                            f"{_gbps(f['nccl_busbw_GBps']):>10} {f['ratio']:>6.2f}  {f['verdict']}")
     for log in report.get("in_sample", ()):
-        out.append(f"in-sample: this run is {log}, one of the logs collsim's per-transfer costs were fitted on "
-                   "(collsim/fitted/sim_params.json): its ratio measures the fit, not a prediction")
-    ratio = f" (measured / expected {report['ratio']:.2f})" if report.get("ratio") is not None else ""
+        out.append(f"in-sample: this run is {log}, one of the logs collsim's per-transfer costs "
+                   "were fitted on (collsim/fitted/sim_params.json): its ratio measures the fit, "
+                   "not a prediction")
+    ratio = (f" (measured / expected {report['ratio']:.2f})" if report.get("ratio") is not None
+             else "")
     decided = report.get("decided_by")
     if decided and decided["rule"] != "main band":   # a band under half its expected decided it
-        ratio = (f" ({decided['band']} band of {decided['run']}: measured / expected {decided['ratio']:.2f}, under "
-                 f"half; {decided['main_band']} band {report['ratio']:.2f})")
+        ratio = (f" ({decided['band']} band of {decided['run']}: measured / expected "
+                 f"{decided['ratio']:.2f}, under half; {decided['main_band']} band "
+                 f"{report['ratio']:.2f})")
     out.append(f"verdict: {VERDICTS[report['verdict']]}{ratio}")
     causes = report["causes"][:top]
-    out.append("likely causes, most likely first:" if causes else "no cause found in the files; these would tell "
+    out.append("likely causes, most likely first:" if causes
+               else "no cause found in the files; these would tell "
                "more: " + "; ".join(MORE))
     for i, c in enumerate(causes, 1):
         out.append(f"{i}. {c['label']} (score {c['score']:g}): {c['title']}")

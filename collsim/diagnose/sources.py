@@ -40,14 +40,16 @@ from collsim.measure.public_log import is_public_log, load_public_log
 from collsim.nccl.log import VERSION_PATTERN, parse_lines
 
 _HEADER = re.compile(r"#\s*nThread\s+\d+\s+nGpus\s+\d+")
-_RANK = re.compile(r"#\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+"
-                   r"\[[^\]]*\]\s*(.*)$")
+_RANK = re.compile(
+    r"#\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+"
+    r"\[[^\]]*\]\s*(.*)$")
 _AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([\d.]+)")
 _NCCL_LINE = re.compile(r"NCCL (?:INFO|WARN|TRACE)|NCCL version \d")
 _PROSE = re.compile(r"\b(?:GPU ?Direct|RDMA|ACS|NCCL|NVLink|InfiniBand|PCIe|IOMMU|NIC|HCA)\b", re.I)
 _GPU_LIST = re.compile(r"^GPU \d+: (.+?) \(UUID")
 _BAD_LINE = re.compile(r":(?:line )?(\d+): ")
-# kinds read only by the causes' line patterns: lspci -vvv (ACS, link status), kernel command line and log
+# kinds read only by the causes' line patterns: lspci -vvv (ACS, link status), kernel command line
+# and log
 OTHER_KINDS = (("lspci", re.compile(r"ACSCtl:|LnkSta:|LnkCap:")),
                ("kernel", re.compile(r"BOOT_IMAGE=|DMAR:|AMD-Vi|\biommu[=:]|IO_PAGE_FAULT", re.I)))
 
@@ -117,7 +119,8 @@ def read_source(path, name: str | None = None) -> Source:
     stripped = text.lstrip()
     if stripped.startswith("{"):
         _json_kinds(src, path, text)
-    if any(_HEADER.search(line) or _AVG.search(line) for line in src.lines) or _row_lines(src.lines):
+    if (any(_HEADER.search(line) or _AVG.search(line) for line in src.lines)
+            or _row_lines(src.lines)):
         _nccl_tests(src, path)
     if any(_NCCL_LINE.search(line) for line in src.lines):
         _nccl_log(src)
@@ -137,15 +140,17 @@ def read_source(path, name: str | None = None) -> Source:
     for kind, regex in OTHER_KINDS:
         if any(regex.search(line) for line in src.lines):
             src.kinds.append(kind)
-    src.gpus = [(m.group(1), n) for n, line in enumerate(src.lines, 1) if (m := _GPU_LIST.match(line.strip()))]
+    src.gpus = [(m.group(1), n) for n, line in enumerate(src.lines, 1)
+                if (m := _GPU_LIST.match(line.strip()))]
     if src.gpus:
         src.kinds.append("gpu-list")
     prose = any(_PROSE.search(line) and len(line.split()) >= 3 for line in src.lines)
     if not src.kinds and (src.stated or prose):
         src.kinds.append("post")   # what the user wrote: read by the causes' line patterns
     if not src.kinds:
-        raise CollsimError(f"file {path}: no nccl-tests output, NCCL log, nvidia-smi output, ibstatus, lspci, "
-                           "kernel log, NCCL_* settings or command line found in it")
+        raise CollsimError(f"file {path}: no nccl-tests output, NCCL log, nvidia-smi output, "
+                           "ibstatus, lspci, kernel log, NCCL_* settings or command line found in "
+                           "it")
     return src
 
 
@@ -163,13 +168,16 @@ def _json_kinds(src: Source, path, text: str) -> None:
             kind = "nccl-tests-json"
         else:
             return
-    except (CollsimError, ValueError, TypeError, OverflowError) as e:   # the loaders' errors, and values they pass
+    # the loaders' errors, and values they pass
+    except (CollsimError, ValueError, TypeError, OverflowError) as e:
         src.notes.append(f"measurements not read: {str(e)[:160]}")
         return
     run = Run(src.name, meta=dict(m.meta))
-    hosts = m.meta.get("hosts") or [d.get("host") for d in m.meta.get("devices") or [] if isinstance(d, dict)]
+    hosts = (m.meta.get("hosts")
+             or [d.get("host") for d in m.meta.get("devices") or [] if isinstance(d, dict)])
     run.hosts = sorted({h for h in hosts if isinstance(h, str)})
-    gpus = [d.get("gpu") for d in m.meta.get("devices") or [] if isinstance(d, dict)] + [m.meta.get("gpu")]
+    gpus = ([d.get("gpu") for d in m.meta.get("devices") or [] if isinstance(d, dict)]
+            + [m.meta.get("gpu")])
     run.gpus = [(g, 1) for g in gpus if isinstance(g, str)][:1]
     for key in ("nccl_version", "nccl_library_version"):
         if v := re.match(r"\d+\.\d+(?:\.\d+)?", str(m.meta.get(key) or "")):
@@ -177,10 +185,13 @@ def _json_kinds(src: Source, path, text: str) -> None:
             break
     lines = [n for n, line in enumerate(src.lines, 1) if '"result"' in line or '"size"' in line]
     per_line = len(m.records) // len(lines) if lines and len(m.records) % len(lines) == 0 else 0
-    at = [n for n in lines for _ in range(per_line)] if kind == "collsim-records" and per_line in (1, 2) \
-        else [1] * len(m.records)   # a published log holds both places of a size on one line
-    pairs = [(r, n) for r, n in zip(m.records, at) if not r.get("inplace")] or list(zip(m.records, at))
-    run.rows = [_row(r, n, m.meta) for r, n in pairs]   # out-of-place rows (the runner's calls are in-place)
+    # a published log holds both places of a size on one line
+    at = ([n for n in lines for _ in range(per_line)]
+          if kind == "collsim-records" and per_line in (1, 2) else [1] * len(m.records))
+    pairs = ([(r, n) for r, n in zip(m.records, at) if not r.get("inplace")]
+             or list(zip(m.records, at)))
+    # out-of-place rows (the runner's calls are in-place)
+    run.rows = [_row(r, n, m.meta) for r, n in pairs]
     src.runs.append(run)
     src.kinds.append(kind)
     src.notes += [f"skipped {s}" for s in m.skipped[:3]]
@@ -191,8 +202,8 @@ def _row(rec: dict, line: int, meta: dict) -> dict:
     if bus is None and rec.get("time_us"):
         ranks = rec.get("ranks") or meta.get("world_size") or 1
         bus = rec["size"] / 1e3 / rec["time_us"] * ALLREDUCE.busbw_factor(ranks)
-    return {"bytes": int(rec["size"]), "busbw_GBps": float(bus or 0.0), "time_us": float(rec.get("time_us") or 0),
-            "line": line}
+    return {"bytes": int(rec["size"]), "busbw_GBps": float(bus or 0.0),
+            "time_us": float(rec.get("time_us") or 0), "line": line}
 
 
 def _row_lines(lines) -> list[int]:
@@ -223,9 +234,11 @@ def _nccl_tests(src: Source, path) -> None:
     if not parsed and rows:
         parsed = runs.loose_rows(src.lines, rows)
         if parsed:
-            src.notes.append(f"{len(parsed)} nccl-tests rows read loosely (their columns are broken by tags)")
+            src.notes.append(f"{len(parsed)} nccl-tests rows read loosely (their columns are "
+                             "broken by tags)")
     parsed = runs.allreduce_rows(src, parsed, records if parsed and meta else [])
-    run = Run(src.name, rows=parsed, meta={k: meta.get(k) for k in ("timing", "gpus_per_process", "graph")})
+    run = Run(src.name, rows=parsed, meta={k: meta.get(k)
+                                           for k in ("timing", "gpus_per_process", "graph")})
     for n, line in enumerate(src.lines, 1):
         c = runs.clean(line)
         if _HEADER.search(c):
@@ -261,7 +274,8 @@ def _nccl_log(src: Source) -> None:
                 return
             lines[int(m.group(1)) - 1] = ""
             src.notes.append(f"left out {e}")
-        except (ValueError, OverflowError) as e:   # a TUNING cell that is not a number: leave the tables out
+        # a TUNING cell that is not a number: leave the tables out
+        except (ValueError, OverflowError) as e:
             lines = [line if "|" not in line else "" for line in lines]
             src.notes.append(f"left out the TUNING tables ({str(e)[:60]})")
     src.kinds.append("nccl-log")

@@ -14,16 +14,17 @@ band falls under half its expected busbw; the report's ``ratio`` is the large (e
 band's, and ``decided_by`` names the band that decided the verdict (band, run, ratio, rule: "main
 band" or "under half its expected", and the main band's name).
 
-Each run is predicted with the algorithm that ran (``collsim.diagnose.judged``: ``algo``, NCCL_ALGO, TUNING
-lines); when the files do not say, each band also shows Ring and Tree forced (``forced``) beside NCCL's
-choice. A band of a log the simulation was fitted on carries ``fitted_on`` (in-sample).
+Each run is predicted with the algorithm that ran (``collsim.diagnose.judged``: ``algo``, NCCL_ALGO,
+TUNING lines); when the files do not say, each band also shows Ring and Tree forced (``forced``)
+beside NCCL's choice. A band of a log the simulation was fitted on carries ``fitted_on``
+(in-sample).
 
-Each cause (``collsim.diagnose.causes.CAUSES``) scores the weights of its evidence lines and computed
-hits (``collsim.diagnose.checks``), minus its counter-evidence, plus 1 when the measured shortfall falls
-in its ``effect`` range (less when it does not); a cause no line speaks for scores only its ``prior``, and
-only when the shortfall fits its effect. ``expected_performance`` scores 1 plus half a point per band in
-range when the verdict is as expected. Causes are ranked by score, most likely first. ``diagnose_text``
-takes pasted text instead of paths.
+Each cause (``collsim.diagnose.causes.CAUSES``) scores the weights of its evidence lines and
+computed hits (``collsim.diagnose.checks``), minus its counter-evidence, plus 1 when the measured
+shortfall falls in its ``effect`` range (less when it does not); a cause no line speaks for scores
+only its ``prior``, and only when the shortfall fits its effect. ``expected_performance`` scores 1
+plus half a point per band in range when the verdict is as expected. Causes are ranked by score,
+most likely first. ``diagnose_text`` takes pasted text instead of paths.
 """
 from __future__ import annotations
 
@@ -44,9 +45,12 @@ from collsim.units import format_size
 BANDS = (("small", 0, 64 << 10), ("mid", 64 << 10, 64 << 20), ("large", 64 << 20, 1 << 62))
 TOLERANCE = {"small": 0.5, "mid": 0.4, "large": 0.2}
 KNOWN_GOOD = ("h200x2/nccl-tests/eager_default.log", "h200x2/nccl-tests/graph_default.log",
-              "h200x2/run2/nccl-tests/graph_default.log", "h200x2/run4/nccl-tests/graph_default.log",
-              "h200x2/run5/nccl-tests/graph_default.log", "h200x2/run6/nccl-tests/graph_default.log",
-              "public/L01_h100x8_1n_ring_together.jsonl", "public/L15_h100x16_2n_ring_minctas24_ndr_aion.jsonl")
+              "h200x2/run2/nccl-tests/graph_default.log",
+              "h200x2/run4/nccl-tests/graph_default.log",
+              "h200x2/run5/nccl-tests/graph_default.log",
+              "h200x2/run6/nccl-tests/graph_default.log",
+              "public/L01_h100x8_1n_ring_together.jsonl",
+              "public/L15_h100x16_2n_ring_minctas24_ndr_aion.jsonl")
 MAX_EVIDENCE = 4
 MEASURED_KINDS = {"nccl-tests", "nccl-tests-json", "collsim-records", "measured"}
 
@@ -97,8 +101,10 @@ def bands(points: list, run: Run) -> list[dict]:
         if pts:
             t = TOLERANCE[name]
             expected = statistics.median(p["expected"] for p in pts)
-            ratio = statistics.median(p["measured"] / p["expected"] for p in pts if p["expected"] > 0)
-            band.update(expected_busbw_GBps=expected, range_GBps=[expected / (1 + t), expected * (1 + t)],
+            ratio = statistics.median(p["measured"] / p["expected"] for p in pts
+                                      if p["expected"] > 0)
+            band.update(expected_busbw_GBps=expected,
+                        range_GBps=[expected / (1 + t), expected * (1 + t)],
                         nccl_busbw_GBps=statistics.median(p["nccl"] for p in pts), ratio=ratio,
                         verdict="as expected" if 1 / (1 + t) <= ratio <= 1 + t else
                         "below" if ratio < 1 else "above")
@@ -122,14 +128,16 @@ def _overall(all_bands: list) -> tuple:
             by_name[b["band"]] = b
     main = by_name.get("large") or by_name.get("mid") or by_name.get("small")
     low = min(judged, key=lambda b: b["ratio"])
-    decided = {"band": main["band"], "run": main["run"], "ratio": main["ratio"], "rule": "main band",
-               "main_band": main["band"]}
+    decided = {"band": main["band"], "run": main["run"], "ratio": main["ratio"],
+               "rule": "main band", "main_band": main["band"]}
     if main["verdict"] == "below":
         return "below_expected", main["ratio"], decided
     if low["ratio"] < 0.5:
         return "below_expected", main["ratio"], {**decided, "band": low["band"], "run": low["run"],
-                                                 "ratio": low["ratio"], "rule": "under half its expected"}
-    return ("above_expected" if main["verdict"] == "above" else "as_expected"), main["ratio"], decided
+                                                 "ratio": low["ratio"],
+                                                 "rule": "under half its expected"}
+    return (("above_expected" if main["verdict"] == "above" else "as_expected"), main["ratio"],
+            decided)
 
 
 def _applies(where: str, ctx: Context) -> bool:
@@ -157,13 +165,15 @@ def score_causes(ctx: Context) -> list[dict]:
         if cause.label == "expected_performance":
             if ctx.verdict == "as_expected":
                 n = sum(1 for r in ctx.results for b in r.bands if b["verdict"] == "as expected")
-                ev = [{"where": b["run"], "why": f"{b['band']} band: measured {b['measured_busbw_GBps']:.3g} GB/s, "
+                ev = [{"where": b["run"],
+                       "why": f"{b['band']} band: measured {b['measured_busbw_GBps']:.3g} GB/s, "
                        f"expected {b['expected_busbw_GBps']:.3g}", "line": ""} for r in ctx.results
                       for b in r.bands if b["verdict"] == "as expected"]
                 out.append(_entry(cause, 1.0 + 0.5 * n, ev[:MAX_EVIDENCE], ctx))
             continue
         found, against = _pattern_hits(ctx.ev, cause.label)
-        hits = [{"where": w, "why": p.says, "weight": p.weight} for p, ws in found.items() for w in ws[:2]]
+        hits = [{"where": w, "why": p.says, "weight": p.weight} for p, ws in found.items()
+                for w in ws[:2]]
         weight = sum(p.weight for p in found) + sum(p.weight for p in against)
         computed = checks.CHECKS.get(cause.label, lambda _ctx: [])(ctx)
         weight += sum(h.weight for h in computed)
@@ -191,13 +201,14 @@ def _entry(cause, score: float, evidence: list, ctx: Context) -> dict:
     kind, what = cause.settle
     kinds = ctx.ev.kinds | ({"nccl-tests"} if ctx.ev.kinds & MEASURED_KINDS else set())
     settle = f"{'given' if kind in kinds else 'missing'}: {what}"
-    return {"label": cause.label, "title": cause.title, "score": round(score, 2), "evidence": evidence,
-            "fix": cause.fix, "settle": settle, "source": cause.source}
+    return {"label": cause.label, "title": cause.title, "score": round(score, 2),
+            "evidence": evidence, "fix": cause.fix, "settle": settle, "source": cause.source}
 
 
 def _forced(machine: Machine, run: Run, run_bands: list) -> None:
-    """Beside each band of a run whose algorithm is unknown: ``forced`` {algo: expected, range, NCCL's
-    model, ratio, verdict} with Ring and Tree forced (an algorithm the machine cannot run is left out)."""
+    """Beside each band of a run whose algorithm is unknown: ``forced`` {algo: expected, range,
+    NCCL's model, ratio, verdict} with Ring and Tree forced (an algorithm the machine cannot run is
+    left out)."""
     for algo in UNKNOWN_SHOWN:
         alt = Machine(machine.cluster, env=machine.env)
         points = expect(alt, run, Ran(algo, where="shown"))
@@ -223,7 +234,8 @@ def diagnose_sources(sources: list, cluster=None, measured=None, skipped=(), alg
             b["fitted_on"] = fitted
         results.append(RunResult(run, machine, points, run_bands))
     first = next((r.machine for r in results if r.machine.cluster is not None), results[0].machine)
-    ctx = Context(ev, [r for r in results if r.run.rows], cluster=first.cluster, spec_given=cluster is not None)
+    ctx = Context(ev, [r for r in results if r.run.rows], cluster=first.cluster,
+                  spec_given=cluster is not None)
     ctx.nodes = first.cluster.nodes if first.cluster else (ev.nodes[0] if ev.nodes else None)
     ctx.gpus_per_node = first.cluster.gpus_per_node if first.cluster else (
         ev.gpus_per_node[0] if ev.gpus_per_node else None)
@@ -234,21 +246,24 @@ def diagnose_sources(sources: list, cluster=None, measured=None, skipped=(), alg
     ctx.predicted_channels = max(pts, key=lambda p: p["bytes"])["channels"] if pts else None
     causes = score_causes(ctx)
     return {"verdict": ctx.verdict, "ratio": ctx.ratio, "decided_by": decided, "bands": all_bands,
-            "causes": causes, "algorithm": {"ran": ran.algo, "where": ran.where, "per_size": bool(ran.by_size)},
+            "causes": causes, "algorithm": {"ran": ran.algo, "where": ran.where,
+                                            "per_size": bool(ran.by_size)},
             "in_sample": sorted({b["fitted_on"] for b in all_bands if "fitted_on" in b}),
-            "machine": {"cluster": first.cluster.describe() if first.cluster else None, "why_not": first.why_not,
-                        "seen": first.seen, "assumed": first.assumed, "env": first.env,
+            "machine": {"cluster": first.cluster.describe() if first.cluster else None,
+                        "why_not": first.why_not, "seen": first.seen, "assumed": first.assumed,
+                        "env": first.env,
                         "conflicts": [c for r in results for c in r.machine.conflicts],
                         "spec": first.cluster.to_dict() if first.cluster else None},
             "files": [{"name": s.name, "kinds": s.kinds, "notes": s.notes} for s in sources],
-            "skipped": list(skipped), "points": [{**p, "run": r.run.name} for r in ctx.results for p in r.points],
+            "skipped": list(skipped), "points": [{**p, "run": r.run.name} for r in ctx.results
+                                                 for p in r.points],
             "measured": [{"run": r.run.name, "bytes": x["bytes"], "busbw_GBps": x["busbw_GBps"]}
                          for r in ctx.results for x in r.run.rows]}
 
 
 def diagnose_text(texts: dict, cluster=None, measured=None, algo=None) -> dict:
-    """``diagnose`` of pasted text: ``{name: text}``, each written to a file of that name in a temporary
-    folder (what a notebook or an upload gives)."""
+    """``diagnose`` of pasted text: ``{name: text}``, each written to a file of that name in a
+    temporary folder (what a notebook or an upload gives)."""
     with tempfile.TemporaryDirectory(prefix="collsim-diagnose-") as tmp:
         paths = []
         for name, text in texts.items():
@@ -259,9 +274,10 @@ def diagnose_text(texts: dict, cluster=None, measured=None, algo=None) -> dict:
 
 
 def diagnose(paths, cluster=None, measured=None, algo=None) -> dict:
-    """Read ``paths`` (each named and skipped when unreadable), compare with ``cluster`` (a preset or file;
-    None: from the files) and ``measured`` ``(bytes, busbw_GBps)`` pairs, predicted with the algorithm that
-    ran (``algo``, NCCL's name, else from the files: ``collsim.diagnose.judged``), and rank the causes."""
+    """Read ``paths`` (each named and skipped when unreadable), compare with ``cluster`` (a preset
+    or file; None: from the files) and ``measured`` ``(bytes, busbw_GBps)`` pairs, predicted with
+    the algorithm that ran (``algo``, NCCL's name, else from the files:
+    ``collsim.diagnose.judged``), and rank the causes."""
     sources, skipped = [], []
     for path in paths:
         try:
@@ -269,5 +285,6 @@ def diagnose(paths, cluster=None, measured=None, algo=None) -> dict:
         except CollsimError as e:
             skipped.append(str(e))
     if not sources and not measured:
-        raise CollsimError("nothing to diagnose: " + ("; ".join(skipped) if skipped else "give files or --measured"))
+        raise CollsimError("nothing to diagnose: "
+                           + ("; ".join(skipped) if skipped else "give files or --measured"))
     return diagnose_sources(sources, cluster, measured, skipped, algo)

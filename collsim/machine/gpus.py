@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 
 NCCL_TUNING_CC = "NVIDIA/nccl src/graph/tuning.cc:134-139 (v2.28.9-1)"
-REFERENCE_MHZ = 1980.0   # SM clock of the 2 x H200 runs collsim's model was fitted on (data/h200x2/run5/dmon.txt)
+# SM clock of the 2 x H200 runs collsim's model was fitted on (data/h200x2/run5/dmon.txt)
+REFERENCE_MHZ = 1980.0
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,12 @@ class GPU:
     boost_MHz: boost clock (GPU-side latencies scale by ``REFERENCE_MHZ / boost_MHz``); nvlinks x
     link_GBps: NVLink per GPU per direction (0 links: none; on PCIe cards the bridge to one peer);
     pcie_gen: PCIe generation of its x16 link (``collsim.machine.hardware.PCIE``); p2p: whether the
-    driver allows peer-to-peer over PCIe (GeForce cards: no, NCCL then goes through host memory, its SHM
-    transport); nvls: its NVSwitch generation can reduce and multicast (NVLink SHARP); nvls_efficiency:
-    NCCL's nvlsEfficiency for the architecture; ring_efficiency: ring AllReduce busbw plateau / NVLink
-    bandwidth on an NVLink board; mnnvl: NVLink reaches GPUs of other hosts (an NVLink domain larger than
-    a host, ``Cluster.nvlink_domain``); form: sxm | pcie | superchip; source: where each number is from.
+    driver allows peer-to-peer over PCIe (GeForce cards: no, NCCL then goes through host memory, its
+    SHM transport); nvls: its NVSwitch generation can reduce and multicast (NVLink SHARP);
+    nvls_efficiency: NCCL's nvlsEfficiency for the architecture; ring_efficiency: ring AllReduce
+    busbw plateau / NVLink bandwidth on an NVLink board; mnnvl: NVLink reaches GPUs of other hosts
+    (an NVLink domain larger than a host, ``Cluster.nvlink_domain``); form: sxm | pcie | superchip;
+    source: where each number is from.
     """
 
     name: str
@@ -51,7 +53,8 @@ class GPU:
 
     @property
     def nvlink_GBps(self) -> float:
-        """NVLink bandwidth per GPU per direction, GB/s (links x per-link rate; 0 without NVLink)."""
+        """NVLink bandwidth per GPU per direction, GB/s (links x per-link rate; 0 without
+        NVLink)."""
         return self.nvlinks * self.link_GBps
 
     @property
@@ -66,19 +69,20 @@ MIB = 2**20
 HOPPER_RING = 368.09 / 450.0
 # ~230 GB/s ring busbw on 8 x A100 SXM (sjeaugey, NVIDIA/nccl-tests#149) over 12 x 25 GB/s.
 AMPERE_RING = 230.0 / 300.0
-_A100 = ("NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs, 40 MB L2, boost 1410 MHz "
-         "(table 1), third-generation NVLink 12 links x 25 GB/s per direction (600 GB/s total), PCIe Gen4")
-_HOPPER = ("NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022) / 'NVIDIA Hopper architecture in depth': "
-           "132 SMs and 50 MB L2 on H100 SXM5, boost 1980 MHz; Hopper tuning guide 1.4.3 (18 NVLinks x 50 GB/s "
-           "bidirectional = 900 GB/s), PCIe Gen5")
+_A100 = ("NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs, 40 MB L2, boost "
+         "1410 MHz (table 1), third-generation NVLink 12 links x 25 GB/s per direction (600 GB/s "
+         "total), PCIe Gen4")
+_HOPPER = ("NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022) / 'NVIDIA Hopper "
+           "architecture in depth': 132 SMs and 50 MB L2 on H100 SXM5, boost 1980 MHz; Hopper "
+           "tuning guide 1.4.3 (18 NVLinks x 50 GB/s bidirectional = 900 GB/s), PCIe Gen5")
 _VOLTA = ("NVIDIA Tesla V100 GPU Architecture whitepaper (2017): GV100 with 80 SMs, 6 MB L2, "
           "compute capability 7.0")
 _TURING = "NVIDIA Turing GPU Architecture whitepaper (2018, TU102/TU104 configurations)"
 _ADA = "NVIDIA Ada Lovelace architecture whitepaper (2022, AD102/AD103 configurations)"
 _GA102 = "NVIDIA Ampere GA102 GPU architecture whitepaper (2020)"
 _GEFORCE_P2P = ("GeForce drivers refuse peer-to-peer over PCIe (cudaDeviceCanAccessPeer 0; "
-                "tinygrad/open-gpu-kernel-modules README: P2P for 4090 only with a patched kernel module), so "
-                "NCCL uses SHM through host memory")
+                "tinygrad/open-gpu-kernel-modules README: P2P for 4090 only with a patched kernel "
+                "module), so NCCL uses SHM through host memory")
 _NVLS = f"NVLink SHARP in third-generation NVSwitch, nvlsEfficiency 0.85 ({NCCL_TUNING_CC})"
 
 
@@ -94,74 +98,89 @@ def _g(name: str, compcap: int, sms: int, l2_mib: float, mhz: float, *, links: i
 
 GPUS: dict[str, GPU] = {g.name: g for g in (
     _g("A100", 80, 108, 40, 1410, links=12, link=25.0, gen=4, ring=AMPERE_RING, form="sxm", source=
-       _A100 + "; no NVLink SHARP (nvlsEfficiency 0 for Ampere, " + NCCL_TUNING_CC + "); ring plateau ~230 GB/s "
+       _A100 + "; no NVLink SHARP (nvlsEfficiency 0 for Ampere, " + NCCL_TUNING_CC
+       + "); ring plateau ~230 GB/s "
        "busbw on 8 x A100 (sjeaugey, NVIDIA/nccl-tests#149)"),
     _g("A100-PCIE", 80, 108, 40, 1410, links=12, link=25.0, gen=4, ring=AMPERE_RING, source=
-       _A100 + "; NVIDIA A100 datasheet (PCIe card: 'NVLink Bridge for 2 GPUs: 600 GB/s', 'PCIe Gen4: 64 GB/s'); "
-       "ring efficiency assumed the SXM board's"),
+       _A100
+       + "; NVIDIA A100 datasheet (PCIe card: 'NVLink Bridge for 2 GPUs: 600 GB/s', 'PCIe Gen4: 64 "
+       "GB/s'); ring efficiency assumed the SXM board's"),
     _g("A800", 80, 108, 40, 1410, links=8, link=25.0, gen=4, ring=AMPERE_RING, form="sxm", source=
-       _A100 + "; NVIDIA A800 datasheet: NVLink 400 GB/s (8 links x 25 GB/s per direction, the export variant "
-       "of A100); ring efficiency assumed A100's"),
+       _A100
+       + "; NVIDIA A800 datasheet: NVLink 400 GB/s (8 links x 25 GB/s per direction, the export "
+       "variant of A100); ring efficiency assumed A100's"),
     _g("H100", 90, 132, 50, 1980, links=18, link=25.0, gen=5, nvls=True, nvls_eff=0.85,
        ring=HOPPER_RING, form="sxm", source=
        _HOPPER + "; " + _NVLS + "; ring plateau 368.09 GB/s busbw at 8 GiB (calibration log L01)"),
     _g("H100-PCIE", 90, 114, 50, 1755, links=12, link=25.0, gen=5, nvls_eff=0.85,
        ring=HOPPER_RING, source=
-       _HOPPER + "; NVIDIA H100 PCIe datasheet: 114 SMs, boost 1755 MHz, NVLink bridge 600 GB/s to one peer "
-       "(12 links assumed), PCIe Gen5 128 GB/s; no NVSwitch; ring efficiency assumed the SXM board's"),
+       _HOPPER
+       + "; NVIDIA H100 PCIe datasheet: 114 SMs, boost 1755 MHz, NVLink bridge 600 GB/s to one "
+       "peer (12 links assumed), PCIe Gen5 128 GB/s; no NVSwitch; ring efficiency assumed the SXM "
+       "board's"),
     _g("H100-NVL", 90, 132, 50, 1785, links=12, link=25.0, gen=5, nvls_eff=0.85,
        ring=HOPPER_RING, source=
-       _HOPPER + "; NVIDIA H100 NVL datasheet: NVLink bridge 600 GB/s to one peer (12 links assumed), boost 1785 "
-       "MHz, PCIe Gen5 128 GB/s; ring efficiency assumed the SXM board's"),
+       _HOPPER
+       + "; NVIDIA H100 NVL datasheet: NVLink bridge 600 GB/s to one peer (12 links assumed), "
+       "boost 1785 MHz, PCIe Gen5 128 GB/s; ring efficiency assumed the SXM board's"),
     _g("H800", 90, 132, 50, 1980, links=8, link=25.0, gen=5, nvls=True, nvls_eff=0.85,
        ring=HOPPER_RING, form="sxm", source=
-       _HOPPER + "; NVIDIA H800 datasheet: NVLink 400 GB/s (8 links x 25 GB/s per direction, the export variant "
-       "of H100 SXM); NVSwitch with NVLink SHARP and the ring efficiency assumed H100's"),
+       _HOPPER
+       + "; NVIDIA H800 datasheet: NVLink 400 GB/s (8 links x 25 GB/s per direction, the export "
+       "variant of H100 SXM); NVSwitch with NVLink SHARP and the ring efficiency assumed H100's"),
     _g("H20", 90, 78, 60, 1980, links=18, link=25.0, gen=5, nvls=True, nvls_eff=0.85,
        ring=HOPPER_RING, form="sxm", source=
-       "NVIDIA HGX H20 (export variant of the GH100 board): NVLink 900 GB/s (18 x 25 GB/s per direction), PCIe "
-       "Gen5; 78 SMs and 60 MB L2 as reported by system vendors (no NVIDIA datasheet gives them); clock, NVLink "
-       "SHARP and ring efficiency assumed H100's"),
+       "NVIDIA HGX H20 (export variant of the GH100 board): NVLink 900 GB/s (18 x 25 GB/s per "
+       "direction), PCIe Gen5; 78 SMs and 60 MB L2 as reported by system vendors (no NVIDIA "
+       "datasheet gives them); clock, NVLink SHARP and ring efficiency assumed H100's"),
     _g("H200", 90, 132, 50, 1980, links=18, link=25.0, gen=5, nvls=True, nvls_eff=0.85,
        ring=HOPPER_RING, form="sxm", source=
-       "NVIDIA H200 page ('18x 4th Gen NVLink, 900GB/s'; the GH100 die of H100, so SMs, L2 and the ring "
-       "efficiency are H100's; l2CacheSize 52428800 B read on our 2 x H200, data/h200x2); " + _NVLS),
+       "NVIDIA H200 page ('18x 4th Gen NVLink, 900GB/s'; the GH100 die of H100, so SMs, L2 and the "
+       "ring efficiency are H100's; l2CacheSize 52428800 B read on our 2 x H200, "
+       "data/h200x2); " + _NVLS),
     _g("B200", 100, 148, 126, 1980, links=18, link=50.0, gen=5, nvls=True, nvls_eff=0.74,
        ring=HOPPER_RING, form="sxm", source=
-       "NVIDIA NVLink page (18 NVLink5 links x 100 GB/s bidirectional = 1.8 TB/s); 148 SMs and 126 MB L2 "
-       "(Blackwell tuning guide 1.4.2; deviceQuery in pytorch/ao#4002); NVLink SHARP, nvlsEfficiency 0.74 "
-       "(" + NCCL_TUNING_CC + "); PCIe Gen5 (HGX B200); ring efficiency and clock assumed Hopper's (no published "
-       "8 x B200 ring plateau from NVIDIA)"),
+       "NVIDIA NVLink page (18 NVLink5 links x 100 GB/s bidirectional = 1.8 TB/s); 148 SMs and "
+       "126 MB L2 (Blackwell tuning guide 1.4.2; deviceQuery in pytorch/ao#4002); NVLink SHARP, "
+       "nvlsEfficiency 0.74 (" + NCCL_TUNING_CC + "); PCIe Gen5 (HGX B200); ring efficiency and "
+       "clock assumed Hopper's (no published 8 x B200 ring plateau from NVIDIA)"),
     _g("GB200", 100, 148, 126, 1980, links=18, link=50.0, gen=5, nvls=True, nvls_eff=0.74,
        ring=HOPPER_RING, mnnvl=True, form="superchip", source=
-       "NVIDIA GB200 NVL72 page: 72 Blackwell GPUs in one NVLink domain, 18 NVLink5 links x 100 GB/s "
-       "bidirectional per GPU through NVLink Switch trays, 4 GPUs (2 superchips) per compute tray, NVLink-C2C "
-       "900 GB/s to Grace; SMs, L2, clock, PCIe generation and ring efficiency assumed B200's; nvlsEfficiency "
-       "0.74 (" + NCCL_TUNING_CC + ")"),
+       "NVIDIA GB200 NVL72 page: 72 Blackwell GPUs in one NVLink domain, 18 NVLink5 links x 100 "
+       "GB/s bidirectional per GPU through NVLink Switch trays, 4 GPUs (2 superchips) per compute "
+       "tray, NVLink-C2C 900 GB/s to Grace; SMs, L2, clock, PCIe generation and ring efficiency "
+       "assumed B200's; nvlsEfficiency 0.74 (" + NCCL_TUNING_CC + ")"),
     _g("GH200", 90, 132, 50, 1980, links=18, link=25.0, gen=5, nvls=True, nvls_eff=0.85,
        ring=HOPPER_RING, mnnvl=True, form="superchip", source=
-       "NVIDIA GH200 Grace Hopper Superchip datasheet: an H100 (132 SMs, 50 MB L2) joined to Grace by NVLink-C2C "
-       "900 GB/s, 18 NVLink4 ports for the GH200 NVL32 NVLink domain; NICs on Grace's PCIe Gen5; clock and "
-       "ring efficiency assumed H100 SXM's"),
+       "NVIDIA GH200 Grace Hopper Superchip datasheet: an H100 (132 SMs, 50 MB L2) joined to Grace "
+       "by NVLink-C2C 900 GB/s, 18 NVLink4 ports for the GH200 NVL32 NVLink domain; NICs on "
+       "Grace's PCIe Gen5; clock and ring efficiency assumed H100 SXM's"),
     _g("L40S", 89, 142, 96, 2520, gen=4, source=
-       "NVIDIA L40S datasheet: PCIe Gen4 x16 64 GB/s bidirectional, no NVLink, 142 RT cores = 142 SMs, boost "
-       "2520 MHz; L2 assumed the full AD102's 96 MB (" + _ADA + "; not published for L40S)"),
+       "NVIDIA L40S datasheet: PCIe Gen4 x16 64 GB/s bidirectional, no NVLink, 142 RT cores = 142 "
+       "SMs, boost 2520 MHz; L2 assumed the full AD102's 96 MB "
+       "(" + _ADA + "; not published for L40S)"),
     _g("L4", 89, 58, 48, 2040, gen=4, source=
-       "NVIDIA L4 datasheet: PCIe Gen4 x16 64 GB/s bidirectional, no NVLink; 58 SMs, 48 MB L2 and boost 2040 "
-       "MHz of AD104 in the L4 configuration (" + _ADA + ")"),
+       "NVIDIA L4 datasheet: PCIe Gen4 x16 64 GB/s bidirectional, no NVLink; 58 SMs, 48 MB L2 and "
+       "boost 2040 MHz of AD104 in the L4 configuration (" + _ADA + ")"),
     _g("A10", 86, 72, 6, 1695, gen=4, source=
-       "NVIDIA A10 datasheet: PCIe Gen4 64 GB/s, no NVLink; 72 SMs, 6 MB L2, boost 1695 MHz (" + _GA102 + ")"),
+       "NVIDIA A10 datasheet: PCIe Gen4 64 GB/s, no NVLink; 72 SMs, 6 MB L2, boost 1695 MHz ("
+       + _GA102 + ")"),
     _g("RTX3080", 86, 68, 5, 1710, gen=4, p2p=False, source=
-       _GA102 + ": GeForce RTX 3080 68 SMs, 5 MB L2, boost 1710 MHz, PCIe Gen4 x16, no NVLink; " + _GEFORCE_P2P),
+       _GA102 + ": GeForce RTX 3080 68 SMs, 5 MB L2, boost 1710 MHz, PCIe Gen4 x16, no NVLink; "
+       + _GEFORCE_P2P),
     _g("RTX3090", 86, 82, 6, 1695, links=4, link=14.0625, gen=4, p2p=False,
        ring=AMPERE_RING, source=
-       _GA102 + ": GeForce RTX 3090 82 SMs, 6 MB L2, boost 1695 MHz, PCIe Gen4 x16, NVLink bridge to one peer "
-       "'4 x2 links, 112.5 GB/s total bidirectional' (4 x 14.06 GB/s per direction); " + _GEFORCE_P2P + "; ring "
+       _GA102
+       + ": GeForce RTX 3090 82 SMs, 6 MB L2, boost 1695 MHz, PCIe Gen4 x16, NVLink bridge to one "
+       "peer '4 x2 links, 112.5 GB/s total bidirectional' (4 x 14.06 GB/s per "
+       "direction); " + _GEFORCE_P2P + "; ring "
        "efficiency over the bridge assumed A100's"),
     _g("RTX4080", 89, 76, 64, 2505, gen=4, p2p=False, source=
-       _ADA + ": GeForce RTX 4080 76 SMs, 64 MB L2, boost 2505 MHz, PCIe Gen4 x16, no NVLink; " + _GEFORCE_P2P),
+       _ADA + ": GeForce RTX 4080 76 SMs, 64 MB L2, boost 2505 MHz, PCIe Gen4 x16, no NVLink; "
+       + _GEFORCE_P2P),
     _g("RTX4090", 89, 128, 72, 2520, gen=4, p2p=False, source=
-       _ADA + ": GeForce RTX 4090 128 SMs, 72 MB L2, boost 2520 MHz, PCIe Gen4 x16, no NVLink; " + _GEFORCE_P2P),
+       _ADA + ": GeForce RTX 4090 128 SMs, 72 MB L2, boost 2520 MHz, PCIe Gen4 x16, no NVLink; "
+       + _GEFORCE_P2P),
     _g("V100", 70, 80, 6, 1530, links=6, link=25.0, gen=3, ring=AMPERE_RING, form="sxm", source=
        _VOLTA + "; SXM2 board: boost 1530 MHz, six NVLink2 links x 25 GB/s per direction ('NVLink "
        "300 GB/s'); on NVSwitch in DGX-2 / HGX-2 (16 GPUs), the DGX-1 hybrid cube-mesh of 8 is "
@@ -214,15 +233,16 @@ GPUS: dict[str, GPU] = {g.name: g for g in (
        "clock (GB202's 2407 MHz) assumed (not published)"),
 )}
 
-# Words of a device name that pick the PCIe or NVL part of a base name ("NVIDIA H100 PCIe" -> H100-PCIE).
+# Words of a device name that pick the PCIe or NVL part of a base name ("NVIDIA H100 PCIe" ->
+# H100-PCIE).
 _VARIANTS = ("PCIE", "NVL")
 
 
 def gpu_name(text: str) -> str:
     """The table's name for ``text``: any case, or a device name holding exactly one known part
-    ("NVIDIA H100 80GB HBM3" -> H100, "NVIDIA A100-PCIE-40GB" -> A100-PCIE, "NVIDIA GeForce RTX 4090" ->
-    RTX4090, "NVIDIA H100 NVL" -> H100-NVL; "GH200" is not H200); else ``text`` in capitals (and the
-    cluster refuses it by name)."""
+    ("NVIDIA H100 80GB HBM3" -> H100, "NVIDIA A100-PCIE-40GB" -> A100-PCIE, "NVIDIA GeForce RTX
+    4090" -> RTX4090, "NVIDIA H100 NVL" -> H100-NVL; "GH200" is not H200); else ``text`` in capitals
+    (and the cluster refuses it by name)."""
     upper = re.sub(r"RTX[\s_-]*(\d{4})(?:[\s_-]*(TI)\b)?", r"RTX\1\2", str(text).upper())
     if upper in GPUS:
         return upper

@@ -1,6 +1,7 @@
-"""A Hockney link (``Link``: alpha seconds per message, beta seconds per byte) and its form in machine files
-(``link_from_dict``: ``bandwidth_GBps`` and ``latency_us``, or ``alpha_s`` and ``beta_s_per_byte``, each within
-``collsim.inputs``' bounds); ``collsim.machine.topology`` builds its machines from them."""
+"""A Hockney link (``Link``: alpha seconds per message, beta seconds per byte) and its form in
+machine files (``link_from_dict``: ``bandwidth_GBps`` and ``latency_us``, or ``alpha_s`` and
+``beta_s_per_byte``, each within ``collsim.inputs``' bounds); ``collsim.machine.topology`` builds
+its machines from them."""
 from __future__ import annotations
 
 import math
@@ -19,9 +20,10 @@ class Link:
 
     def __post_init__(self):
         for name, v, lo in (("alpha", self.alpha, 0.0), ("beta", self.beta, None)):
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0 \
-                    or (lo is None and v == 0):
-                raise CollsimError(f"link {name} must be a finite number {'>= 0' if lo == 0 else '> 0'}, got {v!r}")
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) \
+                    or v < 0 or (lo is None and v == 0):
+                raise CollsimError(f"link {name} must be a finite number "
+                                   f"{'>= 0' if lo == 0 else '> 0'}, got {v!r}")
 
     @classmethod
     def from_GBps(cls, bandwidth_GBps: float, latency_us: float) -> "Link":
@@ -43,26 +45,30 @@ class Link:
 
 _LINK_FORMS = ({"alpha_s", "beta_s_per_byte"}, {"bandwidth_GBps", "latency_us"})
 _LINK_RANGES = {"alpha_s": (0.0, MAX_SECONDS), "beta_s_per_byte": (0.0, MAX_SECONDS_PER_BYTE),
-                "latency_us": (0.0, MAX_SECONDS * 1e6), "bandwidth_GBps": (1e-9 / MAX_SECONDS_PER_BYTE, 1e9)}
+                "latency_us": (0.0, MAX_SECONDS * 1e6),
+                "bandwidth_GBps": (1e-9 / MAX_SECONDS_PER_BYTE, 1e9)}
 
 
 def link_from_dict(d, where: str) -> Link:
-    """The link a machine file's mapping describes; a one-line CollsimError naming ``where`` otherwise."""
+    """The link a machine file's mapping describes; a one-line CollsimError naming ``where``
+    otherwise."""
     if not isinstance(d, dict):
         raise CollsimError(f"{where} must be a mapping with bandwidth_GBps and latency_us "
                            f"(or alpha_s and beta_s_per_byte)")
     keys = set(d)
     form = next((f for f in _LINK_FORMS if keys == f), None)
     if form is None:
-        raise CollsimError(f"{where} must have exactly bandwidth_GBps and latency_us, or alpha_s and "
-                           f"beta_s_per_byte; got {describe(', '.join(sorted(map(str, keys)))) if keys else 'nothing'}")
+        raise CollsimError(f"{where} must have exactly bandwidth_GBps and latency_us, or alpha_s "
+                           "and beta_s_per_byte; got "
+                           f"{describe(', '.join(sorted(map(str, keys)))) if keys else 'nothing'}")
     for key in sorted(form):
         v = d[key]
         lo, hi = _LINK_RANGES[key]
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or not lo <= v <= hi \
-                or (lo == 0 and key in ("beta_s_per_byte",) and v == 0):
-            raise CollsimError(f"{where}.{key} must be a finite number from {lo:g} to {hi:g}"
-                               f"{' (not 0)' if key == 'beta_s_per_byte' else ''}, got {describe(v)}")
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) \
+                or not lo <= v <= hi or (lo == 0 and key in ("beta_s_per_byte",) and v == 0):
+            raise CollsimError(f"{where}.{key} must be a finite number from {lo:g} to "
+                               f"{hi:g}{' (not 0)' if key == 'beta_s_per_byte' else ''}, got "
+                               f"{describe(v)}")
     if "alpha_s" in form:
         return Link(float(d["alpha_s"]), float(d["beta_s_per_byte"]))
     return Link.from_GBps(d["bandwidth_GBps"], d["latency_us"])

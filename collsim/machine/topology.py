@@ -42,10 +42,12 @@ Topology file (JSON or YAML, chosen by the extension .json, .yaml or .yml)::
       latency_us: 2.0
     links_per_pair: 0           # optional: > 0 for GPUs linked directly (NVLinks per pair)
     call_us: 0                  # optional: fixed cost per collective call, microseconds >= 0
-    sharp_us: 2.83              # optional: the switches reduce (SHARP), adding this latency, microseconds
+    sharp_us: 2.83              # optional: the switches reduce (SHARP), adding this latency,
+                                #   microseconds
     fabric:                     # optional: tiers of switches above the NICs, lowest first
       - {nodes: 32, planes: 8, oversubscription: 2, name: leaf}   # planes: rails (divide the NICs)
-    slow_nics: [[26, 2.0]]      # optional: [global NIC, factor >= 1]: NICs taking factor x inter's time
+    slow_nics: [[26, 2.0]]      # optional: [global NIC, factor >= 1]: NICs taking factor x inter's
+                                #   time
 
 Unknown keys are errors (they are usually typos). Counts are at most
 ``collsim.inputs.MAX_RANKS``; latencies at most ``MAX_SECONDS`` (3.6e9 us), seconds
@@ -74,8 +76,9 @@ class Topology:
     """``nodes`` x ``gpus_per_node`` GPUs; ``intra``/``inter``/``nvls`` links; NICs per node;
     ``links_per_pair`` (0: GPUs behind a switch); ``call_us`` per collective call (microseconds);
     ``protocols``: what a transfer costs under each of NCCL's protocols on this machine
-    (``collsim.machine.protocols``; empty: only the protocol-free Hockney costs of the links); ``fabric``: the
-    switch tiers above the NICs (``collsim.machine.fabric.Tier``; empty: non-blocking)."""
+    (``collsim.machine.protocols``; empty: only the protocol-free Hockney costs of the links);
+    ``fabric``: the switch tiers above the NICs (``collsim.machine.fabric.Tier``; empty:
+    non-blocking)."""
 
     nodes: int
     gpus_per_node: int
@@ -105,19 +108,24 @@ class Topology:
             raise CollsimError(f"topology links_per_pair must be an integer >= 0, got {v!r}")
         if not isinstance(self.call_us, (int, float)) or isinstance(self.call_us, bool) \
                 or not math.isfinite(self.call_us) or self.call_us < 0:
-            raise CollsimError(f"topology call_us must be a finite number >= 0, got {self.call_us!r}")
-        if self.sharp_us is not None and not (isinstance(self.sharp_us, (int, float)) and 0 <= self.sharp_us < 1e9):
-            raise CollsimError(f"topology sharp_us must be a finite number >= 0 or None, got {self.sharp_us!r}")
+            raise CollsimError("topology call_us must be a finite number >= 0, got "
+                               f"{self.call_us!r}")
+        if (self.sharp_us is not None
+                and not (isinstance(self.sharp_us, (int, float)) and 0 <= self.sharp_us < 1e9)):
+            raise CollsimError("topology sharp_us must be a finite number >= 0 or None, got "
+                               f"{self.sharp_us!r}")
         if self.nvls is not None and self.links_per_pair:
-            raise CollsimError("topology: an nvls link needs an NVSwitch, but links_per_pair says the GPUs are "
-                               "linked directly")
+            raise CollsimError("topology: an nvls link needs an NVSwitch, but links_per_pair says "
+                               "the GPUs are linked directly")
         object.__setattr__(self, "fabric", check_tiers(self.fabric, self.nics_per_node))
-        object.__setattr__(self, "slow_nics", check_slow_nics(self.slow_nics, self.nodes * self.nics_per_node))
+        object.__setattr__(self, "slow_nics",
+                           check_slow_nics(self.slow_nics, self.nodes * self.nics_per_node))
 
     @classmethod
     def uniform(cls, ranks: int, alpha: float, beta: float) -> "Topology":
-        """One node of ``ranks`` GPUs, every pair linked by ``Link(alpha, beta)``, and each GPU to the node's
-        switch by the same link (``nvls``), to the network's switch too (``sharp_us`` 0); no per-call cost."""
+        """One node of ``ranks`` GPUs, every pair linked by ``Link(alpha, beta)``, and each GPU to
+        the node's switch by the same link (``nvls``), to the network's switch too (``sharp_us`` 0);
+        no per-call cost."""
         link = Link(alpha, beta)
         return cls(1, int(ranks), link, link, 1, name=f"uniform-{ranks}",
                    source="uniform alpha-beta topology", nvls=link, sharp_us=0.0)
@@ -133,19 +141,23 @@ class Topology:
         return rank % self.gpus_per_node
 
     def nic_of(self, rank):
-        """Global NIC index of ``rank``: node x nics_per_node + local x nics_per_node // gpus_per_node."""
-        return self.node_of(rank) * self.nics_per_node + self.local_of(rank) * self.nics_per_node // self.gpus_per_node
+        """Global NIC index of ``rank``: node x nics_per_node + local x nics_per_node //
+        gpus_per_node."""
+        return (self.node_of(rank) * self.nics_per_node + self.local_of(rank) * self.nics_per_node
+                // self.gpus_per_node)
 
     def costs(self, protocol: str | None = None) -> ProtocolCosts:
-        """The transfer costs under ``protocol`` (None: the links' own Hockney costs); one-line CollsimError for a
-        protocol this machine does not describe."""
+        """The transfer costs under ``protocol`` (None: the links' own Hockney costs); one-line
+        CollsimError for a protocol this machine does not describe."""
         if protocol is None:
-            return generic(self.intra.alpha, self.inter.alpha, None if self.nvls is None else self.nvls.alpha)
+            return generic(self.intra.alpha, self.inter.alpha,
+                           None if self.nvls is None else self.nvls.alpha)
         for p in self.protocols:
             if p.name == protocol:
                 return p
-        raise CollsimError(f"topology {self.name or ''} describes no costs for protocol {protocol!r} "
-                           f"(it has: {', '.join(p.name for p in self.protocols) or 'none'})")
+        raise CollsimError(f"topology {self.name or ''} describes no costs for protocol "
+                           f"{protocol!r} (it has: "
+                           f"{', '.join(p.name for p in self.protocols) or 'none'})")
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "source": self.source, "nodes": self.nodes,
@@ -164,8 +176,8 @@ class Topology:
         text = (f"{self.name or 'topology'}: {self.nodes} node(s) x {self.gpus_per_node} GPU(s), "
                 f"intra {self.intra.bandwidth_GBps:.4g} GB/s {self.intra.latency_us:.3g} us")
         if self.nodes > 1:
-            text += (f", inter {self.inter.bandwidth_GBps:.4g} GB/s {self.inter.latency_us:.3g} us, "
-                     f"{self.nics_per_node} NIC(s)/node")
+            text += (f", inter {self.inter.bandwidth_GBps:.4g} GB/s {self.inter.latency_us:.3g} "
+                     f"us, {self.nics_per_node} NIC(s)/node")
         if self.links_per_pair:
             text += f", direct links ({self.links_per_pair} NVLinks a pair)"
         if self.nvls is not None:
@@ -175,38 +187,43 @@ class Topology:
         if self.sharp_us is not None:
             text += f", SHARP {self.sharp_us:.3g} us"
         rails = lambda t: f" x {t.planes} rails" if t.planes > 1 else ""   # noqa: E731
-        return text + "".join(f", {t.name} groups of {t.nodes} nodes{rails(t)} {t.oversubscription:g}:1"
+        return text + "".join(f", {t.name} groups of {t.nodes} nodes{rails(t)} "
+                              f"{t.oversubscription:g}:1"
                               for t in self.fabric)
 
     @classmethod
     def from_dict(cls, d, where: str = "topology") -> "Topology":
         """Build from the file format above; errors name ``where`` and the field."""
         if not isinstance(d, dict):
-            raise CollsimError(f"{where}: expected a mapping with nodes, gpus_per_node, intra, inter")
-        known = {"name", "source", "nodes", "gpus_per_node", "nics_per_node", "intra", "inter", "nvls",
-                 "links_per_pair", "call_us", "sharp_us", "fabric", "slow_nics"}
+            raise CollsimError(f"{where}: expected a mapping with nodes, gpus_per_node, intra, "
+                               "inter")
+        known = {"name", "source", "nodes", "gpus_per_node", "nics_per_node", "intra",
+                 "inter", "nvls", "links_per_pair", "call_us", "sharp_us", "fabric", "slow_nics"}
         for key in d:
             if key not in known:
-                raise CollsimError(f"{where}: unknown field {key!r} (known: {', '.join(sorted(known))})")
+                raise CollsimError(f"{where}: unknown field {key!r} (known: "
+                                   f"{', '.join(sorted(known))})")
         ints = {}
-        for key, default, low in (("nodes", None, 1), ("gpus_per_node", None, 1), ("nics_per_node", 1, 1),
-                                  ("links_per_pair", 0, 0)):
+        for key, default, low in (("nodes", None, 1), ("gpus_per_node", None, 1),
+                                  ("nics_per_node", 1, 1), ("links_per_pair", 0, 0)):
             v = d.get(key, default)
             if v is None:
                 raise CollsimError(f"{where}: missing field {key!r}")
             if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= MAX_RANKS:
-                raise CollsimError(f"{where}: field {key!r} must be an integer from {low} to {MAX_RANKS}, "
-                                   f"got {describe(v)}")
+                raise CollsimError(f"{where}: field {key!r} must be an integer from {low} to "
+                                   f"{MAX_RANKS}, got {describe(v)}")
             ints[key] = v
         for key in ("call_us", "sharp_us"):
             v = d.get(key, 0.0)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= MAX_SECONDS * 1e6:
-                raise CollsimError(f"{where}: field {key!r} must be a number from 0 to {MAX_SECONDS * 1e6:g}, "
-                                   f"got {describe(v)}")
+            if (not isinstance(v, (int, float)) or isinstance(v, bool)
+                    or not 0 <= v <= MAX_SECONDS * 1e6):
+                raise CollsimError(f"{where}: field {key!r} must be a number from 0 to "
+                                   f"{MAX_SECONDS * 1e6:g}, got {describe(v)}")
         call, sharp = d.get("call_us", 0.0), d.get("sharp_us")
         for key in ("name", "source"):
             if not isinstance(d.get(key, ""), str):
-                raise CollsimError(f"{where}: field {key!r} must be a string, got {describe(d[key])}")
+                raise CollsimError(f"{where}: field {key!r} must be a string, got "
+                                   f"{describe(d[key])}")
         if "intra" not in d:
             raise CollsimError(f"{where}: missing field 'intra'")
         intra = link_from_dict(d["intra"], f"{where}: field 'intra'")
@@ -219,17 +236,20 @@ class Topology:
         if ints["nics_per_node"] > ints["gpus_per_node"]:
             raise CollsimError(f"{where}: field 'nics_per_node' ({ints['nics_per_node']}) must not "
                                f"exceed gpus_per_node ({ints['gpus_per_node']})")
-        nvls = link_from_dict(d["nvls"], f"{where}: field 'nvls'") if d.get("nvls") is not None else None
+        nvls = (link_from_dict(d["nvls"], f"{where}: field 'nvls'") if d.get("nvls") is not None
+                else None)
         if nvls is not None and ints["links_per_pair"]:
-            raise CollsimError(f"{where}: field 'nvls' needs an NVSwitch, but links_per_pair says the GPUs are "
-                               "linked directly")
+            raise CollsimError(f"{where}: field 'nvls' needs an NVSwitch, but links_per_pair says "
+                               "the GPUs are linked directly")
         if not isinstance(d.get("fabric", []), list):
-            raise CollsimError(f"{where}: field 'fabric' must be a list of tiers (nodes, planes, oversubscription)")
+            raise CollsimError(f"{where}: field 'fabric' must be a list of tiers (nodes, planes, "
+                               "oversubscription)")
         fabric = check_tiers(d.get("fabric", []), ints["nics_per_node"], where)
         slow = check_slow_nics(d.get("slow_nics", []), ints["nodes"] * ints["nics_per_node"], where)
         return cls(ints["nodes"], ints["gpus_per_node"], intra, inter, ints["nics_per_node"],
-                   d.get("name", ""), d.get("source", ""), nvls, float(call), ints["links_per_pair"],
-                   sharp_us=None if sharp is None else float(sharp), fabric=fabric, slow_nics=slow)
+                   d.get("name", ""), d.get("source", ""), nvls, float(call),
+                   ints["links_per_pair"], sharp_us=None if sharp is None else float(sharp),
+                   fabric=fabric, slow_nics=slow)
 
 
 def read_spec_file(path, what: str):
@@ -240,7 +260,8 @@ def read_spec_file(path, what: str):
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in (".json", ".yaml", ".yml"):
-        raise CollsimError(f"{what} file {p}: unknown extension {p.suffix!r} (use .json, .yaml or .yml)")
+        raise CollsimError(f"{what} file {p}: unknown extension {p.suffix!r} (use .json, .yaml or "
+                           ".yml)")
     text = read_text(p, f"{what} file")
     return (parse_json if suffix == ".json" else parse_yaml)(text, f"{what} file {p}")
 
@@ -250,4 +271,5 @@ def load_topology(path) -> Topology:
     file); bad files raise ``CollsimError``."""
     p = Path(path)
     topo = Topology.from_dict(read_spec_file(p, "topology"), where=f"topology file {p}")
-    return topo if topo.name else replace(topo, name=p.stem)  # an unnamed file is named after itself
+    # an unnamed file is named after itself
+    return topo if topo.name else replace(topo, name=p.stem)

@@ -1,5 +1,5 @@
-"""The NCCL versions whose tuning logic collsim ports (``collsim.nccl``), and the one a description of
-another version follows."""
+"""The NCCL versions whose tuning logic collsim ports (``collsim.nccl``), and the one a description
+of another version follows."""
 from __future__ import annotations
 
 import re
@@ -9,8 +9,9 @@ NEWEST_NCCL = NCCL_VERSIONS[-1]
 
 
 def nearest_ported(version: str) -> str:
-    """``version`` ("2.N") when its tuning logic is ported, else the closest ported 2.x (2.12 -> 2.18,
-    2.30 -> 2.28); anything that is not 2.N comes back unchanged (and the cluster refuses it)."""
+    """``version`` ("2.N") when its tuning logic is ported, else the closest ported 2.x (2.12 ->
+    2.18, 2.30 -> 2.28); anything that is not 2.N comes back unchanged (and the cluster refuses
+    it)."""
     m = re.fullmatch(r"2\.(\d{1,3})", version)
     if version in NCCL_VERSIONS or not m:
         return version

@@ -1,4 +1,5 @@
-"""Read a ``runners/ddp_bench.py`` file and set its measured DDP times beside collsim.strategies.overlap's.
+"""Read a ``runners/ddp_bench.py`` file and set its measured DDP times beside
+collsim.strategies.overlap's.
 
 ``load(path)`` returns a ``DdpRun``: the layers with their measured backward
 times and gradient sizes, forward and optimizer-step times, the compression
@@ -55,7 +56,8 @@ def load(path, stat: str = "median") -> DdpRun:
               for r in sorted(by["layer"], key=lambda r: r["layer"])]
     phase = by["phase"][0]
     ddp = [dict(r, iteration_s=r[f"iteration{sfx}_s"]) for r in by["ddp"]]
-    run = DdpRun(by["meta"][0], layers, phase[f"forward{sfx}_s"], phase[f"optimizer{sfx}_s"], ddp=ddp)
+    run = DdpRun(by["meta"][0], layers, phase[f"forward{sfx}_s"],
+                 phase[f"optimizer{sfx}_s"], ddp=ddp)
     for c in by.get("cast", []):
         run.casts[c["hook"]] = (c[f"compress{sfx}_s"] + c[f"decompress{sfx}_s"]) / 2 / c["nbytes"]
     for r in sorted(by["result"], key=lambda r: r["size"]):
@@ -77,8 +79,9 @@ def predict(run: DdpRun, cost=None) -> list[dict]:
         if name is not None and name not in HOOKS:
             raise CollsimError(f"unknown hook {name!r} in ddp record")
         hook = None if name is None else HOOKS[name].with_cast(run.casts.get(name, 0.0))
-        r = simulate(run.layers, cost or run.cost(WIRE_DTYPE[name]), rec["bucket_cap_mb"], hook=hook,
-                     forward_s=run.forward_s, optimizer_s=run.optimizer_s)
+        r = simulate(run.layers, cost or run.cost(WIRE_DTYPE[name]),
+                     rec["bucket_cap_mb"], hook=hook, forward_s=run.forward_s,
+                     optimizer_s=run.optimizer_s)
         measured = rec["iteration_s"]
         rows.append({
             "bucket_cap_mb": rec["bucket_cap_mb"], "hook": rec["hook"], "measured_s": measured,

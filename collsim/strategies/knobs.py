@@ -29,10 +29,12 @@ from collsim.nccl.decision import nccl_table
 from collsim.nccl.tuning import algo_time_us, choose
 
 SWEEPS = {
-    "NCCL_BUFFSIZE (Ring Simple)": [("4 MiB (default)", "vars_buffsize_4M"), ("1 MiB", "vars_buffsize_1M"),
-                                    ("16 MiB", "vars_buffsize_16M")],
-    "channels (Ring Simple)": [("default (24)", "vars_buffsize_4M"), ("MAX_NCHANNELS=2", "vars_maxch_2"),
-                               ("MAX_NCHANNELS=8", "vars_maxch_8"), ("MAX_NCHANNELS=16", "vars_maxch_16"),
+    "NCCL_BUFFSIZE (Ring Simple)": [("4 MiB (default)", "vars_buffsize_4M"),
+                                    ("1 MiB", "vars_buffsize_1M"), ("16 MiB", "vars_buffsize_16M")],
+    "channels (Ring Simple)": [("default (24)", "vars_buffsize_4M"),
+                               ("MAX_NCHANNELS=2", "vars_maxch_2"),
+                               ("MAX_NCHANNELS=8", "vars_maxch_8"),
+                               ("MAX_NCHANNELS=16", "vars_maxch_16"),
                                ("MIN_NCHANNELS=32", "vars_minch_32")],
     "NCCL_P2P_DISABLE (NCCL's choice)": [("0: NVLink P2P", "vars_p2p_nvlink"),
                                          ("1: through host memory", "vars_p2p_disable")],
@@ -51,8 +53,8 @@ def vars_rows(data, params) -> list[dict]:
             points = load_points(require_files(Path(data) / "vars" / f"{stem}.jsonl"))
             ours, theirs, _ = predictions(params, points)
             for p, o, t in zip(points, ours, theirs):
-                rows.append({"variable": var, "setting": setting, "bytes": p.size, "measured_us": p.time_us,
-                             "model_us": float(o), "nccl_us": float(t)})
+                rows.append({"variable": var, "setting": setting, "bytes": p.size,
+                             "measured_us": p.time_us, "model_us": float(o), "nccl_us": float(t)})
     return rows
 
 
@@ -65,10 +67,11 @@ def knob_effects(rows) -> list[dict]:
         ref_name = mine[0]["setting"]
         ref = {r["bytes"]: r for r in mine if r["setting"] == ref_name}
         for setting in dict.fromkeys(r["setting"] for r in mine):
-            rs = sorted((r for r in mine if r["setting"] == setting and r["bytes"] in ref), key=lambda r: r["bytes"])
+            rs = sorted((r for r in mine if r["setting"] == setting and r["bytes"] in ref),
+                        key=lambda r: r["bytes"])
             err = np.abs(np.array([r["model_us"] / r["measured_us"] - 1 for r in rs]))
-            entry = {"variable": var, "setting": setting, "small": rs[0]["bytes"], "large": rs[-1]["bytes"],
-                     "collsim_median_abs_error": float(np.nanmedian(err))}
+            entry = {"variable": var, "setting": setting, "small": rs[0]["bytes"],
+                     "large": rs[-1]["bytes"], "collsim_median_abs_error": float(np.nanmedian(err))}
             for end, r in (("small", rs[0]), ("large", rs[-1])):
                 base = ref[r["bytes"]]
                 entry[f"measured_ratio_{end}"] = r["measured_us"] / base["measured_us"]
@@ -95,19 +98,23 @@ def probe_rows(data, params) -> list[dict]:
             continue
         size, algo, proto = int(c["bytes"]), c["algo"], c["proto"]
         argmin, g = choose(table, [size])[0], graph.get(size)
-        rows.append({"bytes": size, "algo": algo, "proto": proto, "channels": c["channel_hi"] - c["channel_lo"] + 1,
+        rows.append({"bytes": size, "algo": algo, "proto": proto,
+                     "channels": c["channel_hi"] - c["channel_lo"] + 1,
                      "nccl_us": float(algo_time_us(table, algo, proto, [size])[0]),
                      "table_argmin": f"{argmin[0]}/{argmin[1]}",
-                     "model_us": np.nan if g is None else float(predict(params, algo, proto, [size], g.config)[0]),
-                     "graph_us": np.nan if g is None else g.time_us, "eager_us": measured_eager.get(size, np.nan)})
+                     "model_us": np.nan if g is None
+                     else float(predict(params, algo, proto, [size], g.config)[0]),
+                     "graph_us": np.nan if g is None else g.time_us,
+                     "eager_us": measured_eager.get(size, np.nan)})
     return rows
 
 
 def markdown(data, params, source: str) -> str:
-    """The NCCL-variable tables of STRATEGIES.md from the files in ``data``, predicted with ``params``
-    (``source`` says where they came from)."""
+    """The NCCL-variable tables of STRATEGIES.md from the files in ``data``, predicted with
+    ``params`` (``source`` says where they came from)."""
     rows = vars_rows(data, params)
-    out = [f"### NCCL variables: measured vs collsim.fitted.model (parameters: {source}) and NCCL's model", ""]
+    out = [f"### NCCL variables: measured vs collsim.fitted.model (parameters: {source}) and "
+           "NCCL's model", ""]
     for var, settings in SWEEPS.items():
         names = [s for s, _ in settings]
         out += [f"**{var}** (us per call: measured / collsim / NCCL's model)", "",
@@ -116,23 +123,27 @@ def markdown(data, params, source: str) -> str:
         for s in sizes:
             cells = []
             for name in names:
-                r = next((r for r in rows if r["variable"] == var and r["setting"] == name and r["bytes"] == s), None)
+                r = next((r for r in rows if r["variable"] == var and r["setting"] == name
+                          and r["bytes"] == s), None)
                 cells.append("-" if r is None else
                              f"{r['measured_us']:.1f} / {r['model_us']:.1f} / {r['nccl_us']:.1f}")
             out.append(f"| {s} | " + " | ".join(cells) + " |")
         out.append("")
     out += ["**Which knob matters when** (time / reference time; measured vs collsim)", "",
-            "| variable | setting | smallest size: measured | collsim | largest size: measured | collsim "
-            "| collsim median abs. error |", "|---|---|---|---|---|---|---|"]
+            "| variable | setting | smallest size: measured | collsim | largest size: measured | "
+            "collsim | collsim median abs. error |", "|---|---|---|---|---|---|---|"]
     for e in knob_effects(rows):
         out.append(f"| {e['variable']} | {e['setting']} | {e['measured_ratio_small']:.2f} | "
                    f"{e['collsim_ratio_small']:.2f} "
                    f"| {e['measured_ratio_large']:.2f} | {e['collsim_ratio_large']:.2f} | "
                    f"{e['collsim_median_abs_error']:.0%} |")
-    out += ["", f"### What NCCL chose per size ({PROBE_FILE} probe) and what its model predicted", "",
-            "| size (B) | NCCL chose | channels | NCCL model us | collsim us | measured graph us | measured eager us |",
+    out += ["", f"### What NCCL chose per size ({PROBE_FILE} probe) and what its model predicted",
+            "",
+            "| size (B) | NCCL chose | channels | NCCL model us | collsim us | measured graph us | "
+            "measured eager us |",
             "|---|---|---|---|---|---|---|"]
     for r in probe_rows(data, params):
-        out.append(f"| {r['bytes']} | {r['algo']}/{r['proto']} | {r['channels']} | {r['nccl_us']:.1f} | "
-                   f"{r['model_us']:.1f} | {r['graph_us']:.1f} | {r['eager_us']:.1f} |")
+        out.append(f"| {r['bytes']} | {r['algo']}/{r['proto']} | {r['channels']} | "
+                   f"{r['nccl_us']:.1f} | {r['model_us']:.1f} | {r['graph_us']:.1f} | "
+                   f"{r['eager_us']:.1f} |")
     return "\n".join(out)

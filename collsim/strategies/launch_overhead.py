@@ -61,7 +61,8 @@ class Span:
     device_end_s: float
 
 
-def pipeline(ops: Sequence[Op], model: LaunchModel, graph: bool = False) -> tuple[float, list[Span]]:
+def pipeline(ops: Sequence[Op], model: LaunchModel,
+             graph: bool = False) -> tuple[float, list[Span]]:
     """Total seconds from the first host call to the last device end, and the timeline."""
     if not ops:
         raise CollsimError("pipeline needs at least one operation")
@@ -92,24 +93,28 @@ def per_call_s(device_s: float, model: LaunchModel, calls: int, graph: bool = Fa
 def graph_gain(sizes: Sequence[float], cost: Callable[[int], float], model: LaunchModel,
                calls: int = 20) -> np.ndarray:
     """Eager / graph seconds per call for each message size (bytes); 1 means graphs save nothing."""
-    return np.array([per_call_s(cost(int(s)), model, calls) / per_call_s(cost(int(s)), model, calls, True)
+    return np.array([per_call_s(cost(int(s)), model, calls)
+                     / per_call_s(cost(int(s)), model, calls, True)
                      for s in sizes])
 
 
 def graphs_matter_below(sizes: Sequence[float], cost: Callable[[int], float], model: LaunchModel,
                         calls: int = 20, saving: float = 0.1) -> float | None:
-    """Largest size (bytes) in ``sizes`` where graphs cut the time per call by at least ``saving``."""
+    """Largest size (bytes) in ``sizes`` where graphs cut the time per call by at least
+    ``saving``."""
     gain = graph_gain(sizes, cost, model, calls)
     hits = [s for s, g in zip(sizes, gain) if 1 - 1 / g >= saving]
     return max(hits) if hits else None
 
 
 def fit_host_s(eager_s: Sequence[float], graph_s: Sequence[float], ratio: float = 1.5) -> float:
-    """Host seconds per eager call: the median eager time where eager > ratio x graph (host-bound)."""
+    """Host seconds per eager call: the median eager time where eager > ratio x graph
+    (host-bound)."""
     e, g = np.asarray(eager_s, dtype=float), np.asarray(graph_s, dtype=float)
     if e.shape != g.shape or e.size == 0:
         raise CollsimError("fit_host_s needs equally long, non-empty eager and graph timings")
     bound = e > ratio * g
     if not bound.any():
-        raise CollsimError(f"eager is never {ratio}x slower than graph: launch cost is not visible in these sizes")
+        raise CollsimError(f"eager is never {ratio}x slower than graph: launch cost is not visible "
+                           "in these sizes")
     return float(np.median(e[bound]))

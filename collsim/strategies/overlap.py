@@ -140,10 +140,11 @@ def _check_layers(layers: Sequence[Layer]) -> None:
         raise CollsimError("overlap needs at least one layer")
     for layer in layers:
         if not (math.isfinite(layer.backward_s) and layer.backward_s >= 0):
-            raise CollsimError(f"layer {layer.name!r}: backward time must be >= 0 s, got {layer.backward_s}")
+            raise CollsimError(f"layer {layer.name!r}: backward time must be >= 0 s, got "
+                               f"{layer.backward_s}")
         if len(layer.param_bytes) == 0 or any(int(b) != b or b <= 0 for b in layer.param_bytes):
-            raise CollsimError(f"layer {layer.name!r}: gradient sizes must be positive whole bytes, "
-                               f"got {layer.param_bytes}")
+            raise CollsimError(f"layer {layer.name!r}: gradient sizes must be positive whole "
+                               f"bytes, got {layer.param_bytes}")
 
 
 def assign_buckets(layers: Sequence[Layer], bucket_cap_mb: float | None = None,
@@ -173,7 +174,8 @@ def assign_buckets(layers: Sequence[Layer], bucket_cap_mb: float | None = None,
 def _checked(cost: Cost, nbytes: int) -> float:
     t = float(cost(int(nbytes)))
     if not (math.isfinite(t) and t >= 0):
-        raise CollsimError(f"cost function returned {t} s for {nbytes} B; it must be a finite time >= 0")
+        raise CollsimError(f"cost function returned {t} s for {nbytes} B; it must be a finite time "
+                           ">= 0")
     return t
 
 
@@ -210,7 +212,8 @@ def simulate(layers: Sequence[Layer], cost: Cost, bucket_cap_mb: float | None = 
             start = max(t, comm_free)
             wire = _wire_bytes(b.nbytes, hook)
             end = start + _checked(cost, wire)
-            events.append(Event("comm", "allreduce", f"AllReduce b{b.index}", start, end, wire, b.index))
+            events.append(Event("comm", "allreduce", f"AllReduce b{b.index}", start, end,
+                                wire, b.index))
             if hook is not None:
                 events.append(Event("comm", "decompress", f"decompress b{b.index}", end,
                                     end + cast * b.nbytes, b.nbytes, b.index))
@@ -218,7 +221,8 @@ def simulate(layers: Sequence[Layer], cost: Cost, bucket_cap_mb: float | None = 
             comm_free = end
     step_start = max(t, comm_free)
     if optimizer_s > 0:
-        events.append(Event("compute", "optimizer", "optimizer step", step_start, step_start + optimizer_s))
+        events.append(Event("compute", "optimizer", "optimizer step", step_start,
+                            step_start + optimizer_s))
     iteration = step_start + optimizer_s
 
     def busy(stream):
@@ -235,8 +239,10 @@ def simulate(layers: Sequence[Layer], cost: Cost, bucket_cap_mb: float | None = 
         buckets=buckets, events=events)
 
 
-def sweep_bucket_caps(layers: Sequence[Layer], cost: Cost, caps_mb: Sequence[float], **kwargs) -> np.ndarray:
-    """Iteration time (s) for each bucket_cap_mb in ``caps_mb`` (other arguments as ``simulate``)."""
+def sweep_bucket_caps(layers: Sequence[Layer], cost: Cost, caps_mb: Sequence[float],
+                      **kwargs) -> np.ndarray:
+    """Iteration time (s) for each bucket_cap_mb in ``caps_mb`` (other arguments as
+    ``simulate``)."""
     return np.array([simulate(layers, cost, cap, **kwargs).iteration_s for cap in caps_mb])
 
 

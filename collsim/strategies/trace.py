@@ -69,4 +69,5 @@ def overlap(lanes: dict) -> dict:
             hidden += max(0.0, min(e, be) - max(s, bs))
     return {"allreduce_us": total, "during_backward_us": hidden,
             "fraction": hidden / total if total else float("nan"),
-            "backward_us": float(np.sum([e - s for s, e in back])), "allreduces": len(lanes["allreduce"])}
+            "backward_us": float(np.sum([e - s for s, e in back])),
+            "allreduces": len(lanes["allreduce"])}

@@ -23,7 +23,8 @@ from collsim.viz.palette import curve_style
 
 @dataclass(frozen=True)
 class Crossover:
-    """Size (bytes) where ``faster_below`` stops and ``faster_above`` starts being the faster one."""
+    """Size (bytes) where ``faster_below`` stops and ``faster_above`` starts being the faster
+    one."""
 
     size: float
     faster_below: str
@@ -42,7 +43,8 @@ def _check_series(sizes, series: Mapping[str, np.ndarray]) -> np.ndarray:
     return sizes
 
 
-def crossovers(sizes, series: Mapping[str, np.ndarray], fastest_only: bool = False) -> list[Crossover]:
+def crossovers(sizes, series: Mapping[str, np.ndarray],
+               fastest_only: bool = False) -> list[Crossover]:
     """Every size where two curves cross, interpolated linearly in log(size) and log(time).
 
     ``series`` maps a name to times (seconds) at ``sizes`` (bytes, increasing).
@@ -93,10 +95,11 @@ def _fmt_bytes(n: float) -> str:
     return f"{n:.3g} B"
 
 
-def place_labels(points, sizes, box, gap: float = 5.0, mark: float = 7.0) -> list[tuple[float, float]]:
-    """Lower-left corners (pixels) of labels of ``sizes`` (w, h) next to ``points`` (x, y), so that no
-    two labels overlap, none covers a point (a square of half-width ``mark`` around each), and each
-    stays inside ``box`` (x0, y0, x1, y1) where it can.
+def place_labels(points, sizes, box, gap: float = 5.0,
+                 mark: float = 7.0) -> list[tuple[float, float]]:
+    """Lower-left corners (pixels) of labels of ``sizes`` (w, h) next to ``points`` (x, y), so that
+    no two labels overlap, none covers a point (a square of half-width ``mark`` around each), and
+    each stays inside ``box`` (x0, y0, x1, y1) where it can.
 
     Greedy, in the order given: each label takes the first free place among right-above,
     right-below, left-above, left-below, centred above and centred below its point, then the same
@@ -112,8 +115,10 @@ def place_labels(points, sizes, box, gap: float = 5.0, mark: float = 7.0) -> lis
             lift = k * (h + gap)
             cands += [(px + gap, py + gap + lift), (px + gap, py - h - gap - lift),
                       (px - w - gap, py + gap + lift), (px - w - gap, py - h - gap - lift),
-                      (px - w / 2, py + mark + gap + lift), (px - w / 2, py - h - mark - gap - lift)]
-        inside = [(x, y) for x, y in cands if x >= x0 and y >= y0 and x + w <= x1 and y + h <= y1] or cands
+                      (px - w / 2, py + mark + gap + lift),
+                      (px - w / 2, py - h - mark - gap - lift)]
+        inside = ([(x, y) for x, y in cands if x >= x0 and y >= y0 and x + w <= x1 and y + h <= y1]
+                  or cands)
         free = [(x, y) for x, y in inside
                 if all(x + w <= a or b <= x or y + h <= c or d <= y for a, c, b, d in placed)]
         x, y = (free or inside)[0]
@@ -144,14 +149,16 @@ class CurvesView:
             ax = fig.add_subplot()
         self.ax, self.fig, self.kind = ax, ax.figure, kind
         self.names = list(names)
-        self.lines = {n: ax.plot([], [], lw=2, label=n, **curve_style(i))[0] for i, n in enumerate(self.names)}
+        self.lines = {n: ax.plot([], [], lw=2, label=n, **curve_style(i))[0]
+                      for i, n in enumerate(self.names)}
         self.marks = ax.plot([], [], "o", ms=8, mfc="none", mec="k", mew=1.5,
                              label="crossover")[0]
         self.labels = [ax.text(0, 0, "", fontsize=8, ha="left", va="bottom", visible=False)
                        for _ in range(max_marks)]
         from matplotlib.collections import LineCollection
 
-        self.leaders = LineCollection([], colors="0.4", linewidths=0.8, zorder=1.5)   # marker -> its label
+        # marker -> its label
+        self.leaders = LineCollection([], colors="0.4", linewidths=0.8, zorder=1.5)
         ax.add_collection(self.leaders)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -170,7 +177,8 @@ class CurvesView:
         """
         unknown = set(series) - set(self.names)
         if unknown:
-            raise CollsimError(f"no curve named {sorted(unknown)[0]!r} (have {', '.join(self.names)})")
+            raise CollsimError(f"no curve named {sorted(unknown)[0]!r} (have "
+                               f"{', '.join(self.names)})")
         sizes = _check_series(sizes, series)
         ys = {}
         for n in self.names:
@@ -201,17 +209,20 @@ class CurvesView:
     def _place(self, xs, ys) -> None:
         """Crossover labels beside their markers, none overlapping another (``place_labels``)."""
         n = min(len(xs), len(self.labels))
-        texts = [f"{_fmt_bytes(c.size)}\n→{c.faster_above}" for c in self.crossings[:n]]   # short: placed close
+        # short: placed close
+        texts = [f"{_fmt_bytes(c.size)}\n→{c.faster_above}" for c in self.crossings[:n]]
         px = self.fig.dpi / 72
         fs = self.labels[0].get_fontsize() if self.labels else 8
-        sizes = [(0.62 * fs * px * max(len(line) for line in t.split("\n")), 2.9 * fs * px) for t in texts]
+        sizes = [(0.62 * fs * px * max(len(line) for line in t.split("\n")), 2.9 * fs * px)
+                 for t in texts]
         to_px = self.ax.transData
         pts = to_px.transform(np.c_[xs[:n], ys[:n]]) if n else np.zeros((0, 2))
         corners = place_labels(pts, sizes, self.ax.bbox.extents)
         back = to_px.inverted().transform(np.array(corners)) if n else []
         leaders = []
         for (x, y), (w, h), p in zip(corners, sizes, pts):
-            cx, cy = min(max(p[0], x), x + w), min(max(p[1], y), y + h)       # nearest point of the box
+            # nearest point of the box
+            cx, cy = min(max(p[0], x), x + w), min(max(p[1], y), y + h)
             if np.hypot(cx - p[0], cy - p[1]) > 12:                            # not right beside it
                 leaders.append(to_px.inverted().transform(np.array([p, (cx, cy)])))
         self.leaders.set_segments(leaders)
@@ -225,7 +236,8 @@ class CurvesView:
         self.label_boxes = [(x, y, x + w, y + h) for (x, y), (w, h) in zip(corners, sizes)]
 
     def limits(self) -> tuple:
-        """Current (x, y) limits: with the axis kind, all that the non-animated content depends on."""
+        """Current (x, y) limits: with the axis kind, all that the non-animated content depends
+        on."""
         return self.ax.get_xlim(), self.ax.get_ylim()
 
     def artists(self) -> list:
@@ -236,27 +248,29 @@ class CurvesView:
 def draw_predicted_busbw(ax, result: dict, measured: dict | None = None) -> None:
     """``collsim predict-nccl``'s result (``collsim.predict.predict_nccl``) on ``ax``: busbw vs
     size, one marker colour per NCCL choice (algorithm/protocol) so the switches show, NCCL's own
-    model dashed; with ``measured`` (one file's entry of ``collsim.fit.cluster_compare.compare_cluster``)
-    its measured busbw as black crosses."""
+    model dashed; with ``measured`` (one file's entry of
+    ``collsim.fit.cluster_compare.compare_cluster``) its measured busbw as black crosses."""
     rows = result["rows"]
     sizes = np.array([r["bytes"] for r in rows], float)
     ranks = result["cluster"]["gpus_per_node"] * result["cluster"]["nodes"]
     factor = get_collective(result.get("collective", "all_reduce")).busbw_factor(ranks)
     ax.semilogx(sizes, [r["busbw_GBps"] for r in rows], "-", color="0.3", lw=1.2,
                 label="simulated_us (collsim's simulation)")
-    ax.semilogx(sizes, busbw(sizes, np.array([r["nccl_us"] for r in rows]) * 1e-6, factor), "--", color="0.6",
-                lw=1, label="nccl_us (NCCL's own model)")
+    ax.semilogx(sizes, busbw(sizes, np.array([r["nccl_us"] for r in rows]) * 1e-6, factor), "--",
+                color="0.6", lw=1, label="nccl_us (NCCL's own model)")
     for i, choice in enumerate(dict.fromkeys(f"{r['algo']}/{r['proto']}" for r in rows)):
         pick = [j for j, r in enumerate(rows) if f"{r['algo']}/{r['proto']}" == choice]
-        ax.semilogx(sizes[pick], [rows[j]["busbw_GBps"] for j in pick], "o", ms=5, color=f"C{i}", label=choice)
+        ax.semilogx(sizes[pick], [rows[j]["busbw_GBps"] for j in pick], "o", ms=5, color=f"C{i}",
+                    label=choice)
     if measured is not None:
         m = measured["rows"]
         ms = np.array([r["bytes"] for r in m], float)
-        ax.semilogx(ms, busbw(ms, np.array([r["measured_us"] for r in m]) * 1e-6, factor), "x", color="k", ms=6,
-                    label=f"measured_us ({Path(measured['file']).name[:32]})")
+        ax.semilogx(ms, busbw(ms, np.array([r["measured_us"] for r in m]) * 1e-6, factor), "x",
+                    color="k", ms=6, label=f"measured_us ({Path(measured['file']).name[:32]})")
     c = result["cluster"]
     ax.set(xlabel="message size (bytes)", ylabel="busbw (GB/s)",
-           title=f"{c.get('name') or 'cluster'}: {c['nodes']} x {c['gpus_per_node']} {c['gpu']}, NCCL {c['nccl']}")
+           title=f"{c.get('name') or 'cluster'}: {c['nodes']} x {c['gpus_per_node']} {c['gpu']}, "
+                 f"NCCL {c['nccl']}")
     ax.legend(fontsize=8)
 
 

@@ -23,7 +23,6 @@ any step a chunk holds the multiplicity of each rank's contribution (2 = counted
 """
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,14 +30,13 @@ import numpy as np
 from collsim.core.atoms import atoms_of, run_steps
 from collsim.core.checker import ContributionStates, contribution_states
 from collsim.core.schedule import REDUCE, Schedule
-from collsim.viz import palette
 from collsim.viz.grid_bins import arrow_columns, binned, column_bins
+from collsim.viz.grid_colors import COPY_RGBA, REDUCE_RGBA, cell_colors, legend_handles
 
 LABEL_LIMIT = 48          # write the contributions into cells when ranks x chunks is at most this
-MAX_ARROWS = 256          # draw at most this many arrows per step (evenly spread over its transfers)
+# draw at most this many arrows per step (evenly spread over its transfers)
+MAX_ARROWS = 256
 _FULL_STATE_LIMIT = 250_000     # keep per-step multiplicities (for labels) below this many numbers
-REDUCE_RGBA = palette.rgba(palette.REDUCE, 0.9)
-COPY_RGBA = palette.rgba(palette.COPY, 0.9)
 
 
 @dataclass
@@ -72,23 +70,6 @@ def grid_states(schedule: Schedule) -> GridStates:
     return GridStates(st.bounds, st.distinct, st.over, mult)
 
 
-def held_color(fraction):
-    """RGBA of a cell holding ``fraction`` (0-1) of the ranks' contributions: pale to dark blue."""
-    from matplotlib import colormaps
-
-    name, lo, hi = palette.HELD_RAMP
-    return colormaps[name](lo + (hi - lo) * np.asarray(fraction, float))
-
-
-def cell_colors(distinct: np.ndarray, over: np.ndarray, ranks: int) -> np.ndarray:
-    """RGBA (…, 4) per cell: blues by fraction held, yellow for the exact sum, vermillion if over-counted."""
-    rgba = held_color(distinct / max(ranks, 1))
-    done = (distinct == ranks) & ~over
-    rgba[done] = palette.rgba(palette.EXACT)
-    rgba[over] = palette.rgba(palette.OVER)
-    return rgba
-
-
 def cell_label(mult_row: np.ndarray) -> str:
     """'x0+2x1' style text of one cell's multiplicities ('Σ' for the exact sum)."""
     ranks = len(mult_row)
@@ -110,35 +91,6 @@ def arrow_polygons(y0, y1, x, width=0.16, head=0.35) -> np.ndarray:
     return np.stack([xs, ys], axis=2)
 
 
-def legend_handles():
-    """Patches explaining the grid's colours (for a matplotlib legend): the blues are samples of
-    ``held_color`` (a cell holding 2 of 8 ranks' data is the "¼" blue, not "own data only")."""
-    from matplotlib.patches import Patch
-
-    return [*(Patch(color=held_color(f), label=f"{t} of the ranks' data")
-              for f, t in ((0.25, "¼"), (0.5, "½"), (0.75, "¾"))),
-            Patch(color=palette.EXACT, label="exact sum"),
-            Patch(color=palette.OVER, label="a contribution\ncounted twice (×)"),
-            Patch(color=REDUCE_RGBA[:3], label="reduce transfer\n(receiver adds)"),
-            Patch(color=COPY_RGBA[:3], label="copy transfer\n(receiver overwrites)")]
-
-
-def legend_html() -> str:
-    """The grid's colour legend as one line of HTML (cheaper than drawing it in the figure): a
-    gradient bar for the fraction of ranks whose data a cell holds, then the other colours."""
-
-    from matplotlib.colors import to_hex
-
-    stops = ", ".join(to_hex(held_color(f)) for f in (0, 0.25, 0.5, 0.75, 1))
-    bar = (f"fraction of ranks' data held: 0<span style='display:inline-block;width:6em;height:0.9em;"
-           f"margin:0 0.3em;vertical-align:middle;background:linear-gradient(to right, {stops})'>"
-           f"</span>1; black lines: node boundaries")
-    items = (f"<span style='display:inline-block;width:0.9em;height:0.9em;margin:0 0.3em 0 0.8em;"
-             f"background:{to_hex(h.get_facecolor())}'></span>{html.escape(h.get_label().replace(chr(10), ' '))}"
-             for h in legend_handles() if "ranks' data" not in h.get_label())
-    return "<div style='font-size:85%'>" + bar + "".join(items) + "</div>"
-
-
 class GridView:
     """The grid of a schedule on a matplotlib Axes; ``show(k)`` updates the artists in place.
 
@@ -152,14 +104,16 @@ class GridView:
     """
 
     def __init__(self, schedule: Schedule, states: GridStates | None = None, ax=None,
-                 text: bool = True, label_limit: int = LABEL_LIMIT, gpus_per_node: int | None = None):
+                 text: bool = True, label_limit: int = LABEL_LIMIT,
+                 gpus_per_node: int | None = None):
         from matplotlib.collections import LineCollection, PolyCollection
         from matplotlib.figure import Figure
 
         if ax is None:
             ax = Figure(figsize=(7, 5), dpi=80, layout="constrained").add_subplot()
         self.ax, self.fig, self.text, self.label_limit = ax, ax.figure, text, label_limit
-        self.image = ax.imshow(np.zeros((1, 1, 4), np.uint8), aspect="auto", interpolation="nearest")
+        self.image = ax.imshow(np.zeros((1, 1, 4), np.uint8), aspect="auto",
+                               interpolation="nearest")
         self.crosses = ax.scatter([], [], marker="x", s=30, c="k", linewidths=1.2, zorder=2.5)
         self.nodes = LineCollection([], colors="k", linewidths=2.0, zorder=2.6)
         ax.add_collection(self.nodes)
@@ -175,7 +129,8 @@ class GridView:
         self._ticks = None
         self.set_schedule(schedule, states, gpus_per_node)
 
-    def set_schedule(self, schedule: Schedule, states=None, gpus_per_node: int | None = None) -> None:
+    def set_schedule(self, schedule: Schedule, states=None,
+                     gpus_per_node: int | None = None) -> None:
         """Show ``schedule``; ``states``: its ``GridStates``, a function returning them (called
         when a step after 0 is first shown), or None (``grid_states`` then); ``gpus_per_node``:
         the node size whose boundaries to draw (None or >= ranks: none)."""
@@ -183,7 +138,8 @@ class GridView:
         b, self._seg, self._end = atoms_of(schedule)
         self._bins, self._weights = column_bins(b), np.diff(b).astype(float)
         P, atoms, ax = schedule.ranks, len(b) - 1, self.ax
-        C = int(self._bins.max()) + 1                  # columns drawn: atoms, or bins of them (grid_bins)
+        # columns drawn: atoms, or bins of them (grid_bins)
+        C = int(self._bins.max()) + 1
         held = np.arange(P + 1)           # colour of every (over, distinct) pair, as uint8 RGBA
         self._lut = np.round(255 * np.stack([cell_colors(held, held < 0, P),
                                              cell_colors(held, held >= 0, P)])).astype(np.uint8)
@@ -194,12 +150,15 @@ class GridView:
             fs = max(5, min(9, 60 // max(P, C)))
             self.labels = [[ax.text(c, r, "", ha="center", va="center", fontsize=fs)
                             for c in range(C)] for r in range(P)]
-        self.chunk_text = ("chunk (elements " + ", ".join(f"{x}-{y - 1}" for x, y in zip(b[:4], b[1:5]))
+        self.chunk_text = ("chunk (elements "
+                           + ", ".join(f"{x}-{y - 1}" for x, y in zip(b[:4], b[1:5]))
                            + (", …)" if C > 4 else ")"))
         if C < atoms:
-            self.chunk_text = f"chunks: {atoms} in {C} columns of about {atoms // C} (elements 0-{b[-1] - 1})"
+            self.chunk_text = (f"chunks: {atoms} in {C} columns of about {atoms // C} (elements "
+                               f"0-{b[-1] - 1})")
         self.gpus_per_node = gpus_per_node if gpus_per_node and gpus_per_node < P else None
-        cuts = np.arange(self.gpus_per_node, P, self.gpus_per_node) - 0.5 if self.gpus_per_node else []
+        cuts = (np.arange(self.gpus_per_node, P, self.gpus_per_node) - 0.5 if self.gpus_per_node
+                else [])
         self.nodes.set_segments([[(-0.5, y), (C - 0.5, y)] for y in cuts])
         if (P, C) != self._ticks:            # ticks are the slow part of a redraw: only on change
             self._ticks = (P, C)
@@ -221,7 +180,8 @@ class GridView:
 
     def artists(self) -> list:
         """The artists ``show`` changes, and the frame above them (for ``FramePNG``)."""
-        return ([self.image, self.crosses, self.nodes, self.arrows] + ([self.ax.title] if self.text else [])
+        return ([self.image, self.crosses, self.nodes, self.arrows]
+                + ([self.ax.title] if self.text else [])
                 + [t for row in self.labels for t in row] + list(self.ax.spines.values()))
 
     def show(self, step: int) -> None:
@@ -237,7 +197,8 @@ class GridView:
             self.crosses.set_offsets(np.zeros((0, 2)))
         elif len(self._bins) > self._ticks[1]:              # binned columns (grid_bins)
             st = self.states
-            mean, over = binned(st.distinct[step], st.over[step], self._bins, self._weights, sch.ranks)
+            mean, over = binned(st.distinct[step], st.over[step], self._bins,
+                                self._weights, sch.ranks)
             self.image.set_data(np.round(255 * cell_colors(mean, over, sch.ranks)).astype(np.uint8))
             r, c = np.nonzero(over)
             self.crosses.set_offsets(np.c_[c - 0.3, r - 0.25])
@@ -245,7 +206,8 @@ class GridView:
             st = self.states
             self.image.set_data(self._lut[st.over[step].astype(np.intp), st.distinct[step]])
             r, c = np.nonzero(st.over[step])
-            self.crosses.set_offsets(np.c_[c - 0.3, r - 0.25])      # a corner: clear of the cell text
+            # a corner: clear of the cell text
+            self.crosses.set_offsets(np.c_[c - 0.3, r - 0.25])
         if step < n:
             sl = sch.step_slice(step)
             red = sch.op[sl] == REDUCE
@@ -254,11 +216,13 @@ class GridView:
             if n_t > MAX_ARROWS:             # thousands of overlapping arrows only cost time
                 drawn = drawn[np.linspace(0, n_t - 1, MAX_ARROWS).astype(int)]
             src, dst = sch.src[drawn], sch.dst[drawn]
-            x, width, keep = arrow_columns(self._seg[drawn], self._end[drawn], src, dst, sch.op[drawn], self._bins,
-                                           sch.ranks)
+            x, width, keep = arrow_columns(self._seg[drawn], self._end[drawn], src, dst,
+                                           sch.op[drawn], self._bins, sch.ranks)
             self.arrows.set_verts(arrow_polygons(src[keep], dst[keep], x, width=width[:, None]))
-            self.arrows.set_linewidths(np.where(width < 0.05, 0.0, 0.4))        # thin arrows: no black edge
-            self.arrows.set_facecolors(np.where(sch.op[drawn[keep], None] == REDUCE, [REDUCE_RGBA], [COPY_RGBA]))
+            # thin arrows: no black edge
+            self.arrows.set_linewidths(np.where(width < 0.05, 0.0, 0.4))
+            self.arrows.set_facecolors(np.where(sch.op[drawn[keep], None] == REDUCE, [REDUCE_RGBA],
+                                                [COPY_RGBA]))
             what = (f"after {step} of {n} steps; arrows: step {step + 1}, {n_t} transfers "
                     f"({int(red.sum())} reduce, {int((~red).sum())} copy)")
             if n_t > MAX_ARROWS:

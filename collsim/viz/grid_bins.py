@@ -16,7 +16,8 @@ MAX_COLUMNS = 64
 
 def column_bins(bounds: np.ndarray, max_columns: int = MAX_COLUMNS) -> np.ndarray:
     """Bin index of every atom (``bounds``: the checker's atom boundaries): the identity up to
-    ``max_columns`` atoms, else ``max_columns`` bins of consecutive atoms, balanced by element count."""
+    ``max_columns`` atoms, else ``max_columns`` bins of consecutive atoms, balanced by element
+    count."""
     n = len(bounds) - 1
     if n <= max_columns:
         return np.arange(n)
@@ -24,22 +25,26 @@ def column_bins(bounds: np.ndarray, max_columns: int = MAX_COLUMNS) -> np.ndarra
     return np.minimum((mid * max_columns // (bounds[-1] - bounds[0])).astype(int), max_columns - 1)
 
 
-def binned(distinct: np.ndarray, over: np.ndarray, bins: np.ndarray, weights: np.ndarray, ranks: int):
+def binned(distinct: np.ndarray, over: np.ndarray, bins: np.ndarray, weights: np.ndarray,
+           ranks: int):
     """(mean distinct, any over, all exact) per (rank, bin) of one step's (ranks, atoms) state."""
     nb = int(bins.max()) + 1
     wsum = np.bincount(bins, weights, nb)
     mean = np.stack([np.bincount(bins, row * weights, nb) for row in distinct]) / wsum
     anyover = np.stack([np.bincount(bins, row, nb) for row in over.astype(float)]) > 0
     exact_atoms = ((distinct == ranks) & ~over).astype(float)
-    allexact = np.stack([np.bincount(bins, row, nb) for row in exact_atoms]) == np.bincount(bins, minlength=nb)
+    allexact = np.stack([np.bincount(bins, row, nb)
+                         for row in exact_atoms]) == np.bincount(bins, minlength=nb)
     mean = np.where(allexact, ranks, np.minimum(mean, ranks - 1e-6 if ranks > 1 else mean))
     return mean, anyover
 
 
-def arrow_columns(first: np.ndarray, end: np.ndarray, src, dst, op, bins: np.ndarray, ranks: int = 8):
+def arrow_columns(first: np.ndarray, end: np.ndarray, src, dst, op, bins: np.ndarray,
+                  ranks: int = 8):
     """(x, width, keep) of a step's arrows: x in bin units, spread across the column where several
-    arrows share it, and which transfers to keep (one per sender, receiver, op and bins). Widths shrink
-    where columns are few and ranks many, so an arrow stays taller than wide on a roughly square grid."""
+    arrows share it, and which transfers to keep (one per sender, receiver, op and bins). Widths
+    shrink where columns are few and ranks many, so an arrow stays taller than wide on a roughly
+    square grid."""
     b0, b1 = bins[first], bins[end - 1]
     key = np.stack([src, dst, op, b0, b1], axis=1)
     _, keep = np.unique(key, axis=0, return_index=True)
@@ -47,7 +52,8 @@ def arrow_columns(first: np.ndarray, end: np.ndarray, src, dst, op, bins: np.nda
     centre = (b0[keep] + b1[keep]) / 2
     sign = np.sign(np.asarray(dst)[keep] - np.asarray(src)[keep])
     n_columns = int(bins.max()) + 1
-    scale = min(1.0, n_columns / max(ranks, 8))     # few, wide columns: keep arrows narrow on screen
+    # few, wide columns: keep arrows narrow on screen
+    scale = min(1.0, n_columns / max(ranks, 8))
     x = centre + 0.12 * sign * scale
     width = np.full(len(keep), 0.16 * scale)
     col = np.round(centre * 2).astype(int)            # arrows whose centres fall on one column

@@ -22,7 +22,8 @@ class MeasuredPanel:
     def __init__(self, top, bottom, result: dict, params=None, points=None):
         self.top, self.bottom, self.result, self.params = top, bottom, result, params
         self.by_name = {config_name(p): p for p in points or []}
-        self.lines: list[dict] = []          # per colour: measured, collsim, nccl, collsim_err, nccl_err
+        # per colour: measured, collsim, nccl, collsim_err, nccl_err
+        self.lines: list[dict] = []
         top.set(xscale="log", yscale="log", ylabel="time per AllReduce (us)")
         bottom.set(xscale="log", xlabel="message size (bytes)", ylabel="error (%)")
         bottom.axhline(0, color="grey", lw=0.5)
@@ -32,7 +33,8 @@ class MeasuredPanel:
     def show(self, configs=None, max_configs: int = 8) -> list[dict]:
         """Draw the first ``max_configs`` configurations, or those named in ``configs``; returns
         their entries of ``result["configs"]``."""
-        shown = [c for c in self.result["configs"] if configs is None or c["config"] in configs][:max_configs]
+        shown = [c for c in self.result["configs"] if configs is None
+                 or c["config"] in configs][:max_configs]
         while len(self.lines) < len(shown):
             color = f"C{len(self.lines)}"
             self.lines.append({
@@ -50,7 +52,8 @@ class MeasuredPanel:
                 lines["measured"].set_label(name + "measured")
         what = shown[0]["config"] if len(shown) == 1 else "measured vs predicted"
         self.top.set_title(f"{what} ({self.result['points']} points)")
-        self.top.legend(handles=[lines["measured"] for lines in self.lines[:len(shown)]] + self.styles,
+        self.top.legend(handles=[lines["measured"] for lines in self.lines[:len(shown)]]
+                        + self.styles,
                         fontsize=7)
         for ax in (self.top, self.bottom):
             ax.relim(visible_only=True)
@@ -66,7 +69,8 @@ class MeasuredPanel:
         p0 = self.by_name.get(c["config"])
         if self.params is not None and p0 is not None and p0.algo and p0.proto:
             dense = np.unique(np.geomspace(sizes.min(), sizes.max(), 200).astype(np.int64))
-            lines["model"].set_data(dense, predict(self.params, p0.algo, p0.proto, dense, p0.config))
+            lines["model"].set_data(dense,
+                                    predict(self.params, p0.algo, p0.proto, dense, p0.config))
         else:
             lines["model"].set_data(sizes, ours)
         lines["nccl"].set_data(sizes, theirs)
@@ -97,8 +101,9 @@ def plot_compare(result: dict, params, points, path) -> None:
 
 # the terms of collsim.fitted.model.explain, in stacking order, with one colour each
 TERM_COLOURS = {"latency": "#4c72b0", "steps": "#8172b3", "sync": "#64b5cd", "harness": "#937860",
-                "launch": "#da8bc3", "bandwidth": "#55a868", "protocol": "#c44e52", "channels": "#dd8452",
-                "fill": "#ccb974", "l2": "#8c8c8c", "reuse": "#bcbd22", "network": "#17becf"}
+                "launch": "#da8bc3", "bandwidth": "#55a868", "protocol": "#c44e52",
+                "channels": "#dd8452", "fill": "#ccb974", "l2": "#8c8c8c", "reuse": "#bcbd22",
+                "network": "#17becf"}
 
 
 class SharesPanel:
@@ -115,9 +120,10 @@ class SharesPanel:
         ax.set(xscale="log", ylim=(0, 1), xlabel="message size (bytes)", ylabel="share of time")
         self.bars = PolyCollection([], linewidths=0)
         ax.add_collection(self.bars)
-        self.legend = ax.figure.legend(handles=[Patch(color=c, label=k) for k, c in TERM_COLOURS.items()],
-                                       fontsize=7, loc="center right", frameon=False, title="where time goes",
-                                       title_fontsize=7)
+        self.legend = ax.figure.legend(handles=[Patch(color=c, label=k)
+                                                for k, c in TERM_COLOURS.items()],
+                                       fontsize=7, loc="center right", frameon=False,
+                                       title="where time goes", title_fontsize=7)
 
     def show(self, sizes, shares: dict) -> None:
         sizes = np.asarray(sizes, float)
@@ -126,7 +132,8 @@ class SharesPanel:
             ratio = np.exp(np.median(np.diff(np.log(sizes)))) if sizes.size > 1 else 2.0
             x0, x1 = sizes / ratio ** 0.4, sizes * ratio ** 0.4
             bottom = np.zeros(sizes.size)
-            for name in [k for k in TERM_COLOURS if k in shares] + [k for k in shares if k not in TERM_COLOURS]:
+            for name in ([k for k in TERM_COLOURS if k in shares]
+                         + [k for k in shares if k not in TERM_COLOURS]):
                 h = np.asarray(shares[name], float)
                 top = bottom + h
                 for a, b, lo, hi in zip(x0, x1, bottom, top):

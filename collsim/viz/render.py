@@ -52,7 +52,8 @@ class FramePNG:
             a.set_animated(True)
 
     def use(self, key, overlay=()) -> None:
-        """Select the background of state ``key``; the axes of ``overlay`` (Axes) are drawn by PIL."""
+        """Select the background of state ``key``; the axes of ``overlay`` (Axes) are drawn by
+        PIL."""
         self.key, self.overlay = key, list(overlay)
         for ax in self.overlay:
             ax.xaxis.set_visible(False)               # left out of the background
@@ -83,7 +84,8 @@ class FramePNG:
                     texts.append(a)
                 else:
                     self.fig.draw_artist(a)
-        img = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba()).convert("RGB")
+        img = Image.frombuffer("RGBA", canvas.get_width_height(),
+                               canvas.buffer_rgba()).convert("RGB")
         draw = ImageDraw.Draw(img)
         for t in texts:
             _draw_text(draw, t, img.height, self.fig.dpi / 72)
@@ -145,7 +147,8 @@ def _draw_axis(img, draw, axis, px_per_pt: float) -> None:
     locs = locs[(locs >= lo - 1e-9 * abs(hi - lo)) & (locs <= hi + 1e-9 * abs(hi - lo))]
     ticks = axis.get_major_ticks(len(locs))
     shown = bool(ticks) and ticks[0].label1.get_visible()   # off e.g. on a shared x axis
-    labels = [plain_text(t) for t in axis.major.formatter.format_ticks(locs)] if shown else [""] * len(locs)
+    labels = ([plain_text(t) for t in axis.major.formatter.format_ticks(locs)] if shown
+              else [""] * len(locs))
     size = ticks[0].label1.get_fontsize() if ticks else 10
     font = _font(max(6, round(size * px_per_pt)))
     tick, pad = 3.5 * px_per_pt, 3.5 * px_per_pt
@@ -179,7 +182,8 @@ def _draw_axis(img, draw, axis, px_per_pt: float) -> None:
 
 
 def _vertical_text(img, text: str, font, right: float, middle: float) -> None:
-    """``text`` rotated 90° (reading upwards), its right edge at x=``right``, centred on ``middle``."""
+    """``text`` rotated 90° (reading upwards), its right edge at x=``right``, centred on
+    ``middle``."""
     mask = _rotated_mask(text, font)
     x, y = round(right - mask.width), round(middle - mask.height / 2)
     img.paste((0, 0, 0), (x, y, x + mask.width, y + mask.height), mask)

@@ -1,8 +1,9 @@
-"""busbw as a cluster grows (``collsim predict-nccl --nodes 2,4,...,2048 --plot``): ``draw_scale``, ``scale_figure``.
+"""busbw as a cluster grows (``collsim predict-nccl --nodes 2,4,...,2048 --plot``): ``draw_scale``,
+``scale_figure``.
 
 One panel per message size: busbw against the node count (log scale), a line per algorithm simulated
-(``collsim.predict.scale.scale_nccl``'s rows), NCCL's choice at every node count a ringed marker on the line of
-the algorithm it picks.
+(``collsim.predict.scale.scale_nccl``'s rows), NCCL's choice at every node count a ringed marker on
+the line of the algorithm it picks.
 """
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ def draw_scale(ax, result: dict, size: int) -> None:
     algos = list(dict.fromkeys(r["algo"] for r in sorted(rows, key=lambda r: r["algo"])))
     for i, a in enumerate(algos):
         mine = sorted((r for r in rows if r["algo"] == a), key=lambda r: r["nodes"])
-        ax.plot([r["nodes"] for r in mine], [r["busbw_GBps"] for r in mine], "-o", ms=3, lw=1.2, color=f"C{i}",
-                label=a)
+        ax.plot([r["nodes"] for r in mine], [r["busbw_GBps"] for r in mine], "-o", ms=3, lw=1.2,
+                color=f"C{i}", label=a)
     chosen = sorted((r for r in rows if r["nccl_choice"]), key=lambda r: r["nodes"])
-    ax.plot([r["nodes"] for r in chosen], [r["busbw_GBps"] for r in chosen], "o", ms=10, mfc="none", mec="k",
-            mew=1.2, label="NCCL's choice")
+    ax.plot([r["nodes"] for r in chosen], [r["busbw_GBps"] for r in chosen], "o", ms=10,
+            mfc="none", mec="k", mew=1.2, label="NCCL's choice")
     ax.set_xscale("log", base=2)
     counts = sorted({r["nodes"] for r in rows})
     ax.set_xticks(counts, [str(n) for n in counts], minor=False)
@@ -34,8 +35,8 @@ def draw_scale(ax, result: dict, size: int) -> None:
 
 
 def scale_figure(result: dict, path) -> None:
-    """``draw_scale`` for every size of ``result`` as one figure at ``path`` (format of its extension), written
-    whole or not at all (``collsim.outputs.save_figure``)."""
+    """``draw_scale`` for every size of ``result`` as one figure at ``path`` (format of its
+    extension), written whole or not at all (``collsim.outputs.save_figure``)."""
     from matplotlib.figure import Figure
 
     sizes = result["sizes"]

@@ -4,8 +4,8 @@
   stream, small buckets, one bucket), rows "compute" and "comm", one bar per event coloured
   by kind (forward, backward, AllReduce, casts, optimizer), times in milliseconds; the
   AllReduce bars are labelled with their bucket index.
-* ``launch_figure(runs)``: one panel per ``collsim.strategies.launch_overhead.pipeline`` timeline, rows "host"
-  (the time each op takes to issue) and "GPU" (when it runs), times in microseconds.
+* ``launch_figure(runs)``: one panel per ``collsim.strategies.launch_overhead.pipeline`` timeline,
+  rows "host" (the time each op takes to issue) and "GPU" (when it runs), times in microseconds.
 
 ``stream_bars(events)`` is the pure part (tested without drawing). matplotlib is imported
 inside the figure functions.
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collsim.errors import CollsimError
 
-COLOURS = {"forward": "#9ecae1", "backward": "#3182bd", "compress": "#fd8d3c", "allreduce": "#e6550d",
-           "decompress": "#fdae6b", "optimizer": "#31a354"}
+COLOURS = {"forward": "#9ecae1", "backward": "#3182bd", "compress": "#fd8d3c",
+           "allreduce": "#e6550d", "decompress": "#fdae6b", "optimizer": "#31a354"}
 ROWS = ("compute", "comm")
 
 
@@ -36,8 +36,8 @@ def overlap_figure(results: dict, width: float = 10.0):
 
     if not results:
         raise CollsimError("overlap_figure needs at least one result")
-    fig, axes = plt.subplots(len(results), 1, figsize=(width, 1.5 + 1.1 * len(results)), sharex=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(len(results), 1, figsize=(width, 1.5 + 1.1 * len(results)),
+                             sharex=True, squeeze=False)
     for ax, (title, res) in zip(axes[:, 0], results.items()):
         bars = stream_bars(res.events)
         for y, row in enumerate(ROWS):
@@ -60,21 +60,23 @@ def overlap_figure(results: dict, width: float = 10.0):
 
 
 def launch_figure(runs: dict, width: float = 10.0):
-    """Figure with one panel per {title: (total_s, spans)} from ``collsim.strategies.launch_overhead.pipeline`` (us)."""
+    """Figure with one panel per {title: (total_s, spans)} from
+    ``collsim.strategies.launch_overhead.pipeline`` (us)."""
     import matplotlib.pyplot as plt
 
     if not runs:
         raise CollsimError("launch_figure needs at least one timeline")
-    fig, axes = plt.subplots(len(runs), 1, figsize=(width, 1.2 + 1.1 * len(runs)), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(len(runs), 1, figsize=(width, 1.2 + 1.1 * len(runs)), sharex=True,
+                             squeeze=False)
     names = sorted({s.name for _, spans in runs.values() for s in spans})
     colour = {n: f"C{i}" for i, n in enumerate(names)}
     for ax, (title, (total, spans)) in zip(axes[:, 0], runs.items()):
         for s in spans:
             if s.host_end_s > s.host_start_s:
-                ax.broken_barh([(s.host_start_s * 1e6, (s.host_end_s - s.host_start_s) * 1e6)], (0.6, 0.8),
-                               facecolor=colour[s.name], alpha=0.5, edgecolor="white")
-            ax.broken_barh([(s.device_start_s * 1e6, (s.device_end_s - s.device_start_s) * 1e6)], (-0.4, 0.8),
-                           facecolor=colour[s.name], edgecolor="white")
+                ax.broken_barh([(s.host_start_s * 1e6, (s.host_end_s - s.host_start_s) * 1e6)],
+                               (0.6, 0.8), facecolor=colour[s.name], alpha=0.5, edgecolor="white")
+            ax.broken_barh([(s.device_start_s * 1e6, (s.device_end_s - s.device_start_s) * 1e6)],
+                           (-0.4, 0.8), facecolor=colour[s.name], edgecolor="white")
         ax.set_yticks([0, 1], ["GPU", "host"])
         ax.set_title(f"{title}: {total * 1e6:.1f} us", fontsize=9, loc="left")
     axes[-1, 0].set_xlabel("time (us)")

@@ -23,7 +23,8 @@ from collsim.viz import palette
 
 @dataclass
 class Rows:
-    """Row of every transfer and the label of every row (rows sorted by busy time, busiest first)."""
+    """Row of every transfer and the label of every row (rows sorted by busy time, busiest
+    first)."""
 
     row: np.ndarray          # int, per transfer; -1 where the row was dropped (beyond max_rows)
     labels: list[str]
@@ -31,8 +32,8 @@ class Rows:
     dropped: int             # rows left out
 
 
-def timeline_rows(schedule: Schedule, start, end, by: str = "link", gpus_per_node: int | None = None,
-                  max_rows: int = 32) -> Rows:
+def timeline_rows(schedule: Schedule, start, end, by: str = "link",
+                  gpus_per_node: int | None = None, max_rows: int = 32) -> Rows:
     """Group transfers into rows (links or sending ranks), keep the ``max_rows`` busiest.
 
     Links between nodes (with ``gpus_per_node``) get up to half the rows, so a
@@ -76,7 +77,8 @@ def nice_ceil(x: float) -> float:
     if x <= 0:
         return 1.0
     scale = 10.0 ** np.floor(np.log10(x))
-    return float(next(m * scale for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * scale >= x * (1 - 1e-12)))
+    return float(next(m * scale for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10)
+                      if m * scale >= x * (1 - 1e-12)))
 
 
 class TimelineView:
@@ -177,38 +179,43 @@ class TimelineView:
 
 
 def result_data(result) -> tuple:
-    """(schedule, start, end, gpus_per_node) of a ``collsim.simulate.SimResult`` for ``TimelineView``
-    (gpus_per_node None on one node: no link is inter-node)."""
+    """(schedule, start, end, gpus_per_node) of a ``collsim.simulate.SimResult`` for
+    ``TimelineView`` (gpus_per_node None on one node: no link is inter-node)."""
     return (result.schedule, result.start, result.end,
             result.topology.gpus_per_node if result.topology.nodes > 1 else None)
 
 
 def timeline_view(result, by: str = "link", ax=None, max_rows: int = 32,
                   text: bool = True) -> TimelineView:
-    """``TimelineView`` of a ``collsim.simulate.SimResult`` (inter-node links marked from its topology)."""
+    """``TimelineView`` of a ``collsim.simulate.SimResult`` (inter-node links marked from its
+    topology)."""
     schedule, start, end, gpn = result_data(result)
     return TimelineView(schedule, start, end, by, gpn, ax, max_rows, text)
 
 
 def draw_timeline(result, by: str = "link", ax=None, max_rows: int = 32):
-    """Gantt chart of a ``SimResult`` per link (``by="link"``) or sending rank; returns the Figure."""
+    """Gantt chart of a ``SimResult`` per link (``by="link"``) or sending rank; returns the
+    Figure."""
     return timeline_view(result, by, ax, max_rows).fig
 
 
 def draw_timelines(results: dict, by: str = "link", max_rows: int = 16, width: float = 12.0):
     """A figure of one timeline per ``SimResult`` in ``results`` ({title: result}), stacked on one
-    shared time axis (the longest run sets it), each titled with its name and simulated total time."""
+    shared time axis (the longest run sets it), each titled with its name and simulated total
+    time."""
     from matplotlib.figure import Figure
 
     rows = [min(max_rows, len(timeline_rows(r.schedule, r.start, r.end, by, None, max_rows).labels))
             for r in results.values()]
     fig = Figure(figsize=(width, 0.9 * len(rows) + 0.22 * sum(rows)), layout="constrained")
-    axes = fig.subplots(len(rows), 1, sharex=True, height_ratios=[max(r, 2) for r in rows], squeeze=False)[:, 0]
+    axes = fig.subplots(len(rows), 1, sharex=True, height_ratios=[max(r, 2) for r in rows],
+                        squeeze=False)[:, 0]
     views = [timeline_view(r, by, ax, max_rows) for r, ax in zip(results.values(), axes)]
     longest = max(v.total_us for v in views)
     for name, v in zip(results, views):
         v.set_xmax(longest)
-        v.ax.set_title(f"{name}: {v.total_us:,.0f} µs simulated" + (f" ({v.rows.dropped} quieter rows not shown)"
+        v.ax.set_title(f"{name}: {v.total_us:,.0f} µs simulated"
+                       + (f" ({v.rows.dropped} quieter rows not shown)"
                                                            if v.rows.dropped else ""), fontsize=10)
     for ax in axes[:-1]:
         ax.set_xlabel("")

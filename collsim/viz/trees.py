@@ -29,7 +29,8 @@ def tree_layout(parent) -> tuple[np.ndarray, np.ndarray]:
     x, depth = np.full(n, np.nan), np.zeros(n, np.int64)
     next_leaf = 0
     for root in np.flatnonzero(parent < 0).tolist():
-        order, stack = [], [(root, 0)]          # iterative depth-first walk: chains of thousands are fine
+        # iterative depth-first walk: chains of thousands are fine
+        order, stack = [], [(root, 0)]
         while stack:
             r, d = stack.pop()
             depth[r] = d
@@ -54,20 +55,22 @@ def draw_tree(parent, ax, title: str = "", gpus_per_node: int | None = None) -> 
     x, depth = tree_layout(parent)
     child = np.flatnonzero(parent >= 0)
     segs = [[(x[c], -depth[c]), (x[parent[c]], -depth[parent[c]])] for c in child]
-    across = (child // gpus_per_node != parent[child] // gpus_per_node) if gpus_per_node else np.zeros(len(child), bool)
+    across = ((child // gpus_per_node != parent[child] // gpus_per_node) if gpus_per_node
+              else np.zeros(len(child), bool))
     inner = np.bincount(parent[child], minlength=len(parent)) > 0
-    ax.add_collection(LineCollection([s for s, a in zip(segs, across) if not a], colors="0.55", linewidths=1.2,
-                                     zorder=1))
-    ax.add_collection(LineCollection([s for s, a in zip(segs, across) if a], colors=palette.OKABE_ITO["blue"],
-                                     linewidths=3.0, zorder=1))
+    ax.add_collection(LineCollection([s for s, a in zip(segs, across) if not a], colors="0.55",
+                                     linewidths=1.2, zorder=1))
+    ax.add_collection(LineCollection([s for s, a in zip(segs, across) if a],
+                                     colors=palette.OKABE_ITO["blue"], linewidths=3.0, zorder=1))
     size = max(90, min(420, 5000 // max(len(parent), 1)))
-    ax.scatter(x[inner], -depth[inner], s=size, c=palette.OKABE_ITO["sky"], edgecolors="k", zorder=2)
+    ax.scatter(x[inner], -depth[inner], s=size, c=palette.OKABE_ITO["sky"],
+               edgecolors="k", zorder=2)
     ax.scatter(x[~inner], -depth[~inner], s=size, c="white", edgecolors="k", zorder=2)
     fs = 9 if len(parent) <= 16 else 7
     for r in range(len(parent)):
         label = str(r) if not gpus_per_node else f"{r}\n" + f"n{r // gpus_per_node}"
-        ax.text(x[r], -depth[r], label, ha="center", va="center", fontsize=fs if not gpus_per_node else fs - 1,
-                zorder=3)
+        ax.text(x[r], -depth[r], label, ha="center", va="center",
+                fontsize=fs if not gpus_per_node else fs - 1, zorder=3)
     ax.set_xlim(x.min() - 0.7, x.max() + 0.7)
     ax.set_ylim(-depth.max() - 0.6, 0.6)
     ax.set_axis_off()
@@ -75,8 +78,10 @@ def draw_tree(parent, ax, title: str = "", gpus_per_node: int | None = None) -> 
         ax.set_title(title, fontsize=10)
 
 
-def draw_trees(parents: dict, gpus_per_node: int | None = None, width: float = 12.0, height: float = 3.2):
-    """A figure of one panel per tree: ``parents`` maps a title to a parent array; see ``draw_tree``."""
+def draw_trees(parents: dict, gpus_per_node: int | None = None, width: float = 12.0,
+               height: float = 3.2):
+    """A figure of one panel per tree: ``parents`` maps a title to a parent array; see
+    ``draw_tree``."""
     from matplotlib.figure import Figure
 
     if not parents:
@@ -97,7 +102,8 @@ def tree_parents(algo: str, ranks: int, gpus_per_node: int | None = None, channe
         return {f"binary tree, P={ranks}": btree_parents(ranks)}
     if algo == "double-tree":
         t0, t1 = dtree_parents(ranks)
-        return {f"double binary tree: tree 0, P={ranks}": t0, "tree 1 (the mirror of tree 0)" if ranks % 2 == 0
+        return {f"double binary tree: tree 0, P={ranks}": t0,
+                "tree 1 (the mirror of tree 0)" if ranks % 2 == 0
                 else "tree 1 (tree 0 shifted by one rank)": t1}
     if algo == "nccl-tree":
         if not gpus_per_node or ranks % gpus_per_node:
@@ -106,10 +112,14 @@ def tree_parents(algo: str, ranks: int, gpus_per_node: int | None = None, channe
         out = {}
         for t, inter in enumerate(dtree_parents(nodes)):
             par = chain_tree_parents(inter, g)
-            head = channel % g                              # channel c's chains start at GPU c mod G
-            perm = np.arange(ranks) // g * g + (np.arange(ranks) % g + head) % g   # position -> rank
+            # channel c's chains start at GPU c mod G
+            head = channel % g
+            # position -> rank
+            perm = np.arange(ranks) // g * g + (np.arange(ranks) % g + head) % g
             rank_parent = np.full(ranks, -1)
             rank_parent[perm] = np.where(par < 0, -1, perm[np.maximum(par, 0)])
-            out[f"NCCL's tree {t} over {nodes} nodes (channel {channel}: chains from GPU {head})"] = rank_parent
+            out[f"NCCL's tree {t} over {nodes} nodes (channel {channel}: chains from GPU "
+                f"{head})"] = rank_parent
         return out
-    raise CollsimError(f"no tree to draw for algorithm {algo!r} (binary-tree, double-tree, nccl-tree)")
+    raise CollsimError(f"no tree to draw for algorithm {algo!r} (binary-tree, double-tree, "
+                       "nccl-tree)")

@@ -9,13 +9,13 @@
   GPUs x NICs, and where the fastest algorithm changes.
 - ``MeasuredVsPredicted`` (``collsim.widgets.measured``): measured points of one
   configuration beside collsim's model and NCCL's own.
-- ``DiagnoseBox`` (``collsim.widgets.diagnose_box``): paste or upload logs, see ``collsim diagnose``'s
-  verdict, the expected curve against the measured one and the ranked causes.
+- ``DiagnoseBox`` (``collsim.widgets.diagnose_box``): paste or upload logs, see ``collsim
+  diagnose``'s verdict, the expected curve against the measured one and the ranked causes.
 - ``check_answer`` (``collsim.widgets.exercise``): the checker of notebook exercises.
 
 ``plain`` gives a status as text; ``in_widget`` turns a CLI message's flags into the widget's own
-fields. Also: ``exploration`` (what ScheduleExplorer shows, computed without ipywidgets) and ``notebooks_html``
-(executed HTML of every notebook, widget state kept).
+fields. Also: ``exploration`` (what ScheduleExplorer shows, computed without ipywidgets) and
+``notebooks_html`` (executed HTML of every notebook, widget state kept).
 """
 import asyncio
 import gc
@@ -29,8 +29,8 @@ def plain(status: str) -> str:
 
 
 def in_widget(message: str, fields: dict) -> str:
-    """``message`` (one line the CLI would print) with each command-line phrase of ``fields`` replaced by
-    what a widget user does instead: a widget has boxes, not flags."""
+    """``message`` (one line the CLI would print) with each command-line phrase of ``fields``
+    replaced by what a widget user does instead: a widget has boxes, not flags."""
     for flag, instead in fields.items():
         message = message.replace(flag, instead)
     return message

@@ -1,12 +1,12 @@
-"""DiagnoseBox: paste a log or upload files, and see ``collsim diagnose``'s verdict, the expected curve
-against the measured one and the ranked causes.
+"""DiagnoseBox: paste a log or upload files, and see ``collsim diagnose``'s verdict, the expected
+curve against the measured one and the ranked causes.
 
-A text area takes pasted text (nccl-tests output, NCCL_DEBUG lines, nvidia-smi topo -m, ibstatus, env
-dumps: anything ``collsim diagnose`` reads), the upload button takes files, the cluster box an optional
-preset or cluster file, the measured box ``SIZE=BUSBW_GBps`` pairs. **diagnose** runs
+A text area takes pasted text (nccl-tests output, NCCL_DEBUG lines, nvidia-smi topo -m, ibstatus,
+env dumps: anything ``collsim diagnose`` reads), the upload button takes files, the cluster box an
+optional preset or cluster file, the measured box ``SIZE=BUSBW_GBps`` pairs. **diagnose** runs
 ``collsim.diagnose.diagnose_text`` on all of it and shows the report's text
-(``collsim.diagnose.report.text``) and its figure (``collsim.viz.diagnose.diagnose_figure``). Anything
-that goes wrong is one line in the status; the last report stays in ``.report``.
+(``collsim.diagnose.report.text``) and its figure (``collsim.viz.diagnose.diagnose_figure``).
+Anything that goes wrong is one line in the status; the last report stays in ``.report``.
 """
 from __future__ import annotations
 
@@ -21,8 +21,11 @@ from collsim.viz.diagnose import diagnose_figure
 from collsim.widgets import in_widget
 
 # the CLI's phrases in diagnose's messages, as this box says them
-FIELDS = {"give --cluster to": "name a cluster in the cluster box to", "give --cluster": "name a cluster in the "
-          "cluster box", "give files or --measured": "paste a log, upload files or type a busbw in the measured box",
+FIELDS = {"give --cluster to": "name a cluster in the cluster box to",
+          "give --cluster": "name a cluster in the "
+          "cluster box",
+          "give files or --measured": "paste a log, upload files or type a busbw in the measured "
+                                      "box",
           "--cluster ": "cluster ", "--measured": "measured"}
 
 
@@ -32,18 +35,23 @@ class DiagnoseBox:
     def __init__(self, pasted: str = "", cluster: str = "", measured: str = ""):
         import ipywidgets as W
 
-        self.paste = W.Textarea(value=pasted, placeholder="paste nccl-tests output, NCCL_DEBUG lines, topo -m ...",
+        self.paste = W.Textarea(value=pasted,
+                                placeholder="paste nccl-tests output, NCCL_DEBUG lines, topo -m "
+                                            "...",
                                 layout=W.Layout(width="100%", height="160px"))
         self.upload = W.FileUpload(multiple=True, description="upload")
-        self.cluster = W.Text(value=cluster, description="cluster", placeholder="preset or cluster file (optional)")
-        self.measured = W.Text(value=measured, description="measured", placeholder="1G=42.5 8G=45 (optional)")
+        self.cluster = W.Text(value=cluster, description="cluster",
+                              placeholder="preset or cluster file (optional)")
+        self.measured = W.Text(value=measured, description="measured",
+                               placeholder="1G=42.5 8G=45 (optional)")
         self.button = W.Button(description="diagnose", button_style="primary")
         self.status = W.HTML()
         self.text = W.HTML()
         self.image = W.Image(format="png", layout=W.Layout(max_width="760px"))
         self.report = None
         self.button.on_click(lambda _b: self.run())
-        self.widget = W.VBox([self.paste, W.HBox([self.upload, self.cluster, self.measured, self.button]),
+        self.widget = W.VBox([self.paste,
+                              W.HBox([self.upload, self.cluster, self.measured, self.button]),
                               self.status, self.image, self.text])
 
     def _ipython_display_(self):

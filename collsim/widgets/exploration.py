@@ -1,6 +1,7 @@
-"""What the ScheduleExplorer shows for one configuration, computed without ipywidgets: the rank counts an
-algorithm can run on a preset (``valid_ranks``), the preset resized to them (``topology_for``), and
-``explore``: the schedule (cached), its simulation, grid states and checker report, each on first use.
+"""What the ScheduleExplorer shows for one configuration, computed without ipywidgets: the rank
+counts an algorithm can run on a preset (``valid_ranks``), the preset resized to them
+(``topology_for``), and ``explore``: the schedule (cached), its simulation, grid states and checker
+report, each on first use.
 """
 from __future__ import annotations
 
@@ -17,17 +18,18 @@ from collsim.viz.grid import grid_states
 SIZES = [2**k for k in range(10, 31, 2)]          # 1 KiB .. 1 GiB, bytes per rank
 MAX_RANKS = 64
 def valid_ranks(algo: str, preset: str, max_ranks: int = MAX_RANKS) -> list[int]:
-    """The rank counts ``explore`` accepts for ``algo`` on ``preset``: 2 .. G (one node of G GPUs) and
-    whole nodes 2G, 3G, ... up to ``max_ranks``; NVLink SHARP algorithms only where the preset has
-    it, NVLS itself on one node only; CollNet only where the network's switches reduce (SHARP). Empty when
-    the algorithm cannot run on the preset at all."""
+    """The rank counts ``explore`` accepts for ``algo`` on ``preset``: 2 .. G (one node of G GPUs)
+    and whole nodes 2G, 3G, ... up to ``max_ranks``; NVLink SHARP algorithms only where the preset
+    has it, NVLS itself on one node only; CollNet only where the network's switches reduce (SHARP).
+    Empty when the algorithm cannot run on the preset at all."""
 
     if preset not in PRESETS:
         raise CollsimError(f"unknown topology preset {preset!r}")
     record, topo = get(algo), PRESETS[preset]
     g = topo.gpus_per_node
     one_node = list(range(2, min(g, max_ranks) + 1))
-    if record.network and topo.sharp_us is None:        # CollNet: the network's switches must reduce (SHARP)
+    # CollNet: the network's switches must reduce (SHARP)
+    if record.network and topo.sharp_us is None:
         return []
     if record.switches:
         if topo.nvls is None:
@@ -59,7 +61,8 @@ class Exploration:
 
     @cached_property
     def result(self):
-        """``collsim.simulate.SimResult`` of the schedule on the topology (simulated on first use)."""
+        """``collsim.simulate.SimResult`` of the schedule on the topology (simulated on first
+        use)."""
 
         return simulate(self.schedule, self.topology)
 
@@ -73,7 +76,8 @@ class Exploration:
         sched, topo = self.schedule, self.topology
         t = self.result.time_s * 1e6
         shown = f"{t / 1e3:.4g} ms" if t >= 1e4 else f"{t:.4g} µs"
-        call = (f" (the timeline's transfers plus the machine's {topo.call_us:g} µs fixed cost per call)"
+        call = (f" (the timeline's transfers plus the machine's {topo.call_us:g} µs fixed cost per "
+                "call)"
                 if topo.call_us else "")
         return (f"{self.algo}, P={sched.ranks}, {sched.count * sched.itemsize} B per rank on "
                 f"{topo.describe()}: {sched.n_steps} steps, {sched.n_transfers} transfers, "

@@ -31,14 +31,17 @@ from collsim.widgets import in_widget, settle_heap
 
 OWN = "your files"
 # the CLI's phrases in the loaders' messages, as this widget says them
-FIELDS = {"(nccl-tests logs: pass --label ALGO/PROTO)": "(nccl-tests logs: the configuration in the file's name)",
-          "pass --label ALGO/PROTO": "put the configuration in the file's name (e.g. graph_Ring_LL.log)"}
+FIELDS = {"(nccl-tests logs: pass --label ALGO/PROTO)":
+          "(nccl-tests logs: the configuration in the file's name)",
+          "pass --label ALGO/PROTO":
+          "put the configuration in the file's name (e.g. graph_Ring_LL.log)"}
 
 
 @dataclass(frozen=True)
 class Run:
     """One bundled run: its measurement files, the parameters file that predicts it, the NCCL probe
-    whose table gives NCCL's model, and A/B files that measure a harness term the parameters lack."""
+    whose table gives NCCL's model, and A/B files that measure a harness term the parameters
+    lack."""
 
     files: tuple
     params: Path
@@ -71,11 +74,14 @@ def bundled_runs(data) -> dict[str, Run]:
     add("run 1: NCCL_* settings (vars/)", d.glob("vars/*.jsonl"), p1)
     for run in sorted(d.glob("run[0-9]*"), key=lambda x: int(x.name[3:])):
         n = run.name[3:]
-        add(f"run {n}: runner, CUDA graphs", run.glob("runner/nvlink_*_graph.jsonl"), p2, fitted=n == "2")
-        ab = (run / "runner" / "nvlink_default_graph.jsonl", run / "nccl-tests" / "graph_default.jsonl")
+        add(f"run {n}: runner, CUDA graphs", run.glob("runner/nvlink_*_graph.jsonl"), p2,
+            fitted=n == "2")
+        ab = (run / "runner" / "nvlink_default_graph.jsonl",
+              run / "nccl-tests" / "graph_default.jsonl")
         add(f"run {n}: nccl-tests, CUDA graphs", run.glob("nccl-tests/graph_*.jsonl"), p2,
             ab if all(f.exists() for f in ab) else ())
-        add(f"run {n}: runner --rotate, CUDA graphs", run.glob("rotate_sweeps/nvlink_*_graph_rotate.jsonl"), p2)
+        add(f"run {n}: runner --rotate, CUDA graphs",
+            run.glob("rotate_sweeps/nvlink_*_graph_rotate.jsonl"), p2)
     return runs
 
 
@@ -84,18 +90,17 @@ class MeasuredVsPredicted:
     and where collsim's predicted time goes.
 
     ``MeasuredVsPredicted(data=folder)`` (or ``MeasuredVsPredicted(folder)``) offers every run of
-    ``bundled_runs(folder)``; ``MeasuredVsPredicted(files, params_file, nccl_log=...)`` shows your own
-    files (with ``data`` too: both).
-    ``.run`` and ``.config`` are the dropdowns (set ``.value``), ``.path`` + ``.load`` (a button:
-    ``load_files()``) and ``.upload`` bring your own files (predicted with the parameters of the
-    run shown, or ``params_file``), ``.status`` says what is shown or what went wrong, ``.result``
-    is the run's ``compare`` result, ``.comparison`` the shown configuration's entry of it (sizes,
-    measured_us, model_us, nccl_us, and the error summaries collsim and nccl_model) and
-    ``.shares`` (sizes, {term: share}) the stacked bars.
+    ``bundled_runs(folder)``; ``MeasuredVsPredicted(files, params_file, nccl_log=...)`` shows your
+    own files (with ``data`` too: both). ``.run`` and ``.config`` are the dropdowns (set
+    ``.value``), ``.path`` + ``.load`` (a button: ``load_files()``) and ``.upload`` bring your own
+    files (predicted with the parameters of the run shown, or ``params_file``), ``.status`` says
+    what is shown or what went wrong, ``.result`` is the run's ``compare`` result, ``.comparison``
+    the shown configuration's entry of it (sizes, measured_us, model_us, nccl_us, and the error
+    summaries collsim and nccl_model) and ``.shares`` (sizes, {term: share}) the stacked bars.
     """
 
-    def __init__(self, files=None, params_file=None, label: str | None = None, nccl_log=None, data=None,
-                 run: str | None = None):
+    def __init__(self, files=None, params_file=None, label: str | None = None,
+                 nccl_log=None, data=None, run: str | None = None):
         import ipywidgets as W
         from matplotlib.figure import Figure
 
@@ -105,15 +110,19 @@ class MeasuredVsPredicted:
         self.runs = bundled_runs(data) if data is not None else {}
         self._params_file, self._label, self._probe = params_file, label, nccl_log
         self._cache: dict = {}                     # run name -> (points, params, result)
-        self.run = W.Dropdown(options=list(self.runs), description="run", layout=W.Layout(width="95%"))
-        self.config = W.Dropdown(options=[], description="configuration", layout=W.Layout(width="95%"))
-        self.path = W.Text(placeholder="your measurement files: paths separated by spaces (runner .jsonl, "
-                           "nccl-tests output)", layout=W.Layout(width="75%"))
+        self.run = W.Dropdown(options=list(self.runs), description="run",
+                              layout=W.Layout(width="95%"))
+        self.config = W.Dropdown(options=[], description="configuration",
+                                 layout=W.Layout(width="95%"))
+        self.path = W.Text(placeholder="your measurement files: paths separated by spaces (runner "
+                           ".jsonl, nccl-tests output)", layout=W.Layout(width="75%"))
         self.load = W.Button(description="load", layout=W.Layout(width="12%"))
-        self.upload = W.FileUpload(accept=".jsonl,.log,.txt,.out", multiple=True, description="upload")
+        self.upload = W.FileUpload(accept=".jsonl,.log,.txt,.out", multiple=True,
+                                   description="upload")
         self.status = W.HTML()
         self.image = W.Image(format="png")
-        fig = Figure(figsize=(7.5, 6.6), dpi=72)           # fixed margins: no layout engine per draw
+        # fixed margins: no layout engine per draw
+        fig = Figure(figsize=(7.5, 6.6), dpi=72)
         fig.subplots_adjust(left=0.11, right=0.80, bottom=0.08, top=0.95, hspace=0.12)
         top, bottom, shares = fig.subplots(3, 1, sharex=True, height_ratios=[3, 1.1, 1.3])
         self.panel = MeasuredPanel(top, bottom, {"configs": [], "points": "all"}, None, [])
@@ -123,7 +132,8 @@ class MeasuredVsPredicted:
         self.points = self.params = self.result = self.comparison = None
         self.shares = None
         self._tmp = None
-        self._loads = 0                                    # own loads so far: part of the background key
+        # own loads so far: part of the background key
+        self._loads = 0
         self.run.observe(self._on_run, names="value")
         self.config.observe(self._on_config, names="value")
         self.load.on_click(lambda _: self.load_files(self.path.value.split()))
@@ -214,8 +224,8 @@ class MeasuredVsPredicted:
     def _error(self, what: str, e: Exception) -> None:
         text = in_widget(str(e).splitlines()[0], FIELDS) if str(e) else type(e).__name__
         shown = f"; still showing {self._describe()}" if self.comparison is not None else ""
-        self.status.value = f"<span style='color:#b00'>could not show {html.escape(what)}: {html.escape(text)}</span>" \
-                            + html.escape(shown)
+        self.status.value = (f"<span style='color:#b00'>could not show {html.escape(what)}: "
+                             f"{html.escape(text)}</span>" + html.escape(shown))
 
     def _describe(self) -> str:
         return f"{self._run_name}, {self.comparison['config']}"
@@ -236,16 +246,21 @@ class MeasuredVsPredicted:
         self.shares_panel.show(*self.shares)
         ours, theirs = c["model"], c["nccl"]
         nccl = (f"nccl_us (NCCL's model) median {100 * theirs['median_abs_rel_error']:.1f}%, "
-                f"p90 {100 * theirs['p90_abs_rel_error']:.1f}%" if theirs["n"] else "nccl_us: no answer")
-        ours_text = (f"model_us (collsim's fitted model) median |error| {100 * ours['median_abs_rel_error']:.1f}%, "
-                     f"p90 {100 * ours['p90_abs_rel_error']:.1f}%" if ours["n"] else "model_us: no answer")
+                f"p90 {100 * theirs['p90_abs_rel_error']:.1f}%" if theirs["n"]
+                else "nccl_us: no answer")
+        ours_text = ("model_us (collsim's fitted model) median |error| "
+                     f"{100 * ours['median_abs_rel_error']:.1f}%, "
+                     f"p90 {100 * ours['p90_abs_rel_error']:.1f}%" if ours["n"]
+                     else "model_us: no answer")
         run = self.runs.get(self._run_name)
-        scored = ("all scored; the parameters were fitted on this run's even sizes" if run is not None and run.fitted
+        scored = ("all scored; the parameters were fitted on this run's even sizes"
+                  if run is not None and run.fitted
                   else "all scored; none of them fitted")
         unknown = self.result.get("unknown_harness") or []
-        warn = (f" (harness {', '.join(unknown)}: its per-call overhead is not in these parameters, "
-                "predicted without it)" if unknown else "")
-        self.status.value = f"{self._run_name}: {len(c['sizes'])} sizes ({scored}); {ours_text}; {nccl}{warn}"
+        warn = (f" (harness {', '.join(unknown)}: its per-call overhead is not in these "
+                "parameters, predicted without it)" if unknown else "")
+        self.status.value = (f"{self._run_name}: {len(c['sizes'])} sizes ({scored}); {ours_text}; "
+                             f"{nccl}{warn}")
         axes = [self.panel.top, self.panel.bottom, self.shares_panel.ax]
         key = (self._run_name, self._loads if self._run_name == OWN else 0, name)
         self._png.use(key, axes)                           # a background per run and configuration

@@ -8,10 +8,10 @@ each to HTML with nbconvert's "lab" template (figures and animations are in the 
 OUT/index.html listing them with their titles and run times. Widgets are drawn in the page from
 their saved state by @jupyter-widgets/html-manager's ``embed.js``, copied into OUT/_static/ with its
 icon fonts from the npm registry (``npm pack``) when npm is there, else loaded from a CDN by the
-reader's browser; the animations' players get their icons from the npm package font-awesome 4.7, copied
-into OUT/_static/font-awesome/, so the pages need no network. In the static page a widget shows the
-state it was saved in: a note above it says so, and its controls are disabled (computing needs a
-kernel: ``bash scripts/notebooks.sh``).
+reader's browser; the animations' players get their icons from the npm package font-awesome 4.7,
+copied into OUT/_static/font-awesome/, so the pages need no network. In the static page a widget
+shows the state it was saved in: a note above it says so, and its controls are disabled (computing
+needs a kernel: ``bash scripts/notebooks.sh``).
 """
 from __future__ import annotations
 
@@ -31,14 +31,15 @@ from collsim.errors import CollsimError
 from collsim.outputs import atomic_write, printable
 
 ROOT = Path(__file__).resolve().parents[2]   # the checkout: its notebooks/ folder
-HTML_MANAGER = "@jupyter-widgets/html-manager@1"      # ipywidgets 8's widget state (version_major 2)
+# ipywidgets 8's widget state (version_major 2)
+HTML_MANAGER = "@jupyter-widgets/html-manager@1"
 EMBED = "_static/embed.js"
 FONT_AWESOME = "font-awesome@4.7.0"                    # the icons of matplotlib's animation players
 FA_CSS = "_static/font-awesome/css/font-awesome.min.css"
 FONTS = (".woff2", ".woff", ".ttf", ".eot", ".svg", ".otf")
 CDN_FA = re.compile(r"https?://[^\"']*font-awesome[^\"']*\.css")
-STATIC_NOTE = ("saved widget: it shows the state it was left in, and its controls compute nothing here "
-               "(they need a running kernel: bash scripts/notebooks.sh)")
+STATIC_NOTE = ("saved widget: it shows the state it was left in, and its controls compute nothing "
+               "here (they need a running kernel: bash scripts/notebooks.sh)")
 STATIC_JS = """<style>.collsim-static-note{font:italic 85% sans-serif;color:#555;margin:0.3em 0}
 .jupyter-widgets input,.jupyter-widgets select,.jupyter-widgets button,.jupyter-widgets textarea,
 .jupyter-widgets .noUi-target{pointer-events:none}</style>
@@ -46,40 +47,45 @@ STATIC_JS = """<style>.collsim-static-note{font:italic 85% sans-serif;color:#555
   function still(root){
     root.querySelectorAll('.jupyter-widgets input,.jupyter-widgets select,.jupyter-widgets button,'
       + '.jupyter-widgets textarea').forEach(function(e){e.disabled=true;});
-    root.querySelectorAll('.jupyter-widgets .noUi-handle').forEach(function(e){e.setAttribute('tabindex','-1');});
-    root.querySelectorAll('.jupyter-widgets .noUi-target').forEach(function(e){e.setAttribute('disabled','');});
+    root.querySelectorAll('.jupyter-widgets .noUi-handle')
+      .forEach(function(e){e.setAttribute('tabindex','-1');});
+    root.querySelectorAll('.jupyter-widgets .noUi-target')
+      .forEach(function(e){e.setAttribute('disabled','');});
   }
-  document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').forEach(function(s){
+  document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')
+    .forEach(function(s){
     var d=document.createElement('div'); d.className='collsim-static-note'; d.textContent=NOTE;
     s.parentNode.insertBefore(d,s);
   });
-  new MutationObserver(function(){still(document);}).observe(document.body,{childList:true,subtree:true});
+  new MutationObserver(function(){still(document);})
+    .observe(document.body,{childList:true,subtree:true});
   still(document);
 })();</script>
 """
 
 
 def _npm_files(package: str, wanted) -> dict[str, bytes] | None:
-    """The files of npm ``package`` (``npm pack``) whose path inside it (after ``package/``) ``wanted``
-    accepts, by that path; None without npm or when the pack fails."""
+    """The files of npm ``package`` (``npm pack``) whose path inside it (after ``package/``)
+    ``wanted`` accepts, by that path; None without npm or when the pack fails."""
     npm = shutil.which("npm")
     if npm is None:
         return None
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run([npm, "pack", package, "--silent"], cwd=tmp, capture_output=True, text=True,
-                              timeout=300)
+        proc = subprocess.run([npm, "pack", package, "--silent"], cwd=tmp,
+                              capture_output=True, text=True, timeout=300)
         tarballs = list(Path(tmp).glob("*.tgz"))
         if proc.returncode != 0 or not tarballs:
             return None
         with tarfile.open(tarballs[0]) as tar:
-            return {m.name.removeprefix("package/"): tar.extractfile(m).read() for m in tar.getmembers()
+            return {m.name.removeprefix("package/"): tar.extractfile(m).read()
+                    for m in tar.getmembers()
                     if m.isfile() and wanted(m.name.removeprefix("package/"))}
 
 
 def vendor_widgets_js(out: Path) -> str | None:
     """Copy html-manager's standalone ``dist/embed.js`` (standard widgets, no require.js) into
-    ``out/_static`` with ``npm pack``, with the icon fonts it asks for beside itself; its URL relative to
-    ``out``, or None without npm."""
+    ``out/_static`` with ``npm pack``, with the icon fonts it asks for beside itself; its URL
+    relative to ``out``, or None without npm."""
     target = out / EMBED
     if target.exists():
         return EMBED
@@ -98,8 +104,9 @@ def vendor_font_awesome(out: Path) -> str | None:
     relative to ``out``, or None without npm."""
     if (out / FA_CSS).exists():
         return FA_CSS
-    files = _npm_files(FONT_AWESOME, lambda rel: rel == "css/font-awesome.min.css" or (rel.startswith("fonts/")
-                                                                                        and rel.endswith(FONTS)))
+    files = _npm_files(FONT_AWESOME,
+                       lambda rel: (rel == "css/font-awesome.min.css"
+                                    or (rel.startswith("fonts/") and rel.endswith(FONTS))))
     for rel, data in (files or {}).items():
         dest = out / "_static" / "font-awesome" / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -162,9 +169,11 @@ def build(out, notebooks=ROOT / "notebooks", only=None, timeout: int = 120) -> l
     """Write OUT/<name>.html for each notebook and OUT/index.html; returns one row per notebook
     (name, title, seconds to run)."""
     out, notebooks = Path(out), Path(notebooks)
-    paths = sorted(p for p in notebooks.glob("*.ipynb") if not only or any(p.name.startswith(o) for o in only))
+    paths = sorted(p for p in notebooks.glob("*.ipynb") if not only
+                   or any(p.name.startswith(o) for o in only))
     if not paths:
-        raise CollsimError(f"no notebooks in {notebooks}" + (f" starting with {', '.join(only)}" if only else ""))
+        raise CollsimError(f"no notebooks in {notebooks}"
+                           + (f" starting with {', '.join(only)}" if only else ""))
     writable_folder(out)                     # before minutes of running notebooks
     js = vendor_widgets_js(out)
     icons = vendor_font_awesome(out)
@@ -178,8 +187,10 @@ def build(out, notebooks=ROOT / "notebooks", only=None, timeout: int = 120) -> l
             f.write(to_html(nb, js, icons))
         rows.append({"name": path.stem, "page": page, "title": title(nb), "seconds": seconds})
         print(f"{path.name}: {seconds:.1f} s -> {out / page}", file=sys.stderr)
-    items = "\n".join(f'<li><a href="{html.escape(r["page"])}">{html.escape(r["title"] or r["name"])}</a> '
-                      f'<small>({html.escape(r["name"])}.ipynb, ran in {r["seconds"]:.1f} s)</small></li>'
+    items = "\n".join('<li><a '
+                      f'href="{html.escape(r["page"])}">{html.escape(r["title"] or r["name"])}</a> '
+                      f'<small>({html.escape(r["name"])}.ipynb, ran in {r["seconds"]:.1f} '
+                      's)</small></li>'
                       for r in rows)
     widgets = ("widgets are drawn from their saved state" if js else
                "widgets load their renderer from a CDN (npm was not available when this was built)")
@@ -188,8 +199,8 @@ def build(out, notebooks=ROOT / "notebooks", only=None, timeout: int = 120) -> l
 <html><head><meta charset="utf-8"><title>collsim course notebooks</title></head>
 <body style="font-family: sans-serif; max-width: 52em; margin: 2em auto">
 <h1>collsim course notebooks</h1>
-<p>Executed on {time.strftime('%Y-%m-%d')} with their outputs, figures and animations; {widgets} (their
-controls need a running kernel: <code>bash scripts/notebooks.sh</code>).</p>
+<p>Executed on {time.strftime('%Y-%m-%d')} with their outputs, figures and animations;
+{widgets} (their controls need a running kernel: <code>bash scripts/notebooks.sh</code>).</p>
 <ol>
 {items}
 </ol>
@@ -199,7 +210,8 @@ controls need a running kernel: <code>bash scripts/notebooks.sh</code>).</p>
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m collsim.widgets.notebooks_html", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m collsim.widgets.notebooks_html",
+                                description=__doc__.splitlines()[0])
     p.add_argument("out", help="folder to write index.html and one page per notebook into")
     p.add_argument("--notebooks", default=str(ROOT / "notebooks"), help="folder of the notebooks")
     p.add_argument("--only", nargs="*", help="notebooks whose names start with these (e.g. 05 08)")

@@ -22,7 +22,8 @@ from collsim.algorithms import ALGORITHMS, get
 from collsim.errors import CollsimError
 from collsim.machine.presets import PRESETS
 from collsim.units import format_size
-from collsim.viz.grid import GridView, legend_html
+from collsim.viz.grid import GridView
+from collsim.viz.grid_colors import legend_html
 from collsim.viz.render import FramePNG
 from collsim.viz.timeline import TimelineView, result_data
 from collsim.widgets import running_loop, settle_heap
@@ -34,7 +35,8 @@ SPEEDS = [("slow: 1.5 s a step", 1500), ("0.7 s a step", 700), ("0.3 s a step", 
 
 
 class ScheduleExplorer:
-    """Controls (algorithm, P, size, topology, step slider with Play and its speed) and two live pictures.
+    """Controls (algorithm, P, size, topology, step slider with Play and its speed) and two live
+    pictures.
 
     ``.widget`` is the ipywidgets box to display; ``.algo``, ``.ranks``, ``.size``, ``.preset``,
     ``.step``, ``.speed`` are the controls (set ``.value`` to drive it from code; ``.ranks`` offers
@@ -56,7 +58,8 @@ class ScheduleExplorer:
         self.algo = W.Dropdown(options=list(ALGORITHMS), value=algo, description="algorithm")
         self.preset = W.Dropdown(options=list(PRESETS), value=preset, description="topology")
         options = valid_ranks(algo, preset) or [ranks]
-        self.ranks = W.SelectionSlider(options=options, value=min(options, key=lambda p: abs(p - ranks)),
+        self.ranks = W.SelectionSlider(options=options,
+                                       value=min(options, key=lambda p: abs(p - ranks)),
                                        description="P (ranks)", continuous_update=False)
         self.size = W.SelectionSlider(options=[(format_size(s), s) for s in SIZES], value=nbytes,
                                       description="bytes/rank", continuous_update=False)
@@ -93,21 +96,22 @@ class ScheduleExplorer:
         self._on_config()
         self.widget = W.VBox([W.HBox([self.algo, self.preset]), W.HBox([self.ranks, self.size]),
                               self._controls, self.status, self.about,
-                              W.HTML(legend_html()), self.grid_caption, self.grid_img, self.time_caption,
-                              self.time_img])
+                              W.HTML(legend_html()), self.grid_caption, self.grid_img,
+                              self.time_caption, self.time_img])
         settle_heap()
 
     def _on_choice(self, change=None) -> None:
-        """Algorithm or preset changed: offer the rank counts it allows (keeping P where it can, else
-        the nearest allowed), then show the configuration."""
+        """Algorithm or preset changed: offer the rank counts it allows (keeping P where it can,
+        else the nearest allowed), then show the configuration."""
         options = valid_ranks(self.algo.value, self.preset.value)
         if not options:
             record = get(self.algo.value)
-            self.error = (f"{self.algo.value} needs switches that reduce (SHARP in the network), which "
-                          f"{self.preset.value} does not have: pick h100-sharp, or another algorithm"
+            self.error = (f"{self.algo.value} needs switches that reduce (SHARP in the network), "
+                          f"which {self.preset.value} does not have: pick h100-sharp, or another "
+                          "algorithm"
                           if record.network and PRESETS[self.preset.value].sharp_us is None else
-                          f"{self.algo.value} needs NVLink SHARP, which {self.preset.value} does not have: "
-                          "pick an H100, H200 or B200 preset, or another algorithm")
+                          f"{self.algo.value} needs NVLink SHARP, which {self.preset.value} does "
+                          "not have: pick an H100, H200 or B200 preset, or another algorithm")
             self.status.value = f"<b style='color:#b00'>{_esc(self.error)}</b>"
             return
         if list(self.ranks.options) != options:
@@ -146,8 +150,9 @@ class ScheduleExplorer:
         topo = state.topology
         gpn = topo.gpus_per_node if topo.nodes > 1 else None
         if self._grid is None:
-            self._grid = GridView(state.schedule, lambda: state.states, ax=self._grid_fig.add_subplot(),
-                                  text=False, label_limit=LABEL_LIMIT, gpus_per_node=gpn)
+            self._grid = GridView(state.schedule, lambda: state.states,
+                                  ax=self._grid_fig.add_subplot(), text=False,
+                                  label_limit=LABEL_LIMIT, gpus_per_node=gpn)
         else:
             self._grid.set_schedule(state.schedule, lambda: state.states, gpn)
         self._grid_png.set_animated(self._grid.artists())
@@ -166,17 +171,19 @@ class ScheduleExplorer:
             self._show_timeline(key, state)
             self._render(0)
         else:                             # grid first; simulate once this update has been sent
-            self.status.value = _esc(f"{key[0]}, P={key[1]}: simulating on {state.topology.describe()}…")
+            self.status.value = _esc(f"{key[0]}, P={key[1]}: simulating on "
+                                     f"{state.topology.describe()}…")
             self.time_caption.value = "simulating…"
             self._render(0)
             loop.call_soon(self._show_timeline, key, state, True)
 
     def _new_step_slider(self, n: int) -> None:
-        """A new step slider of range 0..n in place of the old one. ipywidgets 8's slider (noUiSlider)
-        keeps the range it was created with for its Home and End keys (``updateOptions`` leaves
-        ``options.spectrum`` stale), so End would stop at the first configuration's last step after the
-        range grew; a slider created with the larger range reaches it (a smaller range later is fine:
-        End then lands past the end and is clamped to it)."""
+        """A new step slider of range 0..n in place of the old one. ipywidgets 8's slider
+        (noUiSlider) keeps the range it was created with for its Home and End keys
+        (``updateOptions`` leaves ``options.spectrum`` stale), so End would stop at the first
+        configuration's last step after the range grew; a slider created with the larger range
+        reaches it (a smaller range later is fine: End then lands past the end and is clamped to
+        it)."""
         import ipywidgets as W
 
         old = self.step
@@ -190,15 +197,15 @@ class ScheduleExplorer:
         self._step_top = n
 
     def flush(self) -> None:
-        """Simulate now what waits for the event loop's next tick, so that the widget's state (and an
-        executed notebook's saved state) shows the timeline of the configuration on screen."""
+        """Simulate now what waits for the event loop's next tick, so that the widget's state (and
+        an executed notebook's saved state) shows the timeline of the configuration on screen."""
         if self.state is not None and self._timeline_state is not self.state and not self.error:
             key = (self.algo.value, self.ranks.value, self.size.value, self.preset.value)
             self._show_timeline(key, self.state, render=True)
 
     def _show_timeline(self, key, state, render: bool = False) -> None:
-        """Simulate ``state`` (if not yet) and put it on the timeline, unless the controls moved on; a
-        simulation that fails leaves its message in the status line and the previous timeline."""
+        """Simulate ``state`` (if not yet) and put it on the timeline, unless the controls moved on;
+        a simulation that fails leaves its message in the status line and the previous timeline."""
         from matplotlib.ticker import MaxNLocator
 
 
@@ -226,7 +233,8 @@ class ScheduleExplorer:
 
     def _on_step(self, change) -> None:
         if self.play.value != change["new"]:
-            self.play.value = change["new"]          # Play and the slider agree in the kernel's state too
+            # Play and the slider agree in the kernel's state too
+            self.play.value = change["new"]
         if not self._configuring and self.state is not None:
             self._render(min(change["new"], self.state.schedule.n_steps))
 

@@ -9,7 +9,7 @@ from collsim.algorithms.lecture import lecture_tree
 from collsim.core.compose import ScheduleBuilder, split_even
 from collsim.core.schedule import COPY, REDUCE
 from collsim.errors import CollsimError
-from collsim.viz import curves, grid, palette, timeline
+from collsim.viz import curves, grid, grid_colors, palette, timeline
 
 
 def ring(P, count):
@@ -106,7 +106,7 @@ def test_run_steps_executes_real_values():
 def test_cell_colors_and_labels():
     distinct = np.array([[1, 3], [3, 2]])
     over = np.array([[False, False], [True, False]])
-    rgba = grid.cell_colors(distinct, over, 3)
+    rgba = grid_colors.cell_colors(distinct, over, 3)
     assert rgba.shape == (2, 2, 4)
     assert tuple(rgba[0, 1]) == palette.rgba(palette.EXACT)   # exact sum: Okabe-Ito yellow
     assert tuple(rgba[1, 0]) == palette.rgba(palette.OVER)    # over-counted: vermillion (and crossed)
@@ -140,7 +140,7 @@ def _lab(colour, kind):
 def test_palette_states_stay_apart_for_colour_blind_readers(kind):
     """Every pair of grid states, transfer kinds and curve colours differs by a CIELAB distance of at
     least 15 for normal, protan, deutan and tritan vision (about 2.3 is just noticeable)."""
-    states = {"¼ held": grid.held_color(0.25), "¾ held": grid.held_color(0.75), "exact": palette.EXACT,
+    states = {"¼ held": grid_colors.held_color(0.25), "¾ held": grid_colors.held_color(0.75), "exact": palette.EXACT,
               "over": palette.OVER}
     groups = [states, {"reduce": palette.REDUCE, "copy": palette.COPY, **states},
               {f"curve {i}": c for i, c in enumerate(palette.CURVE_COLOURS)}]
@@ -345,10 +345,10 @@ def test_curves_view_updates_lines_and_marks():
 
 def test_legend_blues_are_the_cells_blues():
     """A cell holding 2 of 8 ranks' data is drawn in the legend's "¼" blue, not a pale "own data" one."""
-    quarter = next(h for h in grid.legend_handles() if h.get_label().startswith("¼"))
-    cell = grid.cell_colors(np.array([2]), np.array([False]), 8)[0]
+    quarter = next(h for h in grid_colors.legend_handles() if h.get_label().startswith("¼"))
+    cell = grid_colors.cell_colors(np.array([2]), np.array([False]), 8)[0]
     assert np.allclose(quarter.get_facecolor(), cell)
-    assert not np.allclose(cell, grid.cell_colors(np.array([1]), np.array([False]), 8)[0])
+    assert not np.allclose(cell, grid_colors.cell_colors(np.array([1]), np.array([False]), 8)[0])
 
 
 def test_trees_are_drawn_as_trees():
