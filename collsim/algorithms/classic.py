@@ -136,7 +136,7 @@ def _direct_time(p: int, nb, links, q: dict):
 
 
 _EXACT = ("an upper bound under policy \"schedule\" (a rank's messages to several peers overlap "
-          "their latencies in the simulation; every step of the form pays alpha); policy \"fair\" "
+          'their latencies in the simulation; every step of the form pays alpha); policy "fair" '
           "(the default): the same on one channel, never above the one-channel form")
 HALVING_DOUBLING = Algorithm(
     "halving-doubling",
@@ -147,15 +147,15 @@ HALVING_DOUBLING = Algorithm(
             "N/C: timing.chain; one channel: 2 L alpha + 2 (p'-1)/p' N beta + (p'-1)/p' N gamma + "
             "f (2 alpha + 2 N beta + N gamma)",
     exact="exact on a uniform topology with one channel for N a multiple of the granularity "
-          "(either policy); with channels an upper bound under policy \"schedule\", and between "
-          "this form and the one-channel form under policy \"fair\" (the default: the channels "
-          "share every port and pay their latencies together)")
+          '(either policy); with channels an upper bound under policy "schedule", and between this '
+          'form and the one-channel form under policy "fair" (the default: the channels share '
+          "every port and pay their latencies together)")
 RECURSIVE_DOUBLING = Algorithm(
     "recursive-doubling", "log2(P) steps exchanging the whole buffer", recursive_doubling,
     lambda p, q: p * (p.bit_length() + 1) * q["channels"], closed_form=_rd_time,
     granularity=lambda p, q: q["channels"],
-    formula="L steps of N/C reducing (+ fold in and out): timing.chain; one channel: "
-            "L (alpha + N beta + N gamma) + f (2 alpha + 2 N beta + N gamma)", exact=_EXACT)
+    formula="L steps of N/C reducing (+ fold in and out): timing.chain; one channel: L (alpha + N "
+            "beta + N gamma) + f (2 alpha + 2 N beta + N gamma)", exact=_EXACT)
 DIRECT = Algorithm(
     "direct", "one-shot: every rank sends its whole buffer to every other rank", direct,
     lambda p, q: p * (p - 1) * q["channels"], closed_form=_direct_time,

@@ -183,7 +183,7 @@ def nccl_time(p: int, nb, links, q: dict):
 
 HIERARCHICAL = Algorithm(
     "hierarchical", "intra-node reduce-scatter, inter-node ring or tree AllReduce, intra-node "
-    "all-gather; slices pipelined on channels", hierarchical,
+                    "all-gather; slices pipelined on channels", hierarchical,
     lambda p, q: q["channels"] * q["slices"] * (2 * p * (q["gpus_per_node"] - 1) + (
         2 * p * (p // q["gpus_per_node"] - 1) if q["inter"] == "ring"
         else 4 * q["gpus_per_node"] * (p // q["gpus_per_node"] - 1) * q.get("chunks", 1))),
@@ -197,14 +197,14 @@ HIERARCHICAL = Algorithm(
     formula="per unit of N/(C S): ring inside nodes on G shards [(G-1) steps of N/(C S G), "
             "reducing], the inter AllReduce on n nodes with alpha_i, beta_i [ring: 2(n-1) steps of "
             "N/(C S G n); tree: U up, U down of N/(2 C S G chunks)], ring all-gather inside nodes; "
-            "timing.chain with no wrap between phases; one channel and slice: 2(G-1) alpha "
-            "+ 2 (G-1)/G N beta + (G-1)/G N gamma + 2(n-1) alpha_i + 2 (n-1)/n (N/G) beta_i "
-            "+ (n-1)/n (N/G) gamma",
+            "timing.chain with no wrap between phases; one channel and slice: 2(G-1) alpha + 2 "
+            "(G-1)/G N beta + (G-1)/G N gamma + 2(n-1) alpha_i + 2 (n-1)/n (N/G) beta_i + (n-1)/n "
+            "(N/G) gamma",
     exact="slices 1, one channel and inter ring: exact on nodes x G with a NIC per GPU for N a "
           "multiple of the granularity (either policy); otherwise an upper bound under policy "
           "\"schedule\" (the wavefront's steps costed at their slowest transfer, every slice "
-          "paying alpha). Policy \"fair\" (the default): slices, each on its own channel, share "
-          "the ports and move together instead of pipelining: never above the form with one slice "
+          'paying alpha). Policy "fair" (the default): slices, each on its own channel, share the '
+          "ports and move together instead of pipelining: never above the form with one slice "
           "and one channel")
 NCCL_TREE = Algorithm(
     "nccl-tree",
@@ -216,5 +216,5 @@ NCCL_TREE = Algorithm(
     granularity=lambda p, q: q["chunks"] * q["channels"],
     formula="U up and U down steps of m = N/(C chunks), each costed at the slowest link class it "
             "holds: timing.chain; one channel on one link class: U (2 alpha + 2 m beta + m gamma)",
-    exact="an upper bound under policy \"schedule\" (every chunk pays alpha in the form); no "
-          "stated bound under policy \"fair\" (the default)", nccl_name="Tree")
+    exact='an upper bound under policy "schedule" (every chunk pays alpha in the form); no stated '
+          'bound under policy "fair" (the default)', nccl_name="Tree")

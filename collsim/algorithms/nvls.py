@@ -162,38 +162,33 @@ def nvls_time(p: int, nb, links, q: dict):
 
 NVLS = Algorithm(
     "nvls", "NVLink SHARP on one node: reduce into the NVSwitch, heads fetch and store back, the "
-            "switch "
-    "multicasts (per channel, pipelined in 128 KiB chunks)", nvls,
+            "switch multicasts (per channel, pipelined in 128 KiB chunks)", nvls,
     lambda p, q: 4 * p * q["chunks"] * q["channels"], params=("chunks", "channels"),
     default_chunks=lambda nbytes, p, q: nvls_loops(nbytes // q["channels"], p),
     closed_form=nvls_time, granularity=lambda p, q: p * q["chunks"] * q["channels"],
     formula="L + 3 steps of the loops' wavefront, each at most max(send side, receive side) with a "
-            "side's "
-            "stages costing d + (C-1) h (stage 1: G x bytes reducing, 2 and 4: x, 5: G x; x = N/(C "
-            "L G)) on "
-            "the nvls link; bandwidth-bound: S (G+1)/G bytes per GPU per direction",
-    exact="an upper bound but for up to 3% under policy \"schedule\" (the simulation overlaps the "
-          "steps, and its "
-          "ports queue on their own); no stated bound under policy \"fair\" (the default)",
+            "side's stages costing d + (C-1) h (stage 1: G x bytes reducing, 2 and 4: x, 5: G x; x "
+            "= N/(C L G)) on the nvls link; bandwidth-bound: S (G+1)/G bytes per GPU per direction",
+    exact='an upper bound but for up to 3% under policy "schedule" (the simulation overlaps the '
+          'steps, and its ports queue on their own); no stated bound under policy "fair" (the '
+          "default)",
     switches=True, nccl_name="NVLS")
 NVLSTREE = Algorithm(
     "nvlstree", "NVLS inside nodes, per head index a double binary tree across nodes over the "
-                "head's NIC "
-    "(NCCL's NVLSTree)", nvlstree,
+                "head's NIC (NCCL's NVLSTree)", nvlstree,
     lambda p, q: q["chunks"] * q["channels"]
     * (4 * p + 2 * (p // q["gpus_per_node"] - 1) * q["gpus_per_node"]),
     params=("gpus_per_node", "chunks", "channels"), needs=("gpus_per_node",),
     default_chunks=lambda nbytes, p, q: nvls_loops(nbytes // q["channels"], q["gpus_per_node"]),
     granularity=lambda p, q: q["gpus_per_node"] * q["chunks"] * q["channels"],
     formula="none: the loops' switch stages and the heads' trees over the NICs interleave; "
-            "simulate it "
-            "(bandwidth-bound: S (G+1)/G bytes per GPU per direction on NVLink, 2 S/G per head NIC "
-            "and tree)",
+            "simulate it (bandwidth-bound: S (G+1)/G bytes per GPU per direction on NVLink, 2 S/G "
+            "per head NIC and tree)",
     exact="no closed form", switches=True, nccl_name="NVLSTree")
 NVLS_SHARP = Algorithm(
     "nvls-sharp", "NVLS inside nodes, the network's switches (SHARP) between them: each head "
-                  "reduces its chunk into "
-    "the network and stores the sum back (NCCL's NVLS across nodes, with CollNet)", nvls_sharp,
+                  "reduces its chunk into the network and stores the sum back (NCCL's NVLS across "
+                  "nodes, with CollNet)", nvls_sharp,
     lambda p, q: q["chunks"] * q["channels"] * 6 * p,
     params=("gpus_per_node", "chunks", "channels"),
     needs=("gpus_per_node",),
@@ -201,5 +196,5 @@ NVLS_SHARP = Algorithm(
                                                                             q["gpus_per_node"]),
     granularity=lambda p, q: q["gpus_per_node"] * q["chunks"] * q["channels"],
     formula="none: simulate it (bandwidth-bound: S (G+1)/G bytes per GPU per direction on NVLink, "
-            "S/G per head NIC "
-            "each way)", exact="no closed form", switches=True, network=True, nccl_name="NVLS")
+            "S/G per head "
+            "NIC each way)", exact="no closed form", switches=True, network=True, nccl_name="NVLS")

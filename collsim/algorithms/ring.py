@@ -229,10 +229,10 @@ RING = Algorithm(
     formula="K = 2(P-1)S steps of m = N/(P S C): d = alpha + m beta (+ m gamma in the first half), "
             "h = m beta; T = sum d + (C-1) h + sum_{k<K-1} max(0, (C-1) h - (d_k - h)); one "
             "channel: 2(P-1) S alpha + 2 (P-1)/P N beta + (P-1)/P N gamma",
-    exact="policy \"schedule\" (ports serve in schedule order): slices 1 exact on a uniform "
-          "topology for N a multiple of the granularity; slices > 1 an upper bound (the simulation "
-          "sends a chunk's next slice as soon as the last has left: 2(P-1)(alpha + m beta) + (S-1) "
-          "m beta on one channel). Policy \"fair\" (the default): the same on one channel; C "
-          "channels share every port and pay their latencies together: with slices 1 between this "
-          "form and the one-channel form, never above the one-channel, one-slice form",
+    exact='policy "schedule" (ports serve in schedule order): slices 1 exact on a uniform topology '
+          "for N a multiple of the granularity; slices > 1 an upper bound (the simulation sends a "
+          "chunk's next slice as soon as the last has left: 2(P-1)(alpha + m beta) + (S-1) m beta "
+          'on one channel). Policy "fair" (the default): the same on one channel; C channels share '
+          "every port and pay their latencies together: with slices 1 between this form and the "
+          "one-channel form, never above the one-channel, one-slice form",
     nccl_name="Ring")

@@ -99,9 +99,9 @@ def _tree_time(layout: str, trees: int):
     return time
 
 
-TREE_EXACT = ("an upper bound under policy \"schedule\": every step of the form pays alpha, where "
+TREE_EXACT = ('an upper bound under policy "schedule": every step of the form pays alpha, where '
               "the simulation sends a parent's second child, and the next chunk, as soon as the "
-              "first has left; no bound under policy \"fair\" (the default), where the reduce and "
+              'first has left; no bound under policy "fair" (the default), where the reduce and '
               "the broadcast share ports: mostly below, at times above")
 TREE = Algorithm(
     "double-tree",

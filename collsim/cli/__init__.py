@@ -17,7 +17,8 @@ only with ``COLLSIM_TRACEBACK=1``.
 Modules: ``args`` (shared options), ``schedule`` (schedule, check, predict), ``simulate`` (simulate,
 sweep; ``nccl_run``: simulate --cluster runs NCCL's schedule), ``nccl`` (predict-nccl;
 ``nccl_scale``: over a list of node counts), ``measure`` (show, import-nccl-tests, fidelity),
-``fit`` (fit, compare, explain), ``diagnose`` (diagnose), ``tuner`` (export-tuner), ``demo``.
+``fit`` (fit, explain), ``compare`` (compare), ``diagnose`` (diagnose), ``tuner`` (export-tuner),
+``demo``.
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ COMMAND_MODULES = [
     "collsim.cli.simulate",
     "collsim.cli.measure",
     "collsim.cli.fit",
+    "collsim.cli.compare",
     "collsim.cli.nccl",
     "collsim.cli.diagnose",
     "collsim.cli.tuner",

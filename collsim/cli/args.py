@@ -101,8 +101,8 @@ def add_algo_args(p: argparse.ArgumentParser, required: bool = True) -> None:
                    help="the collective, as nccl-tests names it: all_reduce (default), all_gather, "
                         "reduce_scatter, broadcast, reduce, alltoall, sendrecv")
     p.add_argument("--algo", required=required,
-                   help="algorithm name (see `collsim schedule --list`; default "
-                        "with --coll: the collective's first)")
+                   help="algorithm name (see `collsim schedule --list`; default with --coll: the "
+                        "collective's first)")
     p.add_argument("--ranks", type=positive_int, help="number of ranks P >= 1")
     p.add_argument("--gpus-per-node", type=positive_int,
                    help="GPUs per node (hierarchical algorithms)")

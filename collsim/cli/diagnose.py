@@ -82,19 +82,19 @@ def register(sub) -> None:
                        help="is my AllReduce as fast as this hardware allows, and if not, why?",
                        description=__doc__.splitlines()[0])
     p.add_argument("files", nargs="*", metavar="FILE",
-                   help="nccl-tests output, NCCL_DEBUG logs, nvidia-smi topo -m, "
-                   "ibstatus, env dumps, command lines, collsim records (any order)")
+                   help="nccl-tests output, NCCL_DEBUG logs, nvidia-smi topo -m, ibstatus, env "
+                        "dumps, command lines, collsim records (any order)")
     p.add_argument("--cluster", help="preset name or cluster file (default: what the files reveal)")
     p.add_argument("--measured", nargs="+", metavar="SIZE=BUSBW_GBps",
                    help="busbw you measured, e.g. 1G=42.5")
     p.add_argument("--nccl", metavar="A,B", help="two NCCL versions to compare on this machine, "
                                                  "e.g. 2.22,2.25")
     p.add_argument("--algo", help="the algorithm the run used, NCCL's name (default: NCCL_ALGO or "
-                   "NCCL's per-call TUNING lines in the files; else NCCL's choice, with Ring and "
-                   "Tree forced beside it)")
+                                  "NCCL's per-call TUNING lines in the files; else NCCL's choice, "
+                                  "with Ring and Tree forced beside it)")
     p.add_argument("--top", type=positive_int, default=5, help="causes to print (default 5)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", type=plot_path,
-                   help="write a figure (.png, .pdf, .svg, ...): measured busbw against "
-                   "the expected range")
+                   help="write a figure (.png, .pdf, .svg, ...): measured busbw against the "
+                        "expected range")
     p.set_defaults(func=cmd_diagnose)

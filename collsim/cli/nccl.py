@@ -62,8 +62,7 @@ def cmd_predict_nccl(args) -> int:
                      "figure")
     if args.algos and not (args.nodes and len(args.nodes) > 1):
         raise CollsimError("--algos adds forced algorithms to a sweep of node counts (--nodes "
-                           "2,4,...,64); for one "
-                           "count force one with --algo")
+                           "2,4,...,64); for one count force one with --algo")
     if args.nodes and len(args.nodes) > 1:
         result = cmd_scale(args, load_cluster(args.cluster), sizes, env_arguments(args.env))
         if args.plot:
@@ -113,12 +112,13 @@ def register(sub) -> None:
                    help="the collective, as nccl-tests names it (default all_reduce; sizes are its "
                         "size column)")
     p.add_argument("--nodes", type=argument_type(parse_nodes), help="resize the cluster to this "
-                                                                    "many nodes; a list "
-                   "(2,4,8 or 2,4,...,2048) sweeps the cluster's size, busbw per node count")
+                                                                    "many nodes; a list (2,4,8 or "
+                                                                    "2,4,...,2048) sweeps the "
+                                                                    "cluster's size, busbw per "
+                                                                    "node count")
     p.add_argument("--algos", help="with a list of --nodes: NCCL's algorithms to simulate forced "
-                                   "beside NCCL's "
-                   "choice, a comma list of Ring, Tree, NVLS, NVLSTree, or all (default: NCCL's "
-                   "choice only)")
+                                   "beside NCCL's choice, a comma list of Ring, Tree, NVLS, "
+                                   "NVLSTree, or all (default: NCCL's choice only)")
     p.add_argument("--bytes", type=size_arg, nargs="+", help="message sizes (8, 64K, 1M, 4G)")
     p.add_argument("-b", "--minbytes", type=size_arg, help="smallest size of a sweep (nccl-tests "
                                                            "-b)")
@@ -127,15 +127,14 @@ def register(sub) -> None:
     p.add_argument("-f", "--stepfactor", type=positive_int, default=2, help="size factor of a "
                                                                             "sweep (nccl-tests -f)")
     p.add_argument("--algo", default="default", help="default (NCCL's choice), Ring, Tree, NVLS, "
-                                                     "NVLSTree, CollNet "
-                   "(CollNetDirect or CollNetChain), CollNetDirect, CollNetChain")
+                                                     "NVLSTree, CollNet (CollNetDirect or "
+                                                     "CollNetChain), CollNetDirect, CollNetChain")
     p.add_argument("--proto", default="default", help="default (NCCL's choice), LL, LL128, Simple")
     p.add_argument("--env", nargs="+", action="extend", metavar="NCCL_X=V",
                    help="NCCL variables of the run, repeatable (NCCL_ALGO, NCCL_PROTO, "
-                        "NCCL_MIN_NCHANNELS/"
-                   "NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS, NCCL_BUFFSIZE, NCCL_NVLS_ENABLE, "
-                   "NCCL_IB_DISABLE, "
-                   "NCCL_P2P_DISABLE, NCCL_COLLNET_ENABLE, OFI_NCCL_NET_LATENCY)")
+                        "NCCL_MIN_NCHANNELS/NCCL_MIN_CTAS, NCCL_MAX_NCHANNELS, NCCL_BUFFSIZE, "
+                        "NCCL_NVLS_ENABLE, NCCL_IB_DISABLE, NCCL_P2P_DISABLE, NCCL_COLLNET_ENABLE, "
+                        "OFI_NCCL_NET_LATENCY)")
     p.add_argument("--harness", choices=("nccl-tests", "runner"), default="nccl-tests")
     p.add_argument("--timing", choices=("eager", "graph"), default="eager",
                    help="eager: back-to-back launches (nccl-tests' default); graph: CUDA graphs "
@@ -146,6 +145,5 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", type=plot_path,
                    help="write a figure (.png, .pdf, .svg, ...): busbw vs size, NCCL's choice per "
-                        "size marked (a "
-                   "list of --nodes: busbw vs node count)")
+                        "size marked (a list of --nodes: busbw vs node count)")
     p.set_defaults(func=cmd_predict_nccl)

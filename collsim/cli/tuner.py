@@ -33,8 +33,8 @@ def cmd_export_tuner(args) -> int:
         f"collsim {__version__} export-tuner --cluster {args.cluster}: the simulated best per size "
         "band",
         f"for {cluster.describe()}"[:200],
-        "load: NCCL_TUNER_PLUGIN=<path>/libnccl-tuner-example.so "
-        "NCCL_TUNER_CONFIG_FILE=<this file>",
+        "load: NCCL_TUNER_PLUGIN=<path>/libnccl-tuner-example.so NCCL_TUNER_CONFIG_FILE=<this "
+        "file>",
         "rows apply to this nNodes x nRanks only; every size has a row (unmatched: the plugin runs "
         "1 channel)",
     ]

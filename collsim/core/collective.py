@@ -23,9 +23,9 @@ A ``Collective`` says what the collective computes, independently of any algorit
   ``AllGatherGetCollByteCount``), which is also the ``nBytes`` NCCL's tuner costs
   (``src/enqueue.cc``: AllGather and ReduceScatter multiply their per-rank count by nRanks);
 * nccl-tests' bus bandwidth factor (``busbw``: ``*GetBw`` in ``src/*.cu``);
-* the algorithms NCCL's cost table holds for it (``algorithms``, NCCL's names, tuning.cc:271-277@v2.28.9,
-  read by ``collsim.nccl.formulas``; AllReduce's PAT is costed and disabled there; empty for the p2p
-  operations, which NCCL runs outside its cost table);
+* the algorithms NCCL's cost table holds for it (``algorithms``, NCCL's names,
+  tuning.cc:271-277@v2.28.9, read by ``collsim.nccl.formulas``; AllReduce's PAT is costed and
+  disabled there; empty for the p2p operations, which NCCL runs outside its cost table);
 * nccl-tests' ``redop`` and ``root`` columns: ``redop`` ("sum" or "none"; nccl-tests prints sum for
   sendrecv too) and ``rooted`` (its -r root, 0 by default; the others print -1).
 
@@ -155,7 +155,8 @@ def _ring_factor(n: int) -> float:
 ALLREDUCE = Collective(
     "all_reduce", "AllReduce", "ncclFuncAllReduce", "every rank ends with the elementwise sum",
     lambda n: 2 * (n - 1) / n, _own, lambda a: _everywhere(a, ALL),
-    algorithms=("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"), reduces=True,
+    algorithms=("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"),
+    reduces=True,
     redop="sum")
 ALLGATHER = Collective(
     "all_gather", "AllGather", "ncclFuncAllGather",

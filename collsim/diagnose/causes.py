@@ -52,9 +52,8 @@ CAUSES = (
                    ),
           applies="multinode", effect=(0.0, 0.4), prior=0.5,
           fix="unset NCCL_IB_DISABLE; install rdma-core/libibverbs and expose /dev/infiniband to "
-              "the container "
-          "(docker --device=/dev/infiniband, --cap-add=IPC_LOCK); check `ibstatus` shows ports "
-          "ACTIVE",
+              "the container (docker --device=/dev/infiniband, --cap-add=IPC_LOCK); check "
+              "`ibstatus` shows ports ACTIVE",
           settle=("nccl-log", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET: 'NET/IB : Using' or "
                               "'NET/Socket' lines"),
           source=DOCS + "env.html#nccl-ib-disable"),
@@ -73,13 +72,12 @@ CAUSES = (
                      "GDR is in use"),),
           applies="multinode", effect=(0.3, 0.85), prior=0.5,
           fix="load the peer-memory module (`sudo modprobe nvidia-peermem`, or DMA-BUF with a "
-              "recent driver and "
-          "kernel), then check the log says 'GDR 1' and '/GDRDMA'",
+              "recent driver and kernel), then check the log says 'GDR 1' and '/GDRDMA'",
           settle=("nccl-log", "NCCL_DEBUG=INFO: 'use ring PXN . GDR .' and 'via NET/IB/./GDRDMA' "
                               "lines"),
           source="https://github.com/NVIDIA/nccl/issues/412 (sjeaugey: NIC on a GPU's PCI switch "
-                 "and nvidia-peermem "
-          "loaded; 'If the NIC is attached to the CPU getting 16 GB/s is normal')"),
+                 "and nvidia-peermem loaded; 'If the NIC is attached to the CPU getting 16 GB/s is "
+                 "normal')"),
     Cause("acs_enabled", "PCI Access Control Services on: peer-to-peer PCI traffic detoured "
                          "through the CPU",
           (P(r"ACSCtl:.*SrcValid\+", 2.0, "a PCI bridge has ACS source validation on"),
@@ -87,8 +85,7 @@ CAUSES = (
           counter=(P(r"ACSCtl:\s*SrcValid-", -0.5, "a PCI bridge has ACS off"),),
           applies="pcie", effect=(0.1, 0.75), prior=0.45,
           fix="disable ACS in the BIOS (or `setpci -s BDF ECAP_ACS+6.w=0000` on each PCI switch, "
-              "not persistent); "
-          "inside VMs enable ATS instead",
+              "not persistent); inside VMs enable ATS instead",
           settle=("lspci", "sudo lspci -vvv | grep ACSCtl (SrcValid+ means ACS is on)"),
           source=DOCS + "troubleshooting.html#pci-access-control-services-acs"),
     Cause("nic_on_cpu_or_wrong_numa", "NIC far from the GPUs (through the CPU or the other socket)",
@@ -96,26 +93,24 @@ CAUSES = (
            ),
           counter=(), applies="multinode", effect=(0.3, 0.85), prior=0.45,
           fix="use the GPUs on the NIC's PCI switch (nvidia-smi topo -m: PIX/PXB), add a NIC per "
-              "PCI switch, or "
-          "bind processes to the NIC's NUMA node (mpirun --bind-to numa)",
+              "PCI switch, or bind processes to the NIC's NUMA node (mpirun --bind-to numa)",
           settle=("topology", "nvidia-smi topo -m (GPU-NIC cells PIX/PXB good, NODE/SYS/PHB "
                               "through the CPU)"),
           source="https://github.com/NVIDIA/nccl-tests/issues/128 (sjeaugey: 'only one NIC is "
-                 "available (mlx5_0) ... "
-          "You need GPUs 0 and/or GPU 1 to be able to use that NIC with GDR')"),
+                 "available (mlx5_0) ... You need GPUs 0 and/or GPU 1 to be able to use that NIC "
+                 "with GDR')"),
     Cause("nic_link_rate", "a link negotiated below its rate (cable, port or PCIe width/speed)",
           (P(r"\(downgraded\)", 1.5, "a PCIe link runs below its capability"),
            P(r"state:\s*\d?:?\s*(?:DOWN|POLLING|INIT)\b|State: (?:Down|Polling|Initializing)", 0.5,
              "an IB port is not active")),
           counter=(), applies="multinode", effect=(0.2, 0.9), prior=0.4,
           fix="check `ibstatus`/`ibstat` rates on every node, reseat or replace cables negotiating "
-              "below the NIC's "
-          "rate, check `lspci -vv` LnkSta speed and width of NICs and GPUs",
+              "below the NIC's rate, check `lspci -vv` LnkSta speed and width of NICs and GPUs",
           settle=("ib-status", "ibstatus (or ibstat, ibv_devinfo) on every node: 'rate:' of each "
                                "port"),
           source="https://github.com/NVIDIA/nccl/issues/307 (sjeaugey: 'The ibstat you provided "
-                 "did show that both "
-          "cables negociated 100G. The best performance you can get is indeed 24 GB/s')"),
+                 "did show that both cables negociated 100G. The best performance you can get is "
+                 "indeed 24 GB/s')"),
     Cause("too_few_channels", "fewer channels (SMs) than the links need",
           (P(r"NCCL_MAX_(?:NCHANNELS|CTAS)" + SET + r"[1-8]\b", 1.0, "channels capped by "
                                                                      "NCCL_MAX_NCHANNELS"),),
@@ -124,8 +119,7 @@ CAUSES = (
               "'N coll channels'",
           settle=("nccl-log", "NCCL_DEBUG=INFO: the 'N coll channels, ... nvls channels' line"),
           source="https://github.com/NVIDIA/nccl/issues/652 (sjeaugey: 'Make sure to use enough "
-                 "channels (set "
-          "NCCL_MIN_NCHANNELS to 8 or 16)')"),
+                 "channels (set NCCL_MIN_NCHANNELS to 8 or 16)')"),
     Cause("nvls_disabled_or_unavailable", "NVLink SHARP (NVLS) not used on an NVSwitch system that "
                                           "has it",
           (P(r"NVLS multicast support is not available", 2.0, "NCCL found no NVLS multicast"),
@@ -134,23 +128,22 @@ CAUSES = (
              "NCCL_ALGO limits the algorithms")),
           counter=(), applies="nvls", effect=(0.6, 0.9), prior=0.3,
           fix="run nvidia-fabricmanager (and IMEX where needed), a driver and NCCL (2.17+) with "
-              "NVLS, unset "
-          "NCCL_NVLS_ENABLE=0; on 8 H100 expect ~480 GB/s busbw with NVLS, ~370 GB/s without",
+              "NVLS, unset NCCL_NVLS_ENABLE=0; on 8 H100 expect ~480 GB/s busbw with NVLS, ~370 "
+              "GB/s without",
           settle=("nccl-log", "NCCL_DEBUG=INFO: the 'nvls channels' count and NVLS lines"),
           source="https://github.com/NVIDIA/nccl-tests/issues/212 (sjeaugey: 'allreduce uses "
-                 "NVLink SHARP by default "
-          "... On 8 GPUs, you should reach a peak busBw of ~480GB/s')"),
+                 "NVLink SHARP by default ... On 8 GPUs, you should reach a peak busBw of "
+                 "~480GB/s')"),
     Cause("two_node_tree_anomaly", "busbw above the network bound on two nodes: Tree/NVLSTree, not "
                                    "an error",
           (), counter=(), applies="two_nodes", effect=None, prior=0.2,
           fix="nothing is wrong: on 2 nodes Tree (NVLSTree) sends half the traffic over the "
-              "network; to measure "
-          "the network run with NCCL_ALGO=Ring, or on 4 nodes or more",
+              "network; to measure the network run with NCCL_ALGO=Ring, or on 4 nodes or more",
           settle=("ib-status", "the NIC count and rate (ibstatus), to compare busbw with the "
                                "network bound"),
           source="https://github.com/NVIDIA/nccl-tests/issues/196 (sjeaugey: 'On two nodes, NCCL "
-                 "uses the tree (or "
-          "nvlstree) algorithm which can indeed go beyond the network bottleneck')"),
+                 "uses the tree (or nvlstree) algorithm which can indeed go beyond the network "
+                 "bottleneck')"),
     Cause("p2p_disabled_or_shm", "GPU peer-to-peer off: traffic through host shared memory (SHM)",
           (P(r"via SHM|via direct shared memory", 1.5, "a channel goes through shared host memory"),
            P(r"NCCL_P2P_DISABLE" + SET + r"1\b", 2.0, "P2P turned off by NCCL_P2P_DISABLE=1"),
@@ -164,8 +157,7 @@ CAUSES = (
           settle=("nccl-log",
                   "NCCL_DEBUG=INFO: 'via P2P/...' or 'via SHM/...' on the Channel lines"),
           source="https://github.com/NVIDIA/nccl-tests/issues/228 (kiskra-nvidia: 'NCCL_P2P_LEVEL "
-                 "set by environment to "
-          "LOC ... This forces P2P off. Please unset this variable')"),
+                 "set by environment to LOC ... This forces P2P off. Please unset this variable')"),
     Cause("wrong_interface", "the wrong network interface or HCA (docker/loopback bridge, HCAs "
                              "left out)",
           (P(r"NET/Socket : Using "
@@ -176,8 +168,7 @@ CAUSES = (
            P(r"NCCL_IB_HCA" + SET, 0.3, "HCAs chosen by hand with NCCL_IB_HCA")),
           counter=(), applies="multinode", effect=(0.05, 0.8), prior=0.35,
           fix="set NCCL_SOCKET_IFNAME to the real interface (default ^lo,docker) and NCCL_IB_HCA "
-              "to every HCA "
-          "that carries traffic, or unset them",
+              "to every HCA that carries traffic, or unset them",
           settle=("nccl-log", "NCCL_DEBUG=INFO: 'NET/IB : Using [0]...' lists the HCAs, "
                               "'NET/Socket : Using' the interfaces"),
           source=DOCS + "env.html#nccl-socket-ifname"),
@@ -186,13 +177,11 @@ CAUSES = (
              "IB errors on a node"),),
           counter=(), applies="multinode", effect=(0.2, 0.95), prior=0.35,
           fix="test nodes pair by pair (or halves of the node list) and leave out the node common "
-              "to slow runs; "
-          "check its ibstatus, GPU clocks and PCIe links",
+              "to slow runs; check its ibstatus, GPU clocks and PCIe links",
           settle=("nccl-tests", "nccl-tests runs on node pairs (one file per pair, or a 'host,host "
                                 "busbw' table)"),
           source="https://github.com/NVIDIA/nccl-tests/issues/106 (sjeaugey: 'From what you tried, "
-                 "I'd say that node "
-          "644 has a problem and is slow')"),
+                 "I'd say that node 644 has a problem and is slow')"),
     Cause("iommu", "IOMMU translating GPU peer-to-peer and NIC DMA",
           (P(r"\b(?:intel_iommu|amd_iommu)=on\b", 1.5, "the kernel runs with the IOMMU on"),
            P(r"IO_PAGE_FAULT|DMAR: \[DMA|AMD-Vi: Event logged", 2.0, "IOMMU faults in the kernel "
@@ -206,8 +195,7 @@ CAUSES = (
               "the BIOS",
           settle=("kernel", "cat /proc/cmdline; dmesg | grep -i -e DMAR -e IOMMU -e AMD-Vi"),
           source="https://github.com/NVIDIA/nccl-tests/issues/115 (sjeaugey: 'You may want to "
-                 "disable iommu by adding "
-          "\"iommu=pt\" to the kernel launch arguments')"),
+                 "disable iommu by adding \"iommu=pt\" to the kernel launch arguments')"),
     Cause("cpu_binding", "processes bound to the wrong cores or NUMA node (network progress "
                          "starved)",
           (P(r"NCCL_IGNORE_CPU_AFFINITY" + SET + r"1\b", 1.0, "NCCL told to ignore the GPUs' CPU "
@@ -217,39 +205,36 @@ CAUSES = (
           counter=(P(r"--?bind-to[\s=]+numa\b", -1.0, "ranks bound to NUMA nodes"),),
           applies="multinode", effect=(0.6, 0.98), prior=0.3,
           fix="bind each rank to its GPU's NUMA node (mpirun --bind-to numa; srun --cpu-bind=... "
-              "with the GPU's "
-          "cores), do not set NCCL_IGNORE_CPU_AFFINITY",
+              "with the GPU's cores), do not set NCCL_IGNORE_CPU_AFFINITY",
           settle=("environment", "the launcher command line (mpirun/srun flags)"),
           source="https://github.com/NVIDIA/nccl-tests/issues/297 (sjeaugey: 'running with mpirun "
-                 "--bind-to numa is "
-          "advised ... your processes may be bound to a single core')"),
+                 "--bind-to numa is advised ... your processes may be bound to a single core')"),
     Cause("nccl_version_regression", "a different NCCL version runs slower on this machine",
           (), counter=(), applies="any", effect=(0.05, 0.95), prior=0.2,
           fix="run the same test with both NCCL versions (LD_LIBRARY_PATH or the wheel), compare "
-              "their NCCL_DEBUG "
-          "INFO logs (channels, algorithms, topology), and report the regression with both logs",
+              "their NCCL_DEBUG INFO logs (channels, algorithms, topology), and report the "
+              "regression with both logs",
           settle=("nccl-tests", "the same nccl-tests run with the other NCCL version"),
           source="https://github.com/NVIDIA/nccl/issues/1298 (sjeaugey, 2.18 against 2.20: 'it "
-                 "could just be small "
-          "differences in code efficiency between the two'; on g5 a topology file helped)"),
+                 "could just be small differences in code efficiency between the two'; on g5 a "
+                 "topology file helped)"),
     Cause("measurement_error", "the measurement does not measure what was meant",
           (P(r"Out of bounds values\s*:\s*[1-9]", 1.5, "nccl-tests found wrong results"),),
           counter=(), applies="any", effect=None, prior=0.2,
           fix="build nccl-tests with MPI=1 (make clean first) and launch one run across the nodes; "
-              "time large "
-          "sizes (-e 8G), read busbw at the largest sizes, not '# Avg bus bandwidth'; no "
-          "COLL/TUNING logging",
+              "time large sizes (-e 8G), read busbw at the largest sizes, not '# Avg bus "
+              "bandwidth'; no COLL/TUNING logging",
           settle=("nccl-tests", "one nccl-tests run over all nodes, with its '# Rank' lines"),
           source="https://github.com/NVIDIA/nccl-tests/issues/27 (kwen2501: 'You would probably "
-                 "need to clean the "
-          "previous build first via make clean before building again with MPI')"),
+                 "need to clean the previous build first via make clean before building again with "
+                 "MPI')"),
     Cause("expected_performance", "the measurement is within what this hardware should give",
           (), counter=(), applies="any", effect=None, prior=0.0,
           fix="nothing to fix; compare busbw at the largest sizes with the expected range above",
           settle=("nccl-tests", "nccl-tests output up to -e 8G"),
           source="https://github.com/NVIDIA/nccl-tests/issues/290 (AddyLaddy: '476GB/s looks to be "
-                 "in the expected range "
-          "for H100 ... For NDR @ 400Gbps you should see 46-48GB/s per NIC')"),
+                 "in the expected range for H100 ... For NDR @ 400Gbps you should see 46-48GB/s "
+                 "per NIC')"),
 )
 
 BY_LABEL = {c.label: c for c in CAUSES}

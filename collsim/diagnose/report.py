@@ -116,8 +116,8 @@ def answers_text(a: dict) -> list[str]:
     out.append(f"2. why below: {VERDICTS[a['why_below']['verdict']]}; causes ranked above: "
                f"{', '.join(causes[:3]) or 'none'}")
     out.append(
-        "3. why did NCCL pick this (NCCL's choice against the simulated best, per band of "
-        "its choice):"
+        "3. why did NCCL pick this (NCCL's choice against the simulated best, per band of its "
+        "choice):"
     )
     for c in a["nccl_choice"]:
         gain = "the simulated best"

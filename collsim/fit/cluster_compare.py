@@ -5,11 +5,11 @@ Each file (runner JSON Lines, nccl-tests output, a published log) is predicted a
 collective (its meta's ``collective``, nccl-tests' name as ``import-nccl-tests`` sets it; all_reduce
 when absent), the algorithm and protocol it forced (its label or NCCL_ALGO/NCCL_PROTO), its NCCL_*
 settings, its harness (nccl-tests or the runner), timing and GPUs per process; ``collsim.predict``
-gives collsim's time (``simulated_us``: the simulation of the schedule NCCL runs, CollNet's too; ``timed_by`` says
-which) and NCCL's own (``nccl_us``). Errors are |predicted / measured - 1| per size (fractions),
-summed up as median and p90 over all sizes and over sizes from 1 MiB up; each row says whether the
-measured time is inside collsim's 80% range (``collsim.predict.ranges``), ``inside_range`` counts
-them. """
+gives collsim's time (``simulated_us``: the simulation of the schedule NCCL runs, CollNet's too;
+``timed_by`` says which) and NCCL's own (``nccl_us``). Errors are |predicted / measured - 1| per
+size (fractions), summed up as median and p90 over all sizes and over sizes from 1 MiB up; each row
+says whether the measured time is inside collsim's 80% range (``collsim.predict.ranges``),
+``inside_range`` counts them. """
 from __future__ import annotations
 
 import re

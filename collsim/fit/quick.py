@@ -98,8 +98,7 @@ def fit_series(cluster: Cluster, series: list[Series], source: str,
     n = sum(len(s.sizes) for s in series)
     if n < 2:
         raise CollsimError("a quick run needs at least 2 measured sizes "
-                           "(runners/allreduce_bench.py --quick "
-                           "measures 5)")
+                           "(runners/allreduce_bench.py --quick measures 5)")
     start = start_values(cluster)
     harness = next((h for h in map(_unmeasured_harness, series) if h), None)
     # its per-call cost, not the GPUs' per-step costs, is what is not known

@@ -141,10 +141,8 @@ def with_path(params: ModelParams, key: tuple, **values) -> ModelParams:
 def params_to_dict(params: ModelParams) -> dict:
     return {"format": FORMAT, "version": 1,
             "units": "us for *_us, GB/s (1e9 B/s) for *_GBps, fill in slice times per pipeline "
-                     "depth level, "
-                     "spill as a fraction of the bandwidth time, warm as a ratio of bandwidth "
-                     "times, l2_bytes in "
-                     "bytes, link_exp dimensionless",
+                     "depth level, spill as a fraction of the bandwidth time, warm as a ratio of "
+                     "bandwidth times, l2_bytes in bytes, link_exp dimensionless",
             "channels": params.channels, "link_GBps": params.link_GBps,
             "paths": [{"link": k[0], "algo": k[1], "proto": k[2], **v} for k,
                       v in sorted(params.paths.items())],

@@ -104,11 +104,11 @@ GPUS: dict[str, GPU] = {g.name: g for g in (
     _g("A100-PCIE", 80, 108, 40, 1410, links=12, link=25.0, gen=4, ring=AMPERE_RING, source=
        _A100
        + "; NVIDIA A100 datasheet (PCIe card: 'NVLink Bridge for 2 GPUs: 600 GB/s', 'PCIe Gen4: 64 "
-       "GB/s'); ring efficiency assumed the SXM board's"),
+         "GB/s'); ring efficiency assumed the SXM board's"),
     _g("A800", 80, 108, 40, 1410, links=8, link=25.0, gen=4, ring=AMPERE_RING, form="sxm", source=
        _A100
        + "; NVIDIA A800 datasheet: NVLink 400 GB/s (8 links x 25 GB/s per direction, the export "
-       "variant of A100); ring efficiency assumed A100's"),
+         "variant of A100); ring efficiency assumed A100's"),
     _g("H100", 90, 132, 50, 1980, links=18, link=25.0, gen=5, nvls=True, nvls_eff=0.85,
        ring=HOPPER_RING, form="sxm", source=
        _HOPPER + "; " + _NVLS + "; ring plateau 368.09 GB/s busbw at 8 GiB (calibration log L01)"),
@@ -116,18 +116,18 @@ GPUS: dict[str, GPU] = {g.name: g for g in (
        ring=HOPPER_RING, source=
        _HOPPER
        + "; NVIDIA H100 PCIe datasheet: 114 SMs, boost 1755 MHz, NVLink bridge 600 GB/s to one "
-       "peer (12 links assumed), PCIe Gen5 128 GB/s; no NVSwitch; ring efficiency assumed the SXM "
-       "board's"),
+         "peer (12 links assumed), PCIe Gen5 128 GB/s; no NVSwitch; ring efficiency assumed the "
+         "SXM board's"),
     _g("H100-NVL", 90, 132, 50, 1785, links=12, link=25.0, gen=5, nvls_eff=0.85,
        ring=HOPPER_RING, source=
        _HOPPER
        + "; NVIDIA H100 NVL datasheet: NVLink bridge 600 GB/s to one peer (12 links assumed), "
-       "boost 1785 MHz, PCIe Gen5 128 GB/s; ring efficiency assumed the SXM board's"),
+         "boost 1785 MHz, PCIe Gen5 128 GB/s; ring efficiency assumed the SXM board's"),
     _g("H800", 90, 132, 50, 1980, links=8, link=25.0, gen=5, nvls=True, nvls_eff=0.85,
        ring=HOPPER_RING, form="sxm", source=
        _HOPPER
        + "; NVIDIA H800 datasheet: NVLink 400 GB/s (8 links x 25 GB/s per direction, the export "
-       "variant of H100 SXM); NVSwitch with NVLink SHARP and the ring efficiency assumed H100's"),
+         "variant of H100 SXM); NVSwitch with NVLink SHARP and the ring efficiency assumed H100's"),
     _g("H20", 90, 78, 60, 1980, links=18, link=25.0, gen=5, nvls=True, nvls_eff=0.85,
        ring=HOPPER_RING, form="sxm", source=
        "NVIDIA HGX H20 (export variant of the GH100 board): NVLink 900 GB/s (18 x 25 GB/s per "
@@ -136,14 +136,15 @@ GPUS: dict[str, GPU] = {g.name: g for g in (
     _g("H200", 90, 132, 50, 1980, links=18, link=25.0, gen=5, nvls=True, nvls_eff=0.85,
        ring=HOPPER_RING, form="sxm", source=
        "NVIDIA H200 page ('18x 4th Gen NVLink, 900GB/s'; the GH100 die of H100, so SMs, L2 and the "
-       "ring efficiency are H100's; l2CacheSize 52428800 B read on our 2 x H200, "
-       "data/h200x2); " + _NVLS),
+       "ring efficiency are H100's; l2CacheSize 52428800 B "
+       "read on our 2 x H200, data/h200x2); " + _NVLS),
     _g("B200", 100, 148, 126, 1980, links=18, link=50.0, gen=5, nvls=True, nvls_eff=0.74,
        ring=HOPPER_RING, form="sxm", source=
-       "NVIDIA NVLink page (18 NVLink5 links x 100 GB/s bidirectional = 1.8 TB/s); 148 SMs and "
-       "126 MB L2 (Blackwell tuning guide 1.4.2; deviceQuery in pytorch/ao#4002); NVLink SHARP, "
+       "NVIDIA NVLink page (18 NVLink5 links x 100 GB/s bidirectional = 1.8 TB/s); 148 SMs and 126 "
+       "MB L2 (Blackwell tuning guide 1.4.2; deviceQuery in pytorch/ao#4002); NVLink SHARP, "
        "nvlsEfficiency 0.74 (" + NCCL_TUNING_CC + "); PCIe Gen5 (HGX B200); ring efficiency and "
-       "clock assumed Hopper's (no published 8 x B200 ring plateau from NVIDIA)"),
+                                                  "clock assumed Hopper's (no published 8 x B200 "
+                                                  "ring plateau from NVIDIA)"),
     _g("GB200", 100, 148, 126, 1980, links=18, link=50.0, gen=5, nvls=True, nvls_eff=0.74,
        ring=HOPPER_RING, mnnvl=True, form="superchip", source=
        "NVIDIA GB200 NVL72 page: 72 Blackwell GPUs in one NVLink domain, 18 NVLink5 links x 100 "
@@ -157,8 +158,8 @@ GPUS: dict[str, GPU] = {g.name: g for g in (
        "Grace's PCIe Gen5; clock and ring efficiency assumed H100 SXM's"),
     _g("L40S", 89, 142, 96, 2520, gen=4, source=
        "NVIDIA L40S datasheet: PCIe Gen4 x16 64 GB/s bidirectional, no NVLink, 142 RT cores = 142 "
-       "SMs, boost 2520 MHz; L2 assumed the full AD102's 96 MB "
-       "(" + _ADA + "; not published for L40S)"),
+       "SMs, boost 2520 MHz; L2 assumed "
+       "the full AD102's 96 MB (" + _ADA + "; not published for L40S)"),
     _g("L4", 89, 58, 48, 2040, gen=4, source=
        "NVIDIA L4 datasheet: PCIe Gen4 x16 64 GB/s bidirectional, no NVLink; 58 SMs, 48 MB L2 and "
        "boost 2040 MHz of AD104 in the L4 configuration (" + _ADA + ")"),
@@ -172,8 +173,8 @@ GPUS: dict[str, GPU] = {g.name: g for g in (
        ring=AMPERE_RING, source=
        _GA102
        + ": GeForce RTX 3090 82 SMs, 6 MB L2, boost 1695 MHz, PCIe Gen4 x16, NVLink bridge to one "
-       "peer '4 x2 links, 112.5 GB/s total bidirectional' (4 x 14.06 GB/s per "
-       "direction); " + _GEFORCE_P2P + "; ring "
+         "peer '4 x2 links, 112.5 GB/s total "
+         "bidirectional' (4 x 14.06 GB/s per direction); " + _GEFORCE_P2P + "; ring "
        "efficiency over the bridge assumed A100's"),
     _g("RTX4080", 89, 76, 64, 2505, gen=4, p2p=False, source=
        _ADA + ": GeForce RTX 4080 76 SMs, 64 MB L2, boost 2505 MHz, PCIe Gen4 x16, no NVLink; "
@@ -183,38 +184,39 @@ GPUS: dict[str, GPU] = {g.name: g for g in (
        + _GEFORCE_P2P),
     _g("V100", 70, 80, 6, 1530, links=6, link=25.0, gen=3, ring=AMPERE_RING, form="sxm", source=
        _VOLTA + "; SXM2 board: boost 1530 MHz, six NVLink2 links x 25 GB/s per direction ('NVLink "
-       "300 GB/s'); on NVSwitch in DGX-2 / HGX-2 (16 GPUs), the DGX-1 hybrid cube-mesh of 8 is "
-       "not modelled (each GPU links 6 of 7 peers: intra nvlink takes at most 7 GPUs); ring "
-       "efficiency assumed A100's"),
+                "300 GB/s'); on NVSwitch in DGX-2 / HGX-2 (16 GPUs), the DGX-1 hybrid cube-mesh of "
+                "8 is not modelled (each GPU links 6 of 7 peers: intra nvlink takes at most 7 "
+                "GPUs); ring efficiency assumed A100's"),
     _g("V100-PCIE", 70, 80, 6, 1380, gen=3, source=
-       _VOLTA + "; NVIDIA V100 PCIe datasheet: boost 1380 MHz, PCIe Gen3 32 GB/s bidirectional, "
-       "no NVLink"),
+       _VOLTA + "; NVIDIA V100 PCIe datasheet: boost 1380 MHz, PCIe Gen3 32 GB/s bidirectional, no "
+                "NVLink"),
     _g("V100S", 70, 80, 6, 1597, gen=3, source=
        _VOLTA + "; NVIDIA V100S PCIe datasheet: boost 1597 MHz, PCIe Gen3 32 GB/s bidirectional, "
-       "no NVLink"),
+                "no NVLink"),
     _g("T4", 75, 40, 4, 1590, gen=3, source=
        _TURING + ": Tesla T4 40 SMs, 4 MB L2, boost 1590 MHz; NVIDIA T4 datasheet: PCIe Gen3 x16, "
-       "no NVLink"),
+                 "no NVLink"),
     _g("RTX2080TI", 75, 68, 5.5, 1545, links=2, link=25.0, gen=3, p2p=False, ring=AMPERE_RING,
        source=_TURING + ": GeForce RTX 2080 Ti 68 SMs, 5.5 MB L2, boost 1545 MHz, PCIe Gen3 x16; "
-       "NVLink bridge to one peer, two x8 links of 25 GB/s per direction (100 GB/s total "
-       "bidirectional); " + _GEFORCE_P2P + "; ring efficiency over the bridge assumed A100's"),
+                        "NVLink bridge to one peer, two x8 links of 25 GB/s per direction (100 "
+                        "GB/s total bidirectional); " + _GEFORCE_P2P
+                        + "; ring efficiency over the bridge assumed A100's"),
     _g("RTX8000", 75, 72, 6, 1770, links=2, link=25.0, gen=3, ring=AMPERE_RING, source=
        _TURING + ": Quadro RTX 8000 (full TU102) 72 SMs, 6 MB L2, boost 1770 MHz, PCIe Gen3 x16; "
-       "Quadro RTX 8000 datasheet: NVLink bridge 100 GB/s bidirectional to one peer; ring "
-       "efficiency assumed A100's"),
+                 "Quadro RTX 8000 datasheet: NVLink bridge 100 GB/s bidirectional to one peer; "
+                 "ring efficiency assumed A100's"),
     _g("A30", 80, 56, 24, 1440, links=4, link=25.0, gen=4, ring=AMPERE_RING, source=
        "NVIDIA A30 datasheet: 56 SMs (3584 FP32 cores / 64), 24 MB L2, boost 1440 MHz, PCIe Gen4 "
        "64 GB/s, third-generation NVLink bridge 200 GB/s to one peer (4 links x 25 GB/s per "
        "direction); ring efficiency assumed the SXM A100's"),
     _g("A40", 86, 84, 6, 1740, links=4, link=14.0625, gen=4, ring=AMPERE_RING, source=
        _GA102 + ": A40 84 SMs, 6 MB L2, boost 1740 MHz; NVIDIA A40 datasheet: PCIe Gen4 64 GB/s, "
-       "NVLink bridge to one peer 112.5 GB/s bidirectional (4 x 14.06 GB/s per direction); ring "
-       "efficiency assumed A100's"),
+                "NVLink bridge to one peer 112.5 GB/s bidirectional (4 x 14.06 GB/s per "
+                "direction); ring efficiency assumed A100's"),
     _g("A6000", 86, 84, 6, 1800, links=4, link=14.0625, gen=4, ring=AMPERE_RING, source=
        _GA102 + ": RTX A6000 84 SMs, 6 MB L2, boost 1800 MHz; NVIDIA RTX A6000 datasheet: PCIe "
-       "Gen4 x16, NVLink bridge to one peer 112.5 GB/s bidirectional; ring efficiency assumed "
-       "A100's"),
+                "Gen4 x16, NVLink bridge to one peer 112.5 GB/s bidirectional; ring efficiency "
+                "assumed A100's"),
     _g("A10G", 86, 80, 6, 1710, gen=4, source=
        "AWS G5 instances' A10G (a GA102 part without an NVIDIA datasheet): 80 SMs, 6 MB L2 and "
        "boost 1710 MHz as deviceQuery reports them, PCIe Gen4, no NVLink (" + _GA102 +

@@ -70,11 +70,10 @@ NETS: dict[str, Net] = {
                      "HPE Slingshot 11 through libfabric's CXI provider and the aws-ofi-nccl net "
                      "plugin (GPUDirect RDMA through FI_HMEM); plugin latency 0, the "
                      "OFI_NCCL_NET_LATENCY default off AWS (aws-ofi-nccl nccl_ofi_param.h:221, "
-                     "nccl_ofi_net.cpp:481); efficiency 0.972, the raw fi_write ceiling of "
-                     "~24.3 GB/s per 200 Gb/s NIC (uccl-project/uccl#956), NCCL's ring assumed to "
-                     "reach it; "
-                     "per-message latency NCCL's own NET figures (no public NCCL log on Slingshot "
-                     "found)", transport="plugin"),
+                     "nccl_ofi_net.cpp:481); efficiency 0.972, the raw fi_write ceiling of ~24.3 "
+                     "GB/s per 200 Gb/s NIC (uccl-project/uccl#956), NCCL's ring assumed to reach "
+                     "it; per-message latency NCCL's own NET figures (no public NCCL log on "
+                     "Slingshot found)", transport="plugin"),
     # NCCL's socket transport copies through host memory with NCCL_SOCKET_NTHREADS x
     # NCCL_NSOCKS_PERTHREAD connections; no published per-NIC figure: an assumed half of line rate.
     "tcp": Net("tcp", 0.5, False, 0.0, False,
@@ -101,8 +100,8 @@ NETS: dict[str, Net] = {
                 "per node, payload between GPU memory and the NIC without host copies): efficiency "
                 "0.85 of line rate and no plugin latency assumed (no published per-NIC figure; see "
                 "data/public/README.md); a network hop of a small message 55 us, calibrated on the "
-                "public 2 x 8 H100 A3 Mega log P01's 8 B-4 KiB rows (123 us at 8 B-512 "
-                "B)", hop_us=55.0, transport="plugin", tcp=True),
+                "public 2 x 8 H100 A3 Mega log P01's "
+                "8 B-4 KiB rows (123 us at 8 B-512 B)", hop_us=55.0, transport="plugin", tcp=True),
 }
 
 # SHARP (``sharp: true``: InfiniBand switches that reduce, NCCL's CollNet): the latency the switches

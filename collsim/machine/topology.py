@@ -246,9 +246,11 @@ class Topology:
                                "oversubscription)")
         fabric = check_tiers(d.get("fabric", []), ints["nics_per_node"], where)
         slow = check_slow_nics(d.get("slow_nics", []), ints["nodes"] * ints["nics_per_node"], where)
-        return cls(ints["nodes"], ints["gpus_per_node"], intra, inter, ints["nics_per_node"],
-                   d.get("name", ""), d.get("source", ""), nvls, float(call),
-                   ints["links_per_pair"], sharp_us=None if sharp is None else float(sharp),
+        return cls(nodes=ints["nodes"], gpus_per_node=ints["gpus_per_node"], intra=intra,
+                   inter=inter, nics_per_node=ints["nics_per_node"],
+                   name=d.get("name", ""), source=d.get("source", ""), nvls=nvls,
+                   call_us=float(call), links_per_pair=ints["links_per_pair"],
+                   sharp_us=None if sharp is None else float(sharp),
                    fabric=fabric, slow_nics=slow)
 
 

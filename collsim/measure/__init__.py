@@ -35,8 +35,8 @@ A measurement file (what ``runners/allreduce_bench.py`` writes) is JSON Lines:
   ============  ======  ===================================================
 
 Values are checked as they are read (``check_meta``, ``check_result``, in ``records``): the types
-above, times finite and >= 0, sizes and counts within ``collsim.inputs.MAX_BYTES``, rank and node counts
-within ``MAX_RANKS``, iteration counts within ``MAX_CALLS``, ``env`` an object of strings or
+above, times finite and >= 0, sizes and counts within ``collsim.inputs.MAX_BYTES``, rank and node
+counts within ``MAX_RANKS``, iteration counts within ``MAX_CALLS``, ``env`` an object of strings or
 numbers, ``nccl_probe`` as ``collsim.nccl.log.check_probe`` wants it; other meta keys are free.
 
 ``JsonlWriter`` writes such files record by record (the runners: a record is one line or

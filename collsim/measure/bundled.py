@@ -26,8 +26,7 @@ def data_root() -> Path:
         if root is not None and (root / "h200x2").is_dir():
             return root
     raise CollsimError("no bundled measurements: neither the installed package's collsim/data nor "
-                       "a checkout's "
-                       "data/ folder holds h200x2/")
+                       "a checkout's data/ folder holds h200x2/")
 
 
 def data_path(*parts: str) -> Path:

@@ -38,9 +38,8 @@ VARIABLES = {v.name: v for v in [
     NcclVar("NCCL_ALGO",
             "which algorithms NCCL may choose from (its cost model picks among them per call)",
             "all that the topology supports",
-            "comma list of Ring, Tree, NVLS, NVLSTree, CollNetDirect, "
-            "CollNetChain, PAT (case-insensitive); a leading ^ excludes; unknown names are an "
-            "error from 2.24"),
+            "comma list of Ring, Tree, NVLS, NVLSTree, CollNetDirect, CollNetChain, PAT "
+            "(case-insensitive); a leading ^ excludes; unknown names are an error from 2.24"),
     NcclVar("NCCL_PROTO",
             "which protocols NCCL may use: LL (low latency, half bandwidth), LL128, Simple",
             "LL, LL128 where the path supports it, Simple",
@@ -51,8 +50,8 @@ VARIABLES = {v.name: v for v in [
     NcclVar("NCCL_MIN_NCHANNELS", "lower bound on channels (one thread block each) per collective",
             "chosen by the topology search", f"integer 1..{MAX_CHANNELS}"),
     NcclVar("NCCL_MAX_NCHANNELS",
-            "upper bound on channels per collective (applied after NCCL doubles the "
-            "search's channels; NCCL's time model ignores it)", "chosen by the topology search",
+            "upper bound on channels per collective (applied after NCCL doubles the search's "
+            "channels; NCCL's time model ignores it)", "chosen by the topology search",
             f"integer 1..{MAX_CHANNELS}"),
     NcclVar("NCCL_SOCKET_NTHREADS", "CPU helper threads per connection of the socket transport",
             "auto: 0 (2 on AWS, 4 on GCP gVNIC)", f"integer 0..{MAX_SOCKET_THREADS}; "
@@ -70,34 +69,31 @@ VARIABLES = {v.name: v for v in [
     NcclVar("NCCL_IB_HCA", "which IB devices (and ports) NCCL uses", "all active devices",
             "comma list of device[:port] prefixes, e.g. mlx5_0:1; ^ excludes; = exact"),
     NcclVar("NCCL_P2P_DISABLE",
-            "1 turns the GPU peer-to-peer transport (NVLink or PCIe) off; traffic goes "
-            "through host shared memory (SHM) or the network", "0", "0 or 1"),
+            "1 turns the GPU peer-to-peer transport (NVLink or PCIe) off; traffic goes through "
+            "host shared memory (SHM) or the network", "0", "0 or 1"),
     NcclVar("NCCL_SHM_DISABLE",
-            "1 turns the host shared-memory transport off (then the network is used "
-            "between GPUs that cannot do P2P)", "0", "0 or 1"),
+            "1 turns the host shared-memory transport off (then the network is used between GPUs "
+            "that cannot do P2P)", "0", "0 or 1"),
     NcclVar("NCCL_DEBUG", "how much NCCL logs", "unset: errors only",
             "VERSION, WARN, INFO, ABORT, TRACE (TRACE needs a debug build)"),
     NcclVar("NCCL_DEBUG_SUBSYS",
-            "which subsystems INFO logs cover (TUNING shows the cost-model table, "
-            "COLL each call's choice)", "INIT,BOOTSTRAP,ENV", "comma list of " + ", ".join(
+            "which subsystems INFO logs cover (TUNING shows the cost-model table, COLL each call's "
+            "choice)", "INIT,BOOTSTRAP,ENV", "comma list of " + ", ".join(
                 s.upper() for s in SUBSYSTEMS) + "; ^ excludes"),
     NcclVar("NCCL_NVLS_ENABLE",
-            "NVLink SHARP (multicast reductions in the NVSwitch); needs more than 2 GPUs "
-            "on an NVSwitch system", "on where supported",
+            "NVLink SHARP (multicast reductions in the NVSwitch); needs more than 2 GPUs on an "
+            "NVSwitch system", "on where supported",
             "0 or 1 (some versions also accept 2 = auto)"),
 ]}
 
 LECTURE_ERRORS = [
     "NCCL_NSOCKS is not an NCCL variable: the socket transport's knobs are NCCL_SOCKET_NTHREADS "
-    "and "
-    "NCCL_NSOCKS_PERTHREAD, and their product is capped at 64.",
+    "and NCCL_NSOCKS_PERTHREAD, and their product is capped at 64.",
     "NCCL_IB_DISABLE=0 is already the default: setting it 'to prefer IB' changes nothing.",
     "NCCL_SOCKET_IFNAME chooses the IP interface for bootstrap and socket traffic; the IB device "
-    "is "
-    "NCCL_IB_HCA.",
+    "is NCCL_IB_HCA.",
     "NCCL_BUFFSIZE (example 8 MiB) only changes the Simple protocol's pipeline slots: it helps "
-    "large "
-    "messages on slow links at most, and costs memory per connection.",
+    "large messages on slow links at most, and costs memory per connection.",
 ]
 
 FRAMEWORKS = """\
@@ -153,8 +149,7 @@ def check_env(env: dict) -> list[str]:
     get = {k: str(v) for k, v in env.items() if k.startswith("NCCL_")}
     if "NCCL_NSOCKS" in get:
         problems.append("NCCL_NSOCKS is not an NCCL variable (ignored by NCCL): use "
-                        "NCCL_SOCKET_NTHREADS "
-                        "and NCCL_NSOCKS_PERTHREAD")
+                        "NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD")
     if "NCCL_ALGO" in get:
         problems += _check_names("NCCL_ALGO", get["NCCL_ALGO"], ALGORITHMS)
     if "NCCL_PROTO" in get:

@@ -215,8 +215,8 @@ def read_settings(env: dict | None, version: str) -> Settings:
         nthreads=nthreads, ll128_nthreads=ll128,
         net_overhead_us=None if overhead is None else overhead / 1000.0,
         buffsize=_int(env, "NCCL_BUFFSIZE", *BUFFSIZE_RANGE, None,
-                      " bytes (collsim.inputs.BUFFSIZE_RANGE: 32 KiB, "
-                      "the smallest buffer collsim models, to 4 GiB)"), raw=env)
+                      " bytes (collsim.inputs.BUFFSIZE_RANGE: 32 KiB, the smallest buffer collsim "
+                      "models, to 4 GiB)"), raw=env)
 
 
 def _float(env: dict, name: str, lo: float, hi: float):

@@ -183,25 +183,33 @@ def tune(setup: Setup, coll: str = "AllReduce") -> TuningTable:
     thresholds[("Ring", "LL")] *= n                                       # tuning.cc:541-549
     thresholds.update({(a, "Simple"): 512 for a in COLLNET})
     heads = min(setup.collnet_direct.channels, setup.nics_per_node) if setup.collnet_direct else 0
-    return TuningTable(lat, bw, n, nodes, setup.coll_channels, setup.compcap, threads,
-                       setup.version,
-                       setup.comm_channels, setup.nvls_channels, thresholds, heads, setup.cpu,
-                       func=coll)
+    return TuningTable(lat=lat, bw=bw, n_ranks=n, n_nodes=nodes, coll_channels=setup.coll_channels,
+                       compcap=setup.compcap, max_threads=threads,
+                       version=setup.version,
+                       comm_channels=setup.comm_channels,
+                       nvls_channels=setup.nvls_channels,
+                       thread_threshold=thresholds, collnet_heads=heads,
+                       cpu=setup.cpu, func=coll)
 
 
 def tuning_table(hw: Hardware) -> TuningTable:
     """NCCL 2.28's AllReduce table from hand-fed graph numbers (no NVLS, no CollNet)."""
-    ring = Graph("RING", hw.channels, hw.bw_intra, hw.bw_inter or hw.bw_intra,
-                 "NVL" if hw.intra == "nvlink" else "PIX", "PIX" if hw.ll128 else "SYS", 0,
-                 hw.latency_inter)
+    ring = Graph(pattern="RING", channels=hw.channels, bw_intra=hw.bw_intra,
+                 bw_inter=hw.bw_inter or hw.bw_intra,
+                 type_intra="NVL" if hw.intra == "nvlink" else "PIX",
+                 type_inter="PIX" if hw.ll128 else "SYS", cross_nic=0,
+                 latency_inter=hw.latency_inter)
     tree = replace(ring, pattern="TREE" if hw.tree_pattern_tree else "BALANCED_TREE",
                    channels=hw.tree_channels or hw.channels, bw_intra=hw.tree_bw_intra
                    or hw.bw_intra)
     settings = replace(read_settings(None, "2.28"), net_overhead_us=hw.net_overhead_us)
     coll = hw.coll_channels or 2 * hw.channels
-    setup = Setup("2.28", "", hw.compcap, hw.cpu_vendor, hw.n_nodes, hw.n_ranks // hw.n_nodes, 0,
-                  ring, tree,
-                  None, None, None, coll, coll, 0, hw.intra == "nvlink", (), (), (), settings)
+    setup = Setup(version="2.28", gpu="", compcap=hw.compcap, cpu=hw.cpu_vendor, n_nodes=hw.n_nodes,
+                  gpus_per_node=hw.n_ranks // hw.n_nodes, nics_per_node=0,
+                  ring=ring, tree=tree, nvls=None, collnet_chain=None,
+                  collnet_direct=None, coll_channels=coll, comm_channels=coll,
+                  nvls_channels=0, nvswitch=hw.intra == "nvlink", coll_map=(),
+                  rings=(), nvls_heads=(), settings=settings)
     return tune(setup)
 
 

@@ -174,8 +174,8 @@ def markdown(data) -> str:
            f"{info['alpha_s'] * 1e6:.1f} us, beta = 1/{1 / info['beta_s_per_byte'] / 1e9:.0f} GB/s "
            f"(fitted on {EAGER_DEFAULT}). collsim model parameters: {info['params']}.", "",
            "| bucket_cap_mb | hook | buckets | measured ms | pred. (measured AR) | pred. (closed "
-           "form) | pred. (collsim model) | one stream ms | no overlap ms | hidden fraction "
-           "|", "|---" * 10 + "|"]
+           "form) | pred. (collsim model) | one stream "
+           "ms | no overlap ms | hidden fraction |", "|---" * 10 + "|"]
     for r in rows:
         cells = [f"{r[k + '_s'] * 1e3:.2f} ({r[k + '_error']:+.1%})"
                  for k in ("measured_ar", "closed_form", "model")]

@@ -190,7 +190,8 @@ def timeline_view(result, by: str = "link", ax=None, max_rows: int = 32,
     """``TimelineView`` of a ``collsim.simulate.SimResult`` (inter-node links marked from its
     topology)."""
     schedule, start, end, gpn = result_data(result)
-    return TimelineView(schedule, start, end, by, gpn, ax, max_rows, text)
+    return TimelineView(schedule=schedule, start=start, end=end, by=by, gpus_per_node=gpn, ax=ax,
+                        max_rows=max_rows, text=text)
 
 
 def draw_timeline(result, by: str = "link", ax=None, max_rows: int = 32):

@@ -115,7 +115,7 @@ class MeasuredVsPredicted:
         self.config = W.Dropdown(options=[], description="configuration",
                                  layout=W.Layout(width="95%"))
         self.path = W.Text(placeholder="your measurement files: paths separated by spaces (runner "
-                           ".jsonl, nccl-tests output)", layout=W.Layout(width="75%"))
+                                       ".jsonl, nccl-tests output)", layout=W.Layout(width="75%"))
         self.load = W.Button(description="load", layout=W.Layout(width="12%"))
         self.upload = W.FileUpload(accept=".jsonl,.log,.txt,.out", multiple=True,
                                    description="upload")
