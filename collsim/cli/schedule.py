@@ -9,7 +9,7 @@ Examples::
     collsim predict --algo ring --ranks 8 --bytes 1073741824 --alpha 5e-6 --beta 1e-11 --json
     collsim simulate --algo ring --ranks 8 --bytes 1G --alpha 5e-6 --beta 1e-11 --json
     collsim simulate --algo hierarchical --ranks 32 --bytes 256M --cluster ib-400g --gpus-per-node 8
-    collsim sweep --algos ring,double-double-tree,hierarchical --ranks 32 --cluster ib-400g
+    collsim sweep --algos ring,double-double-tree,hierarchical --ranks 32 --cluster ib-400g \\
                   --plot sweep.png
 
 Units: sizes in bytes (suffixes K, M, G = binary multiples, as nccl-tests),

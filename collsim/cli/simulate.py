@@ -7,9 +7,9 @@ Examples::
     collsim simulate --cluster h100-nvlink --nodes 2 --algo ring --channels 16 --bytes 1G --json
     collsim simulate --algo hierarchical --ranks 32 --bytes 256M --cluster ib-400g --gpus-per-node 8
     collsim simulate --list-presets
-    collsim sweep --algos ring,double-double-tree,hierarchical --ranks 32 --cluster ib-400g
+    collsim sweep --algos ring,double-double-tree,hierarchical --ranks 32 --cluster ib-400g \\
                   --plot sweep.png
-    collsim sweep --algos ring,nccl-double-tree --cluster ib-400g --nodes 8 --channels 16
+    collsim sweep --algos ring,nccl-double-tree --cluster ib-400g --nodes 8 --channels 16 \\
                   --method simulate
 
 With a preset or cluster file and one of NCCL's algorithms (or none: NCCL's choice) simulate runs

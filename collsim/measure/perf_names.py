@@ -58,7 +58,8 @@ def candidates(records: list, itemsize) -> list[str]:
     in_checked = bool(placed[True]) and all(placed[True])
     in_unchecked = bool(placed[False]) and all(placed[False]) and not any(placed[True])
     if roots and max(roots) >= 0:
-        return ["reduce"] if "sum" in redops else ["broadcast"]
+        redop = "sum" if "sum" in redops else "none"
+        return [n for n, c in COLLECTIVES.items() if c.rooted and c.redop == redop]
     shapes = {_segments(r, itemsize) for r in records if r["count"]}
     if len(shapes) != 1 or 0 in shapes:
         return []
