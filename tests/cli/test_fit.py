@@ -12,7 +12,7 @@ cli_data = (Path(__file__).resolve().parents[2] / "data" / "h200x2").joinpath
 
 @pytest.fixture
 def run(monkeypatch, capsys):
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ["collsim.cli.fit"])
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ["collsim.cli.fit", "collsim.cli.compare"])
 
     def call(*argv):
         try:
