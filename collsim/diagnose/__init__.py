@@ -4,8 +4,8 @@
 (small parsers: nvidia-smi topo -m, ibstatus/ibstat/ibv_devinfo, NCCL_* settings and command lines,
 host-pair tables), ``sources`` (each file recognised by its content: nccl-tests output of any
 version, NCCL_DEBUG lines, the parsers' kinds, collsim records; unreadable files named and skipped),
-``runs`` (several runs pasted into one file split, each with its NCCL version; another collective's
-rows), ``evidence`` (what the files reveal, each fact with its ``file:line``), ``causes`` (one table
+``runs`` (several runs pasted into one file split, each with its NCCL version; a log of another
+collective is read, predicted and judged as that collective), ``evidence`` (what the files reveal, each fact with its ``file:line``), ``causes`` (one table
 of cause records: evidence patterns, effect on bandwidth, fix, the file that settles it, a
 citation), ``expected`` (the cluster the files describe and ``predict-nccl``'s busbw for the
 measured sizes, NCCL's own model beside it), ``checks`` (evidence computed from facts), ``verdict``
