@@ -11,8 +11,8 @@ with the version named above its rows when it has none.
 
 Also what rows are: ``allreduce_rows`` drops the rows of a log read as AllReduce's that are not
 (size != count x type size) and keeps the ranks they imply (a log naming or fitting another
-collective is read as it: ``collsim.diagnose.sources``); ``loose_rows`` reads rows whose columns launcher tags broke;
-``clean`` removes the tags.
+collective is read as it: ``collsim.diagnose.sources``); ``loose_rows`` reads rows whose columns
+launcher tags broke; ``clean`` removes the tags.
 """
 
 from __future__ import annotations
