@@ -9,22 +9,25 @@ from __future__ import annotations
 
 from collsim import __version__
 from collsim.cli.args import size_arg
+from collsim.core.collective import COLLECTIVES
 from collsim.errors import CollsimError
 from collsim.machine import load_cluster
 from collsim.outputs import atomic_write, check_output
-from collsim.predict.best import PREDICTORS
 from collsim.predict.tuner import tuner_csv, tuner_rows
 from collsim.sweep import sizes as size_range
+
+# the collectives NCCL's tuner plugins choose for: those with a cost table (not AlltoAll, SendRecv)
+TUNABLE = {n.lower(): c.nccl_name for c in COLLECTIVES.values() if c.algorithms
+           for n in (c.name, c.nccl_name)}
 
 
 def cmd_export_tuner(args) -> int:
     inputs = [args.cluster] if args.cluster.endswith((".yaml", ".yml", ".json")) else []
     check_output(args.output, inputs, "tuner file")
-    unknown = [c for c in args.coll if c not in PREDICTORS]
+    unknown = [c for c in args.coll if str(c).lower() not in TUNABLE]
     if unknown:
-        raise CollsimError(
-            f"--coll {unknown[0]!r:.40}: not one collsim predicts here ({', '.join(PREDICTORS)})"
-        )
+        raise CollsimError(f"--coll {unknown[0]!r:.40}: not one NCCL's tuner chooses for "
+                           f"({', '.join(sorted(set(TUNABLE.values())))})")
     cluster = load_cluster(args.cluster)
     rows = tuner_rows(
         cluster, args.coll, size_range(args.minbytes, args.maxbytes, 2).tolist(), timing=args.timing

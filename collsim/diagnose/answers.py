@@ -63,8 +63,8 @@ def expected(report: dict, cluster) -> list[dict]:
     return out
 
 
-def nccl_choice(cluster, sizes, env=None) -> list[dict]:
-    rows = best(cluster, sizes, env=env)
+def nccl_choice(cluster, sizes, env=None, coll: str = "all_reduce") -> list[dict]:
+    rows = best(cluster, sizes, coll=coll, env=env)
     out = []
     for nccl in bands(rows, "nccl"):
         inside = [r for r in rows if nccl["lo"] <= r["bytes"] <= nccl["hi"]]
@@ -89,12 +89,12 @@ def _cluster(d: dict, **changes):
     return Cluster.from_dict(known, where="the machine compared with")
 
 
-def versions(cluster, sizes, pair, env=None) -> dict:
+def versions(cluster, sizes, pair, env=None, coll: str = "all_reduce") -> dict:
     """NCCL ``pair[0]`` against ``pair[1]`` on ``cluster`` at ``sizes`` (module docstring)."""
     runs = []
     for v in pair:
         c = _cluster(cluster.to_dict(), nccl=v)
-        runs.append(predict_nccl(c, sizes, env=env)["rows"])
+        runs.append(predict_nccl(c, sizes, env=env, coll=coll)["rows"])
     changes = []
     for a, b in zip(*runs):
         moved = (a["algo"], a["proto"], a["channels"]) != (b["algo"], b["proto"], b["channels"])
@@ -113,6 +113,8 @@ def versions(cluster, sizes, pair, env=None) -> dict:
 
 def model(cluster_arg: str | None, report: dict) -> list[str]:
     spec = cluster_arg or "<cluster.yaml: the machine line above>"
+    coll = report.get("collective") or "all_reduce"
+    spec += "" if coll == "all_reduce" else f" --coll {coll}"
     return [
         f"collsim predict-nccl --cluster {spec} -b 8 -e 8G   # NCCL's choice, its schedule's "
         "simulated time",
@@ -149,7 +151,8 @@ def answer(report: dict, cluster_arg=None, nccl=None) -> dict:
                 "--nccl compares versions on a machine: give --cluster or files that describe it"
             )
         return out
-    out["nccl_choice"] = nccl_choice(cluster, sizes, env)
+    coll = report.get("collective") or "all_reduce"
+    out["nccl_choice"] = nccl_choice(cluster, sizes, env, coll)
     if nccl:
-        out["versions"] = versions(cluster, sizes, nccl, env)
+        out["versions"] = versions(cluster, sizes, nccl, env, coll)
     return out

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from collsim.core.collective import get as get_collective
 from collsim.diagnose.evidence import Evidence
 from collsim.diagnose.sources import Run
 from collsim.errors import CollsimError
@@ -214,6 +215,7 @@ def expect(machine: Machine, run: Run, ran=None) -> list[dict]:
     gpp = run.meta.get("gpus_per_process")
     gpp = gpp if isinstance(gpp, int) and 1 <= gpp <= c.gpus_per_node else None
     timing = "graph" if run.meta.get("timing") == "graph" else "eager"
+    coll = get_collective(run.meta.get("collective") or "all_reduce")
     groups = {}
     for size in sorted(rows):
         groups.setdefault(ran.for_size(size) if ran is not None else "default", []).append(size)
@@ -221,19 +223,19 @@ def expect(machine: Machine, run: Run, ran=None) -> list[dict]:
     try:
         for algo, sizes in groups.items():
             result = predict_nccl(c, sizes, algo=algo, env=machine.env, timing=timing,
-                                  gpus_per_process=gpp)
+                                  gpus_per_process=gpp, coll=coll.name)
             predicted.update(zip(sizes, result["rows"]))   # rows follow the sizes asked, in order
     except CollsimError as e:
         machine.why_not = f"no prediction: {e}"
         return []
-    factor = 2.0 * (c.ranks - 1) / c.ranks if c.ranks > 1 else 1.0
+    factor = coll.busbw_factor(c.ranks) if c.ranks > 1 else 1.0
     out = []
     for size in sorted(rows):
         # busbw from the time where there is one: nccl-tests prints 2 decimals
         r, p = rows[size], predicted[size]
         measured = size / 1e3 / r["time_us"] * factor if r["time_us"] > 0 else r["busbw_GBps"]
         out.append({"bytes": size, "measured": measured, "expected": p["busbw_GBps"],
-                    "expected_range": busbw_range(p, c.ranks),
+                    "expected_range": busbw_range(p, factor),
                     "nccl": size / 1e3 / p["nccl_us"] * factor if p["nccl_us"] > 0 else 0.0,
                     "algo": p["algo"], "proto": p["proto"], "channels": p["channels"],
                     "line": r["line"], "time_us": p["time_us"]})

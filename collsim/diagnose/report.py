@@ -28,6 +28,9 @@ def text(report: dict, top: int = 5) -> list[str]:
     out = []
     kinds = ", ".join(f"{f['name']} ({'/'.join(f['kinds'])})" for f in report["files"])
     out.append(f"read: {kinds or 'no files'}")
+    if report.get("collective") not in (None, "all_reduce"):
+        out.append(f"collective: {report['collective']} (predicted as it, busbw with nccl-tests' "
+                   "factor of it)")
     for s in report["skipped"]:
         out.append(f"skipped: {s}")
     for f in report["files"]:

@@ -9,9 +9,10 @@ last row and its own first row (``NCCL version 2.20.3``, ``nccl-library=22003``,
 ``2.20.3`` on a line of its own, as users label their pastes), else the run's. One piece: ``[run]``,
 with the version named above its rows when it has none.
 
-Also what rows are: ``allreduce_rows`` drops another collective's rows (size != count x type size)
-and keeps the ranks they imply; ``loose_rows`` reads rows whose columns launcher tags broke;
-``clean`` removes the tags.
+Also what rows are: ``allreduce_rows`` drops the rows of a log read as AllReduce's that are not
+(size != count x type size) and keeps the ranks they imply (a log naming or fitting another
+collective is read as it: ``collsim.diagnose.sources``); ``loose_rows`` reads rows whose columns
+launcher tags broke; ``clean`` removes the tags.
 """
 
 from __future__ import annotations

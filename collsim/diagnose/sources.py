@@ -30,7 +30,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collsim.core.collective import ALLREDUCE
+from collsim.core.collective import get as get_collective
 from collsim.diagnose import parsers, runs, topo_xml
 from collsim.errors import CollsimError, CollsimWarning
 from collsim.inputs import read_text
@@ -201,7 +201,8 @@ def _row(rec: dict, line: int, meta: dict) -> dict:
     bus = rec.get("busbw_GBps")
     if bus is None and rec.get("time_us"):
         ranks = rec.get("ranks") or meta.get("world_size") or 1
-        bus = rec["size"] / 1e3 / rec["time_us"] * ALLREDUCE.busbw_factor(ranks)
+        factor = get_collective(meta.get("collective") or "all_reduce").busbw_factor(ranks)
+        bus = rec["size"] / 1e3 / rec["time_us"] * factor
     return {"bytes": int(rec["size"]), "busbw_GBps": float(bus or 0.0),
             "time_us": float(rec.get("time_us") or 0), "line": line}
 
@@ -236,9 +237,16 @@ def _nccl_tests(src: Source, path) -> None:
         if parsed:
             src.notes.append(f"{len(parsed)} nccl-tests rows read loosely (their columns are "
                              "broken by tags)")
-    parsed = runs.allreduce_rows(src, parsed, records if parsed and meta else [])
+    coll = meta.get("collective") or "all_reduce"
+    if coll == "all_reduce":   # the rows of a log naming no other collective: AllReduce's or none
+        parsed = runs.allreduce_rows(src, parsed, records if parsed and meta else [])
+    elif parsed and get_collective(coll).segmented and records and records[0]["count"]:
+        # size = ranks x count x type size: the rows tell the ranks
+        cell = records[0]["count"] * runs.ITEMSIZE.get(records[0]["dtype"], 4)
+        src.rows_ranks = (records[0]["size"] // cell, parsed[0]["line"])
     run = Run(src.name, rows=parsed, meta={k: meta.get(k)
-                                           for k in ("timing", "gpus_per_process", "graph")})
+                                           for k in ("timing", "gpus_per_process", "graph",
+                                                     "collective")})
     for n, line in enumerate(src.lines, 1):
         c = runs.clean(line)
         if _HEADER.search(c):

@@ -245,7 +245,9 @@ def diagnose_sources(sources: list, cluster=None, measured=None, skipped=(), alg
     pts = [p for r in ctx.results for p in r.points]
     ctx.predicted_channels = max(pts, key=lambda p: p["bytes"])["channels"] if pts else None
     causes = score_causes(ctx)
+    colls = {r.run.meta.get("collective") or "all_reduce" for r in ctx.results}
     return {"verdict": ctx.verdict, "ratio": ctx.ratio, "decided_by": decided, "bands": all_bands,
+            "collective": colls.pop() if len(colls) == 1 else None,
             "causes": causes, "algorithm": {"ran": ran.algo, "where": ran.where,
                                             "per_size": bool(ran.by_size)},
             "in_sample": sorted({b["fitted_on"] for b in all_bands if "fitted_on" in b}),

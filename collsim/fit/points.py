@@ -150,10 +150,15 @@ def load_points(paths, label: str | None = None, inplace: bool = True,
     records that do not say are kept either way. Records of executed collsim schedules
     (``executor`` "collsim", ``collsim.measure.executed``) are not NCCL's and are left out; the
     native all_reduce beside them is kept. Refuses records with wrong elements or without a
-    positive time (module docstring)."""
+    positive time (module docstring), and files of another collective than AllReduce."""
     points = []
     for run, path in enumerate(paths):
         m = load_file(path, label)
+        coll = m.meta.get("collective") or "all_reduce"
+        if coll not in ("all_reduce", "AllReduce"):
+            raise CollsimError(f"{path}: a log of {coll}, and the fitted model is AllReduce's: score "
+                               "it with collsim compare --cluster SPEC --measured FILE (the "
+                               "simulation of that collective)")
         if nodes is not None:
             m.meta = {**m.meta, "nodes": nodes}
         logged = _logged_protocols(m.meta)

@@ -9,17 +9,17 @@ time / the best time (1.0 where NCCL's choice is the best). ``bands(rows)`` join
 with the same best (algorithm, protocol, channels) into ``[lo, hi]`` byte ranges. Times are
 microseconds, busbw GB/s.
 
-Collectives: ``PREDICTORS`` names the predictor of each (AllReduce: ``predict_nccl``); a collective
-is added by adding its predictor there.
+Collectives: any (``collsim.core.collective``, any of its names); the pairs forced are those of
+NCCL's algorithms for it that collsim's predictors cover (AlltoAll and SendRecv: none, NCCL's p2p
+operations only).
 """
 
 from __future__ import annotations
 
+from collsim.core.collective import get as get_collective
 from collsim.errors import CollsimError
 from collsim.nccl import ALGOS, PROTOS
 from collsim.predict import predict_nccl
-
-PREDICTORS = {"AllReduce": predict_nccl}
 
 
 def _choice(row: dict) -> dict:
@@ -30,15 +30,15 @@ def best(
     cluster, sizes, coll: str = "AllReduce", env: dict | None = None, timing: str = "eager"
 ) -> list[dict]:
     """``[{"bytes", "nccl": choice, "best": choice, "gain"}]`` per size (module docstring)."""
-    if coll not in PREDICTORS:
-        raise CollsimError(
-            f"collective {coll!r:.40} has no predictor here (known: {', '.join(PREDICTORS)})"
-        )
-    predict = PREDICTORS[coll]
+    c = get_collective(coll)
+
+    def predict(cluster, sizes, **kw):
+        return predict_nccl(cluster, sizes, coll=c.name, **kw)
+
     sizes = sorted({int(s) for s in sizes})
     chosen = predict(cluster, sizes, env=env, timing=timing)["rows"]
     forced = []
-    for algo in ALGOS:
+    for algo in (a for a in ALGOS if a in c.algorithms):
         for proto in PROTOS:
             try:
                 forced.append(

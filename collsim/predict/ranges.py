@@ -148,10 +148,10 @@ def widths_from(rows) -> dict:
     return out
 
 
-def busbw_range(row: dict, ranks: int) -> tuple[float, float]:
-    """(low, high) busbw (GB/s) of a predicted row ({"bytes", "low_us", "high_us"}): the time range
-    read as bandwidth (the longest time is the lowest busbw)."""
-    factor = 2.0 * (ranks - 1) / ranks if ranks > 1 else 1.0
+def busbw_range(row: dict, factor: float) -> tuple[float, float]:
+    """(low, high) busbw (GB/s) of a predicted row ({"bytes", "low_us", "high_us"}) under the
+    collective's busbw ``factor`` (``collsim.core.collective.Collective.busbw_factor``): the time
+    range read as bandwidth (the longest time is the lowest busbw)."""
     return (row["bytes"] / 1e3 / row["high_us"] * factor,
             row["bytes"] / 1e3 / row["low_us"] * factor)
 

@@ -54,3 +54,21 @@ def test_cli_prints_the_five_answers_and_refuses_bad_versions(capsys):
     assert cli.main(["diagnose", "--cluster", spec, "--measured", "1G=5", "--nccl", "2.22"]) == 2
     assert cli.main(["diagnose", "--cluster", spec, "--measured", "1G=5", "--nccl", "2.22,9.9"]) == 2
     assert "collsim: error: --nccl" in capsys.readouterr().err
+
+
+def test_a_log_of_another_collective_is_diagnosed_as_that_collective():
+    """A public all_gather log (data/public P07, held out): the run is compared with predict-nccl's AllGather
+    (its busbw factor, (n-1)/n), NCCL's choice is weighed against AllGather's algorithms only (no Tree), and
+    the commands that model it say --coll all_gather."""
+    from collsim.predict import predict_nccl
+    report = diagnose([DATA.parents[2] / "data" / "public" / "P07_h100x8_1n_all_gather_nvswitch.jsonl"])
+    assert report["collective"] == "all_gather" and report["verdict"] == "as_expected"
+    largest = max(report["points"], key=lambda p: p["bytes"])
+    cluster = Cluster.from_dict(report["machine"]["spec"], where="test")
+    (row,) = predict_nccl(cluster, [largest["bytes"]], algo="Ring", coll="all_gather")["rows"]
+    assert largest["expected"] == pytest.approx(row["busbw_GBps"], rel=1e-6)
+    a = answer(report)
+    assert all(c["best"].split("/")[0] in ("Ring", "NVLS") for c in a["nccl_choice"])
+    assert all("--coll all_gather" in line for line in a["model"][:2])
+    from collsim.diagnose.report import text
+    assert "collective: all_gather (predicted as it, busbw with nccl-tests' factor of it)" in text(report)

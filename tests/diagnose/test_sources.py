@@ -49,18 +49,19 @@ def test_two_runs_in_one_file_are_two_rank_groups(tmp_path):
     assert run.groups == [["h200box", "h200box"], ["other", "other"]] and run.hosts == ["h200box", "other"]
 
 
-def test_rows_broken_by_tags_are_read_loosely_and_other_collectives_left_out(tmp_path):
+def test_rows_broken_by_tags_are_read_loosely_and_other_collectives_read_as_theirs(tmp_path):
     broken = tmp_path / "broken.txt"
     broken.write_text("[0]      1048576        262144     float     sum      -1[0]    1626.5    0.64    1.24      0"
                       "[0]    2302.3    0.46    0.87      0\n")
     src = read_source(broken)
     assert src.runs[0].rows == [{"bytes": 1048576, "busbw_GBps": 1.24, "time_us": 1626.5, "line": 1}]
     assert any("read loosely" in n for n in src.notes)
-    rs = tmp_path / "reduce_scatter.txt"   # count = size / 4 / 8 ranks: not AllReduce's rows
+    rs = tmp_path / "reduce_scatter.txt"   # count = size / 4 / 8 ranks: ReduceScatter's rows, read as its
     rs.write_text("      524288         16384     float     sum      -1    62.66    8.37    7.32      0    61.61    "
                   "8.51    7.45      0\n")
     src = read_source(rs)
-    assert src.runs[0].rows == [] and any("not AllReduce" in n for n in src.notes)
+    assert src.runs[0].meta["collective"] == "reduce_scatter" and src.rows_ranks == (8, 1)
+    assert src.runs[0].rows == [{"bytes": 524288, "busbw_GBps": 7.32, "time_us": 62.66, "line": 1}]
 
 
 def test_json_and_collsim_records(tmp_path):

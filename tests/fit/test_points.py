@@ -1,8 +1,10 @@
 """collsim.fit.points: which time a runner record contributes (minimum over ranks, collsim.fit.points)."""
 import json
+from pathlib import Path
 
 import pytest
 
+from collsim.errors import CollsimError
 from collsim.fit.points import buffer_reuse, clock_key, harness_key, load_points, timed_calls
 from collsim.measure import result_record
 
@@ -60,3 +62,10 @@ def test_buffer_reuse_of_each_harness(meta, timing, expect):
 ])
 def test_clock_and_calls_of_each_harness(meta, timing, clock, calls):
     assert (clock_key(meta), timed_calls(meta, timing)) == (clock, calls)
+
+
+def test_a_log_of_another_collective_is_refused_in_one_line():
+    """The fitted model is AllReduce's: an all_gather log (data/public P07) is not fitted as one."""
+    p07 = Path(__file__).resolve().parents[2] / "data" / "public" / "P07_h100x8_1n_all_gather_nvswitch.jsonl"
+    with pytest.raises(CollsimError, match="a log of all_gather, and the fitted model is AllReduce's"):
+        load_points([p07])

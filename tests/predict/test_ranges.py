@@ -52,6 +52,6 @@ def test_the_range_reads_as_busbw_and_the_share_is_bounded():
     low, high = time_range(100.0, 0.5, {"latency": "log", "bandwidth": "assumed"},
                            {"latency": {"log": 0.1}, "bandwidth": {"assumed": 0.3}})
     assert (low, high) == (pytest.approx(100 * math.exp(-0.2)), pytest.approx(100 * math.exp(0.2)))
-    lo, hi = busbw_range({"bytes": 1000, "low_us": low, "high_us": high}, 2)
+    lo, hi = busbw_range({"bytes": 1000, "low_us": low, "high_us": high}, 1.0)   # 2 ranks: 2(n-1)/n = 1
     assert lo < 1000 / 1e3 / 100 < hi
     assert bandwidth_share(10.0, 20.0) == 0.0 and bandwidth_share(0.0, 1.0) == 0.0
