@@ -211,18 +211,31 @@ def stop_local_peers(peers: list) -> None:
             continue  # gone already, or not ours
 
 
+def _terminated(prog: str, rank: int):
+    """A SIGTERM handler: one line naming the rank, then exit 143; the records written so far stay
+    (each is one whole line)."""
+    def handler(signum, _frame):
+        sys.stderr.write(f"{prog}: error: rank {rank}: terminated (SIGTERM: the launcher ends the "
+                         "run when another rank fails, or the job was cancelled)\n")
+        sys.stderr.flush()
+        os._exit(128 + signum)
+    return handler
+
+
 def main(prog: str, parse_args, run, argv=None) -> int:
     """A runner's main: parse (bad arguments: one line, exit 2), set the rank's environment
     (``common.rank_env``), act as the NCCL probe child when asked, point NCCL_DEBUG=WARN at a
     temporary file (NCCL's version), then ``run(args, argv, rank, world, log_dir)``; an error is
     one line ``PROG: error: rank R: ...`` and exit code 1, whatever the other ranks do, and this
-    host's other ranks are stopped (``stop_local_peers``)."""
+    host's other ranks are stopped (``stop_local_peers``); so is SIGTERM (exit code 143: the
+    launcher ending the run when another rank failed says so on every rank it ends)."""
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     os.environ.update(rank_env(args, rank, world, os.environ))
     if os.environ.get("COLLSIM_PROBE"):
         return probe_child(args, rank, world)
+    signal.signal(signal.SIGTERM, _terminated(prog, rank))
     log_dir = None
     if args.backend == "nccl" and "NCCL_DEBUG" not in os.environ:
         log_dir = probe_log_dir()

@@ -192,6 +192,12 @@ _ALIASES = {alias.lower(): c for c in COLLECTIVES.values()
             for alias in (c.name, c.nccl_name, c.nccl_func, c.name.replace("_", ""))}
 
 
+def named(value) -> str:
+    """The nccl-tests name of a file's ``collective`` field in any of its spellings
+    ("allreduce", "AllReduce"); None or empty: all_reduce (what every file without one holds)."""
+    return get(value).name if value else ALLREDUCE.name
+
+
 def get(name) -> Collective:
     """The record of ``name`` (nccl-tests', NCCL's or the ncclFunc spelling, any case), or the
     one-line "unknown collective" error."""
@@ -204,4 +210,4 @@ def get(name) -> Collective:
 
 
 __all__ = ["ALL", "ALLGATHER", "ALLREDUCE", "ALLTOALL", "Atoms", "BROADCAST", "COLLECTIVES",
-           "Collective", "Holding", "REDUCE", "REDUCESCATTER", "SENDRECV", "get"]
+           "Collective", "Holding", "REDUCE", "REDUCESCATTER", "SENDRECV", "get", "named"]

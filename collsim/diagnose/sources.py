@@ -30,7 +30,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collsim.core.collective import get as get_collective
+from collsim.core.collective import get as get_collective, named
 from collsim.diagnose import parsers, runs, topo_xml
 from collsim.errors import CollsimError, CollsimWarning
 from collsim.inputs import read_text
@@ -237,16 +237,16 @@ def _nccl_tests(src: Source, path) -> None:
         if parsed:
             src.notes.append(f"{len(parsed)} nccl-tests rows read loosely (their columns are "
                              "broken by tags)")
-    coll = meta.get("collective") or "all_reduce"
+    coll = named(meta.get("collective"))
     if coll == "all_reduce":   # the rows of a log naming no other collective: AllReduce's or none
         parsed = runs.allreduce_rows(src, parsed, records if parsed and meta else [])
     elif parsed and get_collective(coll).segmented and records and records[0]["count"]:
         # size = ranks x count x type size: the rows tell the ranks
         cell = records[0]["count"] * runs.ITEMSIZE.get(records[0]["dtype"], 4)
         src.rows_ranks = (records[0]["size"] // cell, parsed[0]["line"])
-    run = Run(src.name, rows=parsed, meta={k: meta.get(k)
-                                           for k in ("timing", "gpus_per_process", "graph",
-                                                     "collective")})
+    run = Run(src.name, rows=parsed, meta={**{k: meta.get(k) for k in ("timing", "gpus_per_process",
+                                                                         "graph")},
+                                           "collective": coll})
     for n, line in enumerate(src.lines, 1):
         c = runs.clean(line)
         if _HEADER.search(c):

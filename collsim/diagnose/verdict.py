@@ -33,6 +33,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from collsim.core.collective import named
 from collsim.diagnose import checks
 from collsim.diagnose.causes import CAUSES, COMPILED
 from collsim.diagnose.evidence import Evidence, gather
@@ -245,7 +246,7 @@ def diagnose_sources(sources: list, cluster=None, measured=None, skipped=(), alg
     pts = [p for r in ctx.results for p in r.points]
     ctx.predicted_channels = max(pts, key=lambda p: p["bytes"])["channels"] if pts else None
     causes = score_causes(ctx)
-    colls = {r.run.meta.get("collective") or "all_reduce" for r in ctx.results}
+    colls = {named(r.run.meta.get("collective")) for r in ctx.results}
     return {"verdict": ctx.verdict, "ratio": ctx.ratio, "decided_by": decided, "bands": all_bands,
             "collective": colls.pop() if len(colls) == 1 else None,
             "causes": causes, "algorithm": {"ran": ran.algo, "where": ran.where,

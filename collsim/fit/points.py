@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collsim.core.collective import named
 from collsim.errors import CollsimError
 from collsim.fitted.layout import Config
 from collsim.inputs import BUFFSIZE_RANGE, MAX_CHANNELS, int_text
@@ -154,10 +155,10 @@ def load_points(paths, label: str | None = None, inplace: bool = True,
     points = []
     for run, path in enumerate(paths):
         m = load_file(path, label)
-        coll = m.meta.get("collective") or "all_reduce"
-        if coll not in ("all_reduce", "AllReduce"):
-            raise CollsimError(f"{path}: a log of {coll}, and the fitted model is AllReduce's: score "
-                               "it with collsim compare --cluster SPEC --measured FILE (the "
+        coll = named(m.meta.get("collective"))
+        if coll != "all_reduce":
+            raise CollsimError(f"{path}: a log of {coll}, and the fitted model is AllReduce's: "
+                               "score it with collsim compare --cluster SPEC --measured FILE (the "
                                "simulation of that collective)")
         if nodes is not None:
             m.meta = {**m.meta, "nodes": nodes}

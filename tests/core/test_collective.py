@@ -88,3 +88,11 @@ def test_values_are_checked_where_bits_cannot_tell():
     steps = [[dict(src=(r + 1) % P, dst=r, offset=0, count=N, op="copy") for r in range(P)]]
     report = check(Schedule.from_steps(P, N, steps, collective="sendrecv"))
     assert not report.ok and "rank(s) 1" in report.error
+
+
+def test_a_files_collective_field_in_any_spelling():
+    from collsim.core.collective import named
+    assert named("allreduce") == named("AllReduce") == named(None) == named("") == "all_reduce"
+    assert named("ncclFuncAllGather") == "all_gather"
+    with pytest.raises(CollsimError, match="unknown collective"):
+        named("allgatherv")
