@@ -66,7 +66,7 @@ def test_a_log_of_another_collective_is_diagnosed_as_that_collective():
     largest = max(report["points"], key=lambda p: p["bytes"])
     cluster = Cluster.from_dict(report["machine"]["spec"], where="test")
     (row,) = predict_nccl(cluster, [largest["bytes"]], algo="Ring", coll="all_gather")["rows"]
-    assert largest["expected"] == pytest.approx(row["busbw_GBps"], rel=1e-3)   # the same simulation, read through diagnose
+    assert largest["expected"] == pytest.approx(row["busbw_GBps"], rel=1e-3)
     a = answer(report)
     assert all(c["best"].split("/")[0] in ("Ring", "NVLS") for c in a["nccl_choice"])
     assert all("--coll all_gather" in line for line in a["model"][:2])
