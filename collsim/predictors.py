@@ -1,6 +1,6 @@
 """Who predicts a time: the names every result, column and JSON key uses, and the three sentences
-that say what each predictor is for (``PREDICTORS``: the same text in README, ``collsim.simulate``,
-``collsim.fitted`` and both commands' ``--help``; a test keeps them equal).
+that say what each predictor is for (``PREDICTORS``: the same text in README and both commands'
+``--help``; ``collsim.simulate`` and ``collsim.fitted`` point here; a test keeps them equal).
 
 - ``simulated_us``: collsim's event simulation of a schedule on a described machine
   (``collsim.simulate``), what ``collsim predict-nccl`` prints for the schedule NCCL runs

@@ -1,13 +1,6 @@
 """Event-driven simulation of a schedule on a machine (``simulated_us``; ``collsim.predictors``).
 
-collsim predicts NCCL's time one way: the event simulation (simulated_us) runs a checked schedule
-transfer by transfer on a described machine, with NCCL's protocol costs, pipeline and channels, and
-shows where every byte goes and which resource binds. collsim simulate runs your schedule or, on a
-described cluster, the one NCCL runs, and collsim predict-nccl takes NCCL's own choice of algorithm,
-protocol and channels, simulates that schedule and adds what the measurement harness adds. The
-fitted model (model_us) supplies the simulation's per-transfer costs, fitted to real measurements
-and rescaled to the machine, and NCCL's own model (nccl_us) is drawn beside collsim's, never used as
-it.
+How it serves the other predictors: ``collsim.predictors.PREDICTORS``.
 
 Semantics (``collsim.simulate.reference`` is the whole of it as one readable loop): a transfer waits
 for the data it reads to arrive, for the transfer before it on its engine (its channel and lane on
