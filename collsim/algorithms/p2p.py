@@ -35,18 +35,46 @@ def alltoall(ranks: int, count: int, itemsize: int = 4, chunks: int = 1,
              channels: int = 1) -> Schedule:
     """nccl-tests' alltoall as NCCL's grouped sends and receives (module docstring)."""
     get_collective("alltoall").check_count(ranks, count)
-    seg = count // ranks
     b = ScheduleBuilder(ranks, count, itemsize, name="p2p",
                         meta={"chunks": chunks, "channels": channels}, collective="alltoall")
+    _alltoall_sends(b, ranks, count, chunks, channels, ranks)
+    return b.build()
+
+
+def alltoall_fold(ranks: int, count: int, itemsize: int = 4, chunks: int = 1, channels: int = 1,
+                  unit: int = 1) -> Schedule:
+    """``alltoall(ranks, count, ...)`` seen from two consecutive units of ``unit`` ranks (a node,
+    or the group under the fabric's top switches), for the simulation only: its ranks 0..2 unit-1
+    send every send of theirs, and a send to a rank of another unit goes to the rank at its place
+    in the other kept unit (rank r of unit u stands for the rank r of every unit u + 2k + 1 it
+    sends to). When the schedule and the machine repeat every unit (``ranks`` a multiple of at
+    least 3 units, NICs alike, the fabric's groups whole units) the shift of every rank one unit
+    on maps each onto itself, each send keeps its route's kind (within a node, across nodes,
+    across the units' switches) and every port the same set of sends, images of its own: each
+    send's time is its image's, exactly, with ranks / (2 unit) times fewer transfers. Writes of
+    several sends land on one place of the kept receiver: not a checkable result."""
+    get_collective("alltoall").check_count(ranks, count)
+    b = ScheduleBuilder(2 * unit, count, itemsize, name="p2p",
+                        meta={"chunks": chunks, "channels": channels, "folded_of": ranks},
+                        collective="alltoall")
+    _alltoall_sends(b, ranks, count, chunks, channels, unit)
+    return b.build()
+
+
+def _alltoall_sends(b: ScheduleBuilder, ranks: int, count: int, chunks: int, channels: int,
+                    unit: int) -> None:
+    """Every send of ranks 0..min(2 unit, ranks)-1 of the alltoall in one step (``alltoall``;
+    ``alltoall_fold`` for ``unit`` < ``ranks``)."""
+    seg, kept = count // ranks, min(2 * unit, ranks)
     p_off, p_len = (a[0] for a in _parts(seg, chunks))
     q, r, i = (a.ravel()
-               for a in np.meshgrid(np.arange(1, ranks), np.arange(ranks), np.arange(chunks),
+               for a in np.meshgrid(np.arange(1, ranks), np.arange(kept), np.arange(chunks),
                                     indexing="ij"))
     peer = (r + q) % ranks
+    dst = np.where(peer // unit == r // unit, peer, peer % unit + unit * (1 - r // unit))
     slot = (q - 1) * chunks + i
-    b.add_step(r, peer, peer * seg + p_off[i], p_len[i], COPY, channel=(slot + chunks) % channels,
+    b.add_step(r, dst, peer * seg + p_off[i], p_len[i], COPY, channel=(slot + chunks) % channels,
                lane=slot // channels % P2P_PER_BATCH, dst_offset=r * seg + p_off[i])
-    return b.build()
 
 
 def sendrecv(ranks: int, count: int, itemsize: int = 4, chunks: int = 1,

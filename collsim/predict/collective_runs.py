@@ -15,21 +15,38 @@
 - AlltoAll, SendRecv (``collsim.algorithms.p2p``): every peer's bytes over the channels NCCL gives
   one send of that size (``collsim.nccl.p2p.op_channels``) among its p2p channels, one transfer
   each; a GPU's port is shared by the channels its sends use (``NcclRun.sharing``: SendRecv's
-  op channels, AlltoAll's up to all p2p channels), not by the p2p channels left idle.
+  op channels, AlltoAll's up to all p2p channels), not by the p2p channels left idle. AlltoAll on
+  3 or more units (a node; the group under the top switches of a fabric that can slow a send) runs
+  folded on two of them (``collsim.algorithms.p2p.alltoall_fold``, ``fold_unit``), exactly the
+  whole run's time with nodes / (2 x unit) times fewer transfers.
 
 The costs of PAT's and the p2p operations' transfers are the Ring's
 (``collsim.predict.simulation``): no calibration log runs them. """
 from __future__ import annotations
 
 from collsim.algorithms import build_schedule
+from collsim.algorithms.p2p import alltoall_fold
 from collsim.algorithms.pat import MAX_IN_FLIGHT
 from collsim.algorithms.ring import ring_quotient
+from collsim.core.budget import require_schedule
 from collsim.errors import CollsimError
 from collsim.machine.cluster import Cluster
+from collsim.machine.linkview import to_topology
 from collsim.nccl.chunking import NCCL_STEPS, channel_bytes
 from collsim.nccl.p2p import channels_per_peer, op_channels
 from collsim.nccl.plan import RING_CHUNK_SLOTS, chain_chunk, pat_chunk, ring_plan
 from collsim.predict.schedules import ITEMSIZE, QUOTIENT_NODES, NcclRun, _shortened, ring_fabric
+
+
+def fold_unit(cluster: Cluster) -> int:
+    """The nodes of one unit of ``alltoall_fold`` on ``cluster`` (a node; the group under the
+    top switches of a fabric that can slow a transfer), 0 where the fold does not hold (fewer
+    than 3 units, a partial unit, a degraded NIC)."""
+    topo = to_topology(cluster)
+    unit = topo.fabric[-1].nodes if topo.fabric else 1
+    whole = (cluster.nodes % unit or cluster.nodes < 3 * unit or cluster.degraded_nics
+             or topo.slow_nics)
+    return 0 if whole else unit
 
 
 def collective_run(cluster: Cluster, coll: str, algo: str, proto: str, nbytes: int, channels: int,
@@ -46,10 +63,19 @@ def collective_run(cluster: Cluster, coll: str, algo: str, proto: str, nbytes: i
         peer = nbytes // p if coll == "alltoall" else nbytes
         chunks = op_channels(cluster, peer, channels_per_peer(cluster, channels), channels,
                              buffsize)
-        s = build_schedule("p2p", p, count, ITEMSIZE, collective=coll, chunks=chunks,
-                           channels=channels)
+        unit = fold_unit(cluster) if coll == "alltoall" and chunks <= channels else 0
+        if unit:
+            require_schedule("NCCL's alltoall, folded", p, 2 * unit * g * (p - 1) * chunks)
+            s = alltoall_fold(p, count, ITEMSIZE, chunks=chunks, channels=channels,
+                              unit=unit * g)
+        else:
+            s = build_schedule("p2p", p, count, ITEMSIZE, collective=coll, chunks=chunks,
+                               channels=channels)
         busy = len(set(s.channel[s.src == 0].tolist()))
-        return NcclRun(s, channels, 1, NCCL_STEPS, 512, sharing=busy)
+        # a fold joins the connections of many peers: no window (the whole's holds no send
+        # back: each of its connections carries one send per peer on a channel)
+        window = 0 if unit else NCCL_STEPS
+        return NcclRun(s, channels, 1, window, 512, 2 * unit, sharing=busy)
     used, threads, part = channel_bytes("Ring", "Simple" if algo == "PAT" else proto, nbytes,
                                         channels, p)
     if algo == "PAT":

@@ -223,7 +223,9 @@ def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndar
         jnext, jprev = np.full(len(r), -1, np.int64), np.full(len(r), -1, np.int64)
         jleft, jrate, fixed = np.zeros(len(r)), np.zeros(len(r)), np.zeros(len(r), np.bool_)
         busy = new_heap(max(n_ports, 1), max(n_ports, 1))
-        done, fair = 0, pick(_fair, n)
+        # an event visits its port's jobs: the work is n times the jobs one port starts with
+        crowd = int(np.bincount(r[count[jown] == 0], minlength=n_ports).max(initial=1))
+        done, fair = 0, pick(_fair, n * max(crowd, 1))
         while done < n:
             now = fair(PROGRESS_BLOCK if progress is not None else n, tm, cost, left=count, wp=wp,
                        wl=wl, nxt=nxt, rows=r, sizes=z, caps=c, jptr=jptr, jown=jown, pend=pend,

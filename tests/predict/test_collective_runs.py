@@ -8,6 +8,7 @@ from collsim.core.checker import check
 from collsim.core.collective import COLLECTIVES
 from collsim.errors import CollsimError
 from collsim.machine import load_cluster
+from collsim.machine.fabric import Fabric
 from collsim.predict import predict_nccl
 from collsim.predict.collective_runs import collective_run
 
@@ -71,3 +72,34 @@ def test_p2p_ports_are_shared_by_the_channels_the_sends_use():
     run = collective_run(c, "sendrecv", "P2P", "Simple", 64 << 20, 32, 4 << 20)
     assert (run.channels, run.sharing) == (32, 4)
     assert collective_run(c, "alltoall", "P2P", "Simple", 64 << 20, 32, 4 << 20).sharing == 7 * 4   # 7 peers x 4
+
+
+@pytest.mark.parametrize("nodes, fabric, unit", [(6, None, 1), (5, None, 1), (6, Fabric(2, False, 4.0), 2),
+                                                 (8, Fabric(2, True, 2.0), 2)],
+                         ids=["6 nodes", "5 nodes", "ToR leaves of 2 at 4:1", "rail leaves of 2 at 2:1"])
+def test_alltoall_folded_on_two_units_has_the_whole_runs_time(monkeypatch, nodes, fabric, unit):
+    """The fold (``alltoall_fold``): two units' ranks send all their sends, a send to another unit lands at its
+    place in the other kept unit; every send keeps its route and each port its set of sends, so the run takes the
+    whole alltoall's time, to rounding, on a node count that is no power of two and under fabrics that slow it."""
+    import collsim.predict.collective_runs as runs
+    from collsim.predict import nccl_context, simulate_nccl
+    cluster = load_cluster("ib-400g", nodes)
+    cluster = replace(cluster, fabric=fabric) if fabric else cluster
+    folded = simulate_nccl(nccl_context(cluster), "P2P", "Simple", 16 << 20, 16, coll="alltoall")
+    assert runs.fold_unit(cluster) == unit and folded.symmetry["nodes_simulated"] == 2 * unit
+    run = lambda: runs.collective_run(cluster, "alltoall", "P2P", "Simple", 16 << 20, 16, 4 << 20).schedule  # noqa
+    fold = run()
+    monkeypatch.setattr(runs, "fold_unit", lambda c: 0)
+    whole = simulate_nccl(nccl_context(cluster), "P2P", "Simple", 16 << 20, 16, coll="alltoall")
+    assert whole.symmetry["nodes_simulated"] == nodes
+    assert fold.n_transfers * nodes == run().n_transfers * 2 * unit and fold.meta["folded_of"] == 8 * nodes
+    assert folded.time_s == pytest.approx(whole.time_s, rel=1e-9)
+    assert folded.symmetry["fabric"].split(":")[0] == whole.symmetry["fabric"].split(":")[0]
+
+
+def test_alltoall_runs_whole_where_units_do_not_repeat():
+    from collsim.predict.collective_runs import fold_unit
+    assert fold_unit(load_cluster("ib-400g", 2)) == 0                                     # under 3 units
+    assert fold_unit(replace(load_cluster("ib-400g", 7), fabric=Fabric(2, False, 4.0))) == 0      # a partial unit
+    slow = replace(load_cluster("ib-400g", 6), degraded_nics=((1, 0, 200.0),))
+    assert fold_unit(slow) == 0
