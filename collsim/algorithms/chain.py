@@ -72,7 +72,8 @@ PARAMS = ("chunks", "channels", "gpus_per_node", "nics_per_node")
 FORMULA = ("C K pieces of m = N/(C K) down a chain of P-1 hops, a hop's ports serving them one after "
            "the other: T = (P-1) alpha + (C K + P - 2) m beta{}")
 EXACT = ('policy "schedule": exact on a uniform topology for N a multiple of the granularity when '
-         "every channel runs the same ring (no gpus_per_node){}; otherwise an upper bound")
+         "every channel runs the same ring (one node: gpus_per_node none or P){}; rail rings "
+         "across nodes cross other ports per channel: neither exact nor a bound")
 CHAIN_BROADCAST = Algorithm(
     "ring", "NCCL's Broadcast: a chain from root 0 along each channel's ring, pipelined in chunks",
     lambda *a, **q: chain(*a, reduce=False, **q), lambda p, q: (p - 1) * _granularity(p, q),
@@ -85,6 +86,6 @@ CHAIN_REDUCE = Algorithm(
     params=PARAMS, default_chunks=_chunks,
     closed_form=lambda *a: chain_time(*a, reduce=True), granularity=_granularity,
     formula=FORMULA.format(" + (C K + P - 2) m gamma"),
-    exact=EXACT.format(" and one channel or gamma 0 (with C > 1 and gamma > 0 the engine, not "
-                       "the port, holds a piece m gamma longer)"),
+    exact=EXACT.format(" and one channel or gamma 0; with C > 1 and gamma > 0 an upper bound (the "
+                       "engine, not the port, holds a piece m gamma longer)"),
     nccl_name="Ring", collective="reduce")

@@ -94,8 +94,9 @@ def _chunks(nbytes: int, ranks: int, q: dict) -> int:
 
 FORMULA = ("D = ceil(log2 P) dimension steps, K chunks one dimension behind each other: T = (K + D "
            "- 1) alpha + (P-1)/P N beta{}")
-EXACT = ('policy "schedule", uniform topology: exact for P <= 2, one chunk; otherwise an upper bound '
-         "(every step waits for the last; the steps' alphas overlap the bytes in the simulation)")
+EXACT = ('policy "schedule", uniform topology: exact for P <= 2 with one chunk (ReduceScatter: and '
+         "one channel); otherwise an upper bound (every step waits for the last; the simulation "
+         "overlaps the steps' alphas, and the channels' reductions, with the bytes)")
 PAT_ALLGATHER = Algorithm(
     "pat", "NCCL's PAT all-gather: reversed Bruck, log2 P dimension steps, highest distance first",
     lambda *a, **q: pat(*a, gather=True, **q), _bound, params=("chunks", "channels"),
