@@ -99,10 +99,10 @@ def test_predict_and_simulate_agree_for_every_algorithm(capsys, algo):
 @pytest.mark.parametrize("coll", sorted(BY_COLLECTIVE))
 def test_predict_coll_uses_the_collectives_form_and_busbw(capsys, coll):
     for algo in [n for n, a in BY_COLLECTIVE[coll].items() if a.closed_form and not a.needs]:
-        for given in ([], ["--algo", algo]):        # --algo defaults to the collective's first
-            if not given and algo != next(iter(BY_COLLECTIVE[coll])):
+        for named in ([], ["--algo", algo]):        # --algo defaults to the collective's first
+            if not named and algo != next(iter(BY_COLLECTIVE[coll])):
                 continue
-            rc, out, err = run(capsys, "predict", "--coll", coll, *given, "--ranks", 8, "--bytes", "4M",
+            rc, out, err = run(capsys, "predict", "--coll", coll, *named, "--ranks", 8, "--bytes", "4M",
                                *UNIFORM, "--gamma", G, "--channels", 2, "--json")
             assert rc == 0, err
             got = json.loads(out)
