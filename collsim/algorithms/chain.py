@@ -69,8 +69,8 @@ def _granularity(p: int, q: dict) -> int:
 
 
 PARAMS = ("chunks", "channels", "gpus_per_node", "nics_per_node")
-FORMULA = ("C K pieces of m = N/(C K) down a chain of P-1 hops, a hop's ports serving them one after "
-           "the other: T = (P-1) alpha + (C K + P - 2) m beta{}")
+FORMULA = ("C K pieces of m = N/(C K) down a chain of P-1 hops, a hop's ports serving them one "
+           "after the other: T = (P-1) alpha + (C K + P - 2) m beta{}")
 EXACT = ('policy "schedule": exact on a uniform topology for N a multiple of the granularity when '
          "every channel runs the same ring (one node: gpus_per_node none or P){}; rail rings "
          "across nodes cross other ports per channel: neither exact nor a bound")
