@@ -7,6 +7,7 @@ Examples::
     collsim check --algo double-tree --ranks 7 --count 1000
     collsim check --file my_schedule.json
     collsim predict --algo ring --ranks 8 --bytes 1073741824 --alpha 5e-6 --beta 1e-11 --json
+    collsim predict --coll all_gather --algo pat --ranks 16 --bytes 4M --alpha 1e-6 --beta 1e-11
     collsim simulate --algo ring --ranks 8 --bytes 1G --alpha 5e-6 --beta 1e-11 --json
     collsim simulate --algo hierarchical --ranks 32 --bytes 256M --cluster ib-400g --gpus-per-node 8
     collsim sweep --algos ring,double-double-tree,hierarchical --ranks 32 --cluster ib-400g \\
