@@ -8,16 +8,19 @@ n = P / G nodes, alpha_i / beta_i the inter-node link, alpha_n / beta_n the NVLS
 NVSwitch). A transfer of b bytes lasts alpha + b beta (+ b gamma when it reduces) and holds its
 ports b beta. N = 0 costs 0: every schedule is empty (NCCL returns at once too).
 
-Each record's ``closed_form`` follows its schedule's steps, every message of a channel paying its
-whole alpha + b beta before the next one leaves; the step chains are
-``collsim.algorithms.timing.chain`` (with one channel simply the sum of the step durations). The
+Each record's ``closed_form`` follows its schedule's steps. AllReduce's: every message of a channel
+pays its whole alpha + b beta before the next one leaves; the step chains are
+``collsim.algorithms.timing.chain`` (with one channel simply the sum of the step durations), as for
+ring AllGather and ReduceScatter; the Broadcast and Reduce chains, AlltoAll and SendRecv stream
+their pieces through each port, paying alpha once per hop; PAT's is a bound (its record). The
 forms are statements about the simulation under contention policy "schedule" (``collsim.simulate``:
 every port serves its transfers one at a time in schedule order): ``Algorithm.exact`` says when a
 form is exact there (the tests assert equality with the event simulation on a uniform topology, or
 nodes x G for the hierarchical ones, for N a multiple of ``granularity`` elements' bytes) and what
-bound it is otherwise (the tests assert the bound), and what holds under the default policy "fair",
-where the channels share every port and pay their latencies together; for other N the formula at N
-rounded up to the granularity is an upper bound. ``FORMULAS`` gives each form in words.
+bound it is otherwise (the tests assert the bound), and for AllReduce what holds under the default
+policy "fair", where the channels share every port and pay their latencies together; for other N
+AllReduce's formula at N rounded up to the granularity is an upper bound. ``FORMULAS`` gives each
+AllReduce form in words, each record's ``formula`` its own.
 """
 from __future__ import annotations
 
