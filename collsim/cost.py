@@ -1,4 +1,6 @@
-"""Closed-form AllReduce times: the front door to every algorithm's record (``collsim.algorithms``).
+"""Closed-form times of every collective (AllReduce by default; ``collective=``: a collective's
+nccl-tests name, ``collsim.core.collective``): the front door to every algorithm's record
+(``collsim.algorithms.BY_COLLECTIVE``).
 
 Symbols: P ranks, N bytes per rank (``nbytes``), alpha (s) and beta (s/byte) of a link, gamma
 (s/byte) of the receiver's reduction, C channels, S slices, chunks per tree, G GPUs per node,
@@ -6,16 +8,19 @@ n = P / G nodes, alpha_i / beta_i the inter-node link, alpha_n / beta_n the NVLS
 NVSwitch). A transfer of b bytes lasts alpha + b beta (+ b gamma when it reduces) and holds its
 ports b beta. N = 0 costs 0: every schedule is empty (NCCL returns at once too).
 
-Each record's ``closed_form`` follows its schedule's steps, every message of a channel paying its
-whole alpha + b beta before the next one leaves; the step chains are
-``collsim.algorithms.timing.chain`` (with one channel simply the sum of the step durations). The
+Each record's ``closed_form`` follows its schedule's steps. AllReduce's: every message of a channel
+pays its whole alpha + b beta before the next one leaves; the step chains are
+``collsim.algorithms.timing.chain`` (with one channel simply the sum of the step durations), as for
+ring AllGather and ReduceScatter; the Broadcast and Reduce chains, AlltoAll and SendRecv stream
+their pieces through each port, paying alpha once per hop; PAT's is a bound (its record). The
 forms are statements about the simulation under contention policy "schedule" (``collsim.simulate``:
 every port serves its transfers one at a time in schedule order): ``Algorithm.exact`` says when a
 form is exact there (the tests assert equality with the event simulation on a uniform topology, or
 nodes x G for the hierarchical ones, for N a multiple of ``granularity`` elements' bytes) and what
-bound it is otherwise (the tests assert the bound), and what holds under the default policy "fair",
-where the channels share every port and pay their latencies together; for other N the formula at N
-rounded up to the granularity is an upper bound. ``FORMULAS`` gives each form in words.
+bound it is otherwise (the tests assert the bound), and for AllReduce what holds under the default
+policy "fair", where the channels share every port and pay their latencies together; for other N
+AllReduce's formula at N rounded up to the granularity is an upper bound. ``FORMULAS`` gives each
+AllReduce form in words, each record's ``formula`` its own.
 """
 from __future__ import annotations
 
@@ -29,29 +34,31 @@ FORMULAS = {name: a.formula for name, a in ALGORITHMS.items()}
 LINK_KEYS = ("alpha_inter", "beta_inter", "alpha_nvls", "beta_nvls")
 
 
-def granularity(name: str, ranks: int, **params) -> int:
+def granularity(name: str, ranks: int, collective: str = "all_reduce", **params) -> int:
     """Element count multiple for which ``closed_form`` is exact (equal pieces everywhere); chunks
     default to 1 here."""
-    q = validate(name, ranks, **params)
-    if "chunks" in get(name).params:
+    q = validate(name, ranks, collective, **params)
+    algo = get(name, collective)
+    if "chunks" in algo.params:
         q.setdefault("chunks", 1)
-    return int(get(name).granularity(int(ranks), q))
+    return int(algo.granularity(int(ranks), q))
 
 
 def closed_form(name: str, ranks: int, nbytes, alpha: float, beta: float,
-                gamma: float = 0.0, **params):
-    """AllReduce time in seconds of algorithm ``name`` on ``ranks`` ranks for ``nbytes`` bytes per
-    rank (scalar or array), link ``alpha`` (s) and ``beta`` (s/byte), reduction ``gamma`` (s/byte).
-    params: the algorithm's (``collsim.algorithms.DEFAULTS``: channels, slices, chunks -- default
-    the record's ``default_chunks`` per size --, gpus_per_node, inter), and the links alpha_inter,
-    beta_inter (algorithms over nodes) and alpha_nvls, beta_nvls (NVLS), each defaulting to alpha,
-    beta. Formulas: ``FORMULAS`` and the module docstring."""
+                gamma: float = 0.0, collective: str = "all_reduce", **params):
+    """Time in seconds of ``collective``'s (default AllReduce) algorithm ``name`` on ``ranks`` ranks
+    for ``nbytes`` bytes per rank buffer (scalar or array; the collective's size as nccl-tests
+    counts it), link ``alpha`` (s) and ``beta`` (s/byte), reduction ``gamma`` (s/byte). params: the
+    algorithm's (``collsim.algorithms.DEFAULTS``: channels, slices, chunks -- default the record's
+    ``default_chunks`` per size --, gpus_per_node, inter), and the links alpha_inter, beta_inter
+    (algorithms over nodes) and alpha_nvls, beta_nvls (NVLS), each defaulting to alpha, beta.
+    Formulas: ``FORMULAS`` (AllReduce's), each record's ``formula``, and the module docstring."""
     links = {k: params.pop(k) for k in LINK_KEYS if k in params}
-    algo = get(name)
-    q = validate(name, ranks, **params)
+    algo = get(name, collective)
+    q = validate(name, ranks, collective, **params)
     if algo.closed_form is None:
-        raise CollsimError(f"{name} has no closed form ({algo.exact}): simulate it (collsim "
-                           "simulate)")
+        raise CollsimError(f"{algo.collective} algorithm {name} has no closed form: simulate it "
+                           f"(collsim simulate --coll {algo.collective} --algo {name})")
     scalar = np.ndim(nbytes) == 0
     nb = np.atleast_1d(np.asarray(nbytes, dtype=np.float64))
     for what, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma)) + tuple(links.items()):

@@ -325,6 +325,24 @@ def test_schedule_files(doc, raw):
         holds(call("check", "--file", f, "--json"), ok=(0, 1))
 
 
+COLLS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv", "allreduce",
+         "AllGather", "nope", ""]
+NUMBER = st.sampled_from(["0", "1", "-1", "1e-6", "1e30", "nan", "inf", "x", "4M", "1G", "2", "3", "1048576",
+                          "1048577", "8E"]) | st.integers(-3, 1 << 21).map(str)
+
+
+@FUZZ
+@given(coll=st.sampled_from(COLLS), algo=st.none() | st.sampled_from(["ring", "pat", "p2p", "double-tree", "x"]),
+       opts=st.lists(st.tuples(st.sampled_from(["--ranks", "--bytes", "--alpha", "--beta", "--gamma",
+                                                "--channels", "--chunks", "--slices", "--gpus-per-node"]),
+                               NUMBER), max_size=8), as_json=st.booleans())
+def test_predict_coll(coll, algo, opts, as_json):
+    """predict --coll with any algorithm and numbers: an answer (valid JSON) or one line, exit 2."""
+    argv = ["predict", "--coll", coll, *(["--algo", algo] if algo else []),
+            *[x for pair in opts for x in pair], *(["--json"] if as_json else [])]
+    holds(call(*argv))
+
+
 # ------------------------------------------------------------------ the worst cases, in a subprocess
 def _laughs(levels: int = 9) -> str:
     names = "abcdefghijklmnop"

@@ -45,13 +45,14 @@ INTER_ALGORITHMS = ("ring", "tree")
 
 @dataclass(frozen=True)
 class Algorithm:
-    """One AllReduce algorithm, everything collsim knows about it in one place.
+    """One algorithm of ``collective`` (AllReduce unless said), everything collsim knows about it
+    in one place.
 
     name, description (one line); params: the keyword parameters ``build`` takes besides ranks,
     count, itemsize (names in ``DEFAULTS``); needs: those that have no default; build(ranks, count,
     itemsize, **params) -> Schedule; transfer_bound(ranks, params) -> an upper bound on its
     transfers (checked before building); default_chunks(nbytes, ranks, params) -> pipeline chunks
-    when none are given (None: takes no chunks); closed_form(p, nbytes, link, gamma, params) ->
+    when none are given (None: takes no chunks); closed_form(p, nbytes, links, params) ->
     seconds (``collsim.algorithms.timing.Links``; None: no closed form), exact or a stated bound
     (``exact``: a short statement of when it is exact); granularity(ranks, params) -> the element
     multiple for which the closed form holds; formula: the closed form in words; teaching_only: not

@@ -48,17 +48,44 @@ def chain(ranks: int, count: int, itemsize: int = 4, *, reduce: bool, chunks: in
     return b.build()
 
 
+def chain_time(p: int, nb, links, params: dict, *, reduce: bool):
+    """Closed form on a uniform topology: every hop's ports serve the C K pieces of m = N/(C K)
+    bytes one after the other (hold h = m beta, + m gamma on the engine when it reduces), a piece
+    crossing hop k + 1 when it has arrived over hop k: T = (P-1) alpha + (C K + P - 2) h' with h' =
+    m (beta + gamma) (gamma 0 for Broadcast); 0 on one rank."""
+    if p == 1:
+        return np.zeros_like(nb)
+    k = params["channels"] * params["chunks"]
+    hold = nb / k * (links.beta + (links.gamma if reduce else 0.0))
+    return (p - 1) * links.alpha + (k + p - 2) * hold
+
+
 def _chunks(nbytes: int, ranks: int, q: dict) -> int:
     return max(1, -(-nbytes // (q["channels"] * SLOT)))
 
 
+def _granularity(p: int, q: dict) -> int:
+    return q["chunks"] * q["channels"]
+
+
 PARAMS = ("chunks", "channels", "gpus_per_node", "nics_per_node")
+FORMULA = ("C K pieces of m = N/(C K) down a chain of P-1 hops, a hop's ports serving them one "
+           "after the other: T = (P-1) alpha + (C K + P - 2) m beta{}")
+EXACT = ('policy "schedule": exact on a uniform topology for N a multiple of the granularity when '
+         "every channel runs the same ring (one node: gpus_per_node none or P){}; rail rings "
+         "across nodes cross other ports per channel: neither exact nor a bound")
 CHAIN_BROADCAST = Algorithm(
     "ring", "NCCL's Broadcast: a chain from root 0 along each channel's ring, pipelined in chunks",
-    lambda *a, **q: chain(*a, reduce=False, **q),
-    lambda p, q: (p - 1) * q["chunks"] * q["channels"], params=PARAMS, default_chunks=_chunks,
-    nccl_name="Ring", collective="broadcast")
+    lambda *a, **q: chain(*a, reduce=False, **q), lambda p, q: (p - 1) * _granularity(p, q),
+    params=PARAMS, default_chunks=_chunks,
+    closed_form=lambda *a: chain_time(*a, reduce=False), granularity=_granularity,
+    formula=FORMULA.format(""), exact=EXACT.format(""), nccl_name="Ring", collective="broadcast")
 CHAIN_REDUCE = Algorithm(
     "ring", "NCCL's Reduce: a chain to root 0 along each channel's ring, pipelined in chunks",
-    lambda *a, **q: chain(*a, reduce=True, **q), lambda p, q: (p - 1) * q["chunks"] * q["channels"],
-    params=PARAMS, default_chunks=_chunks, nccl_name="Ring", collective="reduce")
+    lambda *a, **q: chain(*a, reduce=True, **q), lambda p, q: (p - 1) * _granularity(p, q),
+    params=PARAMS, default_chunks=_chunks,
+    closed_form=lambda *a: chain_time(*a, reduce=True), granularity=_granularity,
+    formula=FORMULA.format(" + (C K + P - 2) m gamma"),
+    exact=EXACT.format(" and one channel or gamma 0; with C > 1 and gamma > 0 an upper bound (the "
+                       "engine, not the port, holds a piece m gamma longer)"),
+    nccl_name="Ring", collective="reduce")

@@ -88,11 +88,32 @@ def sendrecv(ranks: int, count: int, itemsize: int = 4, chunks: int = 1,
     return b.build()
 
 
+def alltoall_time(p: int, nb, links, params: dict):
+    """Closed form on a uniform topology: every rank's send (and receive) port serves its (P-1)/P N
+    bytes one part after the other, the last arriving alpha later: alpha + (P-1)/P N beta; 0 on one
+    rank (nothing to send)."""
+    if p == 1:
+        return np.zeros_like(nb)
+    return links.alpha + (p - 1) / p * nb * links.beta
+
+
+def sendrecv_time(p: int, nb, links, params: dict):
+    """Closed form on a uniform topology: every rank's port serves its N bytes, the last part
+    arriving alpha later: alpha + N beta (one rank sends to itself too)."""
+    return links.alpha + nb * links.beta
+
+
+EXACT = 'policy "schedule": exact on a uniform topology for N a multiple of the granularity'
 P2P_ALLTOALL = Algorithm(
     "p2p", "NCCL's alltoall: a send and a receive to every peer, in rounds, on p2p channels",
     alltoall, lambda p, q: p * (p - 1) * q["chunks"], params=("chunks", "channels"),
-    default_chunks=lambda nb, p, q: 1, collective="alltoall")
+    default_chunks=lambda nb, p, q: 1, closed_form=alltoall_time,
+    granularity=lambda p, q: p * q["chunks"], formula="alpha + (P-1)/P N beta (one step: every "
+    "port serves its P-1 segments in turn)", exact=EXACT + " (0 on one rank)",
+    collective="alltoall")
 P2P_SENDRECV = Algorithm(
     "p2p", "nccl-tests' sendrecv: rank r sends to r+1 and receives from r-1, on p2p channels",
     sendrecv, lambda p, q: p * q["chunks"], params=("chunks", "channels"),
-    default_chunks=lambda nb, p, q: 1, collective="sendrecv")
+    default_chunks=lambda nb, p, q: 1, closed_form=sendrecv_time,
+    granularity=lambda p, q: q["chunks"], formula="alpha + N beta (one step: every port serves the "
+    "whole buffer)", exact=EXACT, collective="sendrecv")

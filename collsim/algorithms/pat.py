@@ -70,19 +70,42 @@ def pat(ranks: int, count: int, itemsize: int = 4, *, gather: bool, chunks: int 
     return out.build()
 
 
+def pat_time(p: int, nb, links, params: dict, *, reduce: bool):
+    """Upper bound on a uniform topology: the K + D - 1 steps (D = ``_dims``) one after the other,
+    each one alpha, and every rank's (P-1)/P N bytes through its port in turn, adding (+ gamma) for
+    ReduceScatter: T = (K + D - 1) alpha + (P-1)/P N (beta + gamma); 0 on one rank."""
+    if p == 1:
+        return np.zeros_like(nb)
+    rate = links.beta + (links.gamma if reduce else 0.0)
+    return (params["chunks"] + _dims(p) - 1) * links.alpha + (p - 1) / p * nb * rate
+
+
+def _granularity(p: int, q: dict) -> int:
+    return p * q["chunks"] * q["channels"]
+
+
 def _bound(p: int, q: dict) -> int:
-    return p * (p - 1) * q["chunks"] * q["channels"]
+    return (p - 1) * _granularity(p, q)
 
 
 def _chunks(nbytes: int, ranks: int, q: dict) -> int:
     return max(1, -(-nbytes // (ranks * q["channels"] * CHUNK)))
 
 
+FORMULA = ("D = ceil(log2 P) dimension steps, K chunks one dimension behind each other: T = (K + D "
+           "- 1) alpha + (P-1)/P N beta{}")
+EXACT = ('policy "schedule", uniform topology: exact for P <= 2 with one chunk (ReduceScatter: and '
+         "one channel); otherwise an upper bound (every step waits for the last; the simulation "
+         "overlaps the steps' alphas, and the channels' reductions, with the bytes)")
 PAT_ALLGATHER = Algorithm(
     "pat", "NCCL's PAT all-gather: reversed Bruck, log2 P dimension steps, highest distance first",
     lambda *a, **q: pat(*a, gather=True, **q), _bound, params=("chunks", "channels"),
-    default_chunks=_chunks, nccl_name="PAT", collective="all_gather")
+    default_chunks=_chunks, closed_form=lambda *a: pat_time(*a, reduce=False),
+    granularity=_granularity, formula=FORMULA.format(""), exact=EXACT, nccl_name="PAT",
+    collective="all_gather")
 PAT_REDUCESCATTER = Algorithm(
     "pat", "NCCL's PAT reduce-scatter: PAT all-gather's trees run backwards, adding",
     lambda *a, **q: pat(*a, gather=False, **q), _bound, params=("chunks", "channels"),
-    default_chunks=_chunks, nccl_name="PAT", collective="reduce_scatter")
+    default_chunks=_chunks, closed_form=lambda *a: pat_time(*a, reduce=True),
+    granularity=_granularity, formula=FORMULA.format(" + (P-1)/P N gamma"), exact=EXACT,
+    nccl_name="PAT", collective="reduce_scatter")

@@ -23,6 +23,7 @@ import numpy as np
 
 from collsim.algorithms import Algorithm
 from collsim.algorithms.ring import ring_orders, ring_phases
+from collsim.algorithms.timing import chain, step
 from collsim.core.collective import get as get_collective
 from collsim.core.compose import ScheduleBuilder, split_ranges
 from collsim.core.schedule import Schedule
@@ -52,16 +53,41 @@ def ring_half(ranks: int, count: int, itemsize: int = 4, *, gather: bool, slices
     return b.build()
 
 
-def _bound(p: int, q: dict) -> int:
-    return p * (p - 1) * q["slices"] * q["channels"] * q.get("loops", 1)
+def half_time(p: int, nb, links, params: dict, *, reduce: bool):
+    """Closed form on a uniform topology (``timing.chain``): per loop (P-1)S steps of m = N/(P S C
+    L) bytes per transfer, each reducing (ReduceScatter, ``reduce``) or not; 0 on one rank."""
+    c, s, loops = params["channels"], params["slices"], params.get("loops", 1)
+    if p == 1:
+        return np.zeros_like(nb)
+    m = nb / (p * s * c * loops)
+    d, h = step(m, links.alpha, links.beta, links.gamma if reduce else 0.0)
+    return chain([(d, h, (p - 1) * s)] * loops, c)
 
 
 PARAMS = ("slices", "channels", "gpus_per_node", "direct", "loops", "nics_per_node")
+FORMULA = ("K = (P-1)S steps of m = N/(P S C) (N: the whole buffer of P segments): d = alpha + m "
+           "beta{}, h = m beta; T = timing.chain (as ring's); one channel: (P-1) S alpha + (P-1)/P "
+           "N beta{}")
+EXACT = ('policy "schedule": slices 1 exact on a uniform topology for N a multiple of the '
+         "granularity, rail rings too; slices > 1 an upper bound (as ring's AllReduce)")
+
+
+def _granularity(p: int, q: dict) -> int:
+    return p * q["slices"] * q["channels"] * q.get("loops", 1)
+
+
+def _bound(p: int, q: dict) -> int:
+    return (p - 1) * _granularity(p, q)
+
+
 RING_ALLGATHER = Algorithm(
     "ring", "ring all-gather per channel, P-1 steps; NCCL's rail rings across nodes",
-    lambda *a, **q: ring_half(*a, gather=True, **q), _bound, params=PARAMS, nccl_name="Ring",
-    collective="all_gather")
+    lambda *a, **q: ring_half(*a, gather=True, **q), _bound, params=PARAMS,
+    closed_form=lambda *a: half_time(*a, reduce=False), granularity=_granularity,
+    formula=FORMULA.format("", ""), exact=EXACT, nccl_name="Ring", collective="all_gather")
 RING_REDUCESCATTER = Algorithm(
     "ring", "ring reduce-scatter per channel, P-1 steps; NCCL's rail rings across nodes",
-    lambda *a, **q: ring_half(*a, gather=False, **q), _bound, params=PARAMS, nccl_name="Ring",
+    lambda *a, **q: ring_half(*a, gather=False, **q), _bound, params=PARAMS,
+    closed_form=lambda *a: half_time(*a, reduce=True), granularity=_granularity,
+    formula=FORMULA.format(" + m gamma", " + (P-1)/P N gamma"), exact=EXACT, nccl_name="Ring",
     collective="reduce_scatter")

@@ -7,6 +7,7 @@ Examples::
     collsim check --algo double-tree --ranks 7 --count 1000
     collsim check --file my_schedule.json
     collsim predict --algo ring --ranks 8 --bytes 1073741824 --alpha 5e-6 --beta 1e-11 --json
+    collsim predict --coll all_gather --algo pat --ranks 16 --bytes 4M --alpha 1e-6 --beta 1e-11
     collsim simulate --algo ring --ranks 8 --bytes 1G --alpha 5e-6 --beta 1e-11 --json
     collsim simulate --algo hierarchical --ranks 32 --bytes 256M --cluster ib-400g --gpus-per-node 8
     collsim sweep --algos ring,double-double-tree,hierarchical --ranks 32 --cluster ib-400g \\
@@ -39,7 +40,7 @@ from collsim.cli.args import (
     size_arg,
 )
 from collsim.core.checker import check
-from collsim.core.collective import ALLREDUCE
+from collsim.core.collective import get as get_collective
 from collsim.core.schedule import read_schedule
 from collsim.cost import closed_form
 from collsim.errors import CollsimError
@@ -103,21 +104,25 @@ def cmd_check(args) -> int:
 
 
 def cmd_predict(args) -> int:
+    """The closed form of --coll's (default all_reduce) --algo (default with --coll: its first),
+    with nccl-tests' algbw/busbw of that collective."""
     ranks = require_ranks(args)
-    nbytes = args.bytes
+    nbytes, coll, args.algo = args.bytes, coll_of(args), algo_of(args)
+    if args.algo is None:
+        raise CollsimError("predict needs --algo NAME (or --coll NAME: its first algorithm)")
     if args.alpha is None or args.beta is None:
         raise CollsimError("predict needs --alpha (s) and --beta (s/byte)")
     params = {k: v for k, v in algo_params(args).items() if v is not None and v != DEFAULTS[k]}
     params.update((k, v) for k, v in (("alpha_inter", args.alpha_inter),
                                       ("beta_inter", args.beta_inter))
                   if v is not None)
-    t = closed_form(args.algo, ranks, nbytes, args.alpha, args.beta, args.gamma, **params)
-    alg, bus = ALLREDUCE.bandwidths(nbytes, t * 1e6, ranks)
-    obj = {"algo": args.algo, "ranks": ranks, "bytes": nbytes, "alpha": args.alpha,
+    t = closed_form(args.algo, ranks, nbytes, args.alpha, args.beta, args.gamma, coll, **params)
+    alg, bus = get_collective(coll).bandwidths(nbytes, t * 1e6, ranks)
+    obj = {"coll": coll, "algo": args.algo, "ranks": ranks, "bytes": nbytes, "alpha": args.alpha,
            "beta": args.beta, "gamma": args.gamma, **params, "time_s": round_seconds(t),
            "algbw_GBps": alg, "busbw_GBps": bus}
     emit(args, obj,
-         f"{args.algo} P={ranks} {nbytes} B: {t * 1e6:.3f} us  algbw {alg:.2f} GB/s  busbw "
+         f"{coll} {args.algo} P={ranks} {nbytes} B: {t * 1e6:.3f} us  algbw {alg:.2f} GB/s  busbw "
          f"{bus:.2f} GB/s")
     return 0
 
@@ -147,8 +152,9 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("predict", help="closed-form alpha-beta-gamma time of one AllReduce")
-    add_algo_args(p)
+    p = sub.add_parser("predict", help="closed-form alpha-beta-gamma time of one collective "
+                                       "(--coll, default all_reduce)")
+    add_algo_args(p, required=False)
     p.add_argument("--bytes", type=size_arg, required=True, help="bytes per rank buffer")
     p.add_argument("--alpha", type=seconds, help="seconds per message")
     p.add_argument("--beta", type=positive_seconds_per_byte, help="seconds per byte, > 0")

@@ -31,8 +31,10 @@ from collsim.algorithms import get, resolve, validate
 from collsim.cli.args import (
     add_algo_args,
     add_topology_args,
+    algo_of,
     algo_params,
     build_from_args,
+    coll_of,
     element_count,
     finite_json,
     fit_to_topology,
@@ -69,6 +71,7 @@ def cmd_simulate(args) -> int:
     cluster = nccl_cluster(args)
     if cluster is not None:
         return cmd_simulate_nccl(args, cluster)
+    args.algo, coll = algo_of(args), coll_of(args)
     if args.algo is None:
         raise CollsimError("simulate needs --algo, or a cluster (--cluster) to run NCCL's choice "
                            "on")
@@ -83,14 +86,15 @@ def cmd_simulate(args) -> int:
     cluster, args.cluster = args.cluster, None
     shift = ring_shift(ranks, element_count(args), args.itemsize,
                        validate(args.algo, ranks, **algo_params(args)),
-                       topo) if args.algo == "ring" else None
+                       topo) if args.algo == "ring" and coll == "all_reduce" else None
     # (collsim.simulate.shift)
     if shift is not None and shift.schedule is not None and not args.transfers:
         s = shift.schedule
     else:
-        q = resolve(args.algo, ranks, element_count(args), args.itemsize, **algo_params(args))
+        q = resolve(args.algo, ranks, element_count(args), args.itemsize, coll,
+                    **algo_params(args))
         require_simulation_bound(args.algo, ranks, args.channels or 1,
-                                 get(args.algo).transfer_bound(ranks, q))
+                                 get(args.algo, coll).transfer_bound(ranks, q))
         s = build_from_args(args)
         shift = (shift
                  and replace(shift, schedule=None,

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from collsim.algorithms import ALGORITHMS, build_schedule
+from collsim.algorithms import ALGORITHMS, BY_COLLECTIVE, build_schedule
 from collsim.cli import main
+from collsim.core.collective import get as get_collective
 from collsim.cost import closed_form
 
 CLI = Path(sys.executable).parent / "collsim"
@@ -93,6 +94,39 @@ def test_predict_and_simulate_agree_for_every_algorithm(capsys, algo):
         assert simulated == pytest.approx(predicted, rel=1e-11)
     else:                                                                       # upper bounds
         assert simulated <= predicted * (1 + (0.03 if algo == "nvls" else 1e-12))
+
+
+@pytest.mark.parametrize("coll", sorted(BY_COLLECTIVE))
+def test_predict_coll_uses_the_collectives_form_and_busbw(capsys, coll):
+    for algo in [n for n, a in BY_COLLECTIVE[coll].items() if a.closed_form and not a.needs]:
+        for named in ([], ["--algo", algo]):        # --algo defaults to the collective's first
+            if not named and algo != next(iter(BY_COLLECTIVE[coll])):
+                continue
+            rc, out, err = run(capsys, "predict", "--coll", coll, *named, "--ranks", 8, "--bytes", "4M",
+                               *UNIFORM, "--gamma", G, "--channels", 2, "--json")
+            assert rc == 0, err
+            got = json.loads(out)
+            t = closed_form(algo, 8, 4 << 20, A, B, G, coll, channels=2)
+            assert (got["coll"], got["algo"]) == (coll, algo)
+            assert got["time_s"] == pytest.approx(t, rel=1e-9)
+            alg, bus = get_collective(coll).bandwidths(4 << 20, t * 1e6, 8)
+            assert got["busbw_GBps"] == pytest.approx(bus, rel=1e-6)
+            assert got["algbw_GBps"] == pytest.approx(alg, rel=1e-6)
+
+
+@pytest.mark.parametrize("coll", sorted(BY_COLLECTIVE))
+def test_predict_coll_answers_at_the_rank_bound(capsys, coll):
+    rc, out, err = run(capsys, "predict", "--coll", coll, "--ranks", 1 << 20, "--bytes", "4M", *UNIFORM,
+                       "--channels", 4)
+    assert rc == 0 and out.startswith(f"{coll} {next(iter(BY_COLLECTIVE[coll]))} P=1048576 "), err
+
+
+def test_predict_coll_all_gather_is_not_allreduce(capsys):
+    argv = ["--ranks", 8, "--bytes", "4M", "--alpha", 1e-6, "--beta", 1e-11, "--json"]
+    rc, out, _ = run(capsys, "predict", "--coll", "all_gather", "--algo", "ring", *argv)
+    assert rc == 0 and json.loads(out)["time_s"] == pytest.approx(7e-6 + 7 / 8 * (4 << 20) * 1e-11, rel=1e-12)
+    rc, out, _ = run(capsys, "simulate", "--coll", "all_gather", "--algo", "ring", *argv, "--policy", "schedule")
+    assert rc == 0 and json.loads(out)["time_s"] == pytest.approx(7e-6 + 7 / 8 * (4 << 20) * 1e-11, rel=1e-9)
 
 
 def test_simulate_cluster_json_reports_every_nic(capsys):
@@ -180,6 +214,11 @@ def test_check_of_a_wrong_schedule_file_names_the_first_wrong_step(capsys, tmp_p
 # ------------------------------------------------------------------ error paths
 BAD = [
     (["predict", "--algo", "nope", "--ranks", 4, "--bytes", 8, *UNIFORM], ["unknown algorithm", "nope"]),
+    (["predict", "--ranks", 4, "--bytes", 8, *UNIFORM], ["needs --algo", "--coll"]),
+    (["predict", "--coll", "alltoall", "--algo", "ring", "--ranks", 4, "--bytes", 8, *UNIFORM],
+     ["unknown alltoall algorithm 'ring'", "p2p"]),
+    (["predict", "--algo", "nvlstree", "--ranks", 8, "--gpus-per-node", 4, "--bytes", 8, *UNIFORM],
+     ["no closed form", "collsim simulate --coll all_reduce --algo nvlstree"]),
     (["simulate", "--algo", "nope", "--ranks", 4, "--bytes", 8, *UNIFORM], ["unknown algorithm"]),
     (["schedule", "--algo", "nope", "--ranks", 4, "--count", 8], ["unknown algorithm"]),
     (["predict", "--algo", "ring", "--ranks", 0, "--bytes", 8, *UNIFORM], ["--ranks", ">= 1"]),
