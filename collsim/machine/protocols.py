@@ -14,8 +14,9 @@ A transfer of ``b`` payload bytes on a link class (intra-node, inter-node, NVLS)
   its receiver pays it again when it takes the data in (what the run's last transfer adds to the
   end);
 - arrives ``latency`` seconds after that (NCCL's per-hop latency), plus ``fill`` times its bytes'
-  time at the channel's rate (the receiver takes a whole slice in before its next step reads it):
-  latency delays the arrival, it does not hold the channel;
+  time at the channel's rate (the receiver takes a whole slice in before its next step reads it;
+  of a transfer that stands for several of NCCL's steps, pipelined, only the last step's
+  ``fill_bytes``: NCCL's p2p sends): latency delays the arrival, it does not hold the channel;
 - across nodes, needs ``proxy`` seconds of its sender's and of its receiver's proxy thread (NCCL's
   proxy posts every network send and receive of all of a GPU's channels, src/proxy.cc progressOps: a
   queue of its own, shared fairly like a port);
@@ -43,16 +44,17 @@ NO_WINDOW = 0
 class PathCosts:
     """One protocol on one link class: latency, overhead and proxy in seconds, channel_beta in
     seconds per wire byte (0: no per-channel limit), fill a share of a transfer's time at the
-    channel's rate (dimensionless)."""
+    channel's rate (dimensionless), of at most its first ``fill_bytes`` payload bytes (0: all)."""
 
     latency: float
     overhead: float = 0.0
     channel_beta: float = 0.0
     proxy: float = 0.0
     fill: float = 0.0
+    fill_bytes: float = 0.0
 
     def __post_init__(self):
-        for name in ("latency", "overhead", "channel_beta", "proxy", "fill"):
+        for name in ("latency", "overhead", "channel_beta", "proxy", "fill", "fill_bytes"):
             v = getattr(self, name)
             if (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
                     or v < 0):

@@ -33,7 +33,7 @@ from collsim.errors import CollsimError
 from collsim.machine.cluster import Cluster
 from collsim.machine.linkview import to_topology
 from collsim.nccl.chunking import NCCL_STEPS, channel_bytes
-from collsim.nccl.p2p import channels_per_peer, op_channels
+from collsim.nccl.p2p import channels_per_peer, op_channels, step_bytes
 from collsim.nccl.plan import RING_CHUNK_SLOTS, chain_chunk, pat_chunk, ring_plan
 from collsim.predict.schedules import ITEMSIZE, QUOTIENT_NODES, NcclRun, _shortened, ring_fabric
 
@@ -75,7 +75,8 @@ def collective_run(cluster: Cluster, coll: str, algo: str, proto: str, nbytes: i
         # a fold joins the connections of many peers: no window (the whole's holds no send
         # back: each of its connections carries one send per peer on a channel)
         window = 0 if unit else NCCL_STEPS
-        return NcclRun(s, channels, 1, window, 512, 2 * unit, sharing=busy)
+        return NcclRun(s, channels, 1, window, 512, 2 * unit, sharing=busy,
+                       step_bytes=step_bytes(cluster, buffsize))
     used, threads, part = channel_bytes("Ring", "Simple" if algo == "PAT" else proto, nbytes,
                                         channels, p)
     if algo == "PAT":

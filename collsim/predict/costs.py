@@ -184,7 +184,12 @@ def nccl_topology(cluster: Cluster, params: ModelParams, algo: str, proto: str, 
                    source=f"{ports.source}; {algo}/{proto} costs of collsim's calibrated model")
 
 
-def with_window(topology: Topology, window: int) -> Topology:
-    """``topology`` whose one protocol keeps ``window`` transfers in flight per connection."""
+def with_window(topology: Topology, window: int, step_bytes: int = 0) -> Topology:
+    """``topology`` whose one protocol keeps ``window`` transfers in flight per connection and,
+    where ``step_bytes`` > 0, pipelines each transfer in steps of that many bytes (the receiver's
+    fill covers one: ``PathCosts.fill_bytes``)."""
     p = topology.protocols[0]
+    if step_bytes:
+        p = replace(p, **{k: replace(getattr(p, k), fill_bytes=float(step_bytes))
+                          for k in ("intra", "inter", "nvls") if getattr(p, k) is not None})
     return replace(topology, protocols=(replace(p, window=int(window)),))

@@ -73,6 +73,9 @@ class NcclRun:
     # the channels that share one GPU's port at once (0: all of ``channels``; the p2p operations
     # keep most of NCCL's p2p channels idle: ``collsim.predict.collective_runs``)
     sharing: int = 0
+    # bytes of one of NCCL's steps where a transfer stands for several, pipelined (the p2p sends:
+    # ``collsim.nccl.p2p.step_bytes``): the receiver's fill covers one; 0: a transfer is a step
+    step_bytes: int = 0
 
 
 def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int, buffsize: int,

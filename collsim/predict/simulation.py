@@ -89,14 +89,14 @@ def simulate_nccl(ctx: NcclContext, algo: str, proto: str, nbytes: int, channels
                collective_run(ctx.cluster, coll, algo, proto=proto, nbytes=nbytes,
                               channels=channels, buffsize=buff, pipeline=loops))
         key = (coll, algo, proto, run.channels, run.sharing, run.threads, run.window, factor,
-               run.schedule.count, min(loops, run.pipeline), run.nodes)
+               run.schedule.count, min(loops, run.pipeline), run.nodes, run.step_bytes)
         if key in ctx.simulated:                         # larger sizes repeat the same loops
             return ctx.simulated[key][0], run.pipeline, *ctx.simulated[key][1:]
         # a quotient's nodes
         seen = replace(ctx.cluster, nodes=run.nodes) if run.nodes else ctx.cluster
         topo = with_window(nccl_topology(seen, ctx.params, cost, proto, run.threads, factor,
                                          run.sharing or run.channels),
-                           run.window)
+                           run.window, run.step_bytes)
         fabric, s = _fabric(topo, run), run.schedule
         topo = topo if fabric.startswith("simulated") else without_fabric(topo)
         if run.weight > 1:                              # built one channel per class already

@@ -86,8 +86,11 @@ def transfer_costs(schedule: Schedule, topology: Topology, routes: Routes, gamma
     alone = wire * np.array([c.channel_beta for c in paths])[routes.link]
     compute = nb * gamma * (s.op == REDUCE) if gamma else np.zeros(s.n_transfers)
     overhead = np.array([c.overhead for c in paths])[routes.link]
+    # a transfer of several pipelined steps: the receiver's fill is its last step's
+    step = np.array([c.fill_bytes for c in paths])[routes.link]
+    filled = np.where((step > 0) & (nb > step), step / np.where(nb > 0, nb, 1.0), 1.0)
     latency = (np.array([c.latency for c in paths])[routes.link]
-               + np.array([c.fill for c in paths])[routes.link] * alone)
+               + np.array([c.fill for c in paths])[routes.link] * alone * filled)
     proxy = np.where(routes.link == 1, p.inter.proxy, 0.0)
     # the network's switch reduces, then the sum is ready
     if s.network and topology.sharp_us:

@@ -159,6 +159,19 @@ def test_lanes_of_a_channel_share_its_rate_and_the_receiver_pays_the_last_step()
     assert r1.time_s == pytest.approx(2 * alone + A + 0.5 * alone + 1e-7)
 
 
+def test_a_transfer_of_pipelined_steps_fills_its_last_step_only():
+    # fill_bytes 4: a 10-byte transfer stands for steps of 4 bytes; the receiver takes in the last one after
+    # the sender is done (NCCL's p2p send: one step of its chunk at a time), a 2-byte one all of its bytes
+    cap = 4 * B
+    proto = ProtocolCosts("LL", 1.0, 0, PathCosts(A, 0.0, cap, 0.0, 0.5, fill_bytes=4), PathCosts(A), None)
+    topo = Topology(1, 3, Link(0.0, B), Link(0.0, B), links_per_pair=1, protocols=(proto,))
+    s = Schedule.from_steps(3, 12, [[(0, 1, 0, 10, "copy", 0, 0), (0, 2, 10, 2, "copy", 1, 0)]], itemsize=1)
+    r = simulate(s, topo, protocol="LL")
+    np.testing.assert_allclose(r.arrive, [10 * cap + A + 0.5 * 4 * cap, 2 * cap + A + 0.5 * 2 * cap])
+    with pytest.raises(CollsimError, match="fill_bytes"):
+        PathCosts(A, fill_bytes=-1.0)
+
+
 def test_shared_nic_contention_depends_on_nics_per_node():
     # 2 nodes x 4 GPUs: every GPU of node 0 sends to its peer on node 1 at once
     steps = [[(g, 4 + g, 0, 1000, "copy") for g in range(4)]]
