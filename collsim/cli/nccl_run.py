@@ -29,7 +29,13 @@ from collsim.errors import CollsimError
 from collsim.nccl.settings import env_arguments
 from collsim.predict import nccl_context, simulate_nccl, simulated
 from collsim.predict.context import FORCED_ALGOS
-from collsim.predict.ranges import SMALLEST, bandwidth_share, regime_kinds, time_range
+from collsim.predict.ranges import (
+    SMALLEST,
+    bandwidth_share,
+    regime_kinds,
+    schedule_input,
+    time_range,
+)
 from collsim.predictors import SIMULATED
 
 
@@ -92,7 +98,8 @@ def cmd_simulate_nccl(args, cluster) -> int:
     smallest = (simulate_nccl(ctx, s8.algo, s8.proto, SMALLEST, s8.channels, coll=c.name).time_s
                 * 1e6)
     share = bandwidth_share(sim.time_s * 1e6, smallest)
-    low, high = time_range(sim.time_s * 1e6, share, regime_kinds(cluster.inputs))
+    low, high = time_range(sim.time_s * 1e6, share,
+                           regime_kinds({**cluster.inputs, **schedule_input(c.name)}))
     obj = {"predictor": SIMULATED, "collective": c.name, "algo": d.algo, "proto": d.proto,
            "chosen_by": "you" if args.algo else "NCCL",
            "ranks": cluster.ranks, "bytes": nbytes, "cluster": cluster.name or cluster.gpu,

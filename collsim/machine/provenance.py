@@ -13,7 +13,10 @@ sizes it decides:
 - ``nccl``: NCCL's choice of algorithm, protocol and channels (both regimes): its version ported, or
   the closest ported one followed;
 - ``harness``: what the measurement around NCCL adds per call (latency): not the machine's, so the
-  predictor adds it (``collsim.predict.ranges.harness_input``).
+  predictor adds it (``collsim.predict.ranges.harness_input``);
+- ``schedule``: the costs of the collective's own schedule (both regimes), where no calibration
+  log runs it (``collsim.predict.ranges.schedule_input``: AlltoAll and SendRecv, NCCL's p2p sends
+  costed as its ring's steps and channels).
 
 ``nccl`` and ``harness`` limit how sure a regime is only where they are less sure than a log
 (``NEUTRAL``): a ported NCCL and a measured harness do not make a calibrated machine's inputs less
@@ -47,9 +50,9 @@ from collsim.errors import CollsimError, require_number
 from collsim.machine.gpus import HOPPER_RING
 
 KINDS = ("machine", "log", "datasheet", "assumed")
-INPUTS = ("intra", "nic", "hop", "step", "nccl", "harness")
-LATENCY = ("hop", "step", "nccl", "harness")   # the inputs that decide small sizes
-BANDWIDTH = ("intra", "nic", "nccl")           # and large ones
+INPUTS = ("intra", "nic", "hop", "step", "nccl", "harness", "schedule")
+LATENCY = ("hop", "step", "nccl", "harness", "schedule")   # the inputs that decide small sizes
+BANDWIDTH = ("intra", "nic", "nccl", "schedule")           # and large ones
 NEUTRAL = ("nccl", "harness")
 # the calibrated values, each with its bounds and the input it replaces
 FITTED = {"intra_efficiency": ("intra", 1e-3, 1.5), "nic_efficiency": ("nic", 1e-3, 1.5),

@@ -49,7 +49,14 @@ from collsim.machine.cluster import Cluster
 from collsim.nccl import ALGOS
 from collsim.predict.context import UNDERSTOOD, NcclContext, harness_config, nccl_context
 from collsim.predict.costs import fitted_algo
-from collsim.predict.ranges import SMALLEST, harness_input, harness_key, ranges_of, regime_kinds
+from collsim.predict.ranges import (
+    SMALLEST,
+    harness_input,
+    harness_key,
+    ranges_of,
+    regime_kinds,
+    schedule_input,
+)
 from collsim.predict.schedules import COLLNET
 from collsim.predict.simulation import NcclSim, simulate_nccl
 from collsim.predictors import SIMULATED
@@ -126,7 +133,8 @@ def predict_nccl(cluster: Cluster, sizes, algo: str = "default", proto: str = "d
     hosts = ctx.described
     inputs = {**hosts.inputs, "harness": harness_input(harness, cfg.timing, cfg.gpus_per_process,
                                                        hosts.gpus_per_node, hosts.nodes,
-                                                       hosts.calibrated)}
+                                                       hosts.calibrated),
+              **schedule_input(c.name)}
     kinds = regime_kinds(inputs)
     rows = [replace(r, low_us=low, high_us=high, bandwidth_share=share)
             for r, (low, high, share) in zip(rows,

@@ -89,6 +89,17 @@ def harness_input(harness: str, timing: str, gpus_per_process: int, gpus_per_nod
     return Input("log", f"{harness} {timing}: per-call terms measured on {what}")
 
 
+def schedule_input(coll: str) -> dict:
+    """``{"schedule": Input}`` where collective ``coll``'s own costs were never calibrated (the p2p
+    sends of AlltoAll and SendRecv: no calibration log runs them; public logs P09, P10, P12 and P13
+    check them, docs/accuracy.md), else ``{}`` (its schedule's costs are the calibrated ring's or
+    tree's)."""
+    if coll not in ("alltoall", "sendrecv"):
+        return {}
+    return {"schedule": Input("assumed", f"{coll}: NCCL's p2p sends costed as its ring's steps and "
+                                         "channels (no calibration log runs p2p)")}
+
+
 def bandwidth_share(time_us: float, smallest_us: float) -> float:
     """1 - t(``SMALLEST``) / t, within 0..1: the share of a row's time its bytes take."""
     return float(min(1.0, max(0.0, 1.0 - smallest_us / time_us))) if time_us > 0 else 0.0

@@ -55,3 +55,14 @@ def test_the_range_reads_as_busbw_and_the_share_is_bounded():
     lo, hi = busbw_range({"bytes": 1000, "low_us": low, "high_us": high}, 1.0)   # 2 ranks: 2(n-1)/n = 1
     assert lo < 1000 / 1e3 / 100 < hi
     assert bandwidth_share(10.0, 20.0) == 0.0 and bandwidth_share(0.0, 1.0) == 0.0
+
+
+def test_p2p_collectives_are_as_sure_as_an_assumption():
+    """No calibration log runs NCCL's p2p sends: an AlltoAll on a node whose ring is calibrated (L01) is as sure
+    as an assumption, its range as wide as that kind's; an AllGather there keeps the ring's log."""
+    h100 = load_cluster("h100-nvlink")
+    a2a, ag = (predict_nccl(h100, [1 << 30], coll=c) for c in ("alltoall", "all_gather"))
+    assert a2a["range"]["bandwidth"] == "assumed" and "p2p" in a2a["inputs"]["schedule"]["source"]
+    assert ag["range"]["bandwidth"] == "log" and "schedule" not in ag["inputs"]
+    width = [math.log(d["rows"][0]["high_us"] / d["rows"][0]["time_us"]) for d in (a2a, ag)]
+    assert width[0] > 2 * width[1]
