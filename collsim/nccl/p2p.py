@@ -19,13 +19,14 @@ File references into NVIDIA/nccl at the tags named.
 from __future__ import annotations
 
 from collsim.machine.cluster import Cluster
-from collsim.nccl.chunking import NCCL_STEPS
+from collsim.nccl.chunking import DEFAULT_BUFFSIZE, NCCL_STEPS
 
 MAXCHANNELS = 64
 PER_CHANNEL_NET_GBPS = 14          # NCCL_P2P_PER_CHANNEL_NET_BW (paths.cc:918@v2.29.7)
 # NCCL_MAX_DEV_WORK_P2P_PER_BATCH (collsim.algorithms.p2p's lanes)
 P2P_PER_BATCH = 8
 NET_CHUNK, NVL_CHUNK, PCI_CHUNK = 128 << 10, 512 << 10, 128 << 10
+P2P_LL_THRESHOLD = 16384           # NCCL_P2P_LL_THRESHOLD (enqueue.cc:779@v2.28.9)
 
 
 def _pow2_up(n: int) -> int:
@@ -68,19 +69,34 @@ def channels_per_peer(cluster: Cluster, p2p: int) -> int:
     return max(1, per)
 
 
-def step_bytes(cluster: Cluster, buffsize: int) -> int:
-    """NCCL's p2p step (its chunk), bytes, under NCCL_BUFFSIZE ``buffsize``."""
+def protocol(cluster: Cluster, nbytes: int, per_peer: int) -> str:
+    """The protocol of one send of ``nbytes`` to a peer with ``per_peer`` p2p channels: LL up to
+    per_peer x NCCL_P2P_LL_THRESHOLD (16 KiB) where the connection has LL buffers, else Simple
+    (enqueue.cc:799-835@v2.28.9). Every intra-node transport allocates them (p2p.cc:447); the
+    network's p2p connections only under NCCL_ALLOC_P2P_NET_LL_BUFFERS=1 (net.cc:893, init.cc:737,
+    default 0), so across nodes the sends here are Simple (those to the node's own GPUs, LL in NCCL,
+    are not the ones that take longest)."""
+    ll = cluster.nodes == 1 and cluster.ranks > 1 and 0 < nbytes <= per_peer * P2P_LL_THRESHOLD
+    return "LL" if ll else "Simple"
+
+
+def step_bytes(cluster: Cluster, buffsize: int, proto: str = "Simple") -> int:
+    """NCCL's p2p step (its chunk), bytes, under NCCL_BUFFSIZE ``buffsize`` (Simple) or LL's
+    buffer (enqueue.cc:837-838@v2.28.9)."""
+    if proto == "LL":
+        return DEFAULT_BUFFSIZE["LL"] // NCCL_STEPS
     c = cluster
     nvlink = c.intra != "pcie" and c.p2p and c.gpu_info.nvlinks
     chunk = NET_CHUNK if c.nodes > 1 else NVL_CHUNK if nvlink else PCI_CHUNK
     return min(chunk, buffsize // NCCL_STEPS)
 
 
-def op_channels(cluster: Cluster, nbytes: int, per_peer: int, p2p: int, buffsize: int) -> int:
-    """The channels one send (or receive) of ``nbytes`` to one peer runs on."""
+def op_channels(cluster: Cluster, nbytes: int, per_peer: int, p2p: int, buffsize: int,
+                proto: str = "Simple") -> int:
+    """The channels one send (or receive) of ``nbytes`` to one peer runs on under ``proto``."""
     if nbytes <= 0:
         return 1
-    step = step_bytes(cluster, buffsize)
+    step = step_bytes(cluster, buffsize, proto)
     smallest, largest = (step // 2, step) if cluster.nodes > 1 else (step // 8, step * 32)
     low = per_peer
     while low * cluster.ranks > p2p and low > 1:

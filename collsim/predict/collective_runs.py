@@ -62,7 +62,7 @@ def collective_run(cluster: Cluster, coll: str, algo: str, proto: str, nbytes: i
     if algo == "P2P":
         peer = nbytes // p if coll == "alltoall" else nbytes
         chunks = op_channels(cluster, peer, channels_per_peer(cluster, channels), channels,
-                             buffsize)
+                             buffsize, proto)
         unit = fold_unit(cluster) if coll == "alltoall" and chunks <= channels else 0
         if unit:
             require_schedule("NCCL's alltoall, folded", p, 2 * unit * g * (p - 1) * chunks)
@@ -76,7 +76,7 @@ def collective_run(cluster: Cluster, coll: str, algo: str, proto: str, nbytes: i
         # back: each of its connections carries one send per peer on a channel)
         window = 0 if unit else NCCL_STEPS
         return NcclRun(s, channels, 1, window, 512, 2 * unit, sharing=busy,
-                       step_bytes=step_bytes(cluster, buffsize))
+                       step_bytes=step_bytes(cluster, buffsize, proto))
     used, threads, part = channel_bytes("Ring", "Simple" if algo == "PAT" else proto, nbytes,
                                         channels, p)
     if algo == "PAT":

@@ -20,7 +20,7 @@ from collsim.machine.cluster import Cluster
 from collsim.nccl import NCCL_ALGOS, PROTOS, canonical
 from collsim.nccl.constants import NCCL_MAX_NTHREADS
 from collsim.nccl.decision import Decision, decide
-from collsim.nccl.p2p import p2p_channels
+from collsim.nccl.p2p import channels_per_peer, p2p_channels, protocol as p2p_protocol
 from collsim.nccl.search import Setup, search
 from collsim.nccl.settings import Settings
 from collsim.nccl.tuning import tune
@@ -62,12 +62,14 @@ class NcclContext:
         """NCCL's choice (``collsim.nccl.decision.Decision``) per size (bytes) for collective
         ``coll`` (``collsim.core.collective``): the argmin of its cost table, or for AlltoAll and
         SendRecv, which NCCL runs as grouped p2p operations outside the table, "P2P" on its p2p
-        channels (``collsim.nccl.p2p``; NCCL's own time: nan)."""
+        channels, LL for small sends (``collsim.nccl.p2p``; NCCL's own time: nan)."""
         c = get_collective(coll)
         if not c.algorithms:
-            return [Decision(int(n), "P2P", "Simple", p2p_channels(self.setup.coll_channels),
-                             NCCL_MAX_NTHREADS,
-                             float("nan"))
+            channels = p2p_channels(self.setup.coll_channels)
+            per = channels_per_peer(self.cluster, channels)
+            ranks = self.cluster.ranks if c.name == "alltoall" else 1
+            return [Decision(int(n), "P2P", p2p_protocol(self.cluster, int(n) // ranks, per),
+                             channels, NCCL_MAX_NTHREADS, float("nan"))
                     for n in sizes]
         try:
             return decide(tune(self.setup, c.nccl_name), sizes)

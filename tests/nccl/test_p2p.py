@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from collsim.machine import load_cluster
-from collsim.nccl.p2p import channels_per_peer, op_channels, p2p_channels, step_bytes
+from collsim.nccl.p2p import P2P_LL_THRESHOLD, channels_per_peer, op_channels, p2p_channels, protocol, step_bytes
 
 H100 = load_cluster("h100-nvlink")                      # 8 x H100 on NVSwitch, 18 NVLinks each
 TWO = replace(load_cluster("ib-400g", nodes=2), nccl="2.28")
@@ -41,3 +41,15 @@ def test_one_send_takes_more_channels_as_its_parts_outgrow_a_step():
 @pytest.mark.parametrize("nbytes", [0, -5])
 def test_an_empty_send_runs_on_one_channel(nbytes):
     assert op_channels(H100, nbytes, 32, 32, BUFF) == 1
+
+
+def test_small_sends_run_ll_where_the_connection_has_ll_buffers():
+    """enqueue.cc:799-835@v2.28.9: LL up to per-peer channels x NCCL_P2P_LL_THRESHOLD; the network's p2p
+    connections have no LL buffers by default (NCCL_ALLOC_P2P_NET_LL_BUFFERS=0), so across nodes Simple."""
+    one, two = load_cluster("a100-nvlink"), load_cluster("ib-400g", 2)
+    assert protocol(one, 4 * P2P_LL_THRESHOLD, 4) == "LL" and protocol(one, 4 * P2P_LL_THRESHOLD + 1, 4) == "Simple"
+    assert protocol(two, 1024, 4) == "Simple" and protocol(one, 0, 4) == "Simple"
+    assert step_bytes(one, 4 << 20, "LL") == 64 << 10 and step_bytes(one, 4 << 20) == 512 << 10
+    from collsim.predict import nccl_context
+    ctx = nccl_context(one)
+    assert [d.proto for d in ctx.decisions([1024, 1 << 30], "alltoall")] == ["LL", "Simple"]
