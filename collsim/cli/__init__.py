@@ -48,6 +48,16 @@ COMMAND_MODULES = [
     "collsim.cli.tuner",
     "collsim.cli.demo",
 ]
+# which module registers each command: ``collsim CMD`` imports that one alone (the others' imports,
+# diagnose's patterns among them, would double a fast command's start-up); help and a command not
+# listed build them all
+COMMANDS = {"schedule": "collsim.cli.schedule", "check": "collsim.cli.schedule",
+            "predict": "collsim.cli.schedule", "simulate": "collsim.cli.simulate",
+            "sweep": "collsim.cli.simulate", "show": "collsim.cli.measure",
+            "import-nccl-tests": "collsim.cli.measure", "fidelity": "collsim.cli.measure",
+            "fit": "collsim.cli.fit", "explain": "collsim.cli.fit", "compare": "collsim.cli.compare",
+            "predict-nccl": "collsim.cli.nccl", "diagnose": "collsim.cli.diagnose",
+            "export-tuner": "collsim.cli.tuner", "demo": "collsim.cli.demo"}
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -73,7 +83,24 @@ def _memory(text: str) -> str:
     return text
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command(argv: list[str]) -> str | None:
+    """The sub-command ``argv`` names: its first word that is not an option or --max-memory's
+    value (None: none)."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--max-memory":
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``argv``'s command alone when it names one
+    (``COMMANDS``)."""
+    module = COMMANDS.get(_command(sys.argv[1:] if argv is None else argv))
     parser = OneLineParser(prog="collsim", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"collsim {__version__}")
     parser.add_argument("--max-memory", metavar="SIZE", type=_memory,
@@ -81,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
                              f"{MAX_MEMORY_BYTES / 1e9:g} GB; also {MEMORY_VARIABLE}): larger work "
                              "is refused")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
-    for name in COMMAND_MODULES:
+    for name in [module] if module in COMMAND_MODULES else COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     return parser
 
@@ -100,7 +127,7 @@ def _warning(message, category, *_args, **_kwargs) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")   # figures go to files: no display needed
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     old = os.environ.get(MEMORY_VARIABLE)
     if args.max_memory:
