@@ -55,7 +55,8 @@ COMMANDS = {"schedule": "collsim.cli.schedule", "check": "collsim.cli.schedule",
             "predict": "collsim.cli.schedule", "simulate": "collsim.cli.simulate",
             "sweep": "collsim.cli.simulate", "show": "collsim.cli.measure",
             "import-nccl-tests": "collsim.cli.measure", "fidelity": "collsim.cli.measure",
-            "fit": "collsim.cli.fit", "explain": "collsim.cli.fit", "compare": "collsim.cli.compare",
+            "fit": "collsim.cli.fit", "explain": "collsim.cli.fit",
+            "compare": "collsim.cli.compare",
             "predict-nccl": "collsim.cli.nccl", "diagnose": "collsim.cli.diagnose",
             "export-tuner": "collsim.cli.tuner", "demo": "collsim.cli.demo"}
 
