@@ -14,7 +14,8 @@ time order, ties in the order they were scheduled, so the run is deterministic. 
 every port serves its jobs one at a time in schedule order (everything a transfer waits for comes
 earlier in the schedule), one pass.
 
-State lives in numpy arrays; the loops run in ``PROGRESS_BLOCK`` transfers at a time so that a
+State lives in numpy arrays for the compiled kernels and in Python lists for plain Python (indexing
+a list costs a third of indexing an array there); the loops run in ``PROGRESS_BLOCK`` transfers at a time so that a
 progress bar can follow a long run.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from collsim.simulate.heaps import drop, new_heap, pop, push, put
-from collsim.simulate.jit import jit, pick
+from collsim.simulate.jit import compiled, jit, pick
 from collsim.simulate.ports import next_end, serve, shares
 
 EPS = 1e-9             # a job is done when the service it still owes is below EPS of its whole
@@ -73,11 +74,11 @@ def _waiting(n: int, data_ptr, data_dep, engine_pred, window_pred):
 def _waited(k, t, tm, left, ready, ctr):
     """Transfer k's wait for something that happens at t is
     over: it may start then, once nothing else holds it."""
-    if t > tm[0, k]:
-        tm[0, k] = t
+    if t > tm[0][k]:
+        tm[0][k] = t
     left[k] -= 1
     if left[k] == 0:
-        ctr[0] = push(ready[0], ready[1], ready[2], ctr[0], k, tm[0, k], ctr[2])
+        ctr[0] = push(ready[0], ready[1], ready[2], ctr[0], k, tm[0][k], ctr[2])
         ctr[2] += 1
 
 
@@ -86,11 +87,11 @@ def _finish(i, e, tm, cost, left, wp, wl, nxt, ready, ctr):
     """Transfer i's jobs are done at e: its arrival and end, and the dependents that can start now
     (into the ready heap). ``tm``: (ready time, start, end, arrive) rows; ``cost``: (compute,
     overhead, latency, alone)."""
-    e += cost[0, i]
-    r = e + cost[2, i]
-    tm[3, i] = r
-    e += cost[1, i]
-    tm[2, i] = e
+    e += cost[0][i]
+    r = e + cost[2][i]
+    tm[3][i] = r
+    e += cost[1][i]
+    tm[2][i] = e
     for x in range(wp[i], wp[i + 1]):
         _waited(wl[x], r, tm, left, ready, ctr)
     if nxt[i] >= 0:
@@ -111,7 +112,7 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pen
         if take_ready:
             i, time = ri[0], rt[0]
             ctr[0] = pop(rt, rs, ri, rpos, ctr[0], False)
-            tm[1, i] = time
+            tm[1][i] = time
             k = 0
             for j in range(jptr[i], jptr[i + 1]):
                 p = rows[j]
@@ -130,7 +131,7 @@ def _fair(limit, tm, cost, left, wp, wl, nxt, rows, sizes, caps, jptr, jown, pen
                 k += 1
             pend[i] = k
             if k == 0:
-                _finish(i, time + cost[3, i], tm, cost, left=left, wp=wp, wl=wl, nxt=nxt,
+                _finish(i, time + cost[3][i], tm, cost, left=left, wp=wp, wl=wl, nxt=nxt,
                         ready=ready, ctr=ctr)
                 ctr[3] += 1
             continue
@@ -172,8 +173,8 @@ def _in_order(n, tm, cost, left, wp, wl, nxt, rows, sizes, jptr, free, ready, ct
     """Policy "schedule": transfer by transfer in schedule
     order, each port serving its jobs one at a time."""
     for i in range(n):
-        q = tm[0, i]
-        e = q + cost[3, i]
+        q = tm[0][i]
+        e = q + cost[3][i]
         b0 = q
         for j in range(jptr[i], jptr[i + 1]):
             p = rows[j]
@@ -184,7 +185,7 @@ def _in_order(n, tm, cost, left, wp, wl, nxt, rows, sizes, jptr, free, ready, ct
                 b0 = b
             if h > e:
                 e = h
-        tm[1, i] = b0
+        tm[1][i] = b0
         # (its ready heap goes unused)
         _finish(i, e, tm, cost, left=left, wp=wp, wl=wl, nxt=nxt, ready=ready, ctr=ctr)
 
@@ -210,33 +211,46 @@ def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndar
     r = np.ascontiguousarray(np.asarray(rows)[held], np.int64)
     z = np.ascontiguousarray(np.asarray(sizes)[held], np.float64)
     ready = new_heap(max(n, 1), 1)                         # a queue: pos unused
-    ctr, queue = np.zeros(4, np.int64), pick(push, n)
-    for i in np.flatnonzero(count == 0):                      # what waits for nothing starts at 0
-        ctr[0] = queue(*ready[:3], ctr[0], int(i), 0.0, ctr[2])
-        ctr[2] += 1
+    ctr = np.zeros(4, np.int64)
     if policy == "fair":
         c = np.ascontiguousarray(np.asarray(caps)[held], np.float64)
         jown = np.repeat(np.arange(n, dtype=np.int64), per)
-        pend = np.zeros(n, np.int64)
-        pt, head, used = (np.zeros(n_ports), np.full(n_ports, -1, np.int64),
-                          np.zeros(n_ports, np.int64))
-        jnext, jprev = np.full(len(r), -1, np.int64), np.full(len(r), -1, np.int64)
-        jleft, jrate, fixed = np.zeros(len(r)), np.zeros(len(r)), np.zeros(len(r), np.bool_)
-        busy = new_heap(max(n_ports, 1), max(n_ports, 1))
         # an event visits its port's jobs: the work is n times the jobs one port starts with
         crowd = int(np.bincount(r[count[jown] == 0], minlength=n_ports).max(initial=1))
-        done, fair = 0, pick(_fair, n * max(crowd, 1))
+        kernel = pick(_fair, n * max(crowd, 1))
+        st = dict(tm=tm, cost=cost, left=count, wp=wp, wl=wl, nxt=nxt, rows=r, sizes=z, caps=c,
+                  jptr=jptr, jown=jown, pend=np.zeros(n, np.int64), pt=np.zeros(n_ports),
+                  head=np.full(n_ports, -1, np.int64), count=np.zeros(n_ports, np.int64),
+                  jnext=np.full(len(r), -1, np.int64), jprev=np.full(len(r), -1, np.int64),
+                  jleft=np.zeros(len(r)), jrate=np.zeros(len(r)),
+                  fixed=np.zeros(len(r), np.bool_), ready=ready,
+                  busy=new_heap(max(n_ports, 1), max(n_ports, 1)), ctr=ctr)
+    else:
+        kernel = pick(_in_order, n)
+        st = dict(tm=tm, cost=cost, left=count, wp=wp, wl=wl, nxt=nxt, rows=r, sizes=z, jptr=jptr,
+                  free=np.zeros(n_ports), ready=ready, ctr=ctr)
+    plain = not hasattr(kernel, "py_func")          # numba's dispatchers keep the plain function
+    if plain:                                        # lists index several times faster than arrays
+        st = {k: _lists(v) for k, v in st.items()}
+    queue, ready, ctr = push if plain else compiled(push), st["ready"], st["ctr"]
+    for i in np.flatnonzero(count == 0).tolist():            # what waits for nothing starts at 0
+        ctr[0] = queue(*ready[:3], ctr[0], i, 0.0, ctr[2])
+        ctr[2] += 1
+    if policy == "fair":
+        done = 0
         while done < n:
-            now = fair(PROGRESS_BLOCK if progress is not None else n, tm, cost, left=count, wp=wp,
-                       wl=wl, nxt=nxt, rows=r, sizes=z, caps=c, jptr=jptr, jown=jown, pend=pend,
-                       pt=pt, head=head, count=used, jnext=jnext, jprev=jprev, jleft=jleft,
-                       jrate=jrate, fixed=fixed, ready=ready, busy=busy, ctr=ctr)
+            now = kernel(PROGRESS_BLOCK if progress is not None else n, **st)
             if now == done:
                 break
             if progress is not None:
                 progress(int(now - done))
             done = int(now)
     else:
-        pick(_in_order, n)(n, tm, cost, count, wp=wp, wl=wl, nxt=nxt, rows=r, sizes=z, jptr=jptr,
-                           free=np.zeros(n_ports), ready=ready, ctr=ctr)
+        kernel(n, **st)
+    tm = np.asarray(st["tm"], np.float64).reshape(4, n)
     return tm[1], tm[2], tm[3]
+
+
+def _lists(v):
+    """An engine array (or a heap's tuple of them) as Python lists, for the plain-Python kernels."""
+    return tuple(map(_lists, v)) if isinstance(v, tuple) else v.tolist()
