@@ -52,13 +52,16 @@ LENGTH_TOLERANCE = 0.01
 def channel_classes(s: Schedule) -> list[list[int]]:
     """The channels of ``s`` grouped by structure (module
     docstring), each class in channel order."""
-    return _classes(s, lambda idx: _structure(s, idx, s.src[idx], s.dst[idx]))
+    step = s.step_index
+    return _classes(s, lambda idx: _structure(s, idx, s.src[idx], s.dst[idx], step))
 
 
 def _classes(s: Schedule, key_of) -> list[list[int]]:
     """Channels grouped by ``key_of(transfer indices of the
     channel)``, lengths within ``LENGTH_TOLERANCE``."""
-    order = np.argsort(s.channel, kind="stable")
+    # stable: each channel's transfers in schedule order; 16-bit keys sort by radix
+    order = np.argsort(s.channel.astype(np.int16 if s.n_channels < 1 << 15 else np.int64),
+                       kind="stable")
     ch = s.channel[order]
     bounds = np.flatnonzero(np.diff(ch)) + 1
     classes: dict[bytes, list[tuple[int, np.ndarray]]] = {}
@@ -75,8 +78,13 @@ def _classes(s: Schedule, key_of) -> list[list[int]]:
     return sorted(out)
 
 
-def _structure(s: Schedule, idx: np.ndarray, src: np.ndarray, dst: np.ndarray) -> bytes:
-    steps = np.unique(s.step_index[idx], return_inverse=True)[1]
+def _structure(s: Schedule, idx: np.ndarray, src: np.ndarray, dst: np.ndarray,
+               step: np.ndarray) -> bytes:
+    """One channel's transfers ``idx`` (in schedule order) as bytes: ends, lanes, ops and its steps
+    numbered 0, 1, ... (``step``: every transfer's step in the schedule)."""
+    at = step[idx]
+    steps = np.zeros(len(idx), np.int64)
+    np.cumsum(at[1:] != at[:-1], out=steps[1:])
     return b"".join(a.tobytes() for a in (src, dst, s.lane[idx], s.op[idx], steps))
 
 
@@ -109,11 +117,11 @@ def _canonical(local: np.ndarray, g: int) -> np.ndarray:
     """The permutation of 0..g-1 that numbers local GPU indices in the order they first appear in
     ``local`` (indices that never appear after, in their order): two channels related by a
     permutation of local GPUs get the same canonical form."""
-    seen = np.unique(local, return_index=True)
-    order = (list(seen[0][np.argsort(seen[1])])
-             + [x for x in range(g) if x not in set(seen[0].tolist())])
+    first = len(local) + np.arange(g)              # where each index first appears; absent: after
+    for v in np.flatnonzero(np.bincount(local, minlength=g)):
+        first[v] = np.argmax(local == v)
     perm = np.empty(g, np.int64)
-    perm[np.array(order, np.int64)] = np.arange(g)
+    perm[np.argsort(first)] = np.arange(g)
     return perm
 
 
@@ -131,11 +139,13 @@ def permute_channels(s: Schedule, topology: Topology) -> tuple[Schedule, Topolog
     def mapped(x: np.ndarray, perm: np.ndarray) -> np.ndarray:
         return np.where(x < s.ranks, x // g * g + perm[x % g], x)
 
+    step = s.step_index
+
     def key(idx: np.ndarray) -> bytes:
         ends = np.stack([s.src[idx], s.dst[idx]], axis=1).ravel()
         perm = _canonical(ends[ends < s.ranks] % g, g)
         perm_of[int(s.channel[idx[0]])] = perm
-        return _structure(s, idx, mapped(s.src[idx], perm), mapped(s.dst[idx], perm))
+        return _structure(s, idx, mapped(s.src[idx], perm), mapped(s.dst[idx], perm), step)
 
     classes = _classes(s, key)
     m = len(classes[0]) // g
