@@ -33,17 +33,19 @@ def shares(p, head, count, jnext, caps, jrate, fixed):
     if k == 0:
         return
     level = 1.0 / k
-    low = 2.0
+    low, high = 2.0, -1.0
     j = head[p]
     while j >= 0:
         fixed[j] = False
         if caps[j] < low:
             low = caps[j]
+        if caps[j] > high:
+            high = caps[j]
         j = jnext[j]
-    if low >= level:
+    if low >= level or high <= level:       # every job its equal share, or every job its cap
         j = head[p]
         while j >= 0:
-            jrate[j] = level
+            jrate[j] = level if low >= level else caps[j]
             j = jnext[j]
         return
     rest, m = 1.0, k
