@@ -26,7 +26,10 @@ fabric whose ports can slow their hops (``ring_fabric``): leaf groups break the 
 and the quotient stays exact only where the fabric changes no time
 (``collsim.simulate.symmetry.fabric_binds``), and those of a cluster with a degraded NIC
 (``degraded_nics``: the shift does not map it onto the others); ``NcclRun.whole`` says why a ring
-runs whole. """
+runs whole. Channels known alike are built once, each standing for ``NcclRun.weight``: NVLS's two
+trees, and a ring's orders c mod G (one order on one node) where the chunks split evenly
+(``_ring_built``); ``collapse_channels`` would class them together, at the cost of building them
+(a 131,072-GPU ring's 16 channels: 8 built, the peak 5.2 -> 3.7 GB). """
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,7 +45,7 @@ from collsim.errors import CollsimError
 from collsim.machine.cluster import Cluster, to_topology
 from collsim.nccl.chunking import EFFICIENCY, NCCL_STEPS, channel_bytes, split_channels
 from collsim.nccl.plan import RING_CHUNK_SLOTS, collnet_chunk, nvls_loops, ring_plan, tree_chunks
-from collsim.simulate.symmetry import fabric_binds
+from collsim.simulate.symmetry import LENGTH_TOLERANCE, fabric_binds
 
 ITEMSIZE = 4           # nccl-tests' default type (float): sizes are counts of 4-byte elements
 # NVLS, NVLSTree and CollNet run NCCL_MAX_NTHREADS per CTA (tuning.cc:236-237, enqueue.cc:1865)
@@ -79,12 +82,14 @@ class NcclRun:
 
 
 def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int, buffsize: int,
-             pipeline: int | None = None) -> NcclRun:
+             pipeline: int | None = None, alike: bool = True) -> NcclRun:
     """The schedule of NCCL's ``algo``/``proto`` AllReduce of ``nbytes`` on ``cluster`` with
     ``channels`` (NCCL's channel count for the algorithm at this size, before the split in 16 KiB
     cells). ``pipeline``: run only that many of its loops (tree: chunks) of the same bytes each, on
     the same channels (``collsim.predict. extrapolate`` times the rest); ``NcclRun.pipeline`` is the
-    full run's."""
+    full run's. ``alike``: channels known to repeat each other (NVLS and NVLSTree: tree c mod 2;
+    Ring: order c mod G, ``_ring_built``) are built once, each standing for ``NcclRun.weight``;
+    False builds every channel (the whole schedule the reductions are measured against)."""
     p, g, nodes = cluster.ranks, cluster.gpus_per_node, cluster.nodes
     count = max(1, nbytes // ITEMSIZE)
     if algo in ("NVLS", "NVLSTree"):
@@ -95,7 +100,7 @@ def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int
         full = nvls_loops(algo, part, p, nodes)
         k, count = _shortened(full, pipeline, count)
         # channel c runs tree c mod 2: two stand for all
-        built = 2 if used > 2 and used % 2 == 0 else used
+        built = 2 if alike and used > 2 and used % 2 == 0 else used
         count = max(built, count * built // used)
         name = "nvlstree" if algo == "NVLSTree" else "nvls-sharp" if across else "nvls"
         s = build_schedule(name, p, count, ITEMSIZE, chunks=k, channels=built,
@@ -128,19 +133,22 @@ def nccl_run(cluster: Cluster, algo: str, proto: str, nbytes: int, channels: int
         binds = ring_fabric(cluster, p, used) if nodes > 1 and not whole else None
         if binds:
             whole = f"the fabric can slow its hops ({binds})"
-        elif not whole:
-            s = ring_quotient(p, count, ITEMSIZE, slices=slices, channels=used, gpus_per_node=g,
+        built = _ring_built(used, count, p, g if nodes > 1 else 1, k * slices) if alike else used
+        count = max(built, count * built // used)
+        if not whole:
+            s = ring_quotient(p, count, ITEMSIZE, slices=slices, channels=built, gpus_per_node=g,
                               loops=k, nodes=QUOTIENT_NODES, nics_per_node=cluster.nics_per_node)
-            return NcclRun(s, used, full, NCCL_STEPS // slots, threads, QUOTIENT_NODES)
+            return NcclRun(s, used, full, NCCL_STEPS // slots, threads, QUOTIENT_NODES,
+                           weight=used // built)
         try:
-            require_schedule("NCCL's ring", p, 2 * (p - 1) * p * used * k * slices)
+            require_schedule("NCCL's ring", p, 2 * (p - 1) * p * built * k * slices)
         except CollsimError as e:
             raise CollsimError(f"{e} (it runs whole: {whole})") from None
-        s = build_schedule("ring", p, count, ITEMSIZE, channels=used, slices=slices, loops=k,
+        s = build_schedule("ring", p, count, ITEMSIZE, channels=built, slices=slices, loops=k,
                            gpus_per_node=g if nodes > 1 else None,
                            nics_per_node=cluster.nics_per_node if nodes > 1
                            else None)
-        return NcclRun(s, used, full, NCCL_STEPS // slots, threads,
+        return NcclRun(s, used, full, NCCL_STEPS // slots, threads, weight=used // built,
                        whole=whole if nodes > 1 else "")
     full = tree_chunks(proto, part, p, nodes, buffsize)
     k, count = _shortened(full, pipeline, count)
@@ -160,6 +168,16 @@ def ring_fabric(cluster: Cluster, ranks: int, channels: int) -> str | None:
                          nics_per_node=cluster.nics_per_node)
     src, dst = orders.ravel(), np.roll(orders, -1, axis=1).ravel()
     return fabric_binds(src, dst, src * channels + np.repeat(np.arange(channels), ranks), topo)
+
+
+def _ring_built(used: int, count: int, ranks: int, period: int, steps: int) -> int:
+    """The channels of NCCL's ring to build: channel c runs channel c mod ``period``'s order
+    (``ring_orders``: the node's GPU count across nodes, 1 on one node), so where ``used`` is a
+    multiple of ``period`` and every chunk holds 1 / ``LENGTH_TOLERANCE`` elements or more (the
+    channels' chunks then differ by under that: ``collapse_channels`` would class them together),
+    ``period`` channels stand for all; else all ``used`` are built."""
+    alike = used > period and used % period == 0
+    return period if alike and count * LENGTH_TOLERANCE >= used * ranks * steps else used
 
 
 def _shortened(full: int, pipeline: int | None, count: int) -> tuple[int, int]:

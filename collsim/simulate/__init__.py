@@ -38,7 +38,7 @@ from collsim.errors import CollsimError
 from collsim.machine.topology import Topology
 from collsim.simulate.costs import port_share, transfer_costs
 from collsim.simulate.deps import data_deps, ranges, structural
-from collsim.simulate.events import run
+from collsim.simulate.events import held_jobs, run
 from collsim.simulate.reference import POLICIES
 from collsim.simulate.resources import NVLS, Routes, fabric_names, nic_factor, port_names, route
 
@@ -155,13 +155,13 @@ class SimResult:
 
 
 def jobs(s: Schedule, routes: Routes, c,
-         topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+         topology: Topology) -> tuple[tuple[np.ndarray, ...], int]:
     """Every transfer's jobs (``collsim.simulate.events.run``): its out port and in port for its
     port time, across nodes its sender's and receiver's proxy for the proxy time (the network's
     switch has none), and its sender's channel for its time at the channel's rate (where the
     protocol limits a channel; not to or from an NVSwitch: NVLS's warp groups each move their own
     channel's rate; not out of the network's switch: its GPU's NIC writes the sum, no warp moves
-    it); one table of rows, the last spare."""
+    it); one table of rows, the last spare: (``held_jobs``' arrays, the rows)."""
     out, inn = routes.keys[2].astype(np.int64), routes.keys[3].astype(np.int64)
     n_out, n_in = routes.sizes[2], routes.sizes[3]
     # proxies after the out and in rows, one per endpoint
@@ -188,7 +188,7 @@ def jobs(s: Schedule, routes: Routes, c,
     caps = np.stack([*(c.share if p is c.port else port_share(p, c.alone) for p in ports), one, one,
                      one,
                      *(share[:, t] for t in tiers for _ in (0, 1))], axis=1)
-    return rows, sizes, caps, spare + 1
+    return held_jobs(rows, sizes, caps, spare), spare + 1
 
 
 def _routes(s: Schedule, topology: Topology, merged: bool = False) -> Routes:
@@ -223,9 +223,9 @@ def _run(schedule: Schedule, routes: Routes, c, policy: str, progress, topology:
     sa, sb, da, db, nseg = ranges(s)
     ptr, dep = data_deps(s, sa, sb, nseg, da, db)
     engine_pred, window_pred = structural(s, c.window)
-    rows, sizes, caps, n_rows = jobs(s, routes, c, topology)
-    return run(s.n_transfers, ptr, dep, engine_pred, window_pred, rows=rows, sizes=sizes, caps=caps,
-               n_ports=n_rows, costs=c, policy=policy, progress=progress)
+    held, n_rows = jobs(s, routes, c, topology)
+    return run(s.n_transfers, ptr, dep, engine_pred, window_pred, held, n_ports=n_rows, costs=c,
+               policy=policy, progress=progress)
 
 
 def simulate(schedule: Schedule, topology: Topology, gamma: float = 0.0, progress: bool = True,

@@ -28,6 +28,8 @@ from collsim.simulate.ports import next_end, serve, shares
 
 EPS = 1e-9             # a job is done when the service it still owes is below EPS of its whole
 PROGRESS_BLOCK = 1 << 20
+# a job's port, owner and links: 32 bits hold the 2^31 jobs of a run far past any memory bound
+JOB = np.int32
 
 
 @jit
@@ -190,38 +192,44 @@ def _in_order(n, tm, cost, left, wp, wl, nxt, rows, sizes, jptr, free, ready, ct
         _finish(i, e, tm, cost, left=left, wp=wp, wl=wl, nxt=nxt, ready=ready, ctr=ctr)
 
 
+def held_jobs(rows: np.ndarray, sizes: np.ndarray, caps: np.ndarray,
+              spare: int) -> tuple[np.ndarray, ...]:
+    """(jptr, rows, sizes, caps) for ``run``: the jobs of (n, k) ``rows`` (a port each, ``spare``
+    for none), ``sizes`` (seconds of the port) and ``caps`` (the most of its rate) that hold a
+    port, transfer i's at jptr[i]:jptr[i + 1]."""
+    held = rows != spare
+    jptr = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(held.sum(axis=1), out=jptr[1:])
+    return (jptr, np.ascontiguousarray(rows[held], JOB),
+            np.ascontiguousarray(sizes[held], np.float64),
+            np.ascontiguousarray(caps[held], np.float64))
+
+
 def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndarray,
-        window_pred: np.ndarray, rows: np.ndarray, sizes: np.ndarray, caps: np.ndarray,
-        n_ports: int, costs, policy: str = "fair",
-        progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        window_pred: np.ndarray, jobs: tuple[np.ndarray, ...], n_ports: int, costs,
+        policy: str = "fair", progress=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(start, end, arrive) in seconds of every transfer (``collsim.simulate.costs.Costs``).
-    ``rows``, ``sizes``, ``caps``: (n, k) arrays, every transfer's k jobs: the port (a row of one
-    table of ``n_ports`` rows; the spare row ``n_ports - 1`` means none), the seconds of it the job
-    needs, the most of its rate the job takes. ``progress``: called with the transfers done since
-    its last call (a tqdm bar's ``update``), or None."""
+    ``jobs``: ``held_jobs``' (jptr, rows, sizes, caps), every transfer's jobs: the port (a row of
+    one table of ``n_ports`` rows), the seconds of it the job needs, the most of its rate the job
+    takes. ``progress``: called with the transfers done since its last call (a tqdm bar's
+    ``update``), or None."""
     count, wp, wl, nxt = _waiting(n, data_ptr, data_dep, engine_pred, window_pred)
     tm = np.zeros((4, n))                                      # ready time, start, end, arrive
     cost = np.ascontiguousarray(np.stack([np.broadcast_to(np.asarray(a, np.float64), (n,))
                                           for a in (costs.compute, costs.overhead, costs.latency,
                                                     costs.alone)]))
-    held = np.asarray(rows) != n_ports - 1        # the jobs that hold a port, as a CSR per transfer
-    per = held.sum(axis=1) if n else np.zeros(0, np.int64)
-    jptr = np.zeros(n + 1, np.int64)
-    np.cumsum(per, out=jptr[1:])
-    r = np.ascontiguousarray(np.asarray(rows)[held], np.int64)
-    z = np.ascontiguousarray(np.asarray(sizes)[held], np.float64)
+    jptr, r, z, c = jobs
     ready = new_heap(max(n, 1), 1)                         # a queue: pos unused
     ctr = np.zeros(4, np.int64)
     if policy == "fair":
-        c = np.ascontiguousarray(np.asarray(caps)[held], np.float64)
-        jown = np.repeat(np.arange(n, dtype=np.int64), per)
+        jown = np.repeat(np.arange(n, dtype=JOB), np.diff(jptr))
         # an event visits its port's jobs: the work is n times the jobs one port starts with
         crowd = int(np.bincount(r[count[jown] == 0], minlength=n_ports).max(initial=1))
         kernel = pick(_fair, n * max(crowd, 1))
         st = dict(tm=tm, cost=cost, left=count, wp=wp, wl=wl, nxt=nxt, rows=r, sizes=z, caps=c,
                   jptr=jptr, jown=jown, pend=np.zeros(n, np.int64), pt=np.zeros(n_ports),
                   head=np.full(n_ports, -1, np.int64), count=np.zeros(n_ports, np.int64),
-                  jnext=np.full(len(r), -1, np.int64), jprev=np.full(len(r), -1, np.int64),
+                  jnext=np.full(len(r), -1, JOB), jprev=np.full(len(r), -1, JOB),
                   jleft=np.zeros(len(r)), jrate=np.zeros(len(r)),
                   fixed=np.zeros(len(r), np.bool_), ready=ready,
                   busy=new_heap(max(n_ports, 1), max(n_ports, 1)), ctr=ctr)

@@ -1,6 +1,7 @@
 """collsim.predict.simulation: the simulation of NCCL's run, its reductions measured against the whole run."""
 import json
 from dataclasses import replace
+from functools import partial
 
 import pytest
 
@@ -95,6 +96,7 @@ def test_a_degraded_nic_takes_the_full_path_and_says_so(monkeypatch, algo):
     assert sim.symmetry["nodes_simulated"] == 4 and "degraded: node2.nic5 at 200 Gb/s" in sim.symmetry["nics"]
     assert (sim.symmetry["whole_because"] or "").startswith("node2.nic5 at 200 Gb/s" if algo == "Ring" else "")
     monkeypatch.setattr(simulation, "collapse_channels", lambda s, topo: (s, topo, 1))
+    monkeypatch.setattr(simulation, "nccl_run", partial(simulation.nccl_run, alike=False))
     whole = simulate_nccl(nccl_context(slow, algo), algo, "Simple", 1 << 28, 16)
     assert whole.symmetry["channels_simulated"] == 16 and whole.time_s == sim.time_s
     plain = simulate_nccl(nccl_context(load_cluster("ib-400g", 4), algo), algo, "Simple", 1 << 28, 16)
