@@ -1,6 +1,6 @@
 """The measurement's own errors, for the ``measurement_error`` cause of ``collsim.diagnose.causes``:
 separate runs pasted as one (headers or footers one after the other, interleaved ``# Rank 0``
-blocks), per-call logging among the timed rows, a sweep that stops before busbw peaks.
+blocks, ``-J`` files of one host each), per-call logging among the timed rows, a sweep that stops before busbw peaks.
 ``measurement(ctx)`` returns ``collsim.diagnose.checks.Hit`` s, as every check there does."""
 from __future__ import annotations
 
@@ -24,9 +24,24 @@ def _headers_together(src, run) -> list:
 _RANK_TEXT = "Rank "
 
 
+def _json_per_node(src) -> list:
+    """Several ``-J`` documents of one collective in one file, each of one host and the hosts all
+    different: a launch per node, each its own test."""
+    runs = [r for r in src.runs if "nccl-tests-json" in src.kinds]
+    hosts = [tuple(r.hosts) for r in runs]
+    if (len(runs) < 2 or any(len(h) != 1 for h in hosts) or len(set(hosts)) < len(hosts)
+            or len({r.meta.get("collective") for r in runs}) > 1):
+        return []
+    return [Hit(src.name, f"{len(runs)} nccl-tests -J files of {runs[0].meta.get('collective')}, "
+                f"each on one host ({', '.join(h for (h,) in hosts)}): a launch per node, each its "
+                "own test, not one run across the nodes", 3.0)]
+
+
 def measurement(ctx):
     hits = []
     firsts = [(src, r) for src in ctx.ev.sources for r in src.runs[:1] if r.source == src.name]
+    for src in ctx.ev.sources:
+        hits += _json_per_node(src)
     for src, run in firsts:
         hits += _headers_together(src, run)
         a = run.averages

@@ -8,7 +8,8 @@ in it): ``read_source`` looks for each and keeps what it finds in one ``Source``
   (``collsim.measure.nccl_tests.import_nccl_tests``, lenient), split into ``Run`` s: one per header,
   so that two single-node runs printed into one file show as two; rows whose columns are broken by
   interleaved tags (``[0]`` inside a row) are read loosely when the importer keeps none;
-* ``nccl-tests-json`` (``-J``) and ``collsim-records`` (runner JSON Lines, published logs);
+* ``nccl-tests-json`` (``-J``; several files pasted one after another: a run each) and
+  ``collsim-records`` (runner JSON Lines, published logs);
 * ``nccl-log``: NCCL_DEBUG lines (INFO, TRACE, WARN) through ``collsim.nccl.log.parse_lines``; a
   line it cannot read is left out and named in ``notes``;
 * ``topology`` (nvidia-smi topo -m or NCCL's XML topology dump), ``ib-status`` (ibstatus, ibstat,
@@ -35,7 +36,7 @@ from collsim.diagnose import parsers, runs, topo_xml
 from collsim.errors import CollsimError, CollsimWarning
 from collsim.inputs import read_text
 from collsim.measure import parse_jsonl
-from collsim.measure.nccl_tests import DTYPES, import_nccl_tests
+from collsim.measure.nccl_tests import DTYPES, import_nccl_tests, read_nccl_tests_json
 from collsim.measure.public_log import is_public_log, load_public_log
 from collsim.nccl.log import VERSION_PATTERN, parse_lines
 
@@ -158,24 +159,27 @@ def _json_kinds(src: Source, path, text: str) -> None:
     first = text.lstrip().split("\n", 1)[0]
     try:
         if is_public_log(first):
-            m = load_public_log(path)
-            kind = "collsim-records"
+            found, kind = [load_public_log(path)], "collsim-records"
         elif '"type"' in first and '"meta"' in first:
-            m = parse_jsonl(src.lines, src.name, strict=False)
-            kind = "collsim-records"
+            found, kind = [parse_jsonl(src.lines, src.name, strict=False)], "collsim-records"
         elif '"results"' in text[:1 << 20]:
-            m = import_nccl_tests(path, label="default")
-            kind = "nccl-tests-json"
+            # several -J files pasted one after another: a run each
+            found, kind = read_nccl_tests_json(text, src.name, label="default"), "nccl-tests-json"
         else:
             return
     # the loaders' errors, and values they pass
     except (CollsimError, ValueError, TypeError, OverflowError) as e:
         src.notes.append(f"measurements not read: {str(e)[:160]}")
         return
+    for m in found:
+        _json_run(src, m, kind)
+    src.kinds.append(kind)
+
+
+def _json_run(src: Source, m, kind: str) -> None:
+    """``m`` (a JSON file's measurements) as one of ``src``'s runs."""
     run = Run(src.name, meta=dict(m.meta))
-    hosts = (m.meta.get("hosts")
-             or [d.get("host") for d in m.meta.get("devices") or [] if isinstance(d, dict)])
-    run.hosts = sorted({h for h in hosts if isinstance(h, str)})
+    run.hosts = sorted({h for h in m.meta.get("hosts") or [] if isinstance(h, str)})
     gpus = ([d.get("gpu") for d in m.meta.get("devices") or [] if isinstance(d, dict)]
             + [m.meta.get("gpu")])
     run.gpus = [(g, 1) for g in gpus if isinstance(g, str)][:1]
@@ -193,7 +197,6 @@ def _json_kinds(src: Source, path, text: str) -> None:
     # out-of-place rows (the runner's calls are in-place)
     run.rows = [_row(r, n, m.meta) for r, n in pairs]
     src.runs.append(run)
-    src.kinds.append(kind)
     src.notes += [f"skipped {s}" for s in m.skipped[:3]]
 
 

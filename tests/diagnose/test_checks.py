@@ -1,9 +1,13 @@
 """collsim.diagnose.checks: evidence computed from facts: slow hosts from pair tables, ports slower than their
 neighbours, busbw above the network on two nodes, two NCCL versions, separate runs."""
+from pathlib import Path
+
 from collsim.diagnose import checks
 from collsim.diagnose.evidence import gather
 from collsim.diagnose.sources import read_source
 from collsim.diagnose.verdict import diagnose_sources
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def report(tmp_path, texts, cluster=None, measured=None):
@@ -54,6 +58,16 @@ def test_separate_runs_need_interleaved_blocks_or_back_to_back_footers(tmp_path)
     assert labels(rep)["measurement_error"]["score"] >= 3
     rep = report(tmp_path, ["run 1\n" + footers + "mpirun -H a,b -np 16 ./all_reduce_perf\n" + footers])
     assert "measurement_error" not in labels(rep)   # two runs pasted one after the other
+
+
+def test_json_files_of_one_host_each_are_a_launch_per_node(tmp_path):
+    """Two real -J files (data/h200x2/fidelity) as if each came from its own node: a measurement error; the same
+    host twice (graph and eager timing of one box) is not."""
+    real = (ROOT / "data" / "h200x2" / "fidelity" / "nt_graph.json").read_text()
+    rep = report(tmp_path, [real + "\n" + real.replace('"vm"', '"node2"')])
+    (hit,) = labels(rep)["measurement_error"]["evidence"]
+    assert "2 nccl-tests -J files of all_reduce, each on one host (vm, node2)" in hit["why"]
+    assert "measurement_error" not in labels(report(tmp_path, [real + "\n" + real]))
 
 
 def test_check_functions_return_nothing_without_their_facts(tmp_path):

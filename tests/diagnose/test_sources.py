@@ -66,17 +66,29 @@ def test_rows_broken_by_tags_are_read_loosely_and_other_collectives_read_as_thei
 
 def test_json_and_collsim_records(tmp_path):
     res = {"time": 10.0, "alg_bw": 1.0, "bus_bw": 1.0, "nwrong": 0}
-    doc = {"env": ["NCCL_ALGO=Tree"], "nccl_version": 22809, "config": {"devices": [{"rank": 0, "host": "h"}]},
+    doc = {"env": ["NCCL_ALGO=Tree"], "nccl_version": 22809, "config": {"devices": [{"rank": 0, "hostname": "h"}]},
            "results": [{"size": 8, "count": 2, "type": "float", "out_of_place": res, "in_place": res}]}
     path = tmp_path / "out"
     path.write_text(json.dumps(doc))
     src = read_source(path)
-    assert src.kinds[0] == "nccl-tests-json" and src.runs[0].rows[0]["bytes"] == 8
+    assert src.kinds[0] == "nccl-tests-json" and src.runs[0].rows[0]["bytes"] == 8 and src.runs[0].hosts == ["h"]
     assert src.runs[0].version == ("2.28.9", 1) and src.runs[0].meta["env"] == {"NCCL_ALGO": "Tree"}
     runner = read_source(ROOT / "data" / "h200x2" / "runner" / "nvlink_Ring_Simple_graph.jsonl")
     assert runner.kinds == ["collsim-records"] and len(runner.runs[0].rows) > 10
     public = read_source(ROOT / "data" / "public" / "L15_h100x16_2n_ring_minctas24_ndr_aion.jsonl")
     assert public.runs[0].meta["nodes"] == 2 and public.runs[0].rows[-1]["bytes"] == 8 << 30
+
+
+def test_real_json_files_pasted_one_after_another_are_a_run_each(tmp_path):
+    """nccl-tests -J files as measured on 2 x H200 (data/h200x2/fidelity), graph then eager, pasted into one file:
+    two runs, each with its host and GPU."""
+    real = ROOT / "data" / "h200x2" / "fidelity"
+    path = tmp_path / "paste.txt"
+    path.write_text((real / "nt_graph.json").read_text() + "\n" + (real / "nt_eager.json").read_text())
+    src = read_source(path)
+    assert src.kinds[0] == "nccl-tests-json" and len(src.runs) == 2
+    assert [r.meta["timing"] for r in src.runs] == ["graph", "eager"] and all(r.hosts == ["vm"] for r in src.runs)
+    assert src.runs[0].gpus == [("NVIDIA H200", 1)] and len(src.runs[1].rows) == 30
 
 
 def test_nccl_log_lines_it_cannot_read_are_left_out_and_named(tmp_path):
