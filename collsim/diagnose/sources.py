@@ -8,8 +8,9 @@ in it): ``read_source`` looks for each and keeps what it finds in one ``Source``
   (``collsim.measure.nccl_tests.import_nccl_tests``, lenient), split into ``Run`` s: one per header,
   so that two single-node runs printed into one file show as two; rows whose columns are broken by
   interleaved tags (``[0]`` inside a row) are read loosely when the importer keeps none;
-* ``nccl-tests-json`` (``-J``; several files pasted one after another: a run each) and
-  ``collsim-records`` (runner JSON Lines, published logs);
+* ``nccl-tests-json`` (``-J``; several files pasted one after another: a run each),
+  ``nccl-inspector`` (NCCL Inspector's JSON: a run per communicator and collective,
+  ``collsim.measure.inspector``) and ``collsim-records`` (runner JSON Lines, published logs);
 * ``nccl-log``: NCCL_DEBUG lines (INFO, TRACE, WARN) through ``collsim.nccl.log.parse_lines``; a
   line it cannot read is left out and named in ``notes``;
 * ``topology`` (nvidia-smi topo -m or NCCL's XML topology dump), ``ib-status`` (ibstatus, ibstat,
@@ -36,6 +37,7 @@ from collsim.diagnose import parsers, runs, topo_xml
 from collsim.errors import CollsimError, CollsimWarning
 from collsim.inputs import read_text
 from collsim.measure import parse_jsonl
+from collsim.measure.inspector import is_inspector, read_inspector
 from collsim.measure.nccl_tests import DTYPES, import_nccl_tests, read_nccl_tests_json
 from collsim.measure.public_log import is_public_log, load_public_log
 from collsim.nccl.log import VERSION_PATTERN, parse_lines
@@ -162,6 +164,8 @@ def _json_kinds(src: Source, path, text: str) -> None:
             found, kind = [load_public_log(path)], "collsim-records"
         elif '"type"' in first and '"meta"' in first:
             found, kind = [parse_jsonl(src.lines, src.name, strict=False)], "collsim-records"
+        elif is_inspector(text):
+            found, kind = read_inspector(text, src.name), "nccl-inspector"
         elif '"results"' in text[:1 << 20]:
             # several -J files pasted one after another: a run each
             found, kind = read_nccl_tests_json(text, src.name, label="default"), "nccl-tests-json"
@@ -171,14 +175,14 @@ def _json_kinds(src: Source, path, text: str) -> None:
     except (CollsimError, ValueError, TypeError, OverflowError) as e:
         src.notes.append(f"measurements not read: {str(e)[:160]}")
         return
-    for m in found:
-        _json_run(src, m, kind)
+    for k, m in enumerate(found, 1):
+        _json_run(src, m, kind, f"{src.name}#{k}" if len(found) > 1 else "")
     src.kinds.append(kind)
 
 
-def _json_run(src: Source, m, kind: str) -> None:
+def _json_run(src: Source, m, kind: str, label: str) -> None:
     """``m`` (a JSON file's measurements) as one of ``src``'s runs."""
-    run = Run(src.name, meta=dict(m.meta))
+    run = Run(src.name, meta=dict(m.meta), label=label)
     run.hosts = sorted({h for h in m.meta.get("hosts") or [] if isinstance(h, str)})
     gpus = ([d.get("gpu") for d in m.meta.get("devices") or [] if isinstance(d, dict)]
             + [m.meta.get("gpu")])

@@ -167,6 +167,15 @@ def busbw_range(row: dict, factor: float) -> tuple[float, float]:
             row["bytes"] / 1e3 / row["low_us"] * factor)
 
 
+def kernel_only(row: dict) -> dict:
+    """A predicted row ({"time_us", "kernel_us", "low_us", "high_us", "busbw_GBps", ...}) as the
+    kernel alone, for measurements that time the kernel on the GPU (NCCL Inspector): its time
+    ``kernel_us``, its range and busbw scaled by kernel / time."""
+    k = row["kernel_us"] / row["time_us"] if row["time_us"] > 0 else 1.0
+    return {**row, "time_us": row["kernel_us"], "low_us": row["low_us"] * k,
+            "high_us": row["high_us"] * k, "busbw_GBps": row["busbw_GBps"] / k if k > 0 else 0.0}
+
+
 def range_note(result: dict) -> str:
     """One line under a table of ``result`` (``predict_nccl``'s): how sure each regime is and
     why."""

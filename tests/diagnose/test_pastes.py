@@ -136,3 +136,14 @@ def test_two_nodes_above_line_rate_without_a_description(tmp_path):
     assert report["machine"]["cluster"] is None or "2 node" in report["machine"]["cluster"]
     assert report["causes"][0]["label"] == "two_node_tree_anomaly"
     assert "2 x 200 Gb/s = 50.0 GB/s, on 2 nodes" in report["causes"][0]["evidence"][0]["why"]
+
+
+def test_nccl_inspector_output_is_a_run_per_communicator_judged_as_kernel_time():
+    """NVIDIA/nccl plugins/profiler/inspector/README.md's two examples (an AllReduce and a ReduceScatter of 8 ranks
+    on one node): two runs, each at the plugin's own busbw; on 8 H100 NVSwitch both land in the expected range."""
+    src = read_source(PASTES / "nccl-inspector_readme.json")
+    assert src.kinds == ["nccl-inspector"] and [r.meta["collective"] for r in src.runs] == ["all_reduce",
+                                                                                           "reduce_scatter"]
+    assert [round(r.rows[0]["busbw_GBps"], 1) for r in src.runs] == [485.1, 366.1]
+    report = diagnose([PASTES / "nccl-inspector_readme.json"], cluster="h100-nvlink")
+    assert report["verdict"] == "as_expected" and [b["verdict"] for b in report["bands"]] == ["as expected"] * 2

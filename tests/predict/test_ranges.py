@@ -6,7 +6,15 @@ import pytest
 from collsim.fit.coverage import leave_one_out
 from collsim.machine import load_cluster
 from collsim.predict import predict_nccl
-from collsim.predict.ranges import KINDS, bandwidth_share, busbw_range, packaged_widths, time_range, widths_from
+from collsim.predict.ranges import (
+    KINDS,
+    bandwidth_share,
+    busbw_range,
+    kernel_only,
+    packaged_widths,
+    time_range,
+    widths_from,
+)
 
 
 def test_every_row_carries_a_range_around_its_time_wider_where_the_inputs_are_less_sure():
@@ -66,3 +74,14 @@ def test_p2p_collectives_are_as_sure_as_an_assumption():
     assert ag["range"]["bandwidth"] == "log" and "schedule" not in ag["inputs"]
     width = [math.log(d["rows"][0]["high_us"] / d["rows"][0]["time_us"]) for d in (a2a, ag)]
     assert width[0] > 2 * width[1]
+
+
+def test_kernel_only_rows_drop_the_harness_time_and_scale_the_range():
+    """A measurement of the kernel alone (NCCL Inspector) is judged against the predicted kernel: 8 H100, 8 KiB,
+    where nccl-tests' launch is a large part of the time."""
+    row = predict_nccl(load_cluster("h100-nvlink"), [8192])["rows"][0]
+    k = kernel_only(row)
+    assert k["time_us"] == row["kernel_us"] < row["time_us"]
+    ratio = row["time_us"] / row["kernel_us"]
+    assert k["busbw_GBps"] == pytest.approx(row["busbw_GBps"] * ratio)
+    assert (k["low_us"], k["high_us"]) == pytest.approx((row["low_us"] / ratio, row["high_us"] / ratio))
