@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from collsim.core.budget import require_simulation
 from collsim.fitted.layout import Config
 from collsim.nccl.chunking import DEFAULT_BUFFSIZE
 from collsim.predict.collective_runs import collective_run
@@ -107,6 +108,8 @@ def simulate_nccl(ctx: NcclContext, algo: str, proto: str, nbytes: int, channels
         if quotient is not None:
             s, topo, k = quotient
             g *= k
+        require_simulation(s, f"simulating NCCL's {algo} on {ctx.cluster.ranks} ranks after "
+                              "its reductions")
         r = simulate(s, topo, protocol=f"{cost}/{proto}", progress=False,
                      merged=quotient is not None)
         slow = ", ".join(f"node{n}.nic{k} at {r:g} Gb/s" for n, k, r in ctx.cluster.degraded_nics)

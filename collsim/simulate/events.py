@@ -28,7 +28,8 @@ from collsim.simulate.ports import next_end, serve, shares
 
 EPS = 1e-9             # a job is done when the service it still owes is below EPS of its whole
 PROGRESS_BLOCK = 1 << 20
-# a job's port, owner and links: 32 bits hold the 2^31 jobs of a run far past any memory bound
+# a job's port, owner and links, a transfer's waiters, successor and counts: 32 bits hold the 2^31
+# jobs of a run far past any memory bound
 JOB = np.int32
 
 
@@ -45,7 +46,7 @@ def _waiters(n, data_ptr, data_dep, window_pred):
     for i in range(n):
         ptr[i + 1] += ptr[i]
     fill = ptr[:-1].copy()
-    out = np.empty(ptr[n], np.int64)
+    out = np.empty(ptr[n], JOB)
     for i in range(n):
         for x in range(data_ptr[i], data_ptr[i + 1]):
             w = data_dep[x]
@@ -62,11 +63,11 @@ def _waiters(n, data_ptr, data_dep, window_pred):
 def _waiting(n: int, data_ptr, data_dep, engine_pred, window_pred):
     """(dependencies left per transfer, who waits for each
     one's arrival (CSR), its engine successor)."""
-    count = (np.diff(data_ptr) + (engine_pred >= 0) + (window_pred >= 0)).astype(np.int64)
+    count = (np.diff(data_ptr) + (engine_pred >= 0) + (window_pred >= 0)).astype(JOB)
     ptr, waiters = pick(_waiters, n)(n, np.asarray(data_ptr, np.int64),
                                      np.asarray(data_dep, np.int64),
                                      np.asarray(window_pred, np.int64))
-    succ = np.full(n, -1, np.int64)
+    succ = np.full(n, -1, JOB)
     has_e = engine_pred >= 0
     succ[engine_pred[has_e]] = np.flatnonzero(has_e)
     return count, ptr, waiters, succ
@@ -227,7 +228,7 @@ def run(n: int, data_ptr: np.ndarray, data_dep: np.ndarray, engine_pred: np.ndar
         crowd = int(np.bincount(r[count[jown] == 0], minlength=n_ports).max(initial=1))
         kernel = pick(_fair, n * max(crowd, 1))
         st = dict(tm=tm, cost=cost, left=count, wp=wp, wl=wl, nxt=nxt, rows=r, sizes=z, caps=c,
-                  jptr=jptr, jown=jown, pend=np.zeros(n, np.int64), pt=np.zeros(n_ports),
+                  jptr=jptr, jown=jown, pend=np.zeros(n, JOB), pt=np.zeros(n_ports),
                   head=np.full(n_ports, -1, np.int64), count=np.zeros(n_ports, np.int64),
                   jnext=np.full(len(r), -1, JOB), jprev=np.full(len(r), -1, JOB),
                   jleft=np.zeros(len(r)), jrate=np.zeros(len(r)),

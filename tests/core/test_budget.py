@@ -87,3 +87,16 @@ def test_estimates_grow_with_their_counts():
     assert check_bytes(10, 0, 10**9) > check_bytes(10, 0, 0)
     assert simulation_bytes(65537, 1, 262144, 65536) > 100e9   # simulate --algo nvls --ranks 65536: refused
     assert simulation_bytes(8, 1, 48, 8) < 250e6                 # the interpreter and the compiled engine
+
+
+@pytest.mark.parametrize("algo", ["nvlstree", "nccl-tree"])
+def test_nccls_schedule_is_estimated_after_its_reductions_within_2x(algo):
+    """NCCL's schedule on 64 nodes x 8 H100, 16 channels: built within the bound, its simulation (the channels and
+    nodes the reductions keep) refused before it starts, with an estimate within 2x of the peak it then holds."""
+    argv = ["simulate", "--cluster", "ib-400g", "--nodes", 64, "--algo", algo, "--channels", 16, "--bytes", "1G",
+            "--json"]
+    code, err = _run("--max-memory", "100M", *argv)
+    said = re.search(r"after its reductions .* would hold about ([0-9.e+]+) GB", err)
+    assert code == 2 and said, err
+    held = peak(*argv)
+    assert held / 2 <= float(said.group(1)) * 1e9 <= 2 * held, (said.group(1), held / 1e6)
