@@ -1,6 +1,7 @@
 """The measurement's own errors, for the ``measurement_error`` cause of ``collsim.diagnose.causes``:
 separate runs pasted as one (headers or footers one after the other, interleaved ``# Rank 0``
-blocks, ``-J`` files of one host each), per-call logging among the timed rows, a sweep that stops before busbw peaks.
+blocks, ``-J`` files of one host each), per-call logging among the timed rows, a sweep that stops
+before busbw peaks.
 ``measurement(ctx)`` returns ``collsim.diagnose.checks.Hit`` s, as every check there does."""
 from __future__ import annotations
 

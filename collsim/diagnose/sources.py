@@ -38,7 +38,8 @@ from collsim.errors import CollsimError, CollsimWarning
 from collsim.inputs import read_text
 from collsim.measure import parse_jsonl
 from collsim.measure.inspector import is_inspector, read_inspector
-from collsim.measure.nccl_tests import DTYPES, import_nccl_tests, read_nccl_tests_json
+from collsim.measure.nccl_tests import DTYPES, import_nccl_tests
+from collsim.measure.nccl_tests_json import read_nccl_tests_json
 from collsim.measure.public_log import is_public_log, load_public_log
 from collsim.nccl.log import VERSION_PATTERN, parse_lines
 

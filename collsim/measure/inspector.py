@@ -22,7 +22,7 @@ from collsim.core.collective import get
 from collsim.errors import CollsimError, describe
 from collsim.inputs import MAX_BYTES, MAX_RANKS, read_field
 from collsim.measure import Measurements
-from collsim.measure.nccl_tests import json_documents
+from collsim.measure.nccl_tests_json import json_documents
 
 # the collectives whose nccl-tests size is the per-rank message times the ranks
 PER_RANK = ("all_gather", "reduce_scatter")

@@ -15,8 +15,8 @@ every port serves its jobs one at a time in schedule order (everything a transfe
 earlier in the schedule), one pass.
 
 State lives in numpy arrays for the compiled kernels and in Python lists for plain Python (indexing
-a list costs a third of indexing an array there); the loops run in ``PROGRESS_BLOCK`` transfers at a time so that a
-progress bar can follow a long run.
+a list costs a third of indexing an array there); the loops run in ``PROGRESS_BLOCK`` transfers at a
+time so that a progress bar can follow a long run.
 """
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ from collsim.measure import (
     write_jsonl,
 )
 from collsim.measure.files import to_csv
-from collsim.measure.nccl_tests import import_nccl_tests, parse_env, read_nccl_tests_json
+from collsim.measure.nccl_tests import import_nccl_tests, parse_env
+from collsim.measure.nccl_tests_json import read_nccl_tests_json
 from collsim.measure.nccl_tests_rows import parse_label
 from collsim.units import parse_size
 
