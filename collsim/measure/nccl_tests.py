@@ -43,6 +43,7 @@ from collsim.inputs import (
     read_text,
 )
 from collsim.measure import Measurements, check_meta
+from collsim.measure.inspector import is_inspector
 from collsim.measure.nccl_tests_json import read_nccl_tests_json
 from collsim.measure.nccl_tests_rows import (
     DTYPES,  # noqa: F401 - re-exported
@@ -188,6 +189,9 @@ def import_nccl_tests(path, label: str | None = None, strict: bool = True,
     (``collsim.measure.perf_names.resolve``); a contradiction is a one-line CollsimError."""
     text = read_text(path, "nccl-tests output", errors="replace")
     if text.lstrip().startswith("{"):
+        if is_inspector(text):
+            raise CollsimError(f"{path}: NCCL Inspector output, not nccl-tests': collsim diagnose "
+                               "reads it (a run per communicator and collective)")
         runs = read_nccl_tests_json(text, str(path), label, coll)
         if len(runs) > 1:
             raise CollsimError(f"{path}: holds {len(runs)} nccl-tests -J documents one after "

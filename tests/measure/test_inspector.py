@@ -7,6 +7,7 @@ import pytest
 
 from collsim.errors import CollsimError
 from collsim.measure.inspector import is_inspector, read_inspector
+from collsim.measure.nccl_tests import import_nccl_tests
 
 README = Path(__file__).resolve().parents[1] / "data" / "diagnose" / "pastes" / "nccl-inspector_readme.json"
 
@@ -54,3 +55,8 @@ def test_damaged_objects_are_named():
     del bad["header"]
     with pytest.raises(CollsimError, match=r"Inspector object 1: .*'header'"):
         read_inspector(json.dumps(bad), "bad")
+
+
+def test_the_nccl_tests_importer_points_inspector_output_to_diagnose():
+    with pytest.raises(CollsimError, match=r"NCCL Inspector output, not nccl-tests': collsim diagnose reads it"):
+        import_nccl_tests(README, "default")
