@@ -87,14 +87,14 @@ def hierarchical_nccl(ranks: int, count: int, itemsize: int = 4, gpus_per_node: 
     groups = pos // g * g + (pos % g + heads) % g             # channel c: chains from its entry GPU
     part_off, part_len = channel_parts(count, channels)
     tree = tree_of_channel(channels)
-    parts = []
-    for t in np.unique(tree):                                  # each tree pipelined on its own plan
+
+    def part(t: int) -> Schedule:                              # each tree pipelined on its own plan
         on = np.flatnonzero(tree == t)
         b = ScheduleBuilder(ranks, count, itemsize, name="nccl-tree", meta=meta)
         tree_phase(b, tree_steps(f"nccl{t}", ranks, g, chunks), groups[on], part_off[on, None],
                    part_len[on, None], on, fan=2)
-        parts.append(b.build())
-    return interleave(parts)
+        return b.build()
+    return interleave(part(t) for t in np.unique(tree))
 
 
 def _phases(p: int, nb, links, q: dict) -> tuple[list, list]:

@@ -5,7 +5,7 @@
 representation itself is ``collsim.core.schedule``."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -154,9 +154,13 @@ def wavefront(schedule: Schedule, lag, oldest_first: bool = True) -> Schedule:
     return s.take(order, ptr)
 
 
-def interleave(parts: Sequence[Schedule], name: str = "", meta: dict | None = None) -> Schedule:
+def interleave(parts: Iterable[Schedule], name: str = "", meta: dict | None = None) -> Schedule:
     """Schedules over disjoint elements run side by side: step k holds every part's step k, in
-    channel order (``wavefront`` of their ``concat``)."""
-    whole = concat(parts, name=name, meta=meta)
+    channel order (``wavefront`` of their ``concat``). Parts given by a generator are freed once
+    concatenated, before the reordering (a large schedule's peak)."""
+    parts = list(parts)
     first = np.cumsum([0] + [p.n_steps for p in parts[:-1]])
-    return wavefront(whole, -np.repeat(first, [p.n_transfers for p in parts]), oldest_first=False)
+    lag = -np.repeat(first, [p.n_transfers for p in parts])
+    whole = concat(parts, name=name, meta=meta)
+    del parts
+    return wavefront(whole, lag, oldest_first=False)
