@@ -105,9 +105,9 @@ def _build(name: str, ranks: int, count: int, itemsize: int, g: int, chunks: int
     """Channels on tree 0 and tree 1 built apart and run side by side, then the loops as a
     wavefront."""
     ch = np.arange(channels)
-    s = interleave([_stages(ranks, count, itemsize, g=g, chunks=chunks, channels=channels,
-                            on=ch[ch % 2 == t], name=name)
-                    for t in range(min(channels, 2))])
+    s = interleave(_stages(ranks, count, itemsize, g=g, chunks=chunks, channels=channels,
+                           on=ch[ch % 2 == t], name=name)
+                   for t in range(min(channels, 2)))
     part_off, part_len = channel_parts(count, channels)
     l_off, l_len = split_ranges(part_off, part_len, chunks)
     # loops lie in order
