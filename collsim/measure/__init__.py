@@ -46,7 +46,8 @@ field; ``collsim.measure.nccl_tests.import_nccl_tests`` turns nccl-tests output 
 records.
 
 Modules: ``records`` (the fields and their checks), ``nccl_tests`` (nccl-tests import; one row's
-records: ``nccl_tests_rows``), ``public_log`` (published logs), ``files`` (any measurement file;
+records: ``nccl_tests_rows``; its ``-J`` JSON: ``nccl_tests_json``), ``inspector`` (NCCL Inspector's
+JSON objects), ``public_log`` (published logs), ``files`` (any measurement file;
 CSV), ``table`` (a record as a table row), ``executed`` (what the schedule executor records),
 ``fidelity`` (one harness against another), ``bundled`` (where the bundled measurements are,
 checkout or installed).
