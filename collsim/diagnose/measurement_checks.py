@@ -28,7 +28,7 @@ _RANK_TEXT = "Rank "
 def _json_per_node(src) -> list:
     """Several ``-J`` documents of one collective in one file, each of one host and the hosts all
     different: a launch per node, each its own test."""
-    runs = [r for r in src.runs if "nccl-tests-json" in src.kinds]
+    runs = src.runs if "nccl-tests-json" in src.kinds else []
     hosts = [tuple(r.hosts) for r in runs]
     if (len(runs) < 2 or any(len(h) != 1 for h in hosts) or len(set(hosts)) < len(hosts)
             or len({r.meta.get("collective") for r in runs}) > 1):

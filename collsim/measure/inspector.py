@@ -30,9 +30,9 @@ PER_RANK = ("all_gather", "reduce_scatter")
 
 def is_inspector(text: str) -> bool:
     """Whether ``text`` starts like Inspector output (a ``header`` then ``metadata`` object)."""
-    head = text[:4096]
-    return '"header"' in head and '"metadata"' in head and ('"coll_perf"' in text[:1 << 16]
-                                                            or '"p2p_perf"' in text[:1 << 16])
+    head, body = text[:4096], text[:1 << 16]
+    return '"header"' in head and '"metadata"' in head and ('"coll_perf"' in body
+                                                            or '"p2p_perf"' in body)
 
 
 def read_inspector(text: str, source: str) -> list[Measurements]:
@@ -50,7 +50,7 @@ collsim does not model (AllGatherV) is left out and named in the first run's ``s
             continue                                           # p2p_perf: no collective size
         head = read_field(doc, "header", where, dict, required=True)
         at = f"{where}: header"
-        comm = str(read_field(head, "id", at, str, required=True))
+        comm = read_field(head, "id", at, str, required=True)
         ranks = read_field(head, "n_ranks", at, int, required=True, minimum=1, maximum=MAX_RANKS)
         nodes = read_field(head, "nnodes", at, int, minimum=1, maximum=MAX_RANKS) or 1
         host = read_field(read_field(doc, "metadata", where, dict) or {}, "hostname",

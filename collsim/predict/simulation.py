@@ -101,9 +101,10 @@ def simulate_nccl(ctx: NcclContext, algo: str, proto: str, nbytes: int, channels
         fabric, s = _fabric(topo, run), run.schedule
         run = replace(run, schedule=None)          # s alone holds it: freed once reduced below
         topo = topo if fabric.startswith("simulated") else without_fabric(topo)
-        # built one channel of each ``weight`` alike already; what still repeats is collapsed
-        s, topo, g = collapse_channels(s, stand_for(topo, run.weight) if run.weight > 1 else topo)
-        g *= run.weight
+        if run.weight > 1:                              # built one channel per class already
+            topo, g = stand_for(topo, run.weight), run.weight
+        else:
+            s, topo, g = collapse_channels(s, topo)
         quotient = permute_channels(s, topo)
         if quotient is not None:
             s, topo, k = quotient
